@@ -1,0 +1,1 @@
+"""Pure analysis: functions over a Snapshot and `now`. No network, clock or terminal here."""

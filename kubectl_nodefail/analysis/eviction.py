@@ -1,0 +1,74 @@
+"""When the taint-eviction controller deletes a pod from a tainted node, if ever."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis.findings import TaintView, ZoneFinding
+from kubectl_nodefail.analysis.text import ago
+from kubectl_nodefail.snapshot import Obj
+
+
+def tolerates(toleration: Obj, taint: TaintView) -> bool:
+    """Toleration matching as in k8s.io/api core/v1 Toleration.ToleratesTaint."""
+    if toleration.get("effect") and toleration["effect"] != taint.effect:
+        return False
+    key = toleration.get("key") or ""
+    operator = toleration.get("operator") or "Equal"
+    if key and key != taint.key:
+        return False
+    if operator == "Exists":
+        return True
+    if not key:  # an empty key needs operator Exists
+        return False
+    return (toleration.get("value") or "") == taint.value
+
+
+@dataclass
+class EvictionTime:
+    state: str  # evicted | scheduled | never | immediate | pending-taint | paused | not-applicable
+    at: datetime | None
+    text: str
+
+
+def eviction_time(pod: Obj, node_taints: list[TaintView], zone: ZoneFinding | None,
+                  master_disruption: bool, now: datetime) -> EvictionTime:
+    if pod["metadata"].get("deletionTimestamp"):
+        return EvictionTime("evicted", None, "already being deleted (evicted or deleted by someone)")
+    noexec = [t for t in node_taints if t.effect == "NoExecute"]
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    deadline: datetime | None = None
+    for taint in noexec:
+        matching = [t for t in tolerations if tolerates(t, taint)]
+        if not matching:
+            return EvictionTime("immediate", taint.time_added,
+                                f"does not tolerate {taint.key}:NoExecute: evicted as soon as the "
+                                "taint-eviction controller sees it")
+        seconds = [t["tolerationSeconds"] for t in matching if t.get("tolerationSeconds") is not None]
+        if not seconds:
+            continue  # tolerated forever
+        when = (taint.time_added or now) + timedelta(seconds=max(min(seconds), 0))
+        deadline = when if deadline is None or when < deadline else deadline
+    if deadline is not None:
+        return EvictionTime("scheduled", deadline,
+                            f"eviction due {ago((now - deadline).total_seconds())} "
+                            "(taint timeAdded + smallest tolerationSeconds)")
+    if noexec:
+        return EvictionTime("never", None, "tolerates the NoExecute taints without a time limit: "
+                            "never evicted")
+    if master_disruption:
+        return EvictionTime("paused", None, "no NoExecute taint: every zone is down, the controller "
+                            "is in master disruption mode and evicts nothing")
+    if zone and zone.eviction == "stopped":
+        return EvictionTime("paused", None, f"no NoExecute taint yet and zone {zone.zone} is in "
+                            f"{zone.state}: tainting is stopped, so no eviction")
+    unreachable = [t for t in tolerations
+                   if tolerates(t, TaintView(facts.TAINT_UNREACHABLE, "NoExecute"))]
+    secs = [t.get("tolerationSeconds") for t in unreachable]
+    if unreachable and all(s is None for s in secs):
+        return EvictionTime("never", None, "tolerates unreachable/not-ready without a time limit: "
+                            "never evicted")
+    return EvictionTime("pending-taint", None, "the NoExecute taint is not on the node yet "
+                        "(rate-limited per zone); eviction follows its tolerationSeconds after that")

@@ -1,0 +1,147 @@
+"""The analysis results: plain dataclasses that render.py shows and plan.py decides on.
+
+Field names are the JSON output's keys (camelCased by render.to_data); they are a stable interface.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass
+class Cause:
+    """Why something is wrong: a stable code, one line, how sure we are and what shows it."""
+
+    code: str
+    summary: str
+    confidence: str  # high | medium | low
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TaintView:
+    key: str
+    effect: str
+    value: str = ""
+    time_added: datetime | None = None
+
+
+@dataclass
+class ConditionView:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_heartbeat: datetime | None = None
+    last_transition: datetime | None = None
+    problem: bool = False  # True only for conditions known to mean trouble when in this status
+
+
+@dataclass
+class NodeFinding:
+    name: str
+    status: str  # as `kubectl get nodes` prints it
+    zone: str
+    ready: ConditionView | None
+    not_ready_seconds: float | None
+    lease_renewed: datetime | None
+    lease_age_seconds: float | None
+    taints: list[TaintView]
+    conditions: list[ConditionView]
+    cause: Cause
+    shutdown_evidence: list[str]
+    out_of_service: bool
+    stale_out_of_service: bool  # out-of-service taint on a Ready node: someone forgot to remove it
+    kubelet_version: str
+    failed: bool  # not Ready
+    cloud_shutdown: bool  # carries the cloud provider's shutdown taint
+    pod_count: int = 0
+    action: Action | None = None
+
+
+@dataclass
+class ZoneFinding:
+    zone: str
+    nodes: int
+    not_ready: int
+    state: str  # Normal | PartialDisruption | FullDisruption (node lifecycle controller's words)
+    eviction: str  # proceeding | slowed | stopped
+    explanation: str
+
+
+@dataclass
+class OwnerLink:
+    kind: str
+    name: str
+    found: bool = True
+
+
+@dataclass
+class Replacement:
+    """What stands in for the stuck pod. state: running | finished | pending | blocked | not-yet
+    | none | not-needed | missing | unknown."""
+
+    state: str
+    summary: str
+    pods: list[str] = field(default_factory=list)
+    pending_reason: str = ""
+
+
+@dataclass
+class Action:
+    """A suggested fix with its risk, the kubectl command and the safe remediate command."""
+
+    code: str  # wait | delete-node | out-of-service | force-delete | none-possible | investigate
+    summary: str
+    risk: str  # none | low | medium | high
+    kubectl: str = ""
+    remediate: str = ""
+    until: datetime | None = None
+
+
+@dataclass
+class PodFinding:
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    node: str
+    node_failed: bool
+    kubectl_status: str  # what `kubectl get pods` prints
+    ready: str  # READY column, e.g. 1/1
+    meaning: str  # what the status really means
+    category: str  # on-failed-node | terminating-on-failed-node | terminating-elsewhere
+    terminating: bool
+    stuck_seconds: float | None  # past deletionTimestamp (deletion time + grace)
+    deletion_timestamp: datetime | None
+    owner_chain: list[OwnerLink]
+    controller: str  # deployment | replicaset | statefulset | daemonset | job | mirror | bare | other
+    explanation: str
+    replacement: Replacement
+    storage: list[str]
+    timeline: str
+    eviction_at: datetime | None
+    if_node_returns: str
+    action: Action
+    evidence: list[str] = field(default_factory=list)
+    era: str = "current"  # current | nodelost (pre-1.27 NodeLost/Unknown display)
+
+
+@dataclass
+class Report:
+    captured_at: datetime
+    source: str
+    server_version: str | None
+    nodes_total: int
+    nodes: list[NodeFinding]
+    zones: list[ZoneFinding]
+    pods: list[PodFinding]
+    cluster: list[str]  # cluster-wide conclusions (mass failure, master disruption mode, gaps)
+    gaps: list[str]
+
+    @property
+    def problems(self) -> bool:
+        return bool(
+            [n for n in self.nodes if n.failed or n.stale_out_of_service] or self.pods
+        )

@@ -1,0 +1,211 @@
+"""Node health as the node lifecycle controller and kubectl see it, and the likely cause."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis.findings import Cause, ConditionView, NodeFinding, TaintView
+from kubectl_nodefail.analysis.text import ago, duration
+from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
+
+
+def conditions(node: Obj) -> dict[str, Obj]:
+    return {c.get("type", ""): c for c in (node.get("status") or {}).get("conditions") or []}
+
+
+def ready_condition(node: Obj) -> Obj | None:
+    return conditions(node).get("Ready")
+
+
+def is_ready(node: Obj) -> bool:
+    cond = ready_condition(node)
+    return bool(cond and cond.get("status") == "True")
+
+
+def kubectl_status(node: Obj) -> str:
+    """The STATUS column of `kubectl get nodes` (printNode)."""
+    cond = ready_condition(node)
+    if cond is None:
+        words = ["Unknown"]
+    else:
+        words = ["Ready" if cond.get("status") == "True" else "NotReady"]
+    if (node.get("spec") or {}).get("unschedulable"):
+        words.append("SchedulingDisabled")
+    return ",".join(words)
+
+
+def zone_of(node: Obj) -> str:
+    """The zone key the node lifecycle controller groups by (region and zone labels)."""
+    labels = node["metadata"].get("labels") or {}
+    region = labels.get(facts.LABEL_REGION) or labels.get(facts.LABEL_REGION_BETA) or ""
+    zone = labels.get(facts.LABEL_ZONE) or labels.get(facts.LABEL_ZONE_BETA) or ""
+    if region and zone:
+        return f"{region}/{zone}"
+    return zone or region or "(no zone)"
+
+
+def taints(node: Obj) -> list[TaintView]:
+    return [
+        TaintView(
+            key=t.get("key", ""), effect=t.get("effect", ""), value=t.get("value") or "",
+            time_added=parse_time(t.get("timeAdded")),
+        )
+        for t in (node.get("spec") or {}).get("taints") or []
+    ]
+
+
+def has_taint(node: Obj, key: str, effect: str | None = None) -> bool:
+    return any(t.key == key and (effect is None or t.effect == effect) for t in taints(node))
+
+
+def _condition_view(cond: Obj) -> ConditionView:
+    ctype, status = cond.get("type", ""), cond.get("status", "")
+    if ctype == "Ready":
+        problem = status != "True"
+    elif ctype in facts.KUBELET_PROBLEM_CONDITIONS or ctype in facts.NPD_PROBLEM_CONDITIONS:
+        problem = status == "True"
+    else:
+        problem = False  # an unknown custom condition is shown, never called a failure by name
+    return ConditionView(
+        type=ctype, status=status, reason=cond.get("reason") or "", message=cond.get("message") or "",
+        last_heartbeat=parse_time(cond.get("lastHeartbeatTime")),
+        last_transition=parse_time(cond.get("lastTransitionTime")), problem=problem,
+    )
+
+
+def lease_renew_time(snap: Snapshot, name: str) -> tuple[datetime | None, int | None]:
+    lease = snap.lease(name)
+    if not lease:
+        return None, None
+    spec = lease.get("spec") or {}
+    return parse_time(spec.get("renewTime")), spec.get("leaseDurationSeconds")
+
+
+def shutdown_evidence(node: Obj) -> list[str]:
+    """Signals that the machine itself is down (not just the kubelet or the network)."""
+    found = []
+    for t in taints(node):
+        if t.key == facts.TAINT_CLOUD_SHUTDOWN:
+            found.append(f"cloud provider reports the instance shut down (taint {t.key})")
+        if t.key == facts.TAINT_OUT_OF_SERVICE:
+            found.append(f"an administrator marked it out of service (taint {t.key}={t.value}:{t.effect})")
+    ready = ready_condition(node) or {}
+    if "shutting down" in (ready.get("message") or "").lower():
+        found.append(f"kubelet reported: {ready.get('message')}")
+    return found
+
+
+def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
+    """The most likely reason the node is not Ready, with evidence and a confidence."""
+    ready = ready_condition(node)
+    renew, lease_seconds = lease_renew_time(snap, node["metadata"]["name"])
+    evidence: list[str] = []
+    lease_note = ""
+    lease_stale: bool | None = None
+    if renew is not None:
+        age = (now - renew).total_seconds()
+        # A lease not renewed within its own duration has expired (kubelets renew at 1/4 of it).
+        lease_stale = age > (lease_seconds or facts.DEFAULT_LEASE_SECONDS)
+        lease_note = f"lease last renewed {ago(age)}"
+        evidence.append(lease_note + (" (stale)" if lease_stale else " (fresh)"))
+    elif "leases" not in " ".join(snap.gaps):
+        evidence.append("no lease object in kube-node-lease")
+    shutdown = shutdown_evidence(node)
+    by_status = {c.type: c for c in map(_condition_view, conditions(node).values())}
+    problem_conditions = [c for c in by_status.values() if c.problem and c.type != "Ready"]
+
+    if ready is None:
+        return Cause("no-ready-condition", "node has never reported a Ready condition", "medium",
+                     evidence + ["status.conditions has no Ready entry"])
+    status, reason = ready.get("status"), ready.get("reason") or ""
+    message = ready.get("message") or ""
+    if status == "Unknown":
+        evidence.insert(0, f"Ready=Unknown, reason {reason}: {message}".rstrip(": "))
+        if reason == facts.REASON_NODE_NEVER_UPDATED:
+            return Cause("never-registered", "kubelet registered the node but never posted status",
+                         "high", evidence)
+        if shutdown:
+            return Cause("machine-shutdown", "the machine is shut down", "high", evidence + shutdown)
+        if lease_stale is False:
+            return Cause(
+                "kubelet-returning",
+                "kubelet is renewing its lease again; Ready will update within a monitor period",
+                "medium", evidence,
+            )
+        return Cause(
+            "kubelet-stopped",
+            "kubelet stopped posting status: machine down, kubelet dead, or network partition "
+            "(the API cannot tell these apart)",
+            "high" if lease_stale else "medium", evidence,
+        )
+    if status == "False":
+        evidence.insert(0, f"Ready=False, reason {reason}: {message}".rstrip(": "))
+        low = message.lower()
+        if shutdown:
+            return Cause("machine-shutdown", "the machine is shutting down or shut down", "high",
+                         evidence + shutdown)
+        if "networkready=false" in low or "network plugin" in low or "cni" in low:
+            return Cause("network-plugin", "kubelet is alive but the network plugin (CNI) is not "
+                         "ready", "high", evidence)
+        if "container runtime" in low:
+            return Cause("runtime-down", "kubelet is alive but the container runtime is down or "
+                         "not answering", "high", evidence)
+        if "pleg" in low:
+            return Cause("pleg-unhealthy", "kubelet is alive but its pod lifecycle event "
+                         "generator is unhealthy (runtime slow or hung)", "high", evidence)
+        if problem_conditions:
+            names = ", ".join(f"{c.type}={c.status}" for c in problem_conditions)
+            return Cause("resource-pressure", f"kubelet reports trouble: {names}", "medium",
+                         evidence + [f"{c.type}: {c.message}" for c in problem_conditions])
+        return Cause("kubelet-not-ready", "kubelet is alive and reports the node not ready",
+                     "medium", evidence)
+    # Ready=True: only listed when tainted out-of-service / shut down, or with problem conditions.
+    if shutdown:
+        return Cause("shutdown-taint-on-ready-node",
+                     "node is Ready but carries a shutdown / out-of-service taint", "high",
+                     evidence + shutdown)
+    if problem_conditions:
+        names = ", ".join(f"{c.type}={c.status}" for c in problem_conditions)
+        return Cause("conditions", f"node is Ready but reports {names}", "medium",
+                     evidence + [f"{c.type}: {c.message}" for c in problem_conditions])
+    return Cause("healthy", "node is Ready", "high", evidence)
+
+
+def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
+    name = node["metadata"]["name"]
+    ready = ready_condition(node)
+    ready_view = _condition_view(ready) if ready else None
+    not_ready_for = None
+    if ready_view and ready_view.status != "True" and ready_view.last_transition:
+        not_ready_for = (now - ready_view.last_transition).total_seconds()
+    renew, _ = lease_renew_time(snap, name)
+    views = [_condition_view(c) for c in conditions(node).values() if c.get("type") != "Ready"]
+    tviews = taints(node)
+    out_of_service = any(t.key == facts.TAINT_OUT_OF_SERVICE for t in tviews)
+    cloud_shutdown = any(t.key == facts.TAINT_CLOUD_SHUTDOWN for t in tviews)
+    ready_now = is_ready(node)
+    return NodeFinding(
+        name=name,
+        status=kubectl_status(node),
+        zone=zone_of(node),
+        ready=ready_view,
+        not_ready_seconds=not_ready_for,
+        lease_renewed=renew,
+        lease_age_seconds=(now - renew).total_seconds() if renew else None,
+        taints=tviews,
+        conditions=views,
+        cause=classify(node, snap, now),
+        shutdown_evidence=shutdown_evidence(node),
+        out_of_service=out_of_service,
+        stale_out_of_service=out_of_service and ready_now,
+        kubelet_version=((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", ""),
+        failed=not ready_now,
+        cloud_shutdown=cloud_shutdown,
+    )
+
+
+def describe_not_ready(finding: NodeFinding) -> str:
+    if finding.not_ready_seconds is None:
+        return finding.status
+    return f"{finding.status} for {duration(finding.not_ready_seconds)}"

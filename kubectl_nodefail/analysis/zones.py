@@ -1,0 +1,62 @@
+"""Zone disruption states, computed as the node lifecycle controller does (ComputeZoneState)."""
+
+from __future__ import annotations
+
+from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis.findings import ZoneFinding
+from kubectl_nodefail.analysis.nodes import is_ready, zone_of
+from kubectl_nodefail.snapshot import Obj
+
+NORMAL, PARTIAL, FULL = "Normal", "PartialDisruption", "FullDisruption"
+
+
+def zone_state(ready: int, not_ready: int) -> str:
+    if ready == 0 and not_ready > 0:
+        return FULL
+    if not_ready > 2 and not_ready / (ready + not_ready) >= facts.UNHEALTHY_ZONE_THRESHOLD:
+        return PARTIAL
+    return NORMAL
+
+
+def analyse_zones(nodes: list[Obj]) -> tuple[list[ZoneFinding], bool]:
+    """Per-zone state and eviction effect; the flag is True in 'master disruption mode'
+    (every zone fully disrupted: the controller removes NoExecute taints and stops evicting)."""
+    counts: dict[str, list[int]] = {}
+    for node in nodes:
+        if facts.LABEL_EXCLUDE_DISRUPTION in (node["metadata"].get("labels") or {}):
+            continue
+        ready_not = counts.setdefault(zone_of(node), [0, 0])
+        ready_not[0 if is_ready(node) else 1] += 1
+    states = {zone: zone_state(r, n) for zone, (r, n) in counts.items()}
+    all_down = bool(states) and all(s == FULL for s in states.values())
+    findings = []
+    for zone, (ready, not_ready) in sorted(counts.items()):
+        state = states[zone]
+        size = ready + not_ready
+        if all_down:
+            eviction = "stopped"
+            text = ("every zone is fully disrupted: the controller assumes its own connectivity is "
+                    "broken ('master disruption mode'), removes NoExecute taints and evicts nothing. "
+                    "Suspect the control plane or the network, not the nodes.")
+        elif state == PARTIAL and size > facts.LARGE_CLUSTER_SIZE_THRESHOLD:
+            eviction = "slowed"
+            text = (f"{not_ready}/{size} nodes not Ready (>= {facts.UNHEALTHY_ZONE_THRESHOLD:.0%}): "
+                    f"NoExecute tainting slowed to --secondary-node-eviction-rate "
+                    f"({facts.SECONDARY_NODE_EVICTION_RATE}/s). A failure this wide is more likely "
+                    "the network or the control plane than the machines.")
+        elif state == PARTIAL:
+            eviction = "stopped"
+            text = (f"{not_ready}/{size} nodes not Ready (>= {facts.UNHEALTHY_ZONE_THRESHOLD:.0%}) "
+                    f"in a zone of <= {facts.LARGE_CLUSTER_SIZE_THRESHOLD} nodes: NoExecute tainting "
+                    "stopped, pods are not evicted. Suspect the network or the control plane.")
+        elif state == FULL:
+            eviction = "proceeding"
+            text = (f"no Ready node in this zone ({not_ready}/{size} down); other zones are up, "
+                    "so evictions proceed at --node-eviction-rate. Check the zone's network or "
+                    "power.")
+        else:
+            eviction = "proceeding"
+            text = (f"{not_ready}/{size} nodes not Ready: evictions proceed at --node-eviction-rate "
+                    f"({facts.NODE_EVICTION_RATE} nodes/s by default).") if not_ready else "healthy"
+        findings.append(ZoneFinding(zone, size, not_ready, state, eviction, text))
+    return findings, all_down

@@ -1,0 +1,79 @@
+"""The tool's own error hierarchy and its documented exit codes.
+
+Every failure the user can cause or meet (bad kubeconfig, unreachable API server, expired
+credentials, malformed dump) is one of these; the CLI prints its one-line message and hint and
+exits with its code. Anything else is a bug (exit 1, traceback only with -v).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Exit(IntEnum):
+    """Exit codes. Stable: runbooks branch on them."""
+
+    OK = 0  # diagnose: nothing wrong; remediate: every step done (or, as a plan, runnable)
+    INTERNAL = 1  # a bug in the tool
+    USAGE = 2  # bad flags or arguments (click's own code)
+    PROBLEMS_FOUND = 3  # diagnose: failed nodes or stuck pods were found
+    PARTIAL = 4  # remediate: some steps refused, skipped or failed
+    NOTHING_TO_DO = 5  # remediate: no action is needed or possible
+    CONFIG = 10  # no kubeconfig, unknown context, unusable configuration
+    UNREACHABLE = 11  # API server unreachable or timing out
+    AUTH = 12  # credentials rejected (401) or a required read forbidden (403)
+    BAD_INPUT = 13  # malformed or unreadable dump file
+    API = 14  # any other API server error
+
+
+class NodefailError(Exception):
+    """Base error: a one-line message, an optional hint and an exit code."""
+
+    exit_code: Exit = Exit.INTERNAL
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def line(self) -> str:
+        """The one line printed to stderr."""
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class ConfigError(NodefailError):
+    exit_code = Exit.CONFIG
+
+
+class UnreachableError(NodefailError):
+    exit_code = Exit.UNREACHABLE
+
+
+class AuthError(NodefailError):
+    exit_code = Exit.AUTH
+
+
+class BadInputError(NodefailError):
+    exit_code = Exit.BAD_INPUT
+
+
+class ApiError(NodefailError):
+    """Any other error answer from the API server; `status` is the HTTP status when known."""
+
+    exit_code = Exit.API
+
+    def __init__(self, message: str, hint: str | None = None, status: int | None = None) -> None:
+        super().__init__(message, hint)
+        self.status = status
+
+
+class NotFound(ApiError):
+    """The object is gone (404). Callers usually treat this as 'vanished mid-run', not failure."""
+
+
+class Conflict(ApiError):
+    """A precondition (UID / resourceVersion) did not match (409)."""
+
+
+class Forbidden(AuthError):
+    """A 403 on one request; optional reads turn this into a stated gap, not a failure."""

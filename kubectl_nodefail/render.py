@@ -1,0 +1,240 @@
+"""Findings and plans as text: table (one screen), wide (with evidence), json, yaml, prose.
+
+Every function returns a string; the CLI prints it. Colour is never used, so NO_COLOR holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import textwrap
+from datetime import datetime
+from typing import Any
+
+from tabulate import tabulate
+
+from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
+from kubectl_nodefail.analysis.owners import describe as describe_owners
+from kubectl_nodefail.analysis.text import ago, duration, plural
+from kubectl_nodefail.snapshot import format_time
+
+API_VERSION = "kubectl-nodefail/v1"
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def to_data(value: Any) -> Any:
+    """Dataclasses -> JSON-ready dicts with camelCase keys and RFC 3339 times."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {_camel(f.name): to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, datetime):
+        return format_time(value)
+    if isinstance(value, (list, tuple)):
+        return [to_data(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_data(v) for k, v in value.items()}
+    if isinstance(value, float):
+        return round(value, 1)
+    return value
+
+
+def report_data(report: Report) -> dict[str, Any]:
+    data = to_data(report)
+    failed = [n for n in report.nodes if n.failed]
+    summary = {
+        "problems": report.problems,
+        "nodesTotal": report.nodes_total,
+        "nodesNotReady": len(failed),
+        "stuckPods": len(report.pods),
+        "podsOnFailedNodes": sum(1 for p in report.pods if p.node_failed),
+        "terminatingElsewhere": sum(1 for p in report.pods if not p.node_failed),
+    }
+    return {"apiVersion": API_VERSION, "kind": "Diagnosis", "summary": summary, **data}
+
+
+def as_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+
+
+def as_yaml(data: Any) -> str:
+    import yaml
+
+    return str(yaml.safe_dump(data, sort_keys=False, width=100))
+
+
+def _node_for(node: NodeFinding) -> str:
+    return duration(node.not_ready_seconds) if node.not_ready_seconds is not None else "-"
+
+
+def _lease(node: NodeFinding) -> str:
+    return ago(node.lease_age_seconds) if node.lease_age_seconds is not None else "-"
+
+
+def _owner(pod: PodFinding) -> str:
+    if not pod.owner_chain:
+        return "(none)" if pod.controller != "mirror" else "Node (static)"
+    top = pod.owner_chain[-1]
+    return f"{top.kind}/{top.name}"
+
+
+def _stuck(pod: PodFinding) -> str:
+    if pod.stuck_seconds is None:
+        return "-"
+    return duration(pod.stuck_seconds) if pod.stuck_seconds > 0 else "in grace"
+
+
+def _next(pod: PodFinding, now: datetime) -> str:
+    if pod.eviction_at is not None and not pod.terminating:
+        return f"evicted {ago((now - pod.eviction_at).total_seconds())}"
+    return pod.replacement.state
+
+
+def headline(report: Report) -> str:
+    failed = [n for n in report.nodes if n.failed]
+    when = format_time(report.captured_at)
+    where = f"{report.source}" + (f", Kubernetes {report.server_version}"
+                                  if report.server_version else "")
+    if not report.problems:
+        return (f"All {plural(report.nodes_total, 'node')} Ready and no pod stuck terminating. "
+                f"Nothing to do. ({where}, {when})")
+    return (f"{len(failed)} of {plural(report.nodes_total, 'node')} not Ready, "
+            f"{plural(len(report.pods), 'stuck pod')} ({where}, {when})")
+
+
+def table(report: Report, wide: bool = False) -> str:
+    out = [headline(report)]
+    if not report.problems:
+        return "\n".join(out + [f"note: {g}" for g in report.gaps]) + "\n"
+    if report.nodes:
+        rows = []
+        for n in report.nodes:
+            row = [n.name, n.status, _node_for(n), n.zone, _lease(n), n.cause.summary,
+                   n.action.summary if n.action else ""]
+            if wide:
+                row.insert(5, ", ".join(f"{t.key}:{t.effect}" for t in n.taints) or "-")
+                row.insert(6, n.pod_count)
+            rows.append(row)
+        headers = ["NODE", "STATUS", "FOR", "ZONE", "LEASE RENEWED", "CAUSE", "ACTION"]
+        if wide:
+            headers[5:5] = ["TAINTS", "PODS"]
+        out += ["", tabulate(rows, headers=headers, tablefmt="plain", maxcolwidths=_widths(wide,
+                                                                                       headers))]
+    troubled = [z for z in report.zones if z.not_ready]
+    if troubled:
+        out += [""] + [f"zone {z.zone}: {z.state}, evictions {z.eviction}: {z.explanation}"
+                       for z in troubled]
+    out += [f"!! {note}" for note in report.cluster]
+    if report.pods:
+        rows = []
+        for p in report.pods:
+            row = [f"{p.namespace}/{p.name}", p.kubectl_status, p.node or "-", _owner(p),
+                   _stuck(p), _next(p, report.captured_at), p.action.code]
+            if wide:
+                row[5:5] = [p.ready, p.replacement.summary]
+            rows.append(row)
+        headers = ["POD", "STATUS", "NODE", "OWNER", "STUCK", "NEXT", "ACTION"]
+        if wide:
+            headers[5:5] = ["READY", "REPLACEMENT"]
+        out += ["", tabulate(rows, headers=headers, tablefmt="plain",
+                             maxcolwidths=_widths(wide, headers))]
+    if wide:
+        out += ["", "EVIDENCE"]
+        for n in report.nodes:
+            out.append(f"node {n.name}: " + "; ".join(n.cause.evidence))
+        for p in report.pods:
+            out.append(f"pod {p.namespace}/{p.name}: " + "; ".join(p.evidence + p.storage))
+    actions = _distinct_actions(report)
+    if actions:
+        out += ["", "SUGGESTED"] + actions
+    out += [f"note: {g}" for g in report.gaps]
+    out += ["", "Details: -o wide, or --explain NAME (a node or namespace/pod) for the full "
+            "reasoning; -o json for runbooks."]
+    return "\n".join(out) + "\n"
+
+
+def _widths(wide: bool, headers: list[str]) -> list[int | None]:
+    limits = {"CAUSE": 46, "ACTION": 40 if not wide else 30, "REPLACEMENT": 40, "TAINTS": 40}
+    return [limits.get(h) for h in headers]
+
+
+def _distinct_actions(report: Report) -> list[str]:
+    seen: list[str] = []
+    for n in report.nodes:
+        a = n.action
+        if a and (a.kubectl or a.remediate):
+            line = f"- {n.name}: {a.summary} [risk {a.risk}]"
+            for cmd in (a.remediate, a.kubectl):
+                if cmd:
+                    line += f"\n    $ {cmd}"
+            seen.append(line)
+    return seen
+
+
+def _wrap(label: str, text: str) -> str:
+    return textwrap.fill(text, width=100, initial_indent=f"{label}: ",
+                         subsequent_indent=" " * (len(label) + 2))
+
+
+def explain_pod(p: PodFinding, now: datetime) -> str:
+    lines = [f"Pod {p.namespace}/{p.name} on node {p.node or '(none)'}",
+             _wrap("kubectl shows", f"{p.kubectl_status} (READY {p.ready})"),
+             _wrap("What it means", p.meaning),
+             _wrap("Owner", describe_owners(p.owner_chain) + f" [{p.controller}]"),
+             _wrap("Why it is stuck", p.explanation),
+             _wrap("Replacement", p.replacement.summary)]
+    if p.timeline:
+        lines.append(_wrap("Timeline", p.timeline))
+    for note in p.storage:
+        lines.append(_wrap("Storage", note))
+    if p.if_node_returns:
+        lines.append(_wrap("If the node returns", p.if_node_returns))
+    action = p.action
+    until = f" (until {format_time(action.until)})" if action.until else ""
+    lines.append(_wrap("Suggested", f"{action.code}{until}: {action.summary} [risk {action.risk}]"))
+    for cmd in (action.remediate, action.kubectl):
+        if cmd:
+            lines.append(f"    $ {cmd}")
+    lines.append(_wrap("Evidence", "; ".join(p.evidence)))
+    return "\n".join(lines) + "\n"
+
+
+def explain_node(n: NodeFinding, report: Report) -> str:
+    zone = next((z for z in report.zones if z.zone == n.zone), None)
+    lines = [f"Node {n.name} ({n.status}" + (f" for {duration(n.not_ready_seconds)}"
+                                              if n.not_ready_seconds is not None else "") + ")"]
+    if n.ready:
+        lines.append(_wrap("Ready condition", f"{n.ready.status}, reason {n.ready.reason}: "
+                           f"{n.ready.message}; last heartbeat "
+                           + (format_time(n.ready.last_heartbeat) if n.ready.last_heartbeat else "-")))
+    lines.append(_wrap("Lease", f"renewed {_lease(n)}" if n.lease_renewed else "not read / none"))
+    lines.append(_wrap("Cause", f"{n.cause.summary} (confidence {n.cause.confidence})"))
+    for ev in n.cause.evidence:
+        lines.append(f"    - {ev}")
+    for t in n.taints:
+        added = f" since {format_time(t.time_added)}" if t.time_added else ""
+        lines.append(_wrap("Taint", f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}{added}"))
+    for c in n.conditions:
+        if c.problem or c.type not in ("MemoryPressure", "DiskPressure", "PIDPressure",
+                                       "NetworkUnavailable"):
+            tag = "problem" if c.problem else "informational"
+            lines.append(_wrap("Condition", f"{c.type}={c.status} ({tag}) {c.reason} {c.message}"))
+    if zone:
+        lines.append(_wrap("Zone", f"{zone.zone}: {zone.state}, evictions {zone.eviction}. "
+                           f"{zone.explanation}"))
+    if n.shutdown_evidence:
+        lines.append(_wrap("Shutdown evidence", "; ".join(n.shutdown_evidence)))
+    else:
+        lines.append(_wrap("Shutdown evidence", "none: the API cannot tell a dead machine from a "
+                           "dead kubelet or a network partition. Check the machine before forcing "
+                           "anything."))
+    pods = [p for p in report.pods if p.node == n.name]
+    lines.append(_wrap("Pods", f"{plural(n.pod_count, 'pod')} bound; {len(pods)} listed as stuck"))
+    if n.action:
+        lines.append(_wrap("Suggested", f"{n.action.summary} [risk {n.action.risk}]"))
+        for cmd in (n.action.remediate, n.action.kubectl):
+            if cmd:
+                lines.append(f"    $ {cmd}")
+    return "\n".join(lines) + "\n"

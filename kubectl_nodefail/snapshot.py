@@ -1,0 +1,196 @@
+"""One plain-data picture of the cluster, built live (see gather.py) or loaded from a dump file.
+
+Objects stay the raw JSON dicts the API server sent: nothing is deserialised into client models,
+which keeps big clusters fast and makes a dump file exactly what the analysis sees.
+
+A dump file is a JSON object `{"kind": "NodefailDump", "capturedAt": ..., "items": [...]}`.
+Plain `kubectl get nodes,pods,... -A -o json` output (a `List`) is accepted as well.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from kubectl_nodefail.errors import BadInputError
+
+UTC = timezone.utc
+Obj = dict[str, Any]
+DUMP_KIND = "NodefailDump"
+DUMP_API_VERSION = "kubectl-nodefail/v1"
+
+# kind -> the attribute of Snapshot that holds it; owners share one table keyed by kind.
+_OWNER_KINDS = {"ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob",
+                "ReplicationController"}
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """Parse an RFC 3339 timestamp as the API server writes it (UTC, optional fraction)."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def format_time(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Snapshot:
+    """The cluster at one moment, as plain dicts. `gaps` names what could not be read."""
+
+    captured_at: datetime
+    server_version: str | None = None
+    source: str = ""
+    nodes: list[Obj] = field(default_factory=list)
+    leases: list[Obj] = field(default_factory=list)
+    pods: list[Obj] = field(default_factory=list)
+    owners: list[Obj] = field(default_factory=list)
+    volume_attachments: list[Obj] = field(default_factory=list)
+    pvcs: list[Obj] = field(default_factory=list)
+    pvs: list[Obj] = field(default_factory=list)
+    events: list[Obj] = field(default_factory=list)
+    gaps: list[str] = field(default_factory=list)
+    # Free-form provenance, e.g. which scenario and moment a recorded fixture shows.
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    # --- look-ups the analysis uses (built lazily, snapshots are not mutated after loading) ---
+
+    def node(self, name: str) -> Obj | None:
+        return self._index("_nodes_by_name", self.nodes, lambda o: o["metadata"]["name"]).get(name)
+
+    def lease(self, node_name: str) -> Obj | None:
+        return self._index(
+            "_leases_by_name",
+            [x for x in self.leases if x["metadata"].get("namespace") == "kube-node-lease"],
+            lambda o: o["metadata"]["name"],
+        ).get(node_name)
+
+    def owner(self, kind: str, namespace: str, name: str) -> Obj | None:
+        return self._index(
+            "_owners_by_key",
+            self.owners,
+            lambda o: (o.get("kind"), o["metadata"].get("namespace", ""), o["metadata"]["name"]),
+        ).get((kind, namespace, name))
+
+    def pvc(self, namespace: str, name: str) -> Obj | None:
+        return self._index(
+            "_pvcs", self.pvcs, lambda o: (o["metadata"].get("namespace"), o["metadata"]["name"])
+        ).get((namespace, name))
+
+    def pv(self, name: str) -> Obj | None:
+        return self._index("_pvs", self.pvs, lambda o: o["metadata"]["name"]).get(name)
+
+    def pods_owned_by(self, uid: str) -> list[Obj]:
+        table: dict[str, list[Obj]] = getattr(self, "_pods_by_owner", None) or {}
+        if not table:
+            for pod in self.pods:
+                for ref in pod["metadata"].get("ownerReferences") or []:
+                    table.setdefault(ref.get("uid", ""), []).append(pod)
+            object.__setattr__(self, "_pods_by_owner", table)
+        return table.get(uid, [])
+
+    def events_about(self, kind: str, namespace: str, name: str) -> list[Obj]:
+        return [
+            e for e in self.events
+            if (e.get("involvedObject") or {}).get("kind") == kind
+            and (e.get("involvedObject") or {}).get("name") == name
+            and (e.get("involvedObject") or {}).get("namespace", "") == namespace
+        ]
+
+    def _index(self, attr: str, objs: Iterable[Obj], key: Any) -> dict[Any, Obj]:
+        table: dict[Any, Obj] | None = getattr(self, attr, None)
+        if table is None:
+            table = {key(o): o for o in objs}
+            object.__setattr__(self, attr, table)
+        return table
+
+    # --- (de)serialisation ---
+
+    def to_dump(self) -> Obj:
+        items: list[Obj] = []
+        for kind, objs in (
+            ("Node", self.nodes), ("Lease", self.leases), ("Pod", self.pods),
+            (None, self.owners), ("VolumeAttachment", self.volume_attachments),
+            ("PersistentVolumeClaim", self.pvcs), ("PersistentVolume", self.pvs),
+            ("Event", self.events),
+        ):
+            for obj in objs:
+                items.append(obj if kind is None or obj.get("kind") == kind else {"kind": kind, **obj})
+        return {
+            "apiVersion": DUMP_API_VERSION,
+            "kind": DUMP_KIND,
+            "capturedAt": format_time(self.captured_at),
+            "serverVersion": self.server_version,
+            "source": self.source,
+            "gaps": self.gaps,
+            "notes": self.notes,
+            "items": items,
+        }
+
+
+def from_items(items: Iterable[Obj], captured_at: datetime, **meta: Any) -> Snapshot:
+    """Sort a flat list of objects (each with its `kind`) into a Snapshot."""
+    snap = Snapshot(captured_at=captured_at, **meta)
+    buckets = {
+        "Node": snap.nodes, "Lease": snap.leases, "Pod": snap.pods,
+        "VolumeAttachment": snap.volume_attachments, "PersistentVolumeClaim": snap.pvcs,
+        "PersistentVolume": snap.pvs, "Event": snap.events,
+    }
+    for obj in items:
+        if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+            raise BadInputError("an item has no metadata; this is not Kubernetes object JSON")
+        kind = obj.get("kind", "")
+        if kind in buckets:
+            buckets[kind].append(obj)
+        elif kind in _OWNER_KINDS or (obj.get("apiVersion") and kind):
+            snap.owners.append(obj)
+    return snap
+
+
+def load_dump(path: str) -> Snapshot:
+    """Load a dump written by `kubectl nodefail dump`, or `kubectl get ... -o json` output."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except FileNotFoundError as exc:
+        raise BadInputError(f"dump file not found: {path}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"cannot read dump file {path}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise BadInputError(
+            f"dump file {path} is not valid JSON (line {exc.lineno}, column {exc.colno})",
+            hint="write one with `kubectl nodefail dump` or `kubectl get nodes,pods -A -o json`",
+        ) from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+        raise BadInputError(
+            f"dump file {path} has no 'items' list",
+            hint="expected `kubectl nodefail dump` output or a kubectl List",
+        )
+    meta: dict[str, Any] = {"source": path}
+    if doc.get("kind") == DUMP_KIND:
+        captured = parse_time(doc.get("capturedAt"))
+        if captured is None:
+            raise BadInputError(f"dump file {path} has no valid capturedAt time")
+        meta.update(
+            server_version=doc.get("serverVersion"),
+            gaps=list(doc.get("gaps") or []),
+            notes=dict(doc.get("notes") or {}),
+        )
+    elif doc.get("kind") == "List":
+        # kubectl output carries no capture time: the file's modification time is the best guess.
+        captured = datetime.fromtimestamp(os.path.getmtime(path), tz=UTC)
+        meta["gaps"] = ["capture time unknown (kubectl List): using the file's modification time"]
+    else:
+        raise BadInputError(f"dump file {path} is of kind {doc.get('kind')!r}, not a dump or List")
+    snap = from_items(doc["items"], captured, **meta)
+    if not snap.nodes and not snap.pods:
+        raise BadInputError(f"dump file {path} holds no nodes and no pods")
+    return snap

@@ -1,0 +1,94 @@
+"""Session fixture: one real control plane for all end-to-end tests, torn down at the end.
+
+Component logs are copied to $NODEFAIL_E2E_LOGS (default .e2e-logs/) when a test failed.
+With NODEFAIL_RECORD=1 the scenarios write their snapshots into tests/fixtures/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.controlplane import HEALTHY_ZONE, REPO, ControlPlane, build_binaries
+
+HEALTHY_NODES = [f"healthy-{i}" for i in range(3)]
+FIXTURES = REPO / "tests" / "fixtures"
+_failed: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.failed:
+        _failed.append(report.nodeid)
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    bindir = build_binaries()
+    workdir = Path(tempfile.mkdtemp(prefix="nodefail-e2e-"))
+    cp = ControlPlane(bindir, workdir)
+    try:
+        cp.start()
+        for name in HEALTHY_NODES:
+            cp.add_node(name, HEALTHY_ZONE)
+        yield cp
+    finally:
+        logs = None
+        if _failed:
+            logs = Path(os.environ.get("NODEFAIL_E2E_LOGS", REPO / ".e2e-logs"))
+            print(f"\n[e2e] a test failed: component logs kept in {logs}", file=sys.stderr)
+        cp.stop(keep_logs_to=logs)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def nodefail_bin() -> str:
+    """The installed plugin, as `kubectl nodefail` would find it on PATH."""
+    found = shutil.which("kubectl-nodefail", path=str(Path(sys.executable).parent))
+    if not found:
+        raise RuntimeError("kubectl-nodefail is not installed next to this Python (pip install -e .)")
+    return found
+
+
+class Plugin:
+    """Runs the installed `kubectl nodefail` through kubectl's own plugin lookup."""
+
+    def __init__(self, cp: ControlPlane) -> None:
+        self.cp = cp
+        self.env = {**cp.env, "PATH": f"{Path(nodefail_bin()).parent}{os.pathsep}{cp.env['PATH']}",
+                    "KUBECONFIG": str(cp.kubeconfig)}
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(self.cp.bindir / "kubectl"), "nodefail", *args],
+                              capture_output=True, text=True, env=self.env, check=False)
+
+    def diagnose_json(self, *args: str) -> tuple[int, Any]:
+        proc = self.run("diagnose", "-o", "json", *args)
+        if proc.returncode not in (0, 3):
+            raise AssertionError(f"diagnose failed ({proc.returncode}): {proc.stderr}")
+        return proc.returncode, json.loads(proc.stdout)
+
+    def record(self, name: str, scenario: str, moment: str) -> Path:
+        """Dump the cluster now; into tests/fixtures/ when NODEFAIL_RECORD=1."""
+        target = FIXTURES if os.environ.get("NODEFAIL_RECORD") == "1" else self.cp.workdir
+        path = target / f"{name}.json"
+        proc = self.run("dump", "-f", str(path))
+        if proc.returncode != 0:
+            raise AssertionError(f"dump failed ({proc.returncode}): {proc.stderr}")
+        doc = json.loads(path.read_text())
+        doc["notes"] = {"scenario": scenario, "moment": moment,
+                        "recordedBy": "tests/e2e (make record)"}
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        return path
+
+
+@pytest.fixture(scope="session")
+def plugin(control_plane: ControlPlane) -> Plugin:
+    return Plugin(control_plane)

@@ -1,0 +1,248 @@
+"""A real Kubernetes control plane for the end-to-end tests.
+
+etcd, kube-apiserver, kube-controller-manager and kube-scheduler (built by
+hack/build-control-plane.sh) run under kwokctl's binary runtime on 127.0.0.1. kwok simulates the
+kubelets: kwokctl's own kwok-controller manages the healthy nodes (annotation
+kwok.x-k8s.io/node=fake), and each "failable" node gets its own kwok process (annotation
+kwok.x-k8s.io/node=<node name>) that a test can stop and restart. Stopping it is a kubelet that
+stops: the lease goes stale and the real node lifecycle controller does the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO / "hack" / "build-control-plane.sh"
+CLUSTER_NAME = "nodefail-e2e"
+
+# Shortened timers: the controller notices a silent kubelet in ~16 s instead of 50 s.
+NODE_MONITOR_PERIOD_MS = 1000
+NODE_MONITOR_GRACE_MS = 16000
+LEASE_SECONDS = 10
+HEALTHY_ZONE = "zone-a"
+
+
+class WaitTimeout(AssertionError):
+    """A condition did not hold in time; the message says what was last seen."""
+
+
+def wait_for(what: str, probe: Callable[[], Any], timeout: float = 90.0,
+             interval: float = 0.5) -> Any:
+    """Poll probe() until it returns something truthy; fail with the last value seen."""
+    deadline = time.monotonic() + timeout
+    seen: Any = None
+    while True:
+        try:
+            result = probe()
+            seen = result
+        except subprocess.CalledProcessError as exc:
+            result, seen = None, f"command failed: {exc.stderr or exc}"
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}; last seen: "
+                              f"{str(seen)[:1500]}")
+        time.sleep(interval)
+
+
+def build_binaries() -> Path:
+    """Run the idempotent build; return the folder holding every binary. Fails loudly."""
+    proc = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True,
+                          check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"building the control plane failed (exit {proc.returncode}); "
+                           "see the output above")
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+@dataclass
+class ControlPlane:
+    bindir: Path
+    workdir: Path
+    kubeconfig: Path = field(init=False)
+    kwoks: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.cluster_dir = self.workdir / "clusters" / CLUSTER_NAME
+        self.kubeconfig = self.cluster_dir / "kubeconfig.yaml"
+        self.logdir = self.workdir / "logs"
+        self.env = {
+            **os.environ,
+            "KWOK_WORKDIR": str(self.workdir),
+            "PATH": f"{self.bindir}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+
+    # --- life cycle ---
+
+    def config_yaml(self) -> str:
+        b = self.bindir
+        return f"""\
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  runtime: binary
+  bindAddress: 127.0.0.1
+  kubeApiserverPort: 0
+  kubeApiserverBinary: {b}/kube-apiserver
+  kubeControllerManagerBinary: {b}/kube-controller-manager
+  kubeSchedulerBinary: {b}/kube-scheduler
+  kubectlBinary: {b}/kubectl
+  etcdBinary: {b}/etcd
+  etcdctlBinary: {b}/etcdctl
+  etcdutlBinary: {b}/etcdutl
+  kwokControllerBinary: {b}/kwok
+  heartbeatFactor: 1
+  nodeLeaseDurationSeconds: {LEASE_SECONDS}
+  kubeControllerManagerNodeMonitorPeriodMilliseconds: {NODE_MONITOR_PERIOD_MS}
+  kubeControllerManagerNodeMonitorGracePeriodMilliseconds: {NODE_MONITOR_GRACE_MS}
+  kubeAuditPolicy: {self.workdir}/audit-policy.yaml
+componentsPatches:
+- name: kwok-controller
+  extraArgs:
+  - key: manage-all-nodes
+    value: "false"
+    override: true
+  - key: manage-nodes-with-annotation-selector
+    value: kwok.x-k8s.io/node=fake
+- name: kube-controller-manager
+  extraArgs:
+  - key: node-eviction-rate
+    value: "10"
+- name: kube-apiserver
+  extraArgs:
+  - key: advertise-address
+    value: 127.0.0.1
+"""
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        (self.workdir / "audit-policy.yaml").write_text(
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n"
+            "- level: Metadata\n  verbs: [create, update, patch, delete, deletecollection]\n"
+            "- level: None\n"
+        )
+        cfg = self.workdir / "kwokctl.yaml"
+        cfg.write_text(self.config_yaml())
+        self._run_kwokctl("create", "cluster", "--name", CLUSTER_NAME, "--config", str(cfg),
+                          "--kubeconfig", "", "--wait", "120s", "--timeout", "300s")
+        wait_for("the API server to answer", lambda: self.kubectl("get", "--raw", "/readyz",
+                                                                  check=False) == "ok", 120)
+        wait_for("the default service account", lambda: self.kubectl(
+            "get", "serviceaccount", "default", "-o", "name", check=False).strip(), 60)
+
+    def stop(self, keep_logs_to: Path | None = None) -> None:
+        for name in list(self.kwoks):
+            self.stop_kubelet(name)
+        if keep_logs_to is not None and (self.cluster_dir / "logs").exists():
+            shutil.copytree(self.cluster_dir / "logs", keep_logs_to, dirs_exist_ok=True)
+            if self.logdir.exists():
+                shutil.copytree(self.logdir, keep_logs_to, dirs_exist_ok=True)
+        self._run_kwokctl("delete", "cluster", "--name", CLUSTER_NAME, "--kubeconfig",
+                          str(self.workdir / "no-kubeconfig"), check=False)
+
+    def _run_kwokctl(self, *args: str, check: bool = True) -> None:
+        proc = subprocess.run([str(self.bindir / "kwokctl"), *args], env=self.env,
+                              capture_output=True, text=True, check=False)
+        if check and proc.returncode != 0:
+            raise RuntimeError(f"kwokctl {' '.join(args)} failed ({proc.returncode}):\n"
+                               f"{proc.stdout}\n{proc.stderr}")
+
+    # --- kubectl ---
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+        proc = subprocess.run([str(self.bindir / "kubectl"), "--kubeconfig", str(self.kubeconfig),
+                               *args], input=stdin, capture_output=True, text=True, check=False,
+                              env=self.env)
+        if check and proc.returncode != 0:
+            raise subprocess.CalledProcessError(proc.returncode, ["kubectl", *args], proc.stdout,
+                                                proc.stderr)
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    def apply(self, *objs: dict[str, Any]) -> None:
+        self.kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                           "items": list(objs)}))
+
+    def get(self, kind: str, name: str = "", namespace: str | None = None,
+            selector: str | None = None) -> Any:
+        args = ["get", kind] + ([name] if name else []) + ["-o", "json"]
+        if namespace:
+            args += ["-n", namespace]
+        elif not name:
+            args += ["-A"]
+        if selector:
+            args += ["-l", selector]
+        out = self.kubectl(*args, check=False)
+        return json.loads(out) if out else None
+
+    # --- nodes and kubelets ---
+
+    def add_node(self, name: str, zone: str, managed_by: str = "fake") -> None:
+        """A Node object kwok will manage (annotation selects which kwok process)."""
+        self.apply({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {
+                "name": name,
+                "annotations": {"kwok.x-k8s.io/node": managed_by,
+                                "node.alpha.kubernetes.io/ttl": "0"},
+                "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                           "kubernetes.io/arch": "amd64", "type": "kwok",
+                           "topology.kubernetes.io/region": "e2e",
+                           "topology.kubernetes.io/zone": zone},
+            },
+            "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                       "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
+        })
+
+    def add_failable_node(self, name: str, zone: str = HEALTHY_ZONE) -> None:
+        self.add_node(name, zone, managed_by=name)
+        self.start_kubelet(name)
+
+    def kubelet_config(self) -> Path:
+        """Stages for the failable nodes' kwok processes: kwokctl's own defaults, read from the
+        cluster it created, minus pod-complete, so that Job pods keep running on those nodes
+        (a real batch job takes a while; kwok would complete it at once)."""
+        path = self.workdir / "kwok-failable.yaml"
+        if not path.exists():
+            docs = list(yaml.safe_load_all((self.cluster_dir / "kwok.yaml").read_text()))
+            stages = [d for d in docs if d and d.get("kind") == "Stage"
+                      and d["metadata"]["name"] != "pod-complete"]
+            if not stages:
+                raise RuntimeError(f"no kwok stages found in {self.cluster_dir / 'kwok.yaml'}")
+            path.write_text(yaml.safe_dump_all(stages))
+        return path
+
+    def start_kubelet(self, name: str) -> None:
+        """Start the kwok process that plays this node's kubelet."""
+        if name in self.kwoks:
+            return
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        log = open(self.logdir / f"kwok-{name}.log", "ab")  # noqa: SIM115 (owned by the process)
+        self.kwoks[name] = subprocess.Popen(
+            [str(self.bindir / "kwok"), "--kubeconfig", str(self.kubeconfig),
+             "--config", str(self.kubelet_config()),
+             "--manage-all-nodes=false",
+             f"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node={name}",
+             f"--node-lease-duration-seconds={LEASE_SECONDS}"],
+            stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True,
+        )
+        log.close()
+
+    def stop_kubelet(self, name: str) -> None:
+        """The kubelet dies: SIGKILL its kwok process (no goodbye, like a power cut)."""
+        proc = self.kwoks.pop(name, None)
+        if proc is None:
+            return
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)

@@ -1,0 +1,68 @@
+"""Queries and waits the scenarios share: pods of an app, node conditions, taints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.e2e.controlplane import ControlPlane, wait_for
+
+Obj = dict[str, Any]
+
+
+def pods(cp: ControlPlane, ns: str, app: str) -> list[Obj]:
+    data = cp.get("pods", namespace=ns, selector=f"app={app}")
+    return list((data or {}).get("items") or [])
+
+
+def pod_on(cp: ControlPlane, ns: str, app: str, node: str) -> Obj | None:
+    found = [p for p in pods(cp, ns, app) if p["spec"].get("nodeName") == node]
+    return found[0] if found else None
+
+
+def ready(cp: ControlPlane, node: str) -> Obj:
+    obj = cp.get("node", node)
+    return next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+
+
+def taint_keys(cp: ControlPlane, node: str) -> set[tuple[str, str]]:
+    obj = cp.get("node", node)
+    return {(t["key"], t["effect"]) for t in obj["spec"].get("taints") or []}
+
+
+def running(pod: Obj | None) -> bool:
+    return bool(pod) and pod["status"].get("phase") == "Running" and not pod["metadata"].get(  # type: ignore[index]
+        "deletionTimestamp")
+
+
+def terminating(pod: Obj | None) -> bool:
+    return bool(pod) and bool(pod["metadata"].get("deletionTimestamp"))  # type: ignore[index]
+
+
+def wait_node_ready(cp: ControlPlane, node: str, timeout: float = 60) -> None:
+    wait_for(f"node {node} Ready", lambda: ready(cp, node)["status"] == "True", timeout)
+
+
+def wait_node_unknown(cp: ControlPlane, node: str, timeout: float = 60) -> Obj:
+    return wait_for(f"node {node} Ready=Unknown",
+                    lambda: (r := ready(cp, node))["status"] == "Unknown" and r, timeout)
+
+
+def wait_running_on(cp: ControlPlane, ns: str, app: str, node: str, timeout: float = 60) -> Obj:
+    return wait_for(f"{ns}/{app} Running on {node}",
+                    lambda: (p := pod_on(cp, ns, app, node)) and running(p) and p, timeout)
+
+
+def wait_terminating_on(cp: ControlPlane, ns: str, app: str, node: str,
+                        timeout: float = 90) -> Obj:
+    return wait_for(f"{ns}/{app} Terminating on {node}",
+                    lambda: (p := pod_on(cp, ns, app, node)) and terminating(p) and p, timeout)
+
+
+def wait_running_elsewhere(cp: ControlPlane, ns: str, app: str, node: str,
+                           timeout: float = 90) -> Obj:
+    def probe() -> Obj | None:
+        for p in pods(cp, ns, app):
+            if p["spec"].get("nodeName") not in (None, node) and running(p):
+                return p
+        return None
+    return wait_for(f"{ns}/{app} Running on a node other than {node}", probe, timeout)
