@@ -48,15 +48,30 @@ class Connection:
 
 def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """kubectl's connection flags, shared by every command that reads the cluster."""
-    for decorator in reversed([
-        click.option("--kubeconfig", metavar="PATH",
-                     help="Path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)."),
-        click.option("--context", metavar="NAME", help="The kubeconfig context to use."),
-        click.option("--request-timeout", type=float, default=30.0, show_default=True,
-                     metavar="SECONDS", help="Timeout of each API request."),
-        click.option("-v", "--verbose", count=True,
-                     help="More detail: progress on stderr; tracebacks on errors (-vv)."),
-    ]):
+    for decorator in reversed(
+        [
+            click.option(
+                "--kubeconfig",
+                metavar="PATH",
+                help="Path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config).",
+            ),
+            click.option("--context", metavar="NAME", help="The kubeconfig context to use."),
+            click.option(
+                "--request-timeout",
+                type=float,
+                default=30.0,
+                show_default=True,
+                metavar="SECONDS",
+                help="Timeout of each API request.",
+            ),
+            click.option(
+                "-v",
+                "--verbose",
+                count=True,
+                help="More detail: progress on stderr; tracebacks on errors (-vv).",
+            ),
+        ]
+    ):
         fn = decorator(fn)
     return fn
 
@@ -82,8 +97,11 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
         except Exception as exc:  # a bug: one line unless asked for more
             if verbose:
                 traceback.print_exc()
-            click.echo(f"error: internal error: {type(exc).__name__}: {exc} "
-                       "(rerun with -v for the traceback)", err=True)
+            click.echo(
+                f"error: internal error: {type(exc).__name__}: {exc} "
+                "(rerun with -v for the traceback)",
+                err=True,
+            )
             sys.exit(int(Exit.INTERNAL))
         sys.exit(int(code))
 
@@ -114,8 +132,13 @@ def _progress(verbose: int) -> Callable[[str], None]:
     return stderr_progress if verbose else (lambda _: None)
 
 
-def load_snapshot(conn: Connection, from_file: str | None, demo: bool, nodes: tuple[str, ...],
-                  namespaces: tuple[str, ...]) -> Any:
+def load_snapshot(
+    conn: Connection,
+    from_file: str | None,
+    demo: bool,
+    nodes: tuple[str, ...],
+    namespaces: tuple[str, ...],
+) -> Any:
     """A Snapshot from a dump file, the bundled demo, or the live cluster."""
     from kubectl_nodefail import snapshot
 
@@ -131,8 +154,9 @@ def load_snapshot(conn: Connection, from_file: str | None, demo: bool, nodes: tu
 
     cluster = conn.cluster()
     try:
-        return gather(cluster, only_nodes=nodes, namespaces=namespaces,
-                      progress=_progress(conn.verbose))
+        return gather(
+            cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(conn.verbose)
+        )
     finally:
         cluster.close()
 
@@ -140,21 +164,47 @@ def load_snapshot(conn: Connection, from_file: str | None, demo: bool, nodes: tu
 @main.command(epilog=EXIT_CODES_HELP)
 @click.argument("nodes", nargs=-1, metavar="[NODE]...")
 @connection_options
-@click.option("-n", "--namespace", "namespaces", multiple=True, metavar="NS",
-              help="Only pods in this namespace (repeatable). Nodes are always examined.")
+@click.option(
+    "-n",
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    metavar="NS",
+    help="Only pods in this namespace (repeatable). Nodes are always examined.",
+)
 @click.option("-A", "--all-namespaces", is_flag=True, help="Pods of every namespace (default).")
 @click.option("-o", "--output", type=click.Choice(OUTPUTS), default="table", show_default=True)
-@click.option("--from-file", metavar="PATH",
-              help="Analyse a dump (`kubectl nodefail dump`, or `kubectl get ... -o json`).")
-@click.option("--demo", is_flag=True, help="Analyse the bundled snapshot recorded from a real "
-              "control plane (a StatefulSet and friends on a dead node).")
-@click.option("--explain", "explain", metavar="NAME",
-              help="Print the full reasoning for one node, or one pod as NAMESPACE/NAME.")
+@click.option(
+    "--from-file",
+    metavar="PATH",
+    help="Analyse a dump (`kubectl nodefail dump`, or `kubectl get ... -o json`).",
+)
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="Analyse the bundled snapshot recorded from a real "
+    "control plane (a StatefulSet and friends on a dead node).",
+)
+@click.option(
+    "--explain",
+    "explain",
+    metavar="NAME",
+    help="Print the full reasoning for one node, or one pod as NAMESPACE/NAME.",
+)
 @handle_errors
-def diagnose(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
-             request_timeout: float, verbose: int, namespaces: tuple[str, ...],
-             all_namespaces: bool, output: str, from_file: str | None, demo: bool,
-             explain: str | None) -> int:
+def diagnose(
+    nodes: tuple[str, ...],
+    kubeconfig: str | None,
+    context: str | None,
+    request_timeout: float,
+    verbose: int,
+    namespaces: tuple[str, ...],
+    all_namespaces: bool,
+    output: str,
+    from_file: str | None,
+    demo: bool,
+    explain: str | None,
+) -> int:
     """Explain every failed node and every stuck pod, by controller type.
 
     Lists nodes that are not Ready (or carry a shutdown / out-of-service taint) with their likely
@@ -190,8 +240,11 @@ def _explain(report: Any, name: str) -> str:
     for node in report.nodes:
         if node.name == name:
             return render.explain_node(node, report)
-    matches = [p for p in report.pods
-               if f"{p.namespace}/{p.name}" == name or (p.name == name and "/" not in name)]
+    matches = [
+        p
+        for p in report.pods
+        if f"{p.namespace}/{p.name}" == name or (p.name == name and "/" not in name)
+    ]
     if len(matches) > 1:
         raise click.UsageError(f"{name!r} is ambiguous: name it as NAMESPACE/NAME")
     if matches:
@@ -203,11 +256,25 @@ def _explain(report: Any, name: str) -> str:
 @click.argument("nodes", nargs=-1, metavar="[NODE]...")
 @connection_options
 @click.option("-n", "--namespace", "namespaces", multiple=True, metavar="NS")
-@click.option("-f", "--file", "out", type=click.Path(dir_okay=False, writable=True),
-              default="-", show_default=True, help="Where to write the dump ('-' = stdout).")
+@click.option(
+    "-f",
+    "--file",
+    "out",
+    type=click.Path(dir_okay=False, writable=True),
+    default="-",
+    show_default=True,
+    help="Where to write the dump ('-' = stdout).",
+)
 @handle_errors
-def dump(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
-         request_timeout: float, verbose: int, namespaces: tuple[str, ...], out: str) -> int:
+def dump(
+    nodes: tuple[str, ...],
+    kubeconfig: str | None,
+    context: str | None,
+    request_timeout: float,
+    verbose: int,
+    namespaces: tuple[str, ...],
+    out: str,
+) -> int:
     """Write what diagnose reads as one JSON file, for offline analysis (--from-file)."""
     import json
 
@@ -216,8 +283,7 @@ def dump(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
     conn = Connection(kubeconfig, context, request_timeout, verbose)
     cluster = conn.cluster()
     try:
-        snap = gather(cluster, only_nodes=nodes, namespaces=namespaces,
-                      progress=_progress(verbose))
+        snap = gather(cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(verbose))
     finally:
         cluster.close()
     text = json.dumps(snap.to_dump(), indent=1, sort_keys=True) + "\n"

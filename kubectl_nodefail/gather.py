@@ -72,14 +72,18 @@ def focus_nodes(nodes: list[Obj], requested: Collection[str]) -> list[str]:
     return [n["metadata"]["name"] for n in nodes if not is_ready(n) or shutdown_evidence(n)]
 
 
-def gather(cluster: kube.Cluster, now: Callable[[], datetime] | None = None,
-           only_nodes: Collection[str] = (), namespaces: Collection[str] = (),
-           progress: Progress = _quiet) -> Snapshot:
+def gather(
+    cluster: kube.Cluster,
+    now: Callable[[], datetime] | None = None,
+    only_nodes: Collection[str] = (),
+    namespaces: Collection[str] = (),
+    progress: Progress = _quiet,
+) -> Snapshot:
     clock = now or (lambda: datetime.now(timezone.utc))
     reader = _Reader(cluster)
     version = cluster.server_version()
     progress("reading nodes")
-    nodes = cluster.list(kube.node_path(), "Node")
+    nodes = cluster.list_all(kube.node_path(), "Node")
     missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
     if missing:
         reader.gaps.append(f"nodes not found: {', '.join(sorted(missing))}")
@@ -89,8 +93,10 @@ def gather(cluster: kube.Cluster, now: Callable[[], datetime] | None = None,
     def lease(name: str) -> Obj | None:
         obj = reader.optional(
             "node leases",
-            lambda: cluster.get("/apis/coordination.k8s.io/v1/namespaces/"
-                                f"{facts.NODE_LEASE_NAMESPACE}/leases/{name}"),
+            lambda: cluster.get(
+                "/apis/coordination.k8s.io/v1/namespaces/"
+                f"{facts.NODE_LEASE_NAMESPACE}/leases/{name}"
+            ),
             None,
         )
         if obj is not None:
@@ -100,10 +106,10 @@ def gather(cluster: kube.Cluster, now: Callable[[], datetime] | None = None,
     leases = [x for x in kube.parallel(lease, focus) if x]
 
     def pods_on(name: str) -> list[Obj]:
-        paths = ([kube.pod_path(ns) for ns in namespaces] if namespaces else ["/api/v1/pods"])
+        paths = [kube.pod_path(ns) for ns in namespaces] if namespaces else ["/api/v1/pods"]
         out: list[Obj] = []
         for path in paths:
-            out += cluster.list(path, "Pod", fieldSelector=f"spec.nodeName={name}")
+            out += cluster.list_all(path, "Pod", fieldSelector=f"spec.nodeName={name}")
         return out
 
     pods: dict[str, Obj] = {}
@@ -119,19 +125,34 @@ def gather(cluster: kube.Cluster, now: Callable[[], datetime] | None = None,
     pvcs, pvs = _claims(cluster, reader, list(pods.values()))
     attachments = reader.optional(
         "volumeattachments",
-        lambda: cluster.list("/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"), [])
+        lambda: cluster.list_all("/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"),
+        [],
+    )
     events = _events(cluster, reader, focus)
     return Snapshot(
-        captured_at=clock(), server_version=version, source=f"context {cluster.context}",
-        nodes=nodes, leases=leases, pods=list(pods.values()), owners=owners,
-        volume_attachments=[a for a in attachments
-                            if (a.get("spec") or {}).get("nodeName") in set(focus)],
-        pvcs=pvcs, pvs=pvs, events=events, gaps=reader.gaps,
+        captured_at=clock(),
+        server_version=version,
+        source=f"context {cluster.context}",
+        nodes=nodes,
+        leases=leases,
+        pods=list(pods.values()),
+        owners=owners,
+        volume_attachments=[
+            a for a in attachments if (a.get("spec") or {}).get("nodeName") in set(focus)
+        ],
+        pvcs=pvcs,
+        pvs=pvs,
+        events=events,
+        gaps=reader.gaps,
     )
 
 
-def _terminating_elsewhere(cluster: kube.Cluster, namespaces: Collection[str],
-                           known: dict[str, Obj], only_nodes: Collection[str]) -> dict[str, Obj]:
+def _terminating_elsewhere(
+    cluster: kube.Cluster,
+    namespaces: Collection[str],
+    known: dict[str, Obj],
+    only_nodes: Collection[str],
+) -> dict[str, Obj]:
     """Metadata-only scan of every pod; full objects only for those being deleted."""
     if only_nodes:
         return {}
@@ -154,14 +175,17 @@ def _terminating_elsewhere(cluster: kube.Cluster, namespaces: Collection[str],
     return {p["metadata"]["uid"]: p for p in kube.parallel(full, deleting) if p}
 
 
-def _owners_and_siblings(cluster: kube.Cluster, reader: _Reader, pods: list[Obj],
-                         progress: Progress) -> tuple[list[Obj], list[Obj]]:
+def _owners_and_siblings(
+    cluster: kube.Cluster, reader: _Reader, pods: list[Obj], progress: Progress
+) -> tuple[list[Obj], list[Obj]]:
     """Owner objects up the chain, and the other pods of each owner (to find replacements)."""
     owners: dict[tuple[str, str, str], Obj] = {}
     wanted = set()
     for pod in pods:
         for ref in pod["metadata"].get("ownerReferences") or []:
-            wanted.add((ref.get("kind", ""), pod["metadata"].get("namespace", ""), ref.get("name", "")))
+            wanted.add(
+                (ref.get("kind", ""), pod["metadata"].get("namespace", ""), ref.get("name", ""))
+            )
     for _ in range(3):  # Pod -> ReplicaSet -> Deployment, Pod -> Job -> CronJob
         todo = [k for k in wanted if k not in owners and kube.owner_path(*k)]
         if not todo:
@@ -182,21 +206,28 @@ def _owners_and_siblings(cluster: kube.Cluster, reader: _Reader, pods: list[Obj]
     progress(f"{len(found)} owners read; looking for replacements")
 
     def siblings(owner: Obj) -> list[Obj]:
-        if owner.get("kind") not in ("ReplicaSet", "StatefulSet", "Job", "DaemonSet",
-                                     "ReplicationController"):
+        if owner.get("kind") not in (
+            "ReplicaSet",
+            "StatefulSet",
+            "Job",
+            "DaemonSet",
+            "ReplicationController",
+        ):
             return []
         spec = owner.get("spec") or {}
         sel = spec.get("selector")
-        selector = _label_selector(sel if owner.get("kind") != "ReplicationController"
-                                   else {"matchLabels": sel})
+        selector = _label_selector(
+            sel if owner.get("kind") != "ReplicationController" else {"matchLabels": sel}
+        )
         if not selector:
             return []
         if owner.get("kind") == "DaemonSet":
             return []  # one per node: other nodes' pods are not replacements
         return reader.optional(
             "pods of the same owner",
-            lambda: cluster.list(kube.pod_path(owner["metadata"]["namespace"]), "Pod",
-                                 labelSelector=selector),
+            lambda: cluster.list_all(
+                kube.pod_path(owner["metadata"]["namespace"]), "Pod", labelSelector=selector
+            ),
             [],
         )
 
@@ -209,7 +240,8 @@ def _owners_and_siblings(cluster: kube.Cluster, reader: _Reader, pods: list[Obj]
 def _claims(cluster: kube.Cluster, reader: _Reader, pods: list[Obj]) -> tuple[list[Obj], list[Obj]]:
     keys = {
         (p["metadata"].get("namespace", ""), v["persistentVolumeClaim"]["claimName"])
-        for p in pods for v in (p.get("spec") or {}).get("volumes") or []
+        for p in pods
+        for v in (p.get("spec") or {}).get("volumes") or []
         if v.get("persistentVolumeClaim")
     }
 
@@ -217,17 +249,21 @@ def _claims(cluster: kube.Cluster, reader: _Reader, pods: list[Obj]) -> tuple[li
         obj = reader.optional(
             "persistentvolumeclaims",
             lambda: cluster.get(f"/api/v1/namespaces/{key[0]}/persistentvolumeclaims/{key[1]}"),
-            None)
+            None,
+        )
         if obj is not None:
             obj.setdefault("kind", "PersistentVolumeClaim")
         return obj
 
     claims = [c for c in kube.parallel(pvc, sorted(keys)) if c]
-    names = sorted({c["spec"]["volumeName"] for c in claims if (c.get("spec") or {}).get("volumeName")})
+    names = sorted(
+        {c["spec"]["volumeName"] for c in claims if (c.get("spec") or {}).get("volumeName")}
+    )
 
     def pv(name: str) -> Obj | None:
-        obj = reader.optional("persistentvolumes",
-                              lambda: cluster.get(f"/api/v1/persistentvolumes/{name}"), None)
+        obj = reader.optional(
+            "persistentvolumes", lambda: cluster.get(f"/api/v1/persistentvolumes/{name}"), None
+        )
         if obj is not None:
             obj.setdefault("kind", "PersistentVolume")
         return obj
@@ -239,15 +275,24 @@ def _events(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> list[Ob
     """Multi-Attach errors cluster-wide, and the events of each examined node."""
     events = reader.optional(
         "events",
-        lambda: cluster.list("/api/v1/events", "Event", fieldSelector="reason=FailedAttachVolume"),
-        [])
+        lambda: cluster.list_all(
+            "/api/v1/events", "Event", fieldSelector="reason=FailedAttachVolume"
+        ),
+        [],
+    )
 
     def node_events(name: str) -> list[Obj]:
-        return list(reader.optional(
-            "events",
-            lambda: cluster.list("/api/v1/events", "Event",
-                                 fieldSelector=f"involvedObject.kind=Node,involvedObject.name={name}"),
-            []))
+        return list(
+            reader.optional(
+                "events",
+                lambda: cluster.list_all(
+                    "/api/v1/events",
+                    "Event",
+                    fieldSelector=f"involvedObject.kind=Node,involvedObject.name={name}",
+                ),
+                [],
+            )
+        )
 
     for batch in kube.parallel(node_events, focus):
         events += batch

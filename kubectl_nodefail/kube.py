@@ -45,8 +45,9 @@ def _kubeconfig_paths(explicit: str | None) -> list[str]:
 class Cluster:
     """A connection to one API server, chosen by kubeconfig and context."""
 
-    def __init__(self, kubeconfig: str | None = None, context: str | None = None,
-                 timeout: float = 30.0) -> None:
+    def __init__(
+        self, kubeconfig: str | None = None, context: str | None = None, timeout: float = 30.0
+    ) -> None:
         from kubernetes import client, config
         from kubernetes.config.config_exception import ConfigException
 
@@ -62,10 +63,16 @@ class Cluster:
             contexts, current = config.list_kube_config_contexts(existing[0])
             names = [c["name"] for c in contexts or []]
             if context and context not in names:
-                raise ConfigError(f"context {context!r} not found in {existing[0]}",
-                                  hint=f"known contexts: {', '.join(names) or 'none'}")
-            config.load_kube_config(config_file=existing[0], context=context,
-                                    client_configuration=cfg, persist_config=False)
+                raise ConfigError(
+                    f"context {context!r} not found in {existing[0]}",
+                    hint=f"known contexts: {', '.join(names) or 'none'}",
+                )
+            config.load_kube_config(
+                config_file=existing[0],
+                context=context,
+                client_configuration=cfg,
+                persist_config=False,
+            )
         except ConfigError:
             raise
         except ConfigException as exc:
@@ -84,9 +91,15 @@ class Cluster:
 
     # --- plain requests ---
 
-    def request(self, method: str, path: str, query: dict[str, Any] | None = None,
-                body: Any = None, content_type: str = "application/json",
-                accept: str = "application/json") -> Obj:
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        accept: str = "application/json",
+    ) -> Obj:
         """Send one request; return the decoded JSON body. Errors become NodefailErrors."""
         import urllib3
 
@@ -97,16 +110,24 @@ class Cluster:
         url_path = path + ("?" + urlencode(query) if query else "")
         try:
             req = self._api.param_serialize(
-                method=method, resource_path=url_path, header_params=headers, body=body,
+                method=method,
+                resource_path=url_path,
+                header_params=headers,
+                body=body,
                 auth_settings=["BearerToken"],
             )
             resp = self._api.call_api(*req, _request_timeout=(min(self.timeout, 10), self.timeout))
             resp.read()
         except self._api_exception as exc:
             raise self._api_error(exc.status, exc.body, method, path) from exc
-        except (urllib3.exceptions.MaxRetryError, urllib3.exceptions.TimeoutError,
-                urllib3.exceptions.ProtocolError, urllib3.exceptions.SSLError,
-                ConnectionError, TimeoutError) as exc:
+        except (
+            urllib3.exceptions.MaxRetryError,
+            urllib3.exceptions.TimeoutError,
+            urllib3.exceptions.ProtocolError,
+            urllib3.exceptions.SSLError,
+            ConnectionError,
+            TimeoutError,
+        ) as exc:
             reason = getattr(exc, "reason", None) or exc
             raise UnreachableError(
                 f"cannot reach the API server at {self.host}: {_short(reason)}",
@@ -114,18 +135,24 @@ class Cluster:
             ) from exc
         except Exception as exc:  # exec credential plugins and token refreshers fail in many ways
             if "credential" in str(exc).lower() or "token" in str(exc).lower():
-                raise AuthError(f"could not get credentials for context {self.context!r}: "
-                                f"{_short(exc)}", hint="log in again") from exc
+                raise AuthError(
+                    f"could not get credentials for context {self.context!r}: {_short(exc)}",
+                    hint="log in again",
+                ) from exc
             raise
         if not 200 <= resp.status <= 299:
             raise self._api_error(resp.status, resp.data, method, path)
         try:
             data = json.loads(resp.data or b"{}")
         except ValueError as exc:
-            raise ApiError(f"{method} {path}: the API server sent something that is not JSON") from exc
+            raise ApiError(
+                f"{method} {path}: the API server sent something that is not JSON"
+            ) from exc
         return data if isinstance(data, dict) else {"items": data}
 
-    def _api_error(self, status: int | None, body: Any, method: str, path: str) -> ApiError | AuthError:
+    def _api_error(
+        self, status: int | None, body: Any, method: str, path: str
+    ) -> ApiError | AuthError:
         message = ""
         try:
             message = json.loads(body).get("message", "") if body else ""
@@ -133,11 +160,15 @@ class Cluster:
             message = str(body)[:200] if body else ""
         what = f"{method} {path}"
         if status == 401:
-            return AuthError(f"the API server rejected the credentials of context {self.context!r} "
-                             "(401 Unauthorized)", hint="expired token or certificate? log in again")
+            return AuthError(
+                f"the API server rejected the credentials of context {self.context!r} "
+                "(401 Unauthorized)",
+                hint="expired token or certificate? log in again",
+            )
         if status == 403:
-            return Forbidden(f"forbidden: {what}: {message}",
-                             hint="ask for the RBAC role in deploy/rbac/")
+            return Forbidden(
+                f"forbidden: {what}: {message}", hint="ask for the RBAC role in deploy/rbac/"
+            )
         if status == 404:
             return NotFound(f"not found: {what}", status=404)
         if status == 409:
@@ -147,14 +178,16 @@ class Cluster:
     def get(self, path: str, **query: Any) -> Obj:
         return self.request("GET", path, query)
 
-    def list(self, path: str, kind: str, accept: str = "application/json",
-             **query: Any) -> list[Obj]:
+    def list_all(
+        self, path: str, kind: str, accept: str = "application/json", **query: Any
+    ) -> list[Obj]:
         """All items of a list, page by page; each item gets its `kind` (lists omit it)."""
         items: list[Obj] = []
         cont: str | None = None
         while True:
-            page = self.request("GET", path, {**query, "limit": PAGE_SIZE, "continue": cont},
-                                accept=accept)
+            page = self.request(
+                "GET", path, {**query, "limit": PAGE_SIZE, "continue": cont}, accept=accept
+            )
             for item in page.get("items") or []:
                 item.setdefault("kind", kind)
                 items.append(item)
@@ -164,21 +197,27 @@ class Cluster:
 
     def list_metadata(self, path: str, **query: Any) -> list[Obj]:
         """A cheap list: metadata only (PartialObjectMetadataList)."""
-        return self.list(path, "PartialObjectMetadata", accept=METADATA_ONLY, **query)
+        return self.list_all(path, "PartialObjectMetadata", accept=METADATA_ONLY, **query)
 
     def server_version(self) -> str:
         return str(self.get("/version").get("gitVersion", ""))
 
     # --- mutations (used by actions.py only) ---
 
-    def delete(self, path: str, grace_seconds: int | None = None, uid: str | None = None,
-               resource_version: str | None = None) -> Obj:
+    def delete(
+        self,
+        path: str,
+        grace_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> Obj:
         body: Obj = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if grace_seconds is not None:
             body["gracePeriodSeconds"] = grace_seconds
         if uid or resource_version:
-            body["preconditions"] = {k: v for k, v in
-                                     (("uid", uid), ("resourceVersion", resource_version)) if v}
+            body["preconditions"] = {
+                k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v
+            }
         return self.request("DELETE", path, body=body)
 
     def json_patch(self, path: str, ops: list[Obj]) -> Obj:

@@ -87,21 +87,38 @@ def _stuck(pod: PodFinding) -> str:
 
 
 def _next(pod: PodFinding, now: datetime) -> str:
-    if pod.eviction_at is not None and not pod.terminating:
-        return f"evicted {ago((now - pod.eviction_at).total_seconds())}"
-    return pod.replacement.state
+    """What happens next, in a few words."""
+    if not pod.node_failed:
+        return "held (finalizers)" if "finalizers" in pod.meaning else "kubelet slow"
+    if not pod.terminating:
+        if pod.eviction_at is not None:
+            return f"evicted {ago((now - pod.eviction_at).total_seconds())}"
+        return "never evicted" if "never" in pod.timeline else "eviction pending"
+    return {
+        "running": "replaced",
+        "finished": "replaced",
+        "pending": "replacement Pending",
+        "blocked": "BLOCKED",
+        "none": "lost",
+        "missing": "no replacement",
+    }.get(pod.replacement.state, pod.replacement.state)
 
 
 def headline(report: Report) -> str:
     failed = [n for n in report.nodes if n.failed]
     when = format_time(report.captured_at)
-    where = f"{report.source}" + (f", Kubernetes {report.server_version}"
-                                  if report.server_version else "")
+    where = f"{report.source}" + (
+        f", Kubernetes {report.server_version}" if report.server_version else ""
+    )
     if not report.problems:
-        return (f"All {plural(report.nodes_total, 'node')} Ready and no pod stuck terminating. "
-                f"Nothing to do. ({where}, {when})")
-    return (f"{len(failed)} of {plural(report.nodes_total, 'node')} not Ready, "
-            f"{plural(len(report.pods), 'stuck pod')} ({where}, {when})")
+        return (
+            f"All {plural(report.nodes_total, 'node')} Ready and no pod stuck terminating. "
+            f"Nothing to do. ({where}, {when})"
+        )
+    return (
+        f"{len(failed)} of {plural(report.nodes_total, 'node')} not Ready, "
+        f"{plural(len(report.pods), 'stuck pod')} ({where}, {when})"
+    )
 
 
 def table(report: Report, wide: bool = False) -> str:
@@ -111,35 +128,54 @@ def table(report: Report, wide: bool = False) -> str:
     if report.nodes:
         rows = []
         for n in report.nodes:
-            row = [n.name, n.status, _node_for(n), n.zone, _lease(n), n.cause.summary,
-                   n.action.summary if n.action else ""]
+            row = [
+                n.name,
+                n.status,
+                _node_for(n),
+                n.zone,
+                _lease(n),
+                n.cause.summary,
+                n.action.summary if n.action else "",
+            ]
             if wide:
                 row.insert(5, ", ".join(f"{t.key}:{t.effect}" for t in n.taints) or "-")
-                row.insert(6, n.pod_count)
+                row.insert(6, str(n.pod_count))
             rows.append(row)
         headers = ["NODE", "STATUS", "FOR", "ZONE", "LEASE RENEWED", "CAUSE", "ACTION"]
         if wide:
             headers[5:5] = ["TAINTS", "PODS"]
-        out += ["", tabulate(rows, headers=headers, tablefmt="plain", maxcolwidths=_widths(wide,
-                                                                                       headers))]
+        out += [
+            "",
+            tabulate(rows, headers=headers, tablefmt="plain", maxcolwidths=_widths(wide, headers)),
+        ]
     troubled = [z for z in report.zones if z.not_ready]
     if troubled:
-        out += [""] + [f"zone {z.zone}: {z.state}, evictions {z.eviction}: {z.explanation}"
-                       for z in troubled]
+        out += [""] + [
+            f"zone {z.zone}: {z.state}, evictions {z.eviction}: {z.explanation}" for z in troubled
+        ]
     out += [f"!! {note}" for note in report.cluster]
     if report.pods:
         rows = []
         for p in report.pods:
-            row = [f"{p.namespace}/{p.name}", p.kubectl_status, p.node or "-", _owner(p),
-                   _stuck(p), _next(p, report.captured_at), p.action.code]
+            row = [
+                f"{p.namespace}/{p.name}",
+                p.kubectl_status,
+                p.node or "-",
+                _owner(p),
+                _stuck(p),
+                _next(p, report.captured_at),
+                p.action.code,
+            ]
             if wide:
                 row[5:5] = [p.ready, p.replacement.summary]
             rows.append(row)
         headers = ["POD", "STATUS", "NODE", "OWNER", "STUCK", "NEXT", "ACTION"]
         if wide:
             headers[5:5] = ["READY", "REPLACEMENT"]
-        out += ["", tabulate(rows, headers=headers, tablefmt="plain",
-                             maxcolwidths=_widths(wide, headers))]
+        out += [
+            "",
+            tabulate(rows, headers=headers, tablefmt="plain", maxcolwidths=_widths(wide, headers)),
+        ]
     if wide:
         out += ["", "EVIDENCE"]
         for n in report.nodes:
@@ -148,15 +184,18 @@ def table(report: Report, wide: bool = False) -> str:
             out.append(f"pod {p.namespace}/{p.name}: " + "; ".join(p.evidence + p.storage))
     actions = _distinct_actions(report)
     if actions:
-        out += ["", "SUGGESTED"] + actions
+        out += ["", "SUGGESTED", *actions]
     out += [f"note: {g}" for g in report.gaps]
-    out += ["", "Details: -o wide, or --explain NAME (a node or namespace/pod) for the full "
-            "reasoning; -o json for runbooks."]
+    out += [
+        "",
+        "Details: -o wide, or --explain NAME (a node or namespace/pod) for the full "
+        "reasoning; -o json for runbooks.",
+    ]
     return "\n".join(out) + "\n"
 
 
 def _widths(wide: bool, headers: list[str]) -> list[int | None]:
-    limits = {"CAUSE": 46, "ACTION": 40 if not wide else 30, "REPLACEMENT": 40, "TAINTS": 40}
+    limits = {"CAUSE": 40, "ACTION": 36 if not wide else 30, "REPLACEMENT": 40, "TAINTS": 40}
     return [limits.get(h) for h in headers]
 
 
@@ -174,17 +213,20 @@ def _distinct_actions(report: Report) -> list[str]:
 
 
 def _wrap(label: str, text: str) -> str:
-    return textwrap.fill(text, width=100, initial_indent=f"{label}: ",
-                         subsequent_indent=" " * (len(label) + 2))
+    return textwrap.fill(
+        text, width=100, initial_indent=f"{label}: ", subsequent_indent=" " * (len(label) + 2)
+    )
 
 
 def explain_pod(p: PodFinding, now: datetime) -> str:
-    lines = [f"Pod {p.namespace}/{p.name} on node {p.node or '(none)'}",
-             _wrap("kubectl shows", f"{p.kubectl_status} (READY {p.ready})"),
-             _wrap("What it means", p.meaning),
-             _wrap("Owner", describe_owners(p.owner_chain) + f" [{p.controller}]"),
-             _wrap("Why it is stuck", p.explanation),
-             _wrap("Replacement", p.replacement.summary)]
+    lines = [
+        f"Pod {p.namespace}/{p.name} on node {p.node or '(none)'}",
+        _wrap("kubectl shows", f"{p.kubectl_status} (READY {p.ready})"),
+        _wrap("What it means", p.meaning),
+        _wrap("Owner", describe_owners(p.owner_chain) + f" [{p.controller}]"),
+        _wrap("Why it is stuck", p.explanation),
+        _wrap("Replacement", p.replacement.summary),
+    ]
     if p.timeline:
         lines.append(_wrap("Timeline", p.timeline))
     for note in p.storage:
@@ -203,12 +245,20 @@ def explain_pod(p: PodFinding, now: datetime) -> str:
 
 def explain_node(n: NodeFinding, report: Report) -> str:
     zone = next((z for z in report.zones if z.zone == n.zone), None)
-    lines = [f"Node {n.name} ({n.status}" + (f" for {duration(n.not_ready_seconds)}"
-                                              if n.not_ready_seconds is not None else "") + ")"]
+    lines = [
+        f"Node {n.name} ({n.status}"
+        + (f" for {duration(n.not_ready_seconds)}" if n.not_ready_seconds is not None else "")
+        + ")"
+    ]
     if n.ready:
-        lines.append(_wrap("Ready condition", f"{n.ready.status}, reason {n.ready.reason}: "
-                           f"{n.ready.message}; last heartbeat "
-                           + (format_time(n.ready.last_heartbeat) if n.ready.last_heartbeat else "-")))
+        lines.append(
+            _wrap(
+                "Ready condition",
+                f"{n.ready.status}, reason {n.ready.reason}: "
+                f"{n.ready.message}; last heartbeat "
+                + (format_time(n.ready.last_heartbeat) if n.ready.last_heartbeat else "-"),
+            )
+        )
     lines.append(_wrap("Lease", f"renewed {_lease(n)}" if n.lease_renewed else "not read / none"))
     lines.append(_wrap("Cause", f"{n.cause.summary} (confidence {n.cause.confidence})"))
     for ev in n.cause.evidence:
@@ -217,19 +267,31 @@ def explain_node(n: NodeFinding, report: Report) -> str:
         added = f" since {format_time(t.time_added)}" if t.time_added else ""
         lines.append(_wrap("Taint", f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}{added}"))
     for c in n.conditions:
-        if c.problem or c.type not in ("MemoryPressure", "DiskPressure", "PIDPressure",
-                                       "NetworkUnavailable"):
+        if c.problem or c.type not in (
+            "MemoryPressure",
+            "DiskPressure",
+            "PIDPressure",
+            "NetworkUnavailable",
+        ):
             tag = "problem" if c.problem else "informational"
             lines.append(_wrap("Condition", f"{c.type}={c.status} ({tag}) {c.reason} {c.message}"))
     if zone:
-        lines.append(_wrap("Zone", f"{zone.zone}: {zone.state}, evictions {zone.eviction}. "
-                           f"{zone.explanation}"))
+        lines.append(
+            _wrap(
+                "Zone", f"{zone.zone}: {zone.state}, evictions {zone.eviction}. {zone.explanation}"
+            )
+        )
     if n.shutdown_evidence:
         lines.append(_wrap("Shutdown evidence", "; ".join(n.shutdown_evidence)))
     else:
-        lines.append(_wrap("Shutdown evidence", "none: the API cannot tell a dead machine from a "
-                           "dead kubelet or a network partition. Check the machine before forcing "
-                           "anything."))
+        lines.append(
+            _wrap(
+                "Shutdown evidence",
+                "none: the API cannot tell a dead machine from a "
+                "dead kubelet or a network partition. Check the machine before forcing "
+                "anything.",
+            )
+        )
     pods = [p for p in report.pods if p.node == n.name]
     lines.append(_wrap("Pods", f"{plural(n.pod_count, 'pod')} bound; {len(pods)} listed as stuck"))
     if n.action:

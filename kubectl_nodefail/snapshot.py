@@ -24,8 +24,15 @@ DUMP_KIND = "NodefailDump"
 DUMP_API_VERSION = "kubectl-nodefail/v1"
 
 # kind -> the attribute of Snapshot that holds it; owners share one table keyed by kind.
-_OWNER_KINDS = {"ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob",
-                "ReplicationController"}
+_OWNER_KINDS = {
+    "ReplicaSet",
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "Job",
+    "CronJob",
+    "ReplicationController",
+}
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -99,7 +106,8 @@ class Snapshot:
 
     def events_about(self, kind: str, namespace: str, name: str) -> list[Obj]:
         return [
-            e for e in self.events
+            e
+            for e in self.events
             if (e.get("involvedObject") or {}).get("kind") == kind
             and (e.get("involvedObject") or {}).get("name") == name
             and (e.get("involvedObject") or {}).get("namespace", "") == namespace
@@ -117,17 +125,23 @@ class Snapshot:
     def to_dump(self) -> Obj:
         items: list[Obj] = []
         for kind, objs in (
-            ("Node", self.nodes), ("Lease", self.leases), ("Pod", self.pods),
-            (None, self.owners), ("VolumeAttachment", self.volume_attachments),
-            ("PersistentVolumeClaim", self.pvcs), ("PersistentVolume", self.pvs),
+            ("Node", self.nodes),
+            ("Lease", self.leases),
+            ("Pod", self.pods),
+            (None, self.owners),
+            ("VolumeAttachment", self.volume_attachments),
+            ("PersistentVolumeClaim", self.pvcs),
+            ("PersistentVolume", self.pvs),
             ("Event", self.events),
         ):
             for obj in objs:
-                items.append(obj if kind is None or obj.get("kind") == kind else {"kind": kind, **obj})
+                items.append(
+                    obj if kind is None or obj.get("kind") == kind else {"kind": kind, **obj}
+                )
         return {
             "apiVersion": DUMP_API_VERSION,
             "kind": DUMP_KIND,
-            "capturedAt": format_time(self.captured_at),
+            "capturedAt": self.captured_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
             "serverVersion": self.server_version,
             "source": self.source,
             "gaps": self.gaps,
@@ -140,9 +154,13 @@ def from_items(items: Iterable[Obj], captured_at: datetime, **meta: Any) -> Snap
     """Sort a flat list of objects (each with its `kind`) into a Snapshot."""
     snap = Snapshot(captured_at=captured_at, **meta)
     buckets = {
-        "Node": snap.nodes, "Lease": snap.leases, "Pod": snap.pods,
-        "VolumeAttachment": snap.volume_attachments, "PersistentVolumeClaim": snap.pvcs,
-        "PersistentVolume": snap.pvs, "Event": snap.events,
+        "Node": snap.nodes,
+        "Lease": snap.leases,
+        "Pod": snap.pods,
+        "VolumeAttachment": snap.volume_attachments,
+        "PersistentVolumeClaim": snap.pvcs,
+        "PersistentVolume": snap.pvs,
+        "Event": snap.events,
     }
     for obj in items:
         if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):

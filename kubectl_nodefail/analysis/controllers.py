@@ -34,8 +34,11 @@ class Context:
 def _active(pod: Obj, failed_nodes: set[str]) -> bool:
     """Counts as a running replica: not terminating, not finished, not on a failed node."""
     phase = (pod.get("status") or {}).get("phase")
-    return (not pod["metadata"].get("deletionTimestamp") and phase not in TERMINAL_PHASES
-            and (pod.get("spec") or {}).get("nodeName") not in failed_nodes)
+    return (
+        not pod["metadata"].get("deletionTimestamp")
+        and phase not in TERMINAL_PHASES
+        and (pod.get("spec") or {}).get("nodeName") not in failed_nodes
+    )
 
 
 def pending_reason(pod: Obj, dead_node: str) -> str:
@@ -49,8 +52,9 @@ def pending_reason(pod: Obj, dead_node: str) -> str:
         if cond.get("type") == "PodScheduled" and cond.get("status") != "True":
             message = cond.get("message") or cond.get("reason") or ""
     low = message.lower()
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
     if "volume node affinity conflict" in low:
         return f"local volume: its PV is bound to a node it cannot use ({message})"
     if "node affinity/selector" in low or ("affinity" in low and required):
@@ -95,23 +99,35 @@ def _describe_found(pods: list[Obj], dead_node: str, what: str) -> Replacement:
     done = [p for p in pods if (p.get("status") or {}).get("phase") in TERMINAL_PHASES]
     if done:
         phases = "/".join(sorted({p["status"]["phase"] for p in done}))
-        return Replacement("finished", f"{what} already ran to the end ({phases}): {where(done)}",
-                           names)
+        return Replacement(
+            "finished", f"{what} already ran to the end ({phases}): {where(done)}", names
+        )
     pending = pods[0]
     reason = pending_reason(pending, dead_node)
-    return Replacement("pending", f"{what} {pending['metadata']['name']} is Pending: {reason}",
-                       names, pending_reason=reason)
+    return Replacement(
+        "pending",
+        f"{what} {pending['metadata']['name']} is Pending: {reason}",
+        names,
+        pending_reason=reason,
+    )
 
 
 def replicaset(ctx: Context) -> tuple[str, Replacement, str]:
     rs = ctx.owners[0] if ctx.owners else None
-    owner = "Deployment " + ctx.owners[1]["metadata"]["name"] if len(ctx.owners) > 1 else (
-        "ReplicaSet " + (rs["metadata"]["name"] if rs else "?"))
-    why = (f"{owner} counts a Terminating pod as gone and creates a replacement at once, so this "
-           "stuck pod is mostly cosmetic: it only holds its name in listings (and RWO volumes).")
+    owner = (
+        "Deployment " + ctx.owners[1]["metadata"]["name"]
+        if len(ctx.owners) > 1
+        else ("ReplicaSet " + (rs["metadata"]["name"] if rs else "?"))
+    )
+    why = (
+        f"{owner} counts a Terminating pod as gone and creates a replacement at once, so this "
+        "stuck pod is mostly cosmetic: it only holds its name in listings (and RWO volumes)."
+    )
     if not ctx.terminating:
-        why = (f"{owner} still counts this pod as a live replica: nothing replaces it until it is "
-               "evicted (then a replacement is created at once).")
+        why = (
+            f"{owner} still counts this pod as a live replica: nothing replaces it until it is "
+            "evicted (then a replacement is created at once)."
+        )
         rep = Replacement("not-yet", "none yet: created when the pod is evicted")
     elif rs is None:
         rep = Replacement("unknown", "owner not read: cannot look for the replacement")
@@ -121,21 +137,35 @@ def replicaset(ctx: Context) -> tuple[str, Replacement, str]:
             rep = _describe_found(found, ctx.node, "replacement")
         else:
             desired = (rs.get("spec") or {}).get("replicas", 1)
-            active = [p for p in ctx.snap.pods_owned_by(rs["metadata"]["uid"])
-                      if _active(p, ctx.failed_nodes)]
+            active = [
+                p
+                for p in ctx.snap.pods_owned_by(rs["metadata"]["uid"])
+                if _active(p, ctx.failed_nodes)
+            ]
             if desired == 0:
-                rep = Replacement("none", "the ReplicaSet was scaled to 0 (rollout or scale-down): "
-                                  "no replacement is wanted")
+                rep = Replacement(
+                    "none",
+                    "the ReplicaSet was scaled to 0 (rollout or scale-down): "
+                    "no replacement is wanted",
+                )
             elif len(active) >= desired:
-                rep = Replacement("running", f"{len(active)}/{desired} replicas active elsewhere",
-                                  [p["metadata"]["name"] for p in active])
+                rep = Replacement(
+                    "running",
+                    f"{len(active)}/{desired} replicas active elsewhere",
+                    [p["metadata"]["name"] for p in active],
+                )
             else:
-                rep = Replacement("missing", f"{len(active)}/{desired} replicas active and no "
-                                  "replacement pod found (quota, admission or a controller problem: "
-                                  "check the ReplicaSet's events)")
-    returns = ("kubelet stops the old containers and removes the object; the replacement keeps "
-               "running." if ctx.terminating else
-               "the pod carries on (its containers may never have stopped); taints are lifted.")
+                rep = Replacement(
+                    "missing",
+                    f"{len(active)}/{desired} replicas active and no "
+                    "replacement pod found (quota, admission or a controller problem: "
+                    "check the ReplicaSet's events)",
+                )
+    returns = (
+        "kubelet stops the old containers and removes the object; the replacement keeps running."
+        if ctx.terminating
+        else "the pod carries on (its containers may never have stopped); taints are lifted."
+    )
     return why, rep, returns
 
 
@@ -143,40 +173,57 @@ def statefulset(ctx: Context) -> tuple[str, Replacement, str]:
     sts = ctx.owners[0] if ctx.owners else None
     policy = ((sts or {}).get("spec") or {}).get("podManagementPolicy") or "OrderedReady"
     name = sts["metadata"]["name"] if sts else "?"
-    block = (f"podManagementPolicy {policy}: the stuck ordinal also blocks creating higher "
-             "ordinals, scale-down and rolling updates" if policy == "OrderedReady" else
-             "podManagementPolicy Parallel: only this ordinal's slot is blocked")
-    why = (f"StatefulSet {name} gives each ordinal one fixed name and creates {ctx.name} again only "
-           "when the old object is gone (at-most-one identity). A dead kubelet never confirms the "
-           f"deletion, so the pod blocks its own replacement. {block}. Released only by the kubelet "
-           "returning, deleting the Node object, a force delete, or the out-of-service taint; "
-           "forcing it while the old process may still run breaks at-most-one (split brain, data "
-           "loss).")
+    block = (
+        f"podManagementPolicy {policy}: the stuck ordinal also blocks creating higher "
+        "ordinals, scale-down and rolling updates"
+        if policy == "OrderedReady"
+        else "podManagementPolicy Parallel: only this ordinal's slot is blocked"
+    )
+    why = (
+        f"StatefulSet {name} gives each ordinal one fixed name and creates {ctx.name} again only "
+        "when the old object is gone (at-most-one identity). A dead kubelet never confirms the "
+        f"deletion, so the pod blocks its own replacement. {block}. Released only by the kubelet "
+        "returning, deleting the Node object, a force delete, or the out-of-service taint; "
+        "forcing it while the old process may still run breaks at-most-one (split brain, data "
+        "loss)."
+    )
     if not ctx.terminating:
-        why = (f"StatefulSet {name} still counts {ctx.name} as its replica. Once evicted it will "
-               "stay Terminating and block its own replacement (fixed name, at-most-one). " + block
-               + ".")
-        rep = Replacement("blocked", f"none: {ctx.name} will be recreated only after the old "
-                          "object is removed")
+        why = (
+            f"StatefulSet {name} still counts {ctx.name} as its replica. Once evicted it will "
+            "stay Terminating and block its own replacement (fixed name, at-most-one). "
+            + block
+            + "."
+        )
+        rep = Replacement(
+            "blocked", f"none: {ctx.name} will be recreated only after the old object is removed"
+        )
     else:
-        rep = Replacement("blocked", f"blocked: the name {ctx.name} is still taken by this "
-                          "Terminating pod")
-    returns = (f"kubelet removes the old pod, then the StatefulSet controller recreates {ctx.name} "
-               "(it may land on this or another node)." if ctx.terminating else
-               "the pod carries on in place.")
+        rep = Replacement(
+            "blocked", f"blocked: the name {ctx.name} is still taken by this Terminating pod"
+        )
+    returns = (
+        f"kubelet removes the old pod, then the StatefulSet controller recreates {ctx.name} "
+        "(it may land on this or another node)."
+        if ctx.terminating
+        else "the pod carries on in place."
+    )
     return why, rep, returns
 
 
 def daemonset(ctx: Context) -> tuple[str, Replacement, str]:
     name = ctx.owners[0]["metadata"]["name"] if ctx.owners else "?"
-    why = (f"DaemonSet {name} runs one pod per node; its pods tolerate not-ready/unreachable "
-           "NoExecute without a time limit, so they are never evicted and never moved. (The "
-           "out-of-service taint is not tolerated: it does evict them.)")
+    why = (
+        f"DaemonSet {name} runs one pod per node; its pods tolerate not-ready/unreachable "
+        "NoExecute without a time limit, so they are never evicted and never moved. (The "
+        "out-of-service taint is not tolerated: it does evict them.)"
+    )
     rep = Replacement("not-needed", "none by design (one pod per node)")
     returns = "the pod goes back to Running in place; nothing is recreated."
     if ctx.terminating:
-        returns = ("kubelet finishes deleting it and the DaemonSet controller creates a new one on "
-                   "the node.")
+        returns = (
+            "kubelet finishes deleting it and the DaemonSet controller creates a new one on "
+            "the node."
+        )
     return why, rep, returns
 
 
@@ -184,18 +231,26 @@ def job(ctx: Context) -> tuple[str, Replacement, str]:
     job_obj = ctx.owners[0] if ctx.owners else None
     spec = (job_obj or {}).get("spec") or {}
     policy = spec.get("podReplacementPolicy") or (
-        "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
+        "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"
+    )
     name = job_obj["metadata"]["name"] if job_obj else "?"
     cron = f" (CronJob {ctx.owners[1]['metadata']['name']})" if len(ctx.owners) > 1 else ""
     if policy == "Failed":
-        why = (f"Job {name}{cron} has podReplacementPolicy Failed"
-               + (" (the default when podFailurePolicy is set)"
-                  if not spec.get("podReplacementPolicy") else "")
-               + ": it creates a replacement only once the old pod reaches phase Failed, which a "
-               "pod Terminating on a dead node never does. The pod blocks its own replacement.")
+        why = (
+            f"Job {name}{cron} has podReplacementPolicy Failed"
+            + (
+                " (the default when podFailurePolicy is set, as here)"
+                if spec.get("podFailurePolicy")
+                else ""
+            )
+            + ": it creates a replacement only once the old pod reaches phase Failed, which a "
+            "pod Terminating on a dead node never does. The pod blocks its own replacement."
+        )
     else:
-        why = (f"Job {name}{cron} has podReplacementPolicy TerminatingOrFailed (the default): a "
-               "replacement is created as soon as the pod is Terminating.")
+        why = (
+            f"Job {name}{cron} has podReplacementPolicy TerminatingOrFailed (the default): a "
+            "replacement is created as soon as the pod is Terminating."
+        )
     if not ctx.terminating:
         why += " The pod is not evicted yet, so it still counts as active."
         rep = Replacement("not-yet", "none yet: the pod still counts as active")
@@ -206,52 +261,79 @@ def job(ctx: Context) -> tuple[str, Replacement, str]:
         if found:
             rep = _describe_found(found, ctx.node, "replacement")
         elif policy == "Failed":
-            rep = Replacement("blocked", "blocked: podReplacementPolicy Failed waits for this pod "
-                              "to fail")
+            rep = Replacement(
+                "blocked", "blocked: podReplacementPolicy Failed waits for this pod to fail"
+            )
         else:
-            rep = Replacement("missing", "no replacement found (the Job may be complete, "
-                              "suspended or at its backoffLimit)")
-    returns = ("kubelet removes the old pod; the Job counts it as failed"
-               + (" and then creates the replacement." if policy == "Failed" else ".")
-               if ctx.terminating else "the pod carries on and may complete.")
+            rep = Replacement(
+                "missing",
+                "no replacement found (the Job may be complete, suspended or at its backoffLimit)",
+            )
+    returns = (
+        "kubelet removes the old pod; the Job counts it as failed"
+        + (" and then creates the replacement." if policy == "Failed" else ".")
+        if ctx.terminating
+        else "the pod carries on and may complete."
+    )
     return why, rep, returns
 
 
 def mirror(ctx: Context) -> tuple[str, Replacement, str]:
-    why = ("a static pod: the kubelet runs it from a manifest file on the node and only mirrors it "
-           "into the API. Deleting the API object does not stop it (the kubelet recreates the "
-           "mirror); nothing through the API can move it.")
+    why = (
+        "a static pod: the kubelet runs it from a manifest file on the node and only mirrors it "
+        "into the API. Deleting the API object does not stop it (the kubelet recreates the "
+        "mirror); nothing through the API can move it."
+    )
     rep = Replacement("none", "none possible: static pods live on their node")
-    returns = ("the kubelet restarts it from its manifest; the mirror pod reappears and its start "
-               "time resets.")
+    returns = (
+        "the kubelet restarts it from its manifest; the mirror pod reappears and its start "
+        "time resets."
+    )
     return why, rep, returns
 
 
 def bare(ctx: Context) -> tuple[str, Replacement, str]:
-    why = ("no controller owns this pod: nothing recreates it anywhere. Deleting it loses it; "
-           "recreate it yourself from its manifest if it is needed.")
+    why = (
+        "no controller owns this pod: nothing recreates it anywhere. Deleting it loses it; "
+        "recreate it yourself from its manifest if it is needed."
+    )
     rep = Replacement("none", "none will come (no controller)")
-    returns = ("kubelet kills it and removes the object: it is gone for good." if ctx.terminating
-               else "the pod carries on in place.")
+    returns = (
+        "kubelet kills it and removes the object: it is gone for good."
+        if ctx.terminating
+        else "the pod carries on in place."
+    )
     return why, rep, returns
 
 
 def other(ctx: Context) -> tuple[str, Replacement, str]:
     ref = (ctx.pod["metadata"].get("ownerReferences") or [{}])[0]
     what = f"{ref.get('kind', '?')} {ref.get('name', '?')} ({ref.get('apiVersion', '?')})"
-    why = (f"owned by {what}: what replaces it depends on that controller. Most treat a "
-           "Terminating pod as gone (like ReplicaSets); identity-keeping ones behave like "
-           "StatefulSets and wait for the object to disappear.")
+    why = (
+        f"owned by {what}: what replaces it depends on that controller. Most treat a "
+        "Terminating pod as gone (like ReplicaSets); identity-keeping ones behave like "
+        "StatefulSets and wait for the object to disappear."
+    )
     rep = Replacement("unknown", f"depends on {ref.get('kind', 'the owner')}")
-    returns = ("kubelet finishes the deletion; the owner then does what it does." if ctx.terminating
-               else "the pod carries on in place.")
+    returns = (
+        "kubelet finishes the deletion; the owner then does what it does."
+        if ctx.terminating
+        else "the pod carries on in place."
+    )
     return why, rep, returns
 
 
 RULES = {
-    "deployment": replicaset, "replicaset": replicaset, "replicationcontroller": replicaset,
-    "statefulset": statefulset, "daemonset": daemonset, "job": job, "cronjob": job,
-    "mirror": mirror, "bare": bare, "other": other,
+    "deployment": replicaset,
+    "replicaset": replicaset,
+    "replicationcontroller": replicaset,
+    "statefulset": statefulset,
+    "daemonset": daemonset,
+    "job": job,
+    "cronjob": job,
+    "mirror": mirror,
+    "bare": bare,
+    "other": other,
 }
 
 

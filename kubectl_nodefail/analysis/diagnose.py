@@ -32,11 +32,15 @@ def _stuck_pod(pod: Obj, node: NodeFinding | None, now: datetime) -> bool:
     deletion = parse_time(pod["metadata"].get("deletionTimestamp"))
     if node is not None and node.failed:
         return deletion is not None or (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
-    return deletion is not None and deletion < now
+    return deletion is not None and deletion <= now
 
 
-def diagnose(snap: Snapshot, now: datetime, only_nodes: Collection[str] = (),
-             namespaces: Collection[str] = ()) -> Report:
+def diagnose(
+    snap: Snapshot,
+    now: datetime,
+    only_nodes: Collection[str] = (),
+    namespaces: Collection[str] = (),
+) -> Report:
     minor = server_minor(snap.server_version)
     node_findings = {n["metadata"]["name"]: analyse_node(n, snap, now) for n in snap.nodes}
     zones, master_disruption = analyse_zones(snap.nodes)
@@ -56,38 +60,61 @@ def diagnose(snap: Snapshot, now: datetime, only_nodes: Collection[str] = (),
             continue
         zone = zone_by_name.get(node.zone) if node else None
         pods.append(analyse_pod(pod, snap, node, zone, master_disruption, failed, now))
-    pods.sort(key=lambda p: (p.category != "on-failed-node" and p.category != "terminating-on-failed-node",
-                             p.node, p.namespace, p.name))
-    listed = [f for name, f in sorted(node_findings.items())
-              if _listed(f) and (not only_nodes or name in only_nodes)]
+    pods.sort(
+        key=lambda p: (
+            p.category != "on-failed-node" and p.category != "terminating-on-failed-node",
+            p.node,
+            p.namespace,
+            p.name,
+        )
+    )
+    listed = [
+        f
+        for name, f in sorted(node_findings.items())
+        if _listed(f) and (not only_nodes or name in only_nodes)
+    ]
     for finding in listed:
         finding.action = actions.for_node(finding, minor)
     return Report(
-        captured_at=snap.captured_at, source=snap.source, server_version=snap.server_version,
-        nodes_total=len(snap.nodes), nodes=listed, zones=zones, pods=pods,
+        captured_at=snap.captured_at,
+        source=snap.source,
+        server_version=snap.server_version,
+        nodes_total=len(snap.nodes),
+        nodes=listed,
+        zones=zones,
+        pods=pods,
         cluster=_cluster_notes(len(snap.nodes), len(failed), master_disruption, minor, pods),
         gaps=list(snap.gaps),
     )
 
 
-def _cluster_notes(total: int, failed: int, master_disruption: bool, minor: int | None,
-                   pods: list) -> list[str]:
+def _cluster_notes(
+    total: int, failed: int, master_disruption: bool, minor: int | None, pods: list
+) -> list[str]:
     notes = []
     if master_disruption:
-        notes.append("every zone has no Ready node: the node lifecycle controller is in master "
-                     "disruption mode and evicts nothing. This is almost always the control "
-                     "plane's own connectivity (network, API server, load balancer), not the "
-                     "machines.")
+        notes.append(
+            "every zone has no Ready node: the node lifecycle controller is in master "
+            "disruption mode and evicts nothing. This is almost always the control "
+            "plane's own connectivity (network, API server, load balancer), not the "
+            "machines."
+        )
     elif failed >= MASS_FAILURE_NODES and total and failed / total >= MASS_FAILURE_SHARE:
-        notes.append(f"{failed} of {total} nodes are not Ready at once: a failure this wide is most "
-                     "likely the network or the control plane, not the machines. Fix that first; "
-                     "do not force-delete pods.")
+        notes.append(
+            f"{failed} of {total} nodes are not Ready at once: a failure this wide is most "
+            "likely the network or the control plane, not the machines. Fix that first; "
+            "do not force-delete pods."
+        )
     if minor is not None and minor < 27:
-        notes.append(f"server 1.{minor}: NodeLost era. The node controller marks pods on "
-                     "unreachable nodes NodeLost and kubectl prints them Unknown; from 1.27 they "
-                     "stay Running until evicted, then Terminating.")
+        notes.append(
+            f"server 1.{minor}: NodeLost era. The node controller marks pods on "
+            "unreachable nodes NodeLost and kubectl prints them Unknown; from 1.27 they "
+            "stay Running until evicted, then Terminating."
+        )
     elif any(p.era == "nodelost" for p in pods):
-        notes.append("some pods carry reason NodeLost (set by a pre-1.27 node controller): kubectl "
-                     "prints them Unknown; this is the older spelling of Terminating on a lost "
-                     "node.")
+        notes.append(
+            "some pods carry reason NodeLost (set by a pre-1.27 node controller): kubectl "
+            "prints them Unknown; this is the older spelling of Terminating on a lost "
+            "node."
+        )
     return notes

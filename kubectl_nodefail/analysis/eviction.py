@@ -33,42 +33,72 @@ class EvictionTime:
     text: str
 
 
-def eviction_time(pod: Obj, node_taints: list[TaintView], zone: ZoneFinding | None,
-                  master_disruption: bool, now: datetime) -> EvictionTime:
+def eviction_time(
+    pod: Obj,
+    node_taints: list[TaintView],
+    zone: ZoneFinding | None,
+    master_disruption: bool,
+    now: datetime,
+) -> EvictionTime:
     if pod["metadata"].get("deletionTimestamp"):
-        return EvictionTime("evicted", None, "already being deleted (evicted or deleted by someone)")
+        return EvictionTime(
+            "evicted", None, "already being deleted (evicted or deleted by someone)"
+        )
     noexec = [t for t in node_taints if t.effect == "NoExecute"]
     tolerations = (pod.get("spec") or {}).get("tolerations") or []
     deadline: datetime | None = None
     for taint in noexec:
         matching = [t for t in tolerations if tolerates(t, taint)]
         if not matching:
-            return EvictionTime("immediate", taint.time_added,
-                                f"does not tolerate {taint.key}:NoExecute: evicted as soon as the "
-                                "taint-eviction controller sees it")
-        seconds = [t["tolerationSeconds"] for t in matching if t.get("tolerationSeconds") is not None]
+            return EvictionTime(
+                "immediate",
+                taint.time_added,
+                f"does not tolerate {taint.key}:NoExecute: evicted as soon as the "
+                "taint-eviction controller sees it",
+            )
+        seconds = [
+            t["tolerationSeconds"] for t in matching if t.get("tolerationSeconds") is not None
+        ]
         if not seconds:
             continue  # tolerated forever
         when = (taint.time_added or now) + timedelta(seconds=max(min(seconds), 0))
         deadline = when if deadline is None or when < deadline else deadline
     if deadline is not None:
-        return EvictionTime("scheduled", deadline,
-                            f"eviction due {ago((now - deadline).total_seconds())} "
-                            "(taint timeAdded + smallest tolerationSeconds)")
+        return EvictionTime(
+            "scheduled",
+            deadline,
+            f"eviction due {ago((now - deadline).total_seconds())} "
+            "(taint timeAdded + smallest tolerationSeconds)",
+        )
     if noexec:
-        return EvictionTime("never", None, "tolerates the NoExecute taints without a time limit: "
-                            "never evicted")
+        return EvictionTime(
+            "never", None, "tolerates the NoExecute taints without a time limit: never evicted"
+        )
     if master_disruption:
-        return EvictionTime("paused", None, "no NoExecute taint: every zone is down, the controller "
-                            "is in master disruption mode and evicts nothing")
+        return EvictionTime(
+            "paused",
+            None,
+            "no NoExecute taint: every zone is down, the controller "
+            "is in master disruption mode and evicts nothing",
+        )
     if zone and zone.eviction == "stopped":
-        return EvictionTime("paused", None, f"no NoExecute taint yet and zone {zone.zone} is in "
-                            f"{zone.state}: tainting is stopped, so no eviction")
-    unreachable = [t for t in tolerations
-                   if tolerates(t, TaintView(facts.TAINT_UNREACHABLE, "NoExecute"))]
+        return EvictionTime(
+            "paused",
+            None,
+            f"no NoExecute taint yet and zone {zone.zone} is in "
+            f"{zone.state}: tainting is stopped, so no eviction",
+        )
+    unreachable = [
+        t for t in tolerations if tolerates(t, TaintView(facts.TAINT_UNREACHABLE, "NoExecute"))
+    ]
     secs = [t.get("tolerationSeconds") for t in unreachable]
     if unreachable and all(s is None for s in secs):
-        return EvictionTime("never", None, "tolerates unreachable/not-ready without a time limit: "
-                            "never evicted")
-    return EvictionTime("pending-taint", None, "the NoExecute taint is not on the node yet "
-                        "(rate-limited per zone); eviction follows its tolerationSeconds after that")
+        return EvictionTime(
+            "never", None, "tolerates unreachable/not-ready without a time limit: never evicted"
+        )
+    return EvictionTime(
+        "pending-taint",
+        None,
+        "the NoExecute taint is not on the node yet "
+        "(rate-limited per zone); eviction follows its tolerationSeconds after that",
+    )

@@ -6,8 +6,10 @@ TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 TAINT_CLOUD_SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
 TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 PRESSURE_TAINTS = {
-    "node.kubernetes.io/memory-pressure", "node.kubernetes.io/disk-pressure",
-    "node.kubernetes.io/pid-pressure", "node.kubernetes.io/network-unavailable",
+    "node.kubernetes.io/memory-pressure",
+    "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/pid-pressure",
+    "node.kubernetes.io/network-unavailable",
 }
 
 LABEL_ZONE = "topology.kubernetes.io/zone"
@@ -38,10 +40,15 @@ FORCE_DETACH_SECONDS = 6 * 60
 OUT_OF_SERVICE_GA_MINOR = 28  # non-graceful node shutdown: GA in 1.28 (beta 1.26)
 
 # Conditions the kubelet or node-problem-detector set where True means trouble.
-KUBELET_PROBLEM_CONDITIONS = {"MemoryPressure", "DiskPressure", "PIDPressure",
-                              "NetworkUnavailable"}
+KUBELET_PROBLEM_CONDITIONS = {"MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"}
 NPD_PROBLEM_CONDITIONS = {
-    "KernelDeadlock", "ReadonlyFilesystem", "FrequentKubeletRestart",
-    "FrequentContainerdRestart", "FrequentDockerRestart", "KubeletUnhealthy",
-    "ContainerRuntimeUnhealthy", "CorruptDockerOverlay2", "XfsShutdown",
+    "KernelDeadlock",
+    "ReadonlyFilesystem",
+    "FrequentKubeletRestart",
+    "FrequentContainerdRestart",
+    "FrequentDockerRestart",
+    "KubeletUnhealthy",
+    "ContainerRuntimeUnhealthy",
+    "CorruptDockerOverlay2",
+    "XfsShutdown",
 }

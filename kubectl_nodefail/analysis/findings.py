@@ -116,7 +116,9 @@ class PodFinding:
     stuck_seconds: float | None  # past deletionTimestamp (deletion time + grace)
     deletion_timestamp: datetime | None
     owner_chain: list[OwnerLink]
-    controller: str  # deployment | replicaset | statefulset | daemonset | job | mirror | bare | other
+    controller: (
+        str  # deployment | replicaset | statefulset | daemonset | job | mirror | bare | other
+    )
     explanation: str
     replacement: Replacement
     storage: list[str]
@@ -142,6 +144,4 @@ class Report:
 
     @property
     def problems(self) -> bool:
-        return bool(
-            [n for n in self.nodes if n.failed or n.stale_out_of_service] or self.pods
-        )
+        return bool([n for n in self.nodes if n.failed or n.stale_out_of_service] or self.pods)

@@ -48,7 +48,9 @@ def zone_of(node: Obj) -> str:
 def taints(node: Obj) -> list[TaintView]:
     return [
         TaintView(
-            key=t.get("key", ""), effect=t.get("effect", ""), value=t.get("value") or "",
+            key=t.get("key", ""),
+            effect=t.get("effect", ""),
+            value=t.get("value") or "",
             time_added=parse_time(t.get("timeAdded")),
         )
         for t in (node.get("spec") or {}).get("taints") or []
@@ -68,9 +70,13 @@ def _condition_view(cond: Obj) -> ConditionView:
     else:
         problem = False  # an unknown custom condition is shown, never called a failure by name
     return ConditionView(
-        type=ctype, status=status, reason=cond.get("reason") or "", message=cond.get("message") or "",
+        type=ctype,
+        status=status,
+        reason=cond.get("reason") or "",
+        message=cond.get("message") or "",
         last_heartbeat=parse_time(cond.get("lastHeartbeatTime")),
-        last_transition=parse_time(cond.get("lastTransitionTime")), problem=problem,
+        last_transition=parse_time(cond.get("lastTransitionTime")),
+        problem=problem,
     )
 
 
@@ -89,7 +95,9 @@ def shutdown_evidence(node: Obj) -> list[str]:
         if t.key == facts.TAINT_CLOUD_SHUTDOWN:
             found.append(f"cloud provider reports the instance shut down (taint {t.key})")
         if t.key == facts.TAINT_OUT_OF_SERVICE:
-            found.append(f"an administrator marked it out of service (taint {t.key}={t.value}:{t.effect})")
+            found.append(
+                f"an administrator marked it out of service (taint {t.key}={t.value}:{t.effect})"
+            )
     ready = ready_condition(node) or {}
     if "shutting down" in (ready.get("message") or "").lower():
         found.append(f"kubelet reported: {ready.get('message')}")
@@ -116,59 +124,103 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
     problem_conditions = [c for c in by_status.values() if c.problem and c.type != "Ready"]
 
     if ready is None:
-        return Cause("no-ready-condition", "node has never reported a Ready condition", "medium",
-                     evidence + ["status.conditions has no Ready entry"])
+        return Cause(
+            "no-ready-condition",
+            "node has never reported a Ready condition",
+            "medium",
+            [*evidence, "status.conditions has no Ready entry"],
+        )
     status, reason = ready.get("status"), ready.get("reason") or ""
     message = ready.get("message") or ""
     if status == "Unknown":
         evidence.insert(0, f"Ready=Unknown, reason {reason}: {message}".rstrip(": "))
         if reason == facts.REASON_NODE_NEVER_UPDATED:
-            return Cause("never-registered", "kubelet registered the node but never posted status",
-                         "high", evidence)
+            return Cause(
+                "never-registered",
+                "kubelet registered the node but never posted status",
+                "high",
+                evidence,
+            )
         if shutdown:
-            return Cause("machine-shutdown", "the machine is shut down", "high", evidence + shutdown)
+            return Cause(
+                "machine-shutdown", "the machine is shut down", "high", evidence + shutdown
+            )
         if lease_stale is False:
             return Cause(
                 "kubelet-returning",
                 "kubelet is renewing its lease again; Ready will update within a monitor period",
-                "medium", evidence,
+                "medium",
+                evidence,
             )
         return Cause(
             "kubelet-stopped",
             "kubelet stopped posting status: machine down, kubelet dead, or network partition "
             "(the API cannot tell these apart)",
-            "high" if lease_stale else "medium", evidence,
+            "high" if lease_stale else "medium",
+            evidence,
         )
     if status == "False":
         evidence.insert(0, f"Ready=False, reason {reason}: {message}".rstrip(": "))
         low = message.lower()
         if shutdown:
-            return Cause("machine-shutdown", "the machine is shutting down or shut down", "high",
-                         evidence + shutdown)
+            return Cause(
+                "machine-shutdown",
+                "the machine is shutting down or shut down",
+                "high",
+                evidence + shutdown,
+            )
         if "networkready=false" in low or "network plugin" in low or "cni" in low:
-            return Cause("network-plugin", "kubelet is alive but the network plugin (CNI) is not "
-                         "ready", "high", evidence)
+            return Cause(
+                "network-plugin",
+                "kubelet is alive but the network plugin (CNI) is not ready",
+                "high",
+                evidence,
+            )
         if "container runtime" in low:
-            return Cause("runtime-down", "kubelet is alive but the container runtime is down or "
-                         "not answering", "high", evidence)
+            return Cause(
+                "runtime-down",
+                "kubelet is alive but the container runtime is down or not answering",
+                "high",
+                evidence,
+            )
         if "pleg" in low:
-            return Cause("pleg-unhealthy", "kubelet is alive but its pod lifecycle event "
-                         "generator is unhealthy (runtime slow or hung)", "high", evidence)
+            return Cause(
+                "pleg-unhealthy",
+                "kubelet is alive but its pod lifecycle event "
+                "generator is unhealthy (runtime slow or hung)",
+                "high",
+                evidence,
+            )
         if problem_conditions:
             names = ", ".join(f"{c.type}={c.status}" for c in problem_conditions)
-            return Cause("resource-pressure", f"kubelet reports trouble: {names}", "medium",
-                         evidence + [f"{c.type}: {c.message}" for c in problem_conditions])
-        return Cause("kubelet-not-ready", "kubelet is alive and reports the node not ready",
-                     "medium", evidence)
+            return Cause(
+                "resource-pressure",
+                f"kubelet reports trouble: {names}",
+                "medium",
+                evidence + [f"{c.type}: {c.message}" for c in problem_conditions],
+            )
+        return Cause(
+            "kubelet-not-ready",
+            "kubelet is alive and reports the node not ready",
+            "medium",
+            evidence,
+        )
     # Ready=True: only listed when tainted out-of-service / shut down, or with problem conditions.
     if shutdown:
-        return Cause("shutdown-taint-on-ready-node",
-                     "node is Ready but carries a shutdown / out-of-service taint", "high",
-                     evidence + shutdown)
+        return Cause(
+            "shutdown-taint-on-ready-node",
+            "node is Ready but carries a shutdown / out-of-service taint",
+            "high",
+            evidence + shutdown,
+        )
     if problem_conditions:
         names = ", ".join(f"{c.type}={c.status}" for c in problem_conditions)
-        return Cause("conditions", f"node is Ready but reports {names}", "medium",
-                     evidence + [f"{c.type}: {c.message}" for c in problem_conditions])
+        return Cause(
+            "conditions",
+            f"node is Ready but reports {names}",
+            "medium",
+            evidence + [f"{c.type}: {c.message}" for c in problem_conditions],
+        )
     return Cause("healthy", "node is Ready", "high", evidence)
 
 
@@ -199,7 +251,9 @@ def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
         shutdown_evidence=shutdown_evidence(node),
         out_of_service=out_of_service,
         stale_out_of_service=out_of_service and ready_now,
-        kubelet_version=((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", ""),
+        kubelet_version=((node.get("status") or {}).get("nodeInfo") or {}).get(
+            "kubeletVersion", ""
+        ),
         failed=not ready_now,
         cloud_shutdown=cloud_shutdown,
     )

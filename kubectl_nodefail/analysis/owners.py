@@ -7,8 +7,12 @@ from kubectl_nodefail.analysis.findings import OwnerLink
 from kubectl_nodefail.snapshot import Obj, Snapshot
 
 KNOWN = {
-    "ReplicaSet": "replicaset", "Deployment": "deployment", "StatefulSet": "statefulset",
-    "DaemonSet": "daemonset", "Job": "job", "CronJob": "cronjob",
+    "ReplicaSet": "replicaset",
+    "Deployment": "deployment",
+    "StatefulSet": "statefulset",
+    "DaemonSet": "daemonset",
+    "Job": "job",
+    "CronJob": "cronjob",
     "ReplicationController": "replicationcontroller",
 }
 

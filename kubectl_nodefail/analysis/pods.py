@@ -26,41 +26,64 @@ def disruption_reason(pod: Obj) -> str | None:
     return None
 
 
-def _meaning(pod: Obj, status: str, node: NodeFinding | None, stuck: float | None,
-             now: datetime) -> str:
+def _meaning(
+    pod: Obj, status: str, node: NodeFinding | None, stuck: float | None, now: datetime
+) -> str:
     meta = pod["metadata"]
-    deleter = DELETERS.get(disruption_reason(pod) or "", "deletion requested (by a user or a "
-                           "controller)")
+    deleter = DELETERS.get(
+        disruption_reason(pod) or "", "deletion requested (by a user or a controller)"
+    )
     if node is not None and node.failed:
         since = ""
         if node.lease_renewed is not None:
-            since = f" since its node's lease went stale ({ago((now - node.lease_renewed).total_seconds())})"
+            stale_for = (now - node.lease_renewed).total_seconds()
+            since = f" since its node's lease went stale ({ago(stale_for)})"
         elif node.ready and node.ready.last_heartbeat:
-            since = (" since the node's last heartbeat "
-                     f"({ago((now - node.ready.last_heartbeat).total_seconds())})")
+            since = (
+                " since the node's last heartbeat "
+                f"({ago((now - node.ready.last_heartbeat).total_seconds())})"
+            )
         if not meta.get("deletionTimestamp"):
-            return (f"'{status}' is only the last report: the true state is unknown{since}. The "
-                    "containers may still be running (kubelet or network down) or be gone "
-                    "(machine down).")
-        waited = (f"stuck {duration(stuck)} past its grace period" if stuck is not None and stuck > 0
-                  else "still within its grace period")
-        era = (" (kubectl prints Unknown because the pre-1.27 node controller set reason "
-               "NodeLost)" if status == "Unknown" else "")
-        return (f"{deleter}; the API server keeps the object until the kubelet confirms the "
-                f"containers stopped, and this node's kubelet is not reporting: {waited}{era}. "
-                f"Its real state is unknown{since}.")
+            return (
+                f"'{status}' is only the last report: the true state is unknown{since}. The "
+                "containers may still be running (kubelet or network down) or be gone "
+                "(machine down)."
+            )
+        waited = (
+            f"stuck {duration(stuck)} past its grace period"
+            if stuck is not None and stuck > 0
+            else "still within its grace period"
+        )
+        era = (
+            " (kubectl prints Unknown because the pre-1.27 node controller set reason NodeLost)"
+            if status == "Unknown"
+            else ""
+        )
+        return (
+            f"{deleter}; the API server keeps the object until the kubelet confirms the "
+            f"containers stopped, and this node's kubelet is not reporting: {waited}{era}. "
+            f"Its real state is unknown{since}."
+        )
     finalizers = meta.get("finalizers") or []
     if finalizers:
         return f"{deleter}; finalizers {', '.join(finalizers)} keep the object until removed"
     if stuck is not None and stuck > 0:
-        return (f"{deleter}; the node is Ready but its kubelet has not confirmed the stop "
-                f"{duration(stuck)} after the grace period")
+        return (
+            f"{deleter}; the node is Ready but its kubelet has not confirmed the stop "
+            f"{duration(stuck)} after the grace period"
+        )
     return f"{deleter}; within its grace period"
 
 
-def analyse_pod(pod: Obj, snap: Snapshot, node: NodeFinding | None, zone: ZoneFinding | None,
-                master_disruption: bool, failed_nodes: set[str],
-                now: datetime) -> PodFinding:
+def analyse_pod(
+    pod: Obj,
+    snap: Snapshot,
+    node: NodeFinding | None,
+    zone: ZoneFinding | None,
+    master_disruption: bool,
+    failed_nodes: set[str],
+    now: datetime,
+) -> PodFinding:
     meta = pod["metadata"]
     namespace, name = meta.get("namespace", ""), meta["name"]
     node_name = (pod.get("spec") or {}).get("nodeName") or ""
@@ -71,11 +94,15 @@ def analyse_pod(pod: Obj, snap: Snapshot, node: NodeFinding | None, zone: ZoneFi
     links, owner_objs = owners.chain(pod, snap)
     kind = owners.controller_type(pod, links)
     node_failed = bool(node and node.failed)
-    ctx = controllers.Context(pod, kind, owner_objs, snap, node_name, node_failed, failed_nodes,
-                              terminating, now)
+    ctx = controllers.Context(
+        pod, kind, owner_objs, snap, node_name, node_failed, failed_nodes, terminating, now
+    )
     why, replacement, returns = controllers.explain(ctx)
-    rep_pods = [p for p in snap.pods if p["metadata"]["name"] in replacement.pods
-                and p["metadata"].get("namespace") == namespace]
+    rep_pods = [
+        p
+        for p in snap.pods
+        if p["metadata"]["name"] in replacement.pods and p["metadata"].get("namespace") == namespace
+    ]
     notes = storage.blockers(pod, node_name, rep_pods, snap, now) if node_failed else []
     if node_failed and node is not None:
         ev = eviction.eviction_time(pod, node.taints, zone, master_disruption, now)
@@ -83,12 +110,26 @@ def analyse_pod(pod: Obj, snap: Snapshot, node: NodeFinding | None, zone: ZoneFi
     else:
         ev, timeline, eviction_at = None, "", None
     if terminating and deletion is not None:
-        timeline = (f"deletion requested, grace period ends {ago((now - deletion).total_seconds())}"
-                    + ("; the object stays until the kubelet confirms (never, while the node is "
-                       "down)" if node_failed else ""))
+        timeline = (
+            f"deletion requested, grace period ends {ago((now - deletion).total_seconds())}"
+            + (
+                "; the object stays until the kubelet confirms (never, while the node is down)"
+                if node_failed
+                else ""
+            )
+        )
     holds_rwo = storage.holds_single_node_volume(pod, snap)
-    action = actions.for_pod(kind, namespace, name, node, terminating, replacement, eviction_at,
-                             holds_rwo, list(meta.get("finalizers") or []))
+    action = actions.for_pod(
+        kind,
+        namespace,
+        name,
+        node,
+        terminating,
+        replacement,
+        eviction_at,
+        holds_rwo,
+        list(meta.get("finalizers") or []),
+    )
     evidence = [
         f"phase {(pod.get('status') or {}).get('phase')}",
         f"owner chain: {owners.describe(links)}",
@@ -96,27 +137,51 @@ def analyse_pod(pod: Obj, snap: Snapshot, node: NodeFinding | None, zone: ZoneFi
     if disruption_reason(pod):
         evidence.append(f"DisruptionTarget=True reason {disruption_reason(pod)}")
     if deletion:
-        evidence.append(f"deletionTimestamp {meta['deletionTimestamp']} "
-                        f"(grace {meta.get('deletionGracePeriodSeconds')}s)")
+        evidence.append(
+            f"deletionTimestamp {meta['deletionTimestamp']} "
+            f"(grace {meta.get('deletionGracePeriodSeconds')}s)"
+        )
     if meta.get("finalizers"):
         evidence.append(f"finalizers: {', '.join(meta['finalizers'])}")
     if node is not None and node.failed:
         for cond in (pod.get("status") or {}).get("conditions") or []:
             if cond.get("type") == "Ready" and cond.get("status") != "True":
-                evidence.append(f"pod Ready={cond.get('status')} since "
-                                f"{cond.get('lastTransitionTime')} ({cond.get('reason', '')})")
+                evidence.append(
+                    f"pod Ready={cond.get('status')} since "
+                    f"{cond.get('lastTransitionTime')} ({cond.get('reason', '')})"
+                )
     if node_failed:
         category = "terminating-on-failed-node" if terminating else "on-failed-node"
     else:
         category = "terminating-elsewhere"
-    era = "nodelost" if (pod.get("status") or {}).get("reason") == facts.REASON_NODE_LOST else "current"
+    era = (
+        "nodelost"
+        if (pod.get("status") or {}).get("reason") == facts.REASON_NODE_LOST
+        else "current"
+    )
     return PodFinding(
-        namespace=namespace, name=name, uid=meta.get("uid", ""),
-        resource_version=meta.get("resourceVersion", ""), node=node_name, node_failed=node_failed,
-        kubectl_status=status, ready=ready_column(pod),
-        meaning=_meaning(pod, status, node, stuck, now), category=category,
-        terminating=terminating, stuck_seconds=stuck, deletion_timestamp=deletion,
-        owner_chain=links, controller=kind, explanation=why, replacement=replacement,
-        storage=notes, timeline=timeline, eviction_at=eviction_at, if_node_returns=returns,
-        action=action, evidence=evidence, era=era,
+        namespace=namespace,
+        name=name,
+        uid=meta.get("uid", ""),
+        resource_version=meta.get("resourceVersion", ""),
+        node=node_name,
+        node_failed=node_failed,
+        kubectl_status=status,
+        ready=ready_column(pod),
+        meaning=_meaning(pod, status, node, stuck, now),
+        category=category,
+        terminating=terminating,
+        stuck_seconds=stuck,
+        deletion_timestamp=deletion,
+        owner_chain=links,
+        controller=kind,
+        explanation=why,
+        replacement=replacement,
+        storage=notes,
+        timeline=timeline,
+        eviction_at=eviction_at,
+        if_node_returns=returns,
+        action=action,
+        evidence=evidence,
+        era=era,
     )

@@ -81,7 +81,8 @@ def ready_column(pod: Obj) -> str:
     spec = pod.get("spec") or {}
     total = len(spec.get("containers") or [])
     ready = sum(
-        1 for cs in status.get("containerStatuses") or []
+        1
+        for cs in status.get("containerStatuses") or []
         if cs.get("ready") and (cs.get("state") or {}).get("running") is not None
     )
     sidecars = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]

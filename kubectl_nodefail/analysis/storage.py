@@ -28,9 +28,10 @@ def claimed_volumes(pod: Obj, snap: Snapshot) -> list[tuple[str, Obj | None, Obj
 def attachment_on(snap: Snapshot, pv_name: str, node: str) -> Obj | None:
     for va in snap.volume_attachments:
         spec = va.get("spec") or {}
-        if spec.get("nodeName") == node and (spec.get("source") or {}).get(
-            "persistentVolumeName"
-        ) == pv_name:
+        if (
+            spec.get("nodeName") == node
+            and (spec.get("source") or {}).get("persistentVolumeName") == pv_name
+        ):
             return va
     return None
 
@@ -43,8 +44,9 @@ def holds_single_node_volume(pod: Obj, snap: Snapshot) -> bool:
     return False
 
 
-def blockers(pod: Obj, node: str, replacement_pods: list[Obj], snap: Snapshot,
-             now: datetime) -> list[str]:
+def blockers(
+    pod: Obj, node: str, replacement_pods: list[Obj], snap: Snapshot, now: datetime
+) -> list[str]:
     notes: list[str] = []
     for claim, pvc, pv in claimed_volumes(pod, snap):
         if pvc is None:
@@ -58,8 +60,10 @@ def blockers(pod: Obj, node: str, replacement_pods: list[Obj], snap: Snapshot,
             ((pv or {}).get("spec") or {}).get("hostPath")
         )
         if local:
-            notes.append(f"PVC {claim} -> PV {pv_name} is a local volume on {node}: its data "
-                         "is only on that machine; a replacement can only run there")
+            notes.append(
+                f"PVC {claim} -> PV {pv_name} is a local volume on {node}: its data "
+                "is only on that machine; a replacement can only run there"
+            )
         if va is not None and rwo:
             attached = (va.get("status") or {}).get("attached")
             notes.append(
@@ -76,18 +80,22 @@ def blockers(pod: Obj, node: str, replacement_pods: list[Obj], snap: Snapshot,
                     "waiting. The out-of-service taint detaches at once"
                 )
             else:
-                notes.append("force-detach timer has not started: the pod still exists and is "
-                             "not terminated")
+                notes.append(
+                    "force-detach timer has not started: the pod still exists and is not terminated"
+                )
         elif rwo and not pv_name:
             notes.append(f"PVC {claim} is not bound")
     for rep in replacement_pods:
-        for event in snap.events_about("Pod", rep["metadata"].get("namespace", ""),
-                                       rep["metadata"]["name"]):
+        for event in snap.events_about(
+            "Pod", rep["metadata"].get("namespace", ""), rep["metadata"]["name"]
+        ):
             if event.get("reason") == "FailedAttachVolume" and "Multi-Attach" in (
                 event.get("message") or ""
             ):
                 seen = parse_time(event.get("lastTimestamp") or event.get("eventTime"))
                 since = f" (last {duration((now - seen).total_seconds())} ago)" if seen else ""
-                notes.append(f"replacement {rep['metadata']['name']}: Multi-Attach error{since}: "
-                             f"{event.get('message')}")
+                notes.append(
+                    f"replacement {rep['metadata']['name']}: Multi-Attach error{since}: "
+                    f"{event.get('message')}"
+                )
     return notes

@@ -35,28 +35,43 @@ def analyse_zones(nodes: list[Obj]) -> tuple[list[ZoneFinding], bool]:
         size = ready + not_ready
         if all_down:
             eviction = "stopped"
-            text = ("every zone is fully disrupted: the controller assumes its own connectivity is "
-                    "broken ('master disruption mode'), removes NoExecute taints and evicts nothing. "
-                    "Suspect the control plane or the network, not the nodes.")
+            text = (
+                "every zone is fully disrupted: the controller assumes its own connectivity is "
+                "broken ('master disruption mode'), removes NoExecute taints and evicts nothing. "
+                "Suspect the control plane or the network, not the nodes."
+            )
         elif state == PARTIAL and size > facts.LARGE_CLUSTER_SIZE_THRESHOLD:
             eviction = "slowed"
-            text = (f"{not_ready}/{size} nodes not Ready (>= {facts.UNHEALTHY_ZONE_THRESHOLD:.0%}): "
-                    f"NoExecute tainting slowed to --secondary-node-eviction-rate "
-                    f"({facts.SECONDARY_NODE_EVICTION_RATE}/s). A failure this wide is more likely "
-                    "the network or the control plane than the machines.")
+            text = (
+                f"{not_ready}/{size} nodes not Ready (>= {facts.UNHEALTHY_ZONE_THRESHOLD:.0%}): "
+                f"NoExecute tainting slowed to --secondary-node-eviction-rate "
+                f"({facts.SECONDARY_NODE_EVICTION_RATE}/s). A failure this wide is more likely "
+                "the network or the control plane than the machines."
+            )
         elif state == PARTIAL:
             eviction = "stopped"
-            text = (f"{not_ready}/{size} nodes not Ready (>= {facts.UNHEALTHY_ZONE_THRESHOLD:.0%}) "
-                    f"in a zone of <= {facts.LARGE_CLUSTER_SIZE_THRESHOLD} nodes: NoExecute tainting "
-                    "stopped, pods are not evicted. Suspect the network or the control plane.")
+            text = (
+                f"{not_ready}/{size} nodes not Ready (>= {facts.UNHEALTHY_ZONE_THRESHOLD:.0%}) "
+                f"in a zone of <= {facts.LARGE_CLUSTER_SIZE_THRESHOLD} nodes: NoExecute tainting "
+                "stopped, pods are not evicted. Suspect the network or the control plane."
+            )
         elif state == FULL:
             eviction = "proceeding"
-            text = (f"no Ready node in this zone ({not_ready}/{size} down); other zones are up, "
-                    "so evictions proceed at --node-eviction-rate. Check the zone's network or "
-                    "power.")
+            text = (
+                f"no Ready node in this zone ({not_ready}/{size} down); other zones are up, "
+                "so evictions proceed at --node-eviction-rate. Check the zone's network or "
+                "power."
+            )
         else:
             eviction = "proceeding"
-            text = (f"{not_ready}/{size} nodes not Ready: evictions proceed at --node-eviction-rate "
-                    f"({facts.NODE_EVICTION_RATE} nodes/s by default).") if not_ready else "healthy"
+            text = (
+                (
+                    f"{not_ready}/{size} nodes not Ready: evictions proceed at "
+                    "--node-eviction-rate "
+                    f"({facts.NODE_EVICTION_RATE} nodes/s by default)."
+                )
+                if not_ready
+                else "healthy"
+            )
         findings.append(ZoneFinding(zone, size, not_ready, state, eviction, text))
     return findings, all_down

@@ -53,7 +53,9 @@ def nodefail_bin() -> str:
     """The installed plugin, as `kubectl nodefail` would find it on PATH."""
     found = shutil.which("kubectl-nodefail", path=str(Path(sys.executable).parent))
     if not found:
-        raise RuntimeError("kubectl-nodefail is not installed next to this Python (pip install -e .)")
+        raise RuntimeError(
+            "kubectl-nodefail is not installed next to this Python (pip install -e .)"
+        )
     return found
 
 
@@ -62,12 +64,20 @@ class Plugin:
 
     def __init__(self, cp: ControlPlane) -> None:
         self.cp = cp
-        self.env = {**cp.env, "PATH": f"{Path(nodefail_bin()).parent}{os.pathsep}{cp.env['PATH']}",
-                    "KUBECONFIG": str(cp.kubeconfig)}
+        self.env = {
+            **cp.env,
+            "PATH": f"{Path(nodefail_bin()).parent}{os.pathsep}{cp.env['PATH']}",
+            "KUBECONFIG": str(cp.kubeconfig),
+        }
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(self.cp.bindir / "kubectl"), "nodefail", *args],
-                              capture_output=True, text=True, env=self.env, check=False)
+        return subprocess.run(
+            [str(self.cp.bindir / "kubectl"), "nodefail", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            check=False,
+        )
 
     def diagnose_json(self, *args: str) -> tuple[int, Any]:
         proc = self.run("diagnose", "-o", "json", *args)
@@ -83,8 +93,11 @@ class Plugin:
         if proc.returncode != 0:
             raise AssertionError(f"dump failed ({proc.returncode}): {proc.stderr}")
         doc = json.loads(path.read_text())
-        doc["notes"] = {"scenario": scenario, "moment": moment,
-                        "recordedBy": "tests/e2e (make record)"}
+        doc["notes"] = {
+            "scenario": scenario,
+            "moment": moment,
+            "recordedBy": "tests/e2e (make record)",
+        }
         path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         return path
 

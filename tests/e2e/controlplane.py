@@ -38,8 +38,9 @@ class WaitTimeout(AssertionError):
     """A condition did not hold in time; the message says what was last seen."""
 
 
-def wait_for(what: str, probe: Callable[[], Any], timeout: float = 90.0,
-             interval: float = 0.5) -> Any:
+def wait_for(
+    what: str, probe: Callable[[], Any], timeout: float = 90.0, interval: float = 0.5
+) -> Any:
     """Poll probe() until it returns something truthy; fail with the last value seen."""
     deadline = time.monotonic() + timeout
     seen: Any = None
@@ -52,18 +53,21 @@ def wait_for(what: str, probe: Callable[[], Any], timeout: float = 90.0,
         if result:
             return result
         if time.monotonic() > deadline:
-            raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}; last seen: "
-                              f"{str(seen)[:1500]}")
+            raise WaitTimeout(
+                f"timed out after {timeout:.0f}s waiting for {what}; last seen: {str(seen)[:1500]}"
+            )
         time.sleep(interval)
 
 
 def build_binaries() -> Path:
     """Run the idempotent build; return the folder holding every binary. Fails loudly."""
-    proc = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True,
-                          check=False)
+    proc = subprocess.run(
+        ["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, check=False
+    )
     if proc.returncode != 0:
-        raise RuntimeError(f"building the control plane failed (exit {proc.returncode}); "
-                           "see the output above")
+        raise RuntimeError(
+            f"building the control plane failed (exit {proc.returncode}); see the output above"
+        )
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
@@ -135,12 +139,32 @@ componentsPatches:
         )
         cfg = self.workdir / "kwokctl.yaml"
         cfg.write_text(self.config_yaml())
-        self._run_kwokctl("create", "cluster", "--name", CLUSTER_NAME, "--config", str(cfg),
-                          "--kubeconfig", "", "--wait", "120s", "--timeout", "300s")
-        wait_for("the API server to answer", lambda: self.kubectl("get", "--raw", "/readyz",
-                                                                  check=False) == "ok", 120)
-        wait_for("the default service account", lambda: self.kubectl(
-            "get", "serviceaccount", "default", "-o", "name", check=False).strip(), 60)
+        self._run_kwokctl(
+            "create",
+            "cluster",
+            "--name",
+            CLUSTER_NAME,
+            "--config",
+            str(cfg),
+            "--kubeconfig",
+            "",
+            "--wait",
+            "120s",
+            "--timeout",
+            "300s",
+        )
+        wait_for(
+            "the API server to answer",
+            lambda: self.kubectl("get", "--raw", "/readyz", check=False) == "ok",
+            120,
+        )
+        wait_for(
+            "the default service account",
+            lambda: self.kubectl(
+                "get", "serviceaccount", "default", "-o", "name", check=False
+            ).strip(),
+            60,
+        )
 
     def stop(self, keep_logs_to: Path | None = None) -> None:
         for name in list(self.kwoks):
@@ -149,33 +173,58 @@ componentsPatches:
             shutil.copytree(self.cluster_dir / "logs", keep_logs_to, dirs_exist_ok=True)
             if self.logdir.exists():
                 shutil.copytree(self.logdir, keep_logs_to, dirs_exist_ok=True)
-        self._run_kwokctl("delete", "cluster", "--name", CLUSTER_NAME, "--kubeconfig",
-                          str(self.workdir / "no-kubeconfig"), check=False)
+        self._run_kwokctl(
+            "delete",
+            "cluster",
+            "--name",
+            CLUSTER_NAME,
+            "--kubeconfig",
+            str(self.workdir / "no-kubeconfig"),
+            check=False,
+        )
 
     def _run_kwokctl(self, *args: str, check: bool = True) -> None:
-        proc = subprocess.run([str(self.bindir / "kwokctl"), *args], env=self.env,
-                              capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            [str(self.bindir / "kwokctl"), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if check and proc.returncode != 0:
-            raise RuntimeError(f"kwokctl {' '.join(args)} failed ({proc.returncode}):\n"
-                               f"{proc.stdout}\n{proc.stderr}")
+            raise RuntimeError(
+                f"kwokctl {' '.join(args)} failed ({proc.returncode}):\n"
+                f"{proc.stdout}\n{proc.stderr}"
+            )
 
     # --- kubectl ---
 
     def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
-        proc = subprocess.run([str(self.bindir / "kubectl"), "--kubeconfig", str(self.kubeconfig),
-                               *args], input=stdin, capture_output=True, text=True, check=False,
-                              env=self.env)
+        proc = subprocess.run(
+            [str(self.bindir / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+            env=self.env,
+        )
         if check and proc.returncode != 0:
-            raise subprocess.CalledProcessError(proc.returncode, ["kubectl", *args], proc.stdout,
-                                                proc.stderr)
+            raise subprocess.CalledProcessError(
+                proc.returncode, ["kubectl", *args], proc.stdout, proc.stderr
+            )
         return proc.stdout.strip() if proc.returncode == 0 else ""
 
     def apply(self, *objs: dict[str, Any]) -> None:
-        self.kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
-                                                           "items": list(objs)}))
+        self.kubectl(
+            "apply",
+            "-f",
+            "-",
+            stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objs)}),
+        )
 
-    def get(self, kind: str, name: str = "", namespace: str | None = None,
-            selector: str | None = None) -> Any:
+    def get(
+        self, kind: str, name: str = "", namespace: str | None = None, selector: str | None = None
+    ) -> Any:
         args = ["get", kind] + ([name] if name else []) + ["-o", "json"]
         if namespace:
             args += ["-n", namespace]
@@ -190,20 +239,31 @@ componentsPatches:
 
     def add_node(self, name: str, zone: str, managed_by: str = "fake") -> None:
         """A Node object kwok will manage (annotation selects which kwok process)."""
-        self.apply({
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {
-                "name": name,
-                "annotations": {"kwok.x-k8s.io/node": managed_by,
-                                "node.alpha.kubernetes.io/ttl": "0"},
-                "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                           "kubernetes.io/arch": "amd64", "type": "kwok",
-                           "topology.kubernetes.io/region": "e2e",
-                           "topology.kubernetes.io/zone": zone},
-            },
-            "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-                       "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
-        })
+        self.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "annotations": {
+                        "kwok.x-k8s.io/node": managed_by,
+                        "node.alpha.kubernetes.io/ttl": "0",
+                    },
+                    "labels": {
+                        "kubernetes.io/hostname": name,
+                        "kubernetes.io/os": "linux",
+                        "kubernetes.io/arch": "amd64",
+                        "type": "kwok",
+                        "topology.kubernetes.io/region": "e2e",
+                        "topology.kubernetes.io/zone": zone,
+                    },
+                },
+                "status": {
+                    "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                    "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                },
+            }
+        )
 
     def add_failable_node(self, name: str, zone: str = HEALTHY_ZONE) -> None:
         self.add_node(name, zone, managed_by=name)
@@ -216,8 +276,11 @@ componentsPatches:
         path = self.workdir / "kwok-failable.yaml"
         if not path.exists():
             docs = list(yaml.safe_load_all((self.cluster_dir / "kwok.yaml").read_text()))
-            stages = [d for d in docs if d and d.get("kind") == "Stage"
-                      and d["metadata"]["name"] != "pod-complete"]
+            stages = [
+                d
+                for d in docs
+                if d and d.get("kind") == "Stage" and d["metadata"]["name"] != "pod-complete"
+            ]
             if not stages:
                 raise RuntimeError(f"no kwok stages found in {self.cluster_dir / 'kwok.yaml'}")
             path.write_text(yaml.safe_dump_all(stages))
@@ -230,12 +293,20 @@ componentsPatches:
         self.logdir.mkdir(parents=True, exist_ok=True)
         log = open(self.logdir / f"kwok-{name}.log", "ab")  # noqa: SIM115 (owned by the process)
         self.kwoks[name] = subprocess.Popen(
-            [str(self.bindir / "kwok"), "--kubeconfig", str(self.kubeconfig),
-             "--config", str(self.kubelet_config()),
-             "--manage-all-nodes=false",
-             f"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node={name}",
-             f"--node-lease-duration-seconds={LEASE_SECONDS}"],
-            stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True,
+            [
+                str(self.bindir / "kwok"),
+                "--kubeconfig",
+                str(self.kubeconfig),
+                "--config",
+                str(self.kubelet_config()),
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node={name}",
+                f"--node-lease-duration-seconds={LEASE_SECONDS}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            start_new_session=True,
         )
         log.close()
 

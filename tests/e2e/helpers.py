@@ -20,8 +20,9 @@ def pod_on(cp: ControlPlane, ns: str, app: str, node: str) -> Obj | None:
 
 
 def ready(cp: ControlPlane, node: str) -> Obj:
-    obj = cp.get("node", node)
-    return next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+    obj = cp.get("node", node) or {}
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "Ready"), {"status": "(none yet)"})
 
 
 def taint_keys(cp: ControlPlane, node: str) -> set[tuple[str, str]]:
@@ -30,8 +31,13 @@ def taint_keys(cp: ControlPlane, node: str) -> set[tuple[str, str]]:
 
 
 def running(pod: Obj | None) -> bool:
-    return bool(pod) and pod["status"].get("phase") == "Running" and not pod["metadata"].get(  # type: ignore[index]
-        "deletionTimestamp")
+    return (
+        bool(pod)
+        and pod["status"].get("phase") == "Running"
+        and not pod["metadata"].get(  # type: ignore[index]
+            "deletionTimestamp"
+        )
+    )
 
 
 def terminating(pod: Obj | None) -> bool:
@@ -43,26 +49,36 @@ def wait_node_ready(cp: ControlPlane, node: str, timeout: float = 60) -> None:
 
 
 def wait_node_unknown(cp: ControlPlane, node: str, timeout: float = 60) -> Obj:
-    return wait_for(f"node {node} Ready=Unknown",
-                    lambda: (r := ready(cp, node))["status"] == "Unknown" and r, timeout)
+    return wait_for(
+        f"node {node} Ready=Unknown",
+        lambda: (r := ready(cp, node))["status"] == "Unknown" and r,
+        timeout,
+    )
 
 
 def wait_running_on(cp: ControlPlane, ns: str, app: str, node: str, timeout: float = 60) -> Obj:
-    return wait_for(f"{ns}/{app} Running on {node}",
-                    lambda: (p := pod_on(cp, ns, app, node)) and running(p) and p, timeout)
+    return wait_for(
+        f"{ns}/{app} Running on {node}",
+        lambda: (p := pod_on(cp, ns, app, node)) and running(p) and p,
+        timeout,
+    )
 
 
-def wait_terminating_on(cp: ControlPlane, ns: str, app: str, node: str,
-                        timeout: float = 90) -> Obj:
-    return wait_for(f"{ns}/{app} Terminating on {node}",
-                    lambda: (p := pod_on(cp, ns, app, node)) and terminating(p) and p, timeout)
+def wait_terminating_on(cp: ControlPlane, ns: str, app: str, node: str, timeout: float = 90) -> Obj:
+    return wait_for(
+        f"{ns}/{app} Terminating on {node}",
+        lambda: (p := pod_on(cp, ns, app, node)) and terminating(p) and p,
+        timeout,
+    )
 
 
-def wait_running_elsewhere(cp: ControlPlane, ns: str, app: str, node: str,
-                           timeout: float = 90) -> Obj:
+def wait_running_elsewhere(
+    cp: ControlPlane, ns: str, app: str, node: str, timeout: float = 90
+) -> Obj:
     def probe() -> Obj | None:
         for p in pods(cp, ns, app):
             if p["spec"].get("nodeName") not in (None, node) and running(p):
                 return p
         return None
+
     return wait_for(f"{ns}/{app} Running on a node other than {node}", probe, timeout)

@@ -34,6 +34,7 @@ pytestmark = pytest.mark.e2e
 NS = "scenario-down"
 NODE = "flaky-a"
 TOLERATION = 20
+GRACE = 10  # terminationGracePeriodSeconds: short, so "stuck past its grace period" shows soon
 UNREACHABLE = "node.kubernetes.io/unreachable"
 
 
@@ -64,13 +65,20 @@ def down(control_plane: ControlPlane, plugin: Plugin) -> State:
     wait_node_ready(cp, NODE)
     cp.apply(
         w.namespace(NS),
-        w.deployment(NS, "web", prefer=NODE, toleration_seconds=TOLERATION),
-        w.deployment(NS, "pinned", pin=NODE, toleration_seconds=TOLERATION),
-        w.statefulset(NS, "db", prefer=NODE, toleration_seconds=TOLERATION),
+        w.deployment(NS, "web", prefer=NODE, toleration_seconds=TOLERATION, grace=GRACE),
+        w.deployment(NS, "pinned", pin=NODE, toleration_seconds=TOLERATION, grace=GRACE),
+        w.statefulset(NS, "db", prefer=NODE, toleration_seconds=TOLERATION, grace=GRACE),
         w.daemonset(NS, "agent"),
-        w.bare_pod(NS, "lonely", pin=NODE, toleration_seconds=TOLERATION),
-        w.job(NS, "batch", prefer=NODE, toleration_seconds=TOLERATION),
-        w.job(NS, "batch-pfp", failure_policy=True, prefer=NODE, toleration_seconds=TOLERATION),
+        w.bare_pod(NS, "lonely", pin=NODE, toleration_seconds=TOLERATION, grace=GRACE),
+        w.job(NS, "batch", prefer=NODE, toleration_seconds=TOLERATION, grace=GRACE),
+        w.job(
+            NS,
+            "batch-pfp",
+            failure_policy=True,
+            prefer=NODE,
+            toleration_seconds=TOLERATION,
+            grace=GRACE,
+        ),
     )
     state = State(cp, plugin)
     for app in ("web", "pinned", "db", "agent", "lonely", "batch", "batch-pfp"):
@@ -91,8 +99,13 @@ def test_1_kubelet_stops_node_goes_unknown_and_tainted(down: State) -> None:
     cond = wait_node_unknown(down.cp, NODE)
     assert cond["reason"] == "NodeStatusUnknown"
     assert cond["message"] == "Kubelet stopped posting node status."
-    wait_for("unreachable NoSchedule and NoExecute taints", lambda: {
-        (UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")} <= taint_keys(down.cp, NODE), 30)
+    wait_for(
+        "unreachable NoSchedule and NoExecute taints",
+        lambda: (
+            {(UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")} <= taint_keys(down.cp, NODE)
+        ),
+        30,
+    )
     web = pod_on(down.cp, NS, "web", NODE)
     assert web is not None and web["status"]["phase"] == "Running" and not terminating(web)
     pod_ready = next(c for c in web["status"]["conditions"] if c["type"] == "Ready")
@@ -107,7 +120,8 @@ def test_diagnosis_before_eviction(down: State) -> None:
     assert node["status"] == "NotReady"
     assert node["cause"]["code"] == "kubelet-stopped"
     assert {"key": UNREACHABLE, "effect": "NoExecute"}.items() <= next(
-        t for t in node["taints"] if t["effect"] == "NoExecute").items()
+        t for t in node["taints"] if t["effect"] == "NoExecute"
+    ).items()
     web = _pod_in(d, d_name(d, "web"))
     assert web["kubectlStatus"] == "Running" and web["category"] == "on-failed-node"
     assert "only the last report" in web["meaning"]
@@ -121,9 +135,14 @@ def test_diagnosis_before_eviction(down: State) -> None:
 
 def d_name(diagnosis: Any, app: str) -> str:
     """The pod name of `app` on the failed node in a diagnosis (names carry random suffixes)."""
-    names = [p["name"] for p in diagnosis["pods"] if p["namespace"] == NS and p["node"] == NODE
-             and (p["name"] == app or p["name"].startswith(app + "-"))
-             and not p["name"].startswith(app + "-pfp")]
+    names = [
+        p["name"]
+        for p in diagnosis["pods"]
+        if p["namespace"] == NS
+        and p["node"] == NODE
+        and (p["name"] == app or p["name"].startswith(app + "-"))
+        and not p["name"].startswith(app + "-pfp")
+    ]
     assert names, f"no pod of {app} on {NODE} in the diagnosis"
     return names[0]
 
@@ -131,8 +150,11 @@ def d_name(diagnosis: Any, app: str) -> str:
 def test_2_deployment_pod_evicted_and_replaced_elsewhere(down: State) -> None:
     old = wait_terminating_on(down.cp, NS, "web", NODE, timeout=TOLERATION + 60)
     assert old["metadata"]["uid"] == down.before["web"]
-    reasons = [c.get("reason") for c in old["status"].get("conditions", [])
-               if c["type"] == "DisruptionTarget"]
+    reasons = [
+        c.get("reason")
+        for c in old["status"].get("conditions", [])
+        if c["type"] == "DisruptionTarget"
+    ]
     assert reasons == ["DeletionByTaintManager"]
     new = wait_running_elsewhere(down.cp, NS, "web", NODE)
     assert new["metadata"]["uid"] != down.before["web"]
@@ -142,8 +164,12 @@ def test_3_pinned_deployment_replacement_stays_pending(down: State) -> None:
     wait_terminating_on(down.cp, NS, "pinned", NODE, timeout=TOLERATION + 60)
 
     def pending() -> Any:
-        return [p for p in pods(down.cp, NS, "pinned") if p["status"].get("phase") == "Pending"
-                and not p["spec"].get("nodeName")]
+        return [
+            p
+            for p in pods(down.cp, NS, "pinned")
+            if p["status"].get("phase") == "Pending" and not p["spec"].get("nodeName")
+        ]
+
     found = wait_for("a Pending replacement of pinned", pending, 30)
     scheduled = next(c for c in found[0]["status"]["conditions"] if c["type"] == "PodScheduled")
     assert scheduled["status"] == "False" and scheduled["reason"] == "Unschedulable"
@@ -175,15 +201,31 @@ def test_7_jobs_replacement_depends_on_pod_replacement_policy(down: State) -> No
     wait_terminating_on(down.cp, NS, "batch", NODE, timeout=TOLERATION + 60)
     wait_terminating_on(down.cp, NS, "batch-pfp", NODE, timeout=TOLERATION + 60)
     # TerminatingOrFailed (default): a replacement pod is created at once.
-    wait_for("a replacement pod of Job batch", lambda: [
-        p for p in pods(down.cp, NS, "batch") if p["metadata"]["uid"] != down.before["batch"]], 30)
+    wait_for(
+        "a replacement pod of Job batch",
+        lambda: [
+            p for p in pods(down.cp, NS, "batch") if p["metadata"]["uid"] != down.before["batch"]
+        ],
+        30,
+    )
     # podFailurePolicy set -> podReplacementPolicy Failed: no replacement while it terminates.
     time.sleep(5)
     job = down.cp.get("job", "batch-pfp", namespace=NS)
     assert job["spec"]["podReplacementPolicy"] == "Failed"
     assert [p["metadata"]["uid"] for p in pods(down.cp, NS, "batch-pfp")] == [
-        down.before["batch-pfp"]]
+        down.before["batch-pfp"]
+    ]
+    # Capture once every evicted pod is past its grace period: stuck, not merely terminating.
+    deadlines = [p["metadata"]["deletionTimestamp"] for p in pods(down.cp, NS, "db")]
+    time.sleep(max(0.0, _seconds_until(deadlines[0]) + 2))
     _capture(down, "after-eviction")
+
+
+def _seconds_until(rfc3339: str) -> float:
+    from datetime import datetime, timezone
+
+    when = datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))
+    return (when - datetime.now(timezone.utc)).total_seconds()
 
 
 def test_diagnosis_after_eviction(down: State) -> None:
@@ -214,19 +256,36 @@ def test_8_kubelet_returns_everything_settles(down: State) -> None:
     cp = down.cp
     cp.start_kubelet(NODE)
     wait_node_ready(cp, NODE)
-    wait_for("unreachable taints removed", lambda: not {
-        k for k in taint_keys(cp, NODE) if k[0] == UNREACHABLE}, 30)
+    wait_for(
+        "unreachable taints removed",
+        lambda: not {k for k in taint_keys(cp, NODE) if k[0] == UNREACHABLE},
+        30,
+    )
     for app in ("web", "pinned", "lonely", "batch"):
-        wait_for(f"old {app} pod removed", lambda app=app: down.before[app] not in {
-            p["metadata"]["uid"] for p in pods(cp, NS, app)}, 60)
-    db = wait_for("db-0 recreated and Running", lambda: [
-        p for p in pods(cp, NS, "db")
-        if p["metadata"]["uid"] != down.before["db"] and running(p)], 60)[0]
+        wait_for(
+            f"old {app} pod removed",
+            lambda app=app: (
+                down.before[app] not in {p["metadata"]["uid"] for p in pods(cp, NS, app)}
+            ),
+            60,
+        )
+    db = wait_for(
+        "db-0 recreated and Running",
+        lambda: [
+            p
+            for p in pods(cp, NS, "db")
+            if p["metadata"]["uid"] != down.before["db"] and running(p)
+        ],
+        60,
+    )[0]
     assert db["metadata"]["name"] == "db-0"
     agent = pod_on(cp, NS, "agent", NODE)
     assert running(agent) and agent["metadata"]["uid"] == down.before["agent"]  # type: ignore[index]
-    wait_for("pinned replacement Running on the returned node",
-             lambda: wait_running_on(cp, NS, "pinned", NODE, timeout=1), 60)
+    wait_for(
+        "pinned replacement Running on the returned node",
+        lambda: wait_running_on(cp, NS, "pinned", NODE, timeout=1),
+        60,
+    )
     # podReplacementPolicy Failed waits for phase Failed, and the Job's tracking finalizer holds
     # the pod until then. A real kubelet reports Failed before removing a killed pod; kwok only
     # deletes it, so here the old pod stays. Report the terminal phase as the kubelet would, and
@@ -235,13 +294,32 @@ def test_8_kubelet_returns_everything_settles(down: State) -> None:
     assert old is not None and old["metadata"]["uid"] == down.before["batch-pfp"]
     assert terminating(old)
     assert old["metadata"]["finalizers"] == ["batch.kubernetes.io/job-tracking"]
-    cp.kubectl("patch", "pod", "-n", NS, old["metadata"]["name"], "--subresource=status",
-               "--type=merge", "-p", '{"status":{"phase":"Failed"}}')
-    wait_for("batch-pfp replacement created", lambda: [
-        p for p in pods(cp, NS, "batch-pfp") if p["metadata"]["uid"] != down.before["batch-pfp"]],
-        60)
-    wait_for("old batch-pfp pod released by the Job controller", lambda: down.before[
-        "batch-pfp"] not in {p["metadata"]["uid"] for p in pods(cp, NS, "batch-pfp")}, 60)
+    cp.kubectl(
+        "patch",
+        "pod",
+        "-n",
+        NS,
+        old["metadata"]["name"],
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status":{"phase":"Failed"}}',
+    )
+    wait_for(
+        "batch-pfp replacement created",
+        lambda: [
+            p for p in pods(cp, NS, "batch-pfp") if p["metadata"]["uid"] != down.before["batch-pfp"]
+        ],
+        60,
+    )
+    wait_for(
+        "old batch-pfp pod released by the Job controller",
+        lambda: (
+            down.before["batch-pfp"]
+            not in {p["metadata"]["uid"] for p in pods(cp, NS, "batch-pfp")}
+        ),
+        60,
+    )
     assert ready(cp, NODE)["status"] == "True"
     _capture(down, "recovered")
 

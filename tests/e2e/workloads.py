@@ -18,8 +18,14 @@ def tolerations(seconds: int | None) -> list[Obj]:
     ]
 
 
-def pod_spec(app: str, prefer: str | None = None, pin: str | None = None,
-             toleration_seconds: int | None = 20, grace: int = 30, **extra: Any) -> Obj:
+def pod_spec(
+    app: str,
+    prefer: str | None = None,
+    pin: str | None = None,
+    toleration_seconds: int | None = 20,
+    grace: int = 30,
+    **extra: Any,
+) -> Obj:
     """A pod template spec; `prefer` attracts it to a node, `pin` forces it there."""
     spec: Obj = {
         "containers": [{"name": "main", "image": IMAGE}],
@@ -30,11 +36,24 @@ def pod_spec(app: str, prefer: str | None = None, pin: str | None = None,
     if pin:
         spec["nodeSelector"] = {"kubernetes.io/hostname": pin}
     if prefer:
-        spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
-            "weight": 100,
-            "preference": {"matchExpressions": [
-                {"key": "kubernetes.io/hostname", "operator": "In", "values": [prefer]}]},
-        }]}}
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "preference": {
+                            "matchExpressions": [
+                                {
+                                    "key": "kubernetes.io/hostname",
+                                    "operator": "In",
+                                    "values": [prefer],
+                                }
+                            ]
+                        },
+                    }
+                ]
+            }
+        }
     return spec
 
 
@@ -48,59 +67,90 @@ def namespace(name: str) -> Obj:
 
 def deployment(ns: str, name: str, replicas: int = 1, **spec_args: Any) -> Obj:
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
         "metadata": {"name": name, "namespace": ns},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                 "template": template(name, pod_spec(name, **spec_args))},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": template(name, pod_spec(name, **spec_args)),
+        },
     }
 
 
-def statefulset(ns: str, name: str, replicas: int = 1, policy: str = "OrderedReady",
-                volume: bool = False, **spec_args: Any) -> Obj:
+def statefulset(
+    ns: str,
+    name: str,
+    replicas: int = 1,
+    policy: str = "OrderedReady",
+    volume: bool = False,
+    **spec_args: Any,
+) -> Obj:
     sts: Obj = {
-        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
         "metadata": {"name": name, "namespace": ns},
-        "spec": {"replicas": replicas, "serviceName": name, "podManagementPolicy": policy,
-                 "selector": {"matchLabels": {"app": name}},
-                 "template": template(name, pod_spec(name, **spec_args))},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "podManagementPolicy": policy,
+            "selector": {"matchLabels": {"app": name}},
+            "template": template(name, pod_spec(name, **spec_args)),
+        },
     }
     if volume:
-        sts["spec"]["volumeClaimTemplates"] = [{
-            "metadata": {"name": "data"},
-            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "manual",
-                     "resources": {"requests": {"storage": "1Gi"}}},
-        }]
+        sts["spec"]["volumeClaimTemplates"] = [
+            {
+                "metadata": {"name": "data"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "manual",
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }
+        ]
         sts["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [
-            {"name": "data", "mountPath": "/data"}]
+            {"name": "data", "mountPath": "/data"}
+        ]
     return sts
 
 
 def daemonset(ns: str, name: str) -> Obj:
     return {
-        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
         "metadata": {"name": name, "namespace": ns},
-        "spec": {"selector": {"matchLabels": {"app": name}},
-                 "template": template(name, pod_spec(name, toleration_seconds=None))},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": template(name, pod_spec(name, toleration_seconds=None)),
+        },
     }
 
 
 def bare_pod(ns: str, name: str, **spec_args: Any) -> Obj:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "labels": {"app": name}},
-            "spec": pod_spec(name, **spec_args)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": {"app": name}},
+        "spec": pod_spec(name, **spec_args),
+    }
 
 
 def job(ns: str, name: str, failure_policy: bool = False, **spec_args: Any) -> Obj:
     spec = pod_spec(name, restartPolicy="Never", **spec_args)
     obj: Obj = {
-        "apiVersion": "batch/v1", "kind": "Job",
+        "apiVersion": "batch/v1",
+        "kind": "Job",
         "metadata": {"name": name, "namespace": ns},
-        "spec": {"backoffLimit": 6, "template": {"metadata": {"labels": {"app": name}},
-                                                 "spec": spec}},
+        "spec": {
+            "backoffLimit": 6,
+            "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+        },
     }
     if failure_policy:
-        obj["spec"]["podFailurePolicy"] = {"rules": [
-            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+        obj["spec"]["podFailurePolicy"] = {
+            "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+        }
     return obj
 
 
@@ -113,26 +163,46 @@ def finalizer_pod(ns: str, name: str, node: str) -> Obj:
 def mirror_pod(ns: str, name: str, node: str, node_uid: str) -> Obj:
     """An approximation of a static pod's mirror: the kubelet's annotations and Node owner."""
     return {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {
-            "name": f"{name}-{node}", "namespace": ns, "labels": {"app": name},
-            "annotations": {"kubernetes.io/config.mirror": "e2e-hash",
-                            "kubernetes.io/config.source": "file",
-                            "kubernetes.io/config.hash": "e2e-hash"},
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node,
-                                 "uid": node_uid, "controller": True}],
+            "name": f"{name}-{node}",
+            "namespace": ns,
+            "labels": {"app": name},
+            "annotations": {
+                "kubernetes.io/config.mirror": "e2e-hash",
+                "kubernetes.io/config.source": "file",
+                "kubernetes.io/config.hash": "e2e-hash",
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "name": node,
+                    "uid": node_uid,
+                    "controller": True,
+                }
+            ],
         },
-        "spec": {"nodeName": node, "containers": [{"name": "main", "image": IMAGE}],
-                 "tolerations": [{"operator": "Exists", "effect": "NoExecute"}],
-                 "priorityClassName": "system-node-critical"},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "main", "image": IMAGE}],
+            "tolerations": [{"operator": "Exists", "effect": "NoExecute"}],
+            "priorityClassName": "system-node-critical",
+        },
     }
 
 
 def local_pv(name: str, node: str) -> Obj:
     return {
-        "apiVersion": "v1", "kind": "PersistentVolume",
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
         "metadata": {"name": name},
-        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                 "storageClassName": "manual", "persistentVolumeReclaimPolicy": "Retain",
-                 "hostPath": {"path": f"/tmp/{name}"}},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "manual",
+            "persistentVolumeReclaimPolicy": "Retain",
+            "hostPath": {"path": f"/tmp/{name}"},
+        },
     }

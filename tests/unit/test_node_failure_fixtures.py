@@ -1,0 +1,154 @@
+"""The pure analysis over snapshots recorded from the real control plane (scenarios 1-13)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.analysis.findings import Report
+from tests.unit.conftest import load, nodelost_era, pod, report_of
+
+DOWN, NS = "flaky-a", "scenario-down"
+
+
+def _node(report: Report, name: str):  # type: ignore[no-untyped-def]
+    return next(n for n in report.nodes if n.name == name)
+
+
+def test_before_eviction_node_cause_is_a_silent_kubelet(before_eviction: Report) -> None:
+    node = _node(before_eviction, DOWN)
+    assert node.failed and node.status == "NotReady"
+    assert node.cause.code == "kubelet-stopped" and node.cause.confidence == "high"
+    assert node.ready is not None and node.ready.reason == "NodeStatusUnknown"
+    assert any("(stale)" in e for e in node.cause.evidence)
+    assert {(t.key, t.effect) for t in node.taints} == {
+        ("node.kubernetes.io/unreachable", "NoSchedule"),
+        ("node.kubernetes.io/unreachable", "NoExecute"),
+    }
+    assert node.shutdown_evidence == []  # nothing proves the machine is off
+    assert node.action is not None and node.action.code == "investigate"
+    zone = next(z for z in before_eviction.zones if z.zone == node.zone)
+    assert zone.state == "Normal" and zone.eviction == "proceeding" and zone.not_ready == 1
+
+
+def test_before_eviction_running_pods_are_only_a_last_report(before_eviction: Report) -> None:
+    web = pod(before_eviction, NS, "web")
+    assert web.kubectl_status == "Running" and not web.terminating
+    assert "only the last report" in web.meaning and "unknown" in web.meaning
+    taint = next(t for t in _node(before_eviction, DOWN).taints if t.effect == "NoExecute")
+    assert taint.time_added is not None
+    assert web.eviction_at == taint.time_added + timedelta(seconds=20)  # tolerationSeconds 20
+    assert web.action.code == "wait" and web.action.until == web.eviction_at
+    assert web.replacement.state == "not-yet"
+    agent = pod(before_eviction, NS, "agent")
+    assert agent.controller == "daemonset" and agent.eviction_at is None
+    assert "never evicted" in agent.timeline
+
+
+def test_after_eviction_deployment_pod_is_cosmetic(after_eviction: Report) -> None:
+    web = pod(after_eviction, NS, "web")
+    assert web.kubectl_status == "Terminating" and web.category == "terminating-on-failed-node"
+    assert [o.kind for o in web.owner_chain] == ["ReplicaSet", "Deployment"]
+    assert web.controller == "deployment"
+    assert web.replacement.state == "running" and f"on {DOWN}" not in web.replacement.summary
+    assert web.stuck_seconds is not None and web.stuck_seconds > 0
+    assert "evicted by the taint-eviction controller" in web.meaning
+    assert web.action.code == "wait" and web.action.risk == "low"
+
+
+def test_after_eviction_pinned_replacement_is_pending(after_eviction: Report) -> None:
+    pinned = pod(after_eviction, NS, "pinned")
+    assert pinned.replacement.state == "pending"
+    assert pinned.replacement.pending_reason.startswith("pinned: nodeSelector")
+    assert pinned.action.code == "investigate"
+
+
+def test_after_eviction_statefulset_blocks_its_own_name(after_eviction: Report) -> None:
+    db = pod(after_eviction, NS, "db-0")
+    assert db.controller == "statefulset" and db.replacement.state == "blocked"
+    assert "OrderedReady" in db.explanation and "at-most-one" in db.explanation
+    assert db.action.code == "out-of-service" and db.action.risk == "high"
+    assert "--node-shutdown-confirmed flaky-a" in db.action.remediate
+    assert "recreates db-0" in db.if_node_returns
+
+
+def test_after_eviction_jobs_follow_their_replacement_policy(after_eviction: Report) -> None:
+    batch = pod(after_eviction, NS, "batch")
+    assert batch.controller == "job" and "TerminatingOrFailed" in batch.explanation
+    assert batch.replacement.state in ("running", "finished")
+    assert batch.action.code == "wait"
+    pfp = pod(after_eviction, NS, "batch-pfp")
+    assert "podReplacementPolicy Failed" in pfp.explanation
+    assert "default when podFailurePolicy is set" in pfp.explanation
+    assert pfp.replacement.state == "blocked"
+    assert pfp.action.code == "out-of-service" and pfp.action.risk == "medium"
+
+
+def test_after_eviction_bare_pod_is_lost(after_eviction: Report) -> None:
+    lonely = pod(after_eviction, NS, "lonely")
+    assert lonely.controller == "bare" and lonely.owner_chain == []
+    assert lonely.replacement.state == "none"
+    assert "gone for good" in lonely.if_node_returns
+
+
+def test_recovered_cluster_has_no_problem() -> None:
+    report = report_of("node-down-recovered")
+    assert not report.problems and report.nodes == [] and report.pods == []
+
+
+def test_three_nodes_down_is_flagged_as_likely_not_the_machines() -> None:
+    report = report_of("three-nodes-down")
+    assert sorted(n.name for n in report.nodes if n.failed) == ["flaky-b", "flaky-c", "flaky-d"]
+    zone = next(z for z in report.zones if z.not_ready)
+    assert zone.state == "Normal"  # 3 of 6: below the 55 % threshold, evictions proceed
+    assert any("3 of 6 nodes are not Ready" in note for note in report.cluster)
+
+
+def test_out_of_service_taint_is_shutdown_evidence() -> None:
+    report = report_of("out-of-service-applied")
+    node = _node(report, "flaky-d")
+    assert node.out_of_service and node.cause.code == "machine-shutdown"
+    assert any("out of service" in e for e in node.shutdown_evidence)
+    assert node.action is not None and node.action.code == "wait"
+
+
+def test_stale_out_of_service_taint_on_ready_node() -> None:
+    report = report_of("out-of-service-stale")
+    node = _node(report, "flaky-d")
+    assert not node.failed and node.stale_out_of_service
+    assert node.action is not None and node.action.code == "remove-out-of-service"
+    assert "out-of-service-" in node.action.kubectl
+    assert report.problems
+
+
+def test_finalizer_pod_on_healthy_node_is_not_a_node_failure() -> None:
+    report = report_of("finalizer-on-healthy-node", namespaces=["scenario-other"])
+    held = pod(report, "scenario-other", "held")
+    assert held.category == "terminating-elsewhere" and not held.node_failed
+    assert held.action.code == "investigate" and "finalizer" in held.action.summary
+
+
+def test_mirror_pod_cannot_be_moved() -> None:
+    report = report_of("mirror-pod-node-down", namespaces=["scenario-other"])
+    mirror = pod(report, "scenario-other", "static-web-flaky-m")
+    assert mirror.controller == "mirror" and mirror.action.code == "none-possible"
+    assert [o.kind for o in mirror.owner_chain] == ["Node"]
+    assert "start time resets" in mirror.if_node_returns
+
+
+def test_nodelost_era_shows_unknown_and_says_which_era() -> None:
+    snap = nodelost_era(load("node-down-after-eviction"), DOWN)
+    report = diagnose(snap, snap.captured_at)
+    db = pod(report, NS, "db-0")
+    assert db.kubectl_status == "Unknown" and db.era == "nodelost"
+    assert "NodeLost" in db.meaning
+    assert any("NodeLost era" in note for note in report.cluster)
+
+
+def test_only_named_nodes_and_namespaces() -> None:
+    snap = load("three-nodes-down")
+    report = diagnose(snap, snap.captured_at, only_nodes=["flaky-b"])
+    assert [n.name for n in report.nodes] == ["flaky-b"]
+    assert {p.node for p in report.pods} == {"flaky-b"}
+    report = diagnose(snap, snap.captured_at, namespaces=["no-such-namespace"])
+    assert report.pods == [] and len(report.nodes) == 3
