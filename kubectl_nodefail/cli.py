@@ -19,6 +19,18 @@ from kubectl_nodefail import __version__
 from kubectl_nodefail.errors import Exit, NodefailError
 
 OUTPUTS = ["table", "wide", "json", "yaml"]
+STRATEGY_HELP = """
+\b
+Strategies (the destructive step a node confirmed down gets; default auto):
+  auto            the out-of-service taint where the server supports it (1.28+),
+                  else force-delete
+  out-of-service  taint node.kubernetes.io/out-of-service=nodeshutdown:NoExecute:
+                  Kubernetes force-deletes the node's pods and detaches its volumes at
+                  once; remediate removes the taint again once the node is Ready
+  force-delete    delete the node's stuck pods with grace 0 and UID/resourceVersion
+                  preconditions (DaemonSet and mirror pods excepted)
+  delete-node     delete the Node object (machine gone for good); PodGC removes its pods
+"""
 EXIT_CODES_HELP = """
 \b
 Exit codes:
@@ -234,6 +246,19 @@ def diagnose(
     return Exit.PROBLEMS_FOUND if report.problems else Exit.OK
 
 
+def _load_plan(path: str) -> Any:
+    import json
+
+    from kubectl_nodefail.errors import BadInputError
+    from kubectl_nodefail.plan import Plan
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return Plan.from_data(json.load(fh))
+    except (OSError, ValueError) as exc:
+        raise BadInputError(f"cannot read the plan {path}: {exc}") from exc
+
+
 def _explain(report: Any, name: str) -> str:
     from kubectl_nodefail import render
 
@@ -294,3 +319,182 @@ def dump(
             fh.write(text)
         click.echo(f"wrote {out}: {len(snap.nodes)} nodes, {len(snap.pods)} pods", err=True)
     return Exit.OK
+
+
+@main.command(epilog=STRATEGY_HELP + EXIT_CODES_HELP)
+@click.argument("nodes", nargs=-1, metavar="[NODE]...")
+@connection_options
+@click.option("-o", "--output", type=click.Choice(OUTPUTS), default="table", show_default=True)
+@click.option("--confirm", is_flag=True, help="Execute the plan. Without it nothing is changed.")
+@click.option(
+    "--strategy",
+    type=click.Choice(["auto", "out-of-service", "force-delete", "delete-node"]),
+    default="auto",
+    show_default=True,
+    help="What a confirmed-down node gets (see below).",
+)
+@click.option(
+    "--node-shutdown-confirmed",
+    "attested",
+    multiple=True,
+    metavar="NODE",
+    help="Attest that NODE's machine is powered off (repeatable; one per node). "
+    "Unlocks the destructive steps for that node only.",
+)
+@click.option(
+    "--max-nodes",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Act on at most this many failed nodes in one run.",
+)
+@click.option(
+    "--allow-disruption",
+    is_flag=True,
+    help="Act even while a zone is disrupted or many nodes are down (usually the "
+    "network or control plane: be sure first).",
+)
+@click.option(
+    "--log-file",
+    type=click.Path(dir_okay=False),
+    metavar="PATH",
+    help="Append one JSON line per executed step.",
+)
+@click.option(
+    "--wait-timeout",
+    type=float,
+    default=120.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to watch pods and volumes go after an out-of-service taint.",
+)
+@click.option("--from-file", metavar="PATH", help="Plan from a dump (never executes).")
+@click.option(
+    "--plan-out",
+    metavar="PATH",
+    type=click.Path(dir_okay=False),
+    help="Also save the plan as JSON, for review and a later --plan-in --confirm.",
+)
+@click.option(
+    "--plan-in",
+    metavar="PATH",
+    type=click.Path(dir_okay=False),
+    help="Execute exactly this saved plan (with --confirm), re-checking every step.",
+)
+@handle_errors
+def remediate(
+    nodes: tuple[str, ...],
+    kubeconfig: str | None,
+    context: str | None,
+    request_timeout: float,
+    verbose: int,
+    output: str,
+    confirm: bool,
+    strategy: str,
+    attested: tuple[str, ...],
+    max_nodes: int,
+    allow_disruption: bool,
+    log_file: str | None,
+    wait_timeout: float,
+    from_file: str | None,
+    plan_out: str | None,
+    plan_in: str | None,
+) -> int:
+    """Plan the safe fix for failed nodes; carry it out with --confirm.
+
+    \b
+    Every step states why, its evidence and its gate. Destructive steps need evidence that the
+    machine is really down: --node-shutdown-confirmed NODE, or the cloud provider's shutdown
+    taint. Without it, StatefulSet pods and pods holding RWO volumes are never force-deleted.
+    Right before each step the node, its lease and the pod are read again; anything that moved
+    since the plan (node back, lease renewed, pod recreated) is skipped, never deleted.
+    DaemonSet and mirror pods are never acted on; Ready nodes only lose a stale
+    out-of-service taint.
+    """
+    from kubectl_nodefail import render, snapshot
+    from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
+    from kubectl_nodefail.analysis.diagnose import server_minor
+    from kubectl_nodefail.plan import Options, make_plan
+
+    if plan_in and (nodes or attested or from_file):
+        raise click.UsageError(
+            "--plan-in replays a saved plan: give no nodes, attestations or --from-file with it"
+        )
+    if confirm and from_file:
+        raise click.UsageError(
+            "--confirm acts on a live cluster; it cannot be used with --from-file"
+        )
+    conn = Connection(kubeconfig, context, request_timeout, verbose)
+    cluster = None
+    try:
+        if plan_in:
+            plan = _load_plan(plan_in)
+            cluster = conn.cluster()
+        else:
+            if from_file:
+                snap = snapshot.load_dump(from_file)
+            else:
+                from kubectl_nodefail.gather import gather
+
+                cluster = conn.cluster()
+                snap = gather(cluster, only_nodes=nodes, progress=_progress(verbose))
+            report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes)
+            unknown = set(attested) - {n["metadata"]["name"] for n in snap.nodes}
+            if unknown:
+                raise click.UsageError(
+                    f"--node-shutdown-confirmed names unknown nodes: {', '.join(sorted(unknown))}"
+                )
+            plan = make_plan(
+                report,
+                Options(
+                    strategy=strategy,
+                    attested=attested,
+                    only_nodes=nodes,
+                    max_nodes=max_nodes,
+                    allow_disruption=allow_disruption,
+                    server_minor=server_minor(snap.server_version),
+                ),
+            )
+        if cluster is not None and plan.mutating:
+            from kubectl_nodefail.actions import preflight
+
+            missing = preflight(cluster, plan)
+            if missing and confirm:
+                from kubectl_nodefail.errors import AuthError
+
+                raise AuthError(
+                    "refused before any change: missing permissions: " + "; ".join(missing),
+                    hint="bind the role in deploy/rbac/remediate.yaml",
+                )
+            if missing:
+                plan.refusals.append("missing permissions: " + "; ".join(missing))
+        if confirm and cluster is not None:
+            from kubectl_nodefail.actions import Executor, whoami
+
+            Executor(
+                cluster,
+                whoami(cluster),
+                log_file,
+                wait_timeout,
+                _progress(verbose) if verbose else lambda _: None,
+            ).run(plan)
+    finally:
+        if cluster is not None:
+            cluster.close()
+    from kubectl_nodefail.actions import summary
+
+    counts = summary(plan)
+    if plan_out:
+        with open(plan_out, "w", encoding="utf-8") as fh:
+            fh.write(render.as_json(render.plan_data(plan, False, counts)))
+    if output in ("json", "yaml"):
+        data = render.plan_data(plan, confirm, counts)
+        click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
+    else:
+        click.echo(render.plan_table(plan, confirm, wide=output == "wide"), nl=False)
+    if not confirm:
+        return plan.exit_code()
+    done = [s for s in plan.steps if s.result == "done"]
+    if any(s.result in ("skipped", "failed", "refused") for s in plan.steps) or plan.refusals:
+        return Exit.PARTIAL
+    return Exit.OK if done else Exit.NOTHING_TO_DO

@@ -85,6 +85,9 @@ class Cluster:
         self.host = cfg.host
         self.timeout = timeout
         self._api = client.ApiClient(cfg)
+        from kubectl_nodefail import __version__
+
+        self._api.user_agent = f"kubectl-nodefail/{__version__}"
         from kubernetes.client import rest
 
         self._api_exception = rest.ApiException

@@ -8,27 +8,28 @@ only the allowed steps, re-checking each one right before acting.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.diagnose import MASS_FAILURE_NODES, MASS_FAILURE_SHARE
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.zones import NORMAL
-from kubectl_nodefail.errors import Exit
+from kubectl_nodefail.errors import BadInputError, Exit
 from kubectl_nodefail.snapshot import format_time
 
 STRATEGIES = ("auto", "out-of-service", "force-delete", "delete-node")
-STRATEGY_HELP = """\b
-Strategies (what destructive step a confirmed-down node gets):
-  auto            out-of-service taint where the server supports it (1.28+), else
-                  force-delete (default)
-  out-of-service  taint node.kubernetes.io/out-of-service=nodeshutdown:NoExecute: pods are
-                  force-deleted and volumes detached by Kubernetes itself; remove the taint
-                  (remediate does it) once the node is back
-  force-delete    delete the node's stuck pods with grace 0 and UID/resourceVersion preconditions
-  delete-node     delete the Node object (the machine is gone for good); PodGC removes its pods
-"""
 REPLACEABLE = {"deployment", "replicaset", "replicationcontroller"}
+JOBS = {"job", "cronjob"}
+
+
+def _cosmetic(pod: PodFinding) -> bool:
+    """Stuck but harmless: its replacement runs (or ran), and it holds no volume."""
+    if pod.storage:
+        return False
+    if pod.controller in REPLACEABLE:
+        return pod.replacement.state in ("running", "not-yet")
+    return pod.controller in JOBS and pod.replacement.state in ("running", "finished")
 
 
 @dataclass
@@ -60,6 +61,26 @@ class Plan:
     def mutating(self) -> list[Step]:
         return [s for s in self.steps if s.allowed and s.action != "wait"]
 
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> Plan:
+        """A plan saved with --plan-out (render.plan_data); raises BadInputError if malformed."""
+        try:
+            if data.get("kind") != "RemediationPlan":
+                raise KeyError("kind")
+            steps = []
+            for raw in data["steps"]:
+                args = {f.name: raw[_camel(f.name)] for f in fields(Step)}
+                args["result"], args["detail"] = "", ""
+                steps.append(Step(**args))
+            return cls(
+                strategy=data["strategy"],
+                steps=steps,
+                refusals=list(data["refusals"]),
+                attested=list(data["attested"]),
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise BadInputError(f"not a saved remediation plan (missing {exc})") from exc
+
     def exit_code(self) -> Exit:
         """For a plan: runnable (0), some refused (4), nothing to do (5)."""
         if any(not s.allowed for s in self.steps) or self.refusals:
@@ -75,6 +96,11 @@ class Options:
     max_nodes: int = 1
     allow_disruption: bool = False
     server_minor: int | None = None
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 def _shutdown_evidence(node: NodeFinding, opts: Options) -> list[str]:
@@ -177,11 +203,7 @@ def _node_steps(
                     node, pod, f"{pod.controller} pod: never acted on; it resumes with the node"
                 )
             )
-        elif (
-            pod.controller in REPLACEABLE
-            and pod.replacement.state in ("running", "not-yet")
-            and not pod.storage
-        ):
+        elif _cosmetic(pod):
             steps.append(
                 _wait_step(
                     node,
@@ -222,16 +244,7 @@ def _node_steps(
         return steps
     if not destructive_needed:
         return steps
-    blocked = [
-        p
-        for p in pods
-        if p.controller not in ("daemonset", "mirror")
-        and not (
-            p.controller in REPLACEABLE
-            and p.replacement.state in ("running", "not-yet")
-            and not p.storage
-        )
-    ]
+    blocked = [p for p in pods if p.controller not in ("daemonset", "mirror") and not _cosmetic(p)]
     names = ", ".join(f"{p.namespace}/{p.name} ({p.controller})" for p in blocked)
     if strategy == "out-of-service":
         steps.append(

@@ -300,3 +300,48 @@ def explain_node(n: NodeFinding, report: Report) -> str:
             if cmd:
                 lines.append(f"    $ {cmd}")
     return "\n".join(lines) + "\n"
+
+
+def plan_data(plan: Any, confirmed: bool, summary: dict[str, int]) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "RemediationResult" if confirmed else "RemediationPlan",
+        "confirmed": confirmed,
+        "summary": summary,
+        **to_data(plan),
+    }
+
+
+def plan_table(plan: Any, confirmed: bool, wide: bool = False) -> str:
+    head = (
+        "Executed" if confirmed else "Plan (DRY RUN: nothing was changed; add --confirm to run it)"
+    )
+    out = [f"{head}. Strategy: {plan.strategy}."]
+    if plan.attested:
+        out.append(f"Shutdown attested by the operator for: {', '.join(plan.attested)}")
+    out += [f"REFUSED: {r}" for r in plan.refusals]
+    if not plan.steps:
+        out.append("Nothing to do: no failed node (or stale out-of-service taint) in scope.")
+        return "\n".join(out) + "\n"
+    rows = []
+    for i, s in enumerate(plan.steps, 1):
+        state = s.result or ("ok" if s.allowed else "REFUSED")
+        note = s.detail if s.result else (s.why if s.allowed else s.gate)
+        rows.append([i, s.action, s.target, state, note])
+    out += [
+        "",
+        tabulate(
+            rows,
+            headers=["#", "ACTION", "TARGET", "RESULT" if confirmed else "GATE", "WHY / DETAIL"],
+            tablefmt="plain",
+            maxcolwidths=[None, None, 44, None, 70],
+        ),
+    ]
+    if wide:
+        out += ["", "EVIDENCE AND GATES"]
+        for i, s in enumerate(plan.steps, 1):
+            out.append(f"{i}. why: {s.why}")
+            out.append(f"   gate: {s.gate}")
+            if s.evidence:
+                out.append(f"   evidence: {'; '.join(s.evidence)}")
+    return "\n".join(out) + "\n"

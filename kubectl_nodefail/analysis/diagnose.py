@@ -6,7 +6,7 @@ import re
 from collections.abc import Collection
 from datetime import datetime
 
-from kubectl_nodefail.analysis import actions
+from kubectl_nodefail.analysis import advice
 from kubectl_nodefail.analysis.findings import NodeFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node
 from kubectl_nodefail.analysis.pods import analyse_pod
@@ -74,7 +74,7 @@ def diagnose(
         if _listed(f) and (not only_nodes or name in only_nodes)
     ]
     for finding in listed:
-        finding.action = actions.for_node(finding, minor)
+        finding.action = advice.for_node(finding, minor)
     return Report(
         captured_at=snap.captured_at,
         source=snap.source,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from kubectl_nodefail.analysis import actions, controllers, eviction, facts, owners, storage
+from kubectl_nodefail.analysis import advice, controllers, eviction, facts, owners, storage
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, ZoneFinding
 from kubectl_nodefail.analysis.podstatus import kubectl_status, ready_column
 from kubectl_nodefail.analysis.text import ago, duration
@@ -119,7 +119,7 @@ def analyse_pod(
             )
         )
     holds_rwo = storage.holds_single_node_volume(pod, snap)
-    action = actions.for_pod(
+    action = advice.for_pod(
         kind,
         namespace,
         name,

@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +61,17 @@ def nodefail_bin() -> str:
     return found
 
 
+@dataclass
+class Run:
+    command: str
+    confirmed: bool
+    start: datetime
+    end: datetime
+
+
 class Plugin:
-    """Runs the installed `kubectl nodefail` through kubectl's own plugin lookup."""
+    """Runs the installed `kubectl nodefail` through kubectl's own plugin lookup, and keeps the
+    time window of every run (to attribute the apiserver's audit entries to runs)."""
 
     def __init__(self, cp: ControlPlane) -> None:
         self.cp = cp
@@ -69,15 +80,19 @@ class Plugin:
             "PATH": f"{Path(nodefail_bin()).parent}{os.pathsep}{cp.env['PATH']}",
             "KUBECONFIG": str(cp.kubeconfig),
         }
+        self.runs: list[Run] = []
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        start = datetime.now(timezone.utc)
+        proc = subprocess.run(
             [str(self.cp.bindir / "kubectl"), "nodefail", *args],
             capture_output=True,
             text=True,
             env=self.env,
             check=False,
         )
+        self.runs.append(Run(args[0], "--confirm" in args, start, datetime.now(timezone.utc)))
+        return proc
 
     def diagnose_json(self, *args: str) -> tuple[int, Any]:
         proc = self.run("diagnose", "-o", "json", *args)

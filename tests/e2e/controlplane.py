@@ -34,6 +34,13 @@ LEASE_SECONDS = 10
 HEALTHY_ZONE = "zone-a"
 
 
+class KubectlError(subprocess.CalledProcessError):
+    """A failed kubectl call whose message carries kubectl's own error text."""
+
+    def __str__(self) -> str:
+        return f"{super().__str__()}: {str(self.stderr).strip()}"
+
+
 class WaitTimeout(AssertionError):
     """A condition did not hold in time; the message says what was last seen."""
 
@@ -209,10 +216,12 @@ componentsPatches:
             env=self.env,
         )
         if check and proc.returncode != 0:
-            raise subprocess.CalledProcessError(
-                proc.returncode, ["kubectl", *args], proc.stdout, proc.stderr
-            )
+            raise KubectlError(proc.returncode, ["kubectl", *args], proc.stdout, proc.stderr)
         return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    def get_kubeconfig(self) -> dict[str, Any]:
+        """The admin kubeconfig with certificates inlined."""
+        return dict(json.loads(self.kubectl("config", "view", "--raw", "--flatten", "-o", "json")))
 
     def apply(self, *objs: dict[str, Any]) -> None:
         self.kubectl(
