@@ -151,7 +151,7 @@ def table(report: Report, wide: bool = False) -> str:
     troubled = [z for z in report.zones if z.not_ready]
     if troubled:
         out += [""] + [
-            f"zone {z.zone}: {z.state}, evictions {z.eviction}: {z.explanation}" for z in troubled
+            f"zone {z.zone}: {z.state}, evictions {z.eviction}. {z.explanation}" for z in troubled
         ]
     out += [f"!! {note}" for note in report.cluster]
     if report.pods:
@@ -279,6 +279,14 @@ def explain_node(n: NodeFinding, report: Report) -> str:
         lines.append(
             _wrap(
                 "Zone", f"{zone.zone}: {zone.state}, evictions {zone.eviction}. {zone.explanation}"
+            )
+        )
+    for volume in n.volumes_attached:
+        lines.append(
+            _wrap(
+                "Volume still attached",
+                volume + ". It detaches after 6 minutes "
+                "once no pod object uses it, or at once with the out-of-service taint",
             )
         )
     if n.shutdown_evidence:

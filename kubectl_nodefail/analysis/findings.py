@@ -58,6 +58,7 @@ class NodeFinding:
     cloud_shutdown: bool  # carries the cloud provider's shutdown taint
     pod_count: int = 0
     action: Action | None = None
+    volumes_attached: list[str] = field(default_factory=list)  # VolumeAttachments still on it
 
 
 @dataclass

@@ -224,6 +224,28 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
     return Cause("healthy", "node is Ready", "high", evidence)
 
 
+def attached_volumes(snap: Snapshot, name: str) -> list[str]:
+    """VolumeAttachments that still bind volumes to this node, with Multi-Attach complaints."""
+    out = []
+    for va in snap.volume_attachments:
+        spec = va.get("spec") or {}
+        if spec.get("nodeName") != name:
+            continue
+        pv = (spec.get("source") or {}).get("persistentVolumeName") or "(inline volume)"
+        attached = (va.get("status") or {}).get("attached")
+        complaints = [
+            e
+            for e in snap.events
+            if e.get("reason") == "FailedAttachVolume" and f'"{pv}"' in (e.get("message") or "")
+        ]
+        note = f"{pv} (VolumeAttachment {va['metadata']['name']}, attached={attached})"
+        if complaints:
+            pods = sorted({(e.get("involvedObject") or {}).get("name", "?") for e in complaints})
+            note += f": Multi-Attach errors on {', '.join(pods)} waiting for it"
+        out.append(note)
+    return out
+
+
 def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
     name = node["metadata"]["name"]
     ready = ready_condition(node)
@@ -256,6 +278,7 @@ def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
         ),
         failed=not ready_now,
         cloud_shutdown=cloud_shutdown,
+        volumes_attached=attached_volumes(snap, name),
     )
 
 

@@ -147,8 +147,8 @@ def analyse_pod(
         for cond in (pod.get("status") or {}).get("conditions") or []:
             if cond.get("type") == "Ready" and cond.get("status") != "True":
                 evidence.append(
-                    f"pod Ready={cond.get('status')} since "
-                    f"{cond.get('lastTransitionTime')} ({cond.get('reason', '')})"
+                    f"pod Ready={cond.get('status')} since {cond.get('lastTransitionTime')}"
+                    + (f" ({cond['reason']})" if cond.get("reason") else "")
                 )
     if node_failed:
         category = "terminating-on-failed-node" if terminating else "on-failed-node"

@@ -66,7 +66,7 @@ def analyse_zones(nodes: list[Obj]) -> tuple[list[ZoneFinding], bool]:
             eviction = "proceeding"
             text = (
                 (
-                    f"{not_ready}/{size} nodes not Ready: evictions proceed at "
+                    f"{not_ready}/{size} nodes not Ready; NoExecute tainting runs at "
                     "--node-eviction-rate "
                     f"({facts.NODE_EVICTION_RATE} nodes/s by default)."
                 )

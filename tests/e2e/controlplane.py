@@ -326,3 +326,60 @@ componentsPatches:
             return
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+
+
+class KubeletReportingProblem:
+    """A kubelet that is alive but reports the node not Ready: it keeps renewing the node's
+    Lease and posts the given conditions (as a kubelet whose CNI or runtime broke would). Runs
+    in a thread while the node's kwok process is stopped; the node lifecycle controller then
+    does what it does for Ready=False."""
+
+    def __init__(self, cp: ControlPlane, node: str, conditions: list[dict[str, Any]]) -> None:
+        import threading
+
+        self.cp, self.node, self.conditions = cp, node, conditions
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> KubeletReportingProblem:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        from datetime import datetime, timezone
+
+        first = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        while not self._stop.is_set():
+            now = datetime.now(timezone.utc)
+            micro = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+            self.cp.kubectl(
+                "patch",
+                "lease",
+                "-n",
+                "kube-node-lease",
+                self.node,
+                "--type=merge",
+                "-p",
+                json.dumps({"spec": {"renewTime": micro}}),
+                check=False,
+            )
+            conditions = [
+                {**c, "lastHeartbeatTime": stamp, "lastTransitionTime": first}
+                for c in self.conditions
+            ]
+            self.cp.kubectl(
+                "patch",
+                "node",
+                self.node,
+                "--subresource=status",
+                "--type=strategic",
+                "-p",
+                json.dumps({"status": {"conditions": conditions}}),
+                check=False,
+            )
+            self._stop.wait(2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -190,7 +191,8 @@ def test_rechecks_skip_a_returned_node_and_a_recreated_pod(
 
 def test_zone_disruption_is_refused(control_plane: ControlPlane, plugin: Plugin) -> None:
     """Three of four nodes of a zone down: PartialDisruption. The controller itself stops
-    NoExecute tainting there, and remediate refuses to act."""
+    NoExecute tainting there (the nodes that failed before the zone crossed the threshold were
+    already tainted), and remediate refuses to act."""
     cp, zone = control_plane, "zone-z"
     nodes = ["flaky-z1", "flaky-z2", "flaky-z3"]
     cp.add_node("healthy-z", zone)
@@ -199,32 +201,45 @@ def test_zone_disruption_is_refused(control_plane: ControlPlane, plugin: Plugin)
         cp.start_kubelet(node)
     for node in [*nodes, "healthy-z"]:
         wait_node_ready(cp, node)
-    for node in nodes:
-        cp.stop_kubelet(node)
-    for node in nodes:
-        wait_node_unknown(cp, node)
-    wait_for(
-        "NoSchedule taints on the zone's dead nodes",
-        lambda: all(
-            ("node.kubernetes.io/unreachable", "NoSchedule") in taint_keys(cp, n) for n in nodes
-        ),
-        30,
-    )
-    plugin.record("zone-partial-disruption", "zone disruption", "3 of 4 nodes of zone-z down")
-    assert not any(
-        ("node.kubernetes.io/unreachable", "NoExecute") in taint_keys(cp, n) for n in nodes
-    )  # the controller's brake: no eviction in the zone
-    proc = plugin.run(
-        "remediate", "flaky-z1", "--node-shutdown-confirmed", "flaky-z1", "--confirm", "-o", "json"
-    )
-    assert proc.returncode == 4, proc.stdout + proc.stderr
-    data = _json(proc)
-    assert any("PartialDisruption" in r for r in data["refusals"])
-    assert all(s["result"] in ("refused", "waited") for s in data["steps"])
-    for node in nodes:
-        cp.start_kubelet(node)
-    for node in nodes:
-        wait_node_ready(cp, node)
+    noexec = ("node.kubernetes.io/unreachable", "NoExecute")
+    try:
+        for node in nodes:
+            cp.stop_kubelet(node)
+        for node in nodes:
+            wait_node_unknown(cp, node)
+        wait_for(
+            "NoSchedule taints on the zone's dead nodes",
+            lambda: all(
+                ("node.kubernetes.io/unreachable", "NoSchedule") in taint_keys(cp, n) for n in nodes
+            ),
+            30,
+        )
+        time.sleep(5)  # tainting at 10 nodes/s would have reached every node by now
+        untainted = [n for n in nodes if noexec not in taint_keys(cp, n)]
+        assert untainted, "the controller's zone brake did not engage"
+        plugin.record("zone-partial-disruption", "zone disruption", "3 of 4 nodes of zone-z down")
+        code, d = plugin.diagnose_json()
+        assert code == 3
+        z = next(z for z in d["zones"] if z["zone"].endswith(zone))
+        assert z["state"] == "PartialDisruption" and z["eviction"] == "stopped"
+        proc = plugin.run(
+            "remediate",
+            untainted[0],
+            "--node-shutdown-confirmed",
+            untainted[0],
+            "--confirm",
+            "-o",
+            "json",
+        )
+        assert proc.returncode == 4, proc.stdout + proc.stderr
+        data = _json(proc)
+        assert any("PartialDisruption" in r for r in data["refusals"])
+        assert all(s["result"] in ("refused", "waited") for s in data["steps"])
+    finally:
+        for node in nodes:
+            cp.start_kubelet(node)
+        for node in nodes:
+            wait_node_ready(cp, node)
 
 
 def _sa_kubeconfig(cp: ControlPlane, tmp_path: Path, name: str, roles: list[str]) -> Path:
