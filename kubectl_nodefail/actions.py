@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
 from urllib.parse import quote
 
 from kubectl_nodefail import __version__, kube
@@ -340,10 +339,10 @@ class Executor:
         )
 
 
-def summary(plan: Plan) -> dict[str, Any]:
+def summary(plan: Plan) -> dict[str, int]:
+    """How many steps ended (or, in a plan, stand) in each state."""
     counts: dict[str, int] = {}
     for step in plan.steps:
-        counts[step.result or ("planned" if step.allowed else "refused")] = (
-            counts.get(step.result or ("planned" if step.allowed else "refused"), 0) + 1
-        )
+        state = step.result or ("planned" if step.allowed else "refused")
+        counts[state] = counts.get(state, 0) + 1
     return counts

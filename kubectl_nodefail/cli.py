@@ -411,78 +411,34 @@ def remediate(
     DaemonSet and mirror pods are never acted on; Ready nodes only lose a stale
     out-of-service taint.
     """
-    from kubectl_nodefail import render, snapshot
-    from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
-    from kubectl_nodefail.analysis.diagnose import server_minor
-    from kubectl_nodefail.plan import Options, make_plan
+    from kubectl_nodefail import render
+    from kubectl_nodefail.actions import summary
+    from kubectl_nodefail.plan import Options
 
     if plan_in and (nodes or attested or from_file):
         raise click.UsageError(
             "--plan-in replays a saved plan: give no nodes, attestations or --from-file with it"
         )
     if confirm and from_file:
-        raise click.UsageError(
-            "--confirm acts on a live cluster; it cannot be used with --from-file"
-        )
+        raise click.UsageError("--confirm acts on a live cluster; not with --from-file")
     conn = Connection(kubeconfig, context, request_timeout, verbose)
-    cluster = None
+    opts = Options(
+        strategy=strategy,
+        attested=attested,
+        only_nodes=nodes,
+        max_nodes=max_nodes,
+        allow_disruption=allow_disruption,
+    )
+    cluster = None if from_file else conn.cluster()
     try:
-        if plan_in:
-            plan = _load_plan(plan_in)
-            cluster = conn.cluster()
-        else:
-            if from_file:
-                snap = snapshot.load_dump(from_file)
-            else:
-                from kubectl_nodefail.gather import gather
-
-                cluster = conn.cluster()
-                snap = gather(cluster, only_nodes=nodes, progress=_progress(verbose))
-            report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes)
-            unknown = set(attested) - {n["metadata"]["name"] for n in snap.nodes}
-            if unknown:
-                raise click.UsageError(
-                    f"--node-shutdown-confirmed names unknown nodes: {', '.join(sorted(unknown))}"
-                )
-            plan = make_plan(
-                report,
-                Options(
-                    strategy=strategy,
-                    attested=attested,
-                    only_nodes=nodes,
-                    max_nodes=max_nodes,
-                    allow_disruption=allow_disruption,
-                    server_minor=server_minor(snap.server_version),
-                ),
-            )
-        if cluster is not None and plan.mutating:
-            from kubectl_nodefail.actions import preflight
-
-            missing = preflight(cluster, plan)
-            if missing and confirm:
-                from kubectl_nodefail.errors import AuthError
-
-                raise AuthError(
-                    "refused before any change: missing permissions: " + "; ".join(missing),
-                    hint="bind the role in deploy/rbac/remediate.yaml",
-                )
-            if missing:
-                plan.refusals.append("missing permissions: " + "; ".join(missing))
-        if confirm and cluster is not None:
-            from kubectl_nodefail.actions import Executor, whoami
-
-            Executor(
-                cluster,
-                whoami(cluster),
-                log_file,
-                wait_timeout,
-                _progress(verbose) if verbose else lambda _: None,
-            ).run(plan)
+        plan = _load_plan(plan_in) if plan_in else _make_plan(cluster, from_file, opts, verbose)
+        if cluster is not None:
+            _check_permissions(cluster, plan, confirm)
+            if confirm:
+                _execute(cluster, plan, log_file, wait_timeout, verbose)
     finally:
         if cluster is not None:
             cluster.close()
-    from kubectl_nodefail.actions import summary
-
     counts = summary(plan)
     if plan_out:
         with open(plan_out, "w", encoding="utf-8") as fh:
@@ -492,9 +448,51 @@ def remediate(
         click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
     else:
         click.echo(render.plan_table(plan, confirm, wide=output == "wide"), nl=False)
-    if not confirm:
-        return plan.exit_code()
-    done = [s for s in plan.steps if s.result == "done"]
-    if any(s.result in ("skipped", "failed", "refused") for s in plan.steps) or plan.refusals:
-        return Exit.PARTIAL
-    return Exit.OK if done else Exit.NOTHING_TO_DO
+    return plan.exit_code() if not confirm else plan.result_code()
+
+
+def _make_plan(cluster: Any, from_file: str | None, opts: Any, verbose: int) -> Any:
+    """Diagnose (live or from a dump), then plan."""
+    from dataclasses import replace
+
+    from kubectl_nodefail import snapshot
+    from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
+    from kubectl_nodefail.analysis.diagnose import server_minor
+    from kubectl_nodefail.plan import make_plan
+
+    if from_file:
+        snap = snapshot.load_dump(from_file)
+    else:
+        from kubectl_nodefail.gather import gather
+
+        snap = gather(cluster, only_nodes=opts.only_nodes, progress=_progress(verbose))
+    unknown = set(opts.attested) - {n["metadata"]["name"] for n in snap.nodes}
+    if unknown:
+        raise click.UsageError(
+            f"--node-shutdown-confirmed names unknown nodes: {', '.join(sorted(unknown))}"
+        )
+    report = run_diagnosis(snap, snap.captured_at, only_nodes=opts.only_nodes)
+    return make_plan(report, replace(opts, server_minor=server_minor(snap.server_version)))
+
+
+def _check_permissions(cluster: Any, plan: Any, confirm: bool) -> None:
+    """RBAC preflight: refuse before any change (--confirm) or say what is missing (plan)."""
+    from kubectl_nodefail.actions import preflight
+    from kubectl_nodefail.errors import AuthError
+
+    missing = preflight(cluster, plan) if plan.mutating else []
+    if missing and confirm:
+        raise AuthError(
+            "refused before any change: missing permissions: " + "; ".join(missing),
+            hint="bind the role in deploy/rbac/remediate.yaml",
+        )
+    if missing:
+        plan.refusals.append("missing permissions: " + "; ".join(missing))
+
+
+def _execute(
+    cluster: Any, plan: Any, log_file: str | None, wait_timeout: float, verbose: int
+) -> None:
+    from kubectl_nodefail.actions import Executor, whoami
+
+    Executor(cluster, whoami(cluster), log_file, wait_timeout, _progress(verbose)).run(plan)

@@ -81,6 +81,12 @@ class Plan:
         except (KeyError, TypeError, AttributeError) as exc:
             raise BadInputError(f"not a saved remediation plan (missing {exc})") from exc
 
+    def result_code(self) -> Exit:
+        """After --confirm: all done (0), some refused/skipped/failed (4), nothing done (5)."""
+        if self.refusals or any(s.result in ("skipped", "failed", "refused") for s in self.steps):
+            return Exit.PARTIAL
+        return Exit.OK if any(s.result == "done" for s in self.steps) else Exit.NOTHING_TO_DO
+
     def exit_code(self) -> Exit:
         """For a plan: runnable (0), some refused (4), nothing to do (5)."""
         if any(not s.allowed for s in self.steps) or self.refusals:

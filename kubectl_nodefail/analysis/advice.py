@@ -135,6 +135,14 @@ def for_node(node: NodeFinding, server_minor: int | None) -> Action:
         )
     if node.cause.code in ("kubelet-returning", "healthy"):
         return Action("wait", "the kubelet is reporting again", "none")
+    if node.cause.code == "conditions":
+        return Action(
+            "investigate",
+            "the node is Ready but reports trouble: relieve the pressure "
+            "or fix what node-problem-detector reports; the kubelet may evict pods",
+            "none",
+            kubectl=f"kubectl describe node {node.name}",
+        )
     oos_ok = server_minor is None or server_minor >= facts.OUT_OF_SERVICE_GA_MINOR
     if node.out_of_service:
         return Action(

@@ -24,7 +24,15 @@ def server_minor(version: str | None) -> int | None:
 
 
 def _listed(node: NodeFinding) -> bool:
-    return node.failed or node.stale_out_of_service or node.cloud_shutdown or node.out_of_service
+    """Failed, shut down or out of service, or Ready but reporting a known problem condition
+    (pressure, NetworkUnavailable, node-problem-detector); unknown custom conditions never."""
+    return (
+        node.failed
+        or node.stale_out_of_service
+        or node.cloud_shutdown
+        or node.out_of_service
+        or any(c.problem for c in node.conditions)
+    )
 
 
 def _stuck_pod(pod: Obj, node: NodeFinding | None, now: datetime) -> bool:

@@ -145,4 +145,5 @@ class Report:
 
     @property
     def problems(self) -> bool:
-        return bool([n for n in self.nodes if n.failed or n.stale_out_of_service] or self.pods)
+        """Every listed node and pod is a problem (healthy nodes are never listed)."""
+        return bool(self.nodes or self.pods)

@@ -102,3 +102,55 @@ def test_cloud_provider_shutdown_taint_is_evidence(
     cp.kubectl("taint", "node", node, f"{CLOUD_SHUTDOWN}-")
     cp.start_kubelet(node)
     wait_node_ready(cp, node)
+
+
+def test_pressure_on_a_ready_node_is_listed_not_failed(
+    control_plane: ControlPlane, plugin: Plugin
+) -> None:
+    cp, node = control_plane, "flaky-s3"
+    cp.add_failable_node(node)
+    wait_node_ready(cp, node)
+    cp.stop_kubelet(node)
+    conditions = [
+        {
+            "type": "Ready",
+            "status": "True",
+            "reason": "KubeletReady",
+            "message": "kubelet is posting ready status",
+        },
+        {
+            "type": "DiskPressure",
+            "status": "True",
+            "reason": "KubeletHasDiskPressure",
+            "message": "kubelet has disk pressure",
+        },
+    ]
+    with KubeletReportingProblem(cp, node, conditions):
+        wait_for(
+            "disk-pressure taint",
+            lambda: ("node.kubernetes.io/disk-pressure", "NoSchedule") in taint_keys(cp, node),
+            30,
+        )
+        plugin.record("disk-pressure-on-ready-node", "kubelet reports DiskPressure", "Ready node")
+        code, d = plugin.diagnose_json()
+    assert code == 3
+    found = next(n for n in d["nodes"] if n["name"] == node)
+    assert found["failed"] is False and found["cause"]["code"] == "conditions"
+    assert "DiskPressure=True" in found["cause"]["summary"]
+    # kwok re-initialises a node only when it is not Ready: clear the pressure as a kubelet would.
+    cp.kubectl(
+        "patch",
+        "node",
+        node,
+        "--subresource=status",
+        "--type=strategic",
+        "-p",
+        '{"status":{"conditions":[{"type":"DiskPressure","status":"False",'
+        '"reason":"KubeletHasNoDiskPressure"}]}}',
+    )
+    cp.start_kubelet(node)
+    wait_for(
+        "disk-pressure taint lifted",
+        lambda: ("node.kubernetes.io/disk-pressure", "NoSchedule") not in taint_keys(cp, node),
+        30,
+    )

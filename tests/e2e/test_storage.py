@@ -32,6 +32,24 @@ DRIVER = "csi.e2e.nodefail"
 OOS = "node.kubernetes.io/out-of-service"
 
 
+ATTACHABLE = [NODE, "healthy-0", "healthy-1", "healthy-2"]
+
+
+def _only_on(sts: Any, nodes: list[str]) -> Any:
+    """Keep the pod (and its replacement) on nodes whose volumes the controller manages."""
+    affinity = sts["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+        "nodeSelectorTerms": [
+            {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}
+                ]
+            }
+        ]
+    }
+    return sts
+
+
 def _attachments(cp: ControlPlane) -> list[Any]:
     data = cp.get("volumeattachments")
     return [
@@ -74,7 +92,7 @@ def test_rwo_volume_blocks_then_moves_with_out_of_service(
     cp = control_plane
     cp.add_failable_node(NODE)
     wait_node_ready(cp, NODE)
-    for node in [NODE, "healthy-0", "healthy-1", "healthy-2"]:  # what a kubelet announces
+    for node in ATTACHABLE:  # what a kubelet announces
         cp.kubectl(
             "annotate",
             "node",
@@ -97,14 +115,24 @@ def test_rwo_volume_blocks_then_moves_with_out_of_service(
                 "claimRef": {"namespace": NS, "name": "data-db-v1-0"},
             },
         },
-        w.statefulset(NS, "db-v1", volume=True, prefer=NODE, toleration_seconds=5, grace=5),
+        _only_on(
+            w.statefulset(NS, "db-v1", volume=True, prefer=NODE, toleration_seconds=5, grace=5),
+            ATTACHABLE,
+        ),
     )
     old = wait_running_on(cp, NS, "db-v1", NODE)
     wait_for("the volume attached to the node", lambda: _attached_to(cp, NODE), 60)
     # The kubelet's part after mounting: report the volume in use (kwok does not). Without it
     # the controller thinks nothing is mounted and detaches at once when the pod goes.
-    cp.kubectl("patch", "node", NODE, "--subresource=status", "--type=merge", "-p", json.dumps(
-        {"status": {"volumesInUse": [f"kubernetes.io/csi/{DRIVER}^vol-db-v1"]}}))
+    cp.kubectl(
+        "patch",
+        "node",
+        NODE,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": {"volumesInUse": [f"kubernetes.io/csi/{DRIVER}^vol-db-v1"]}}),
+    )
     cp.stop_kubelet(NODE)
     wait_node_unknown(cp, NODE)
     wait_terminating_on(cp, NS, "db-v1", NODE, timeout=60)

@@ -187,3 +187,38 @@ def test_demo_runs_on_the_bundled_recording() -> None:
     code, out, err = run("diagnose", "--demo")
     assert code == 3 and "recorded from a real control plane" in err
     assert "db-0" in out
+
+
+def test_remediate_plan_exit_codes_from_a_dump(tmp_path: Path) -> None:
+    code, out, _ = run("remediate", "--from-file", AFTER)
+    assert code == 4 and "DRY RUN" in out and "REFUSED" in out
+    code, out, _ = run("remediate", "--from-file", AFTER, "--node-shutdown-confirmed", "flaky-a")
+    assert code == 0 and "taint-out-of-service" in out
+    code, out, _ = run("remediate", "--from-file", str(FIXTURES / "node-down-recovered.json"))
+    assert code == 5 and "Nothing to do" in out
+    saved = tmp_path / "plan.json"
+    code, out, _ = run(
+        "remediate",
+        "--from-file",
+        AFTER,
+        "--node-shutdown-confirmed",
+        "flaky-a",
+        "-o",
+        "json",
+        "--plan-out",
+        str(saved),
+    )
+    assert code == 0 and json.loads(saved.read_text())["kind"] == "RemediationPlan"
+    data = json.loads(out)
+    assert data["summary"] == {"planned": len(data["steps"])}  # every step allowed, none run
+
+
+def test_remediate_refuses_confirm_on_a_dump_and_bad_plans(tmp_path: Path) -> None:
+    code, _, err = run("remediate", "--from-file", AFTER, "--confirm")
+    assert code == 2 and "not with --from-file" in err
+    code, _, err = run("remediate", "--from-file", AFTER, "--node-shutdown-confirmed", "nope")
+    assert code == 2 and "unknown nodes: nope" in err
+    bad = tmp_path / "plan.json"
+    bad.write_text('{"kind": "Diagnosis"}')
+    code, _, err = run("remediate", "--plan-in", str(bad), "--kubeconfig", str(tmp_path / "x"))
+    assert code == 10  # the kubeconfig is checked first: nothing runs without a cluster
