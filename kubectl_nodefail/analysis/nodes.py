@@ -104,6 +104,15 @@ def shutdown_evidence(node: Obj) -> list[str]:
     return found
 
 
+def _conditions_cause(
+    code: str, lead: str, problems: list[ConditionView], evidence: list[str]
+) -> Cause:
+    names = ", ".join(f"{c.type}={c.status}" for c in problems)
+    return Cause(
+        code, f"{lead} {names}", "medium", evidence + [f"{c.type}: {c.message}" for c in problems]
+    )
+
+
 def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
     """The most likely reason the node is not Ready, with evidence and a confidence."""
     ready = ready_condition(node)
@@ -192,12 +201,8 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
                 evidence,
             )
         if problem_conditions:
-            names = ", ".join(f"{c.type}={c.status}" for c in problem_conditions)
-            return Cause(
-                "resource-pressure",
-                f"kubelet reports trouble: {names}",
-                "medium",
-                evidence + [f"{c.type}: {c.message}" for c in problem_conditions],
+            return _conditions_cause(
+                "resource-pressure", "kubelet reports trouble", problem_conditions, evidence
             )
         return Cause(
             "kubelet-not-ready",
@@ -214,12 +219,8 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
             evidence + shutdown,
         )
     if problem_conditions:
-        names = ", ".join(f"{c.type}={c.status}" for c in problem_conditions)
-        return Cause(
-            "conditions",
-            f"node is Ready but reports {names}",
-            "medium",
-            evidence + [f"{c.type}: {c.message}" for c in problem_conditions],
+        return _conditions_cause(
+            "conditions", "node is Ready but reports", problem_conditions, evidence
         )
     return Cause("healthy", "node is Ready", "high", evidence)
 
