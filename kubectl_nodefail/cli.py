@@ -80,7 +80,7 @@ def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 "-v",
                 "--verbose",
                 count=True,
-                help="More detail: progress on stderr; tracebacks on errors (-vv).",
+                help="More detail: evidence in tables, progress on stderr; tracebacks (-vv).",
             ),
         ]
     ):
@@ -242,7 +242,7 @@ def diagnose(
         data = render.report_data(report)
         click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
     else:
-        click.echo(render.table(report, wide=output == "wide"), nl=False)
+        click.echo(render.table(report, wide=output == "wide" or verbose > 0), nl=False)
     return Exit.PROBLEMS_FOUND if report.problems else Exit.OK
 
 
