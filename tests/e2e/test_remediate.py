@@ -189,56 +189,62 @@ def test_rechecks_skip_a_returned_node_and_a_recreated_pod(
     wait_node_ready(cp, renamed)
 
 
+def _zone_state_logged(cp: ControlPlane, zone: str, state: str) -> bool:
+    log = (cp.cluster_dir / "logs" / "kube-controller-manager.log").read_text()
+    return any(
+        zone in line and f'newState="{state}"' in line
+        for line in log.splitlines()
+        if "Controller detected that zone is now in new state" in line
+    )
+
+
 def test_zone_disruption_is_refused(control_plane: ControlPlane, plugin: Plugin) -> None:
-    """Three of four nodes of a zone down: PartialDisruption. The controller itself stops
-    NoExecute tainting there (the nodes that failed before the zone crossed the threshold were
-    already tainted), and remediate refuses to act."""
+    """Three of five nodes of a zone down: PartialDisruption, and the controller stops NoExecute
+    tainting in the zone (nodes noticed before the zone crossed 55 % may already carry it, so
+    the brake is checked on a fourth node failing afterwards). remediate refuses to act."""
     cp, zone = control_plane, "zone-z"
-    nodes = ["flaky-z1", "flaky-z2", "flaky-z3"]
+    first, late = ["flaky-z1", "flaky-z2", "flaky-z3"], "flaky-z4"
     cp.add_node("healthy-z", zone)
-    for node in nodes:
+    for node in [*first, late]:
         cp.add_node(node, zone, managed_by=node)
         cp.start_kubelet(node)
-    for node in [*nodes, "healthy-z"]:
+    for node in [*first, late, "healthy-z"]:
         wait_node_ready(cp, node)
-    noexec = ("node.kubernetes.io/unreachable", "NoExecute")
     try:
-        for node in nodes:
+        for node in first:
             cp.stop_kubelet(node)
-        for node in nodes:
+        for node in first:
             wait_node_unknown(cp, node)
         wait_for(
-            "NoSchedule taints on the zone's dead nodes",
-            lambda: all(
-                ("node.kubernetes.io/unreachable", "NoSchedule") in taint_keys(cp, n) for n in nodes
-            ),
+            "the controller to see zone-z in PartialDisruption",
+            lambda: _zone_state_logged(cp, zone, "PartialDisruption"),
             30,
         )
-        time.sleep(5)  # tainting at 10 nodes/s would have reached every node by now
-        untainted = [n for n in nodes if noexec not in taint_keys(cp, n)]
-        assert untainted, "the controller's zone brake did not engage"
-        plugin.record("zone-partial-disruption", "zone disruption", "3 of 4 nodes of zone-z down")
+        cp.stop_kubelet(late)
+        wait_node_unknown(cp, late)
+        wait_for(
+            "the unreachable NoSchedule taint on the late node",
+            lambda: ("node.kubernetes.io/unreachable", "NoSchedule") in taint_keys(cp, late),
+            30,
+        )
+        time.sleep(5)  # at 10 nodes/s, NoExecute tainting would have reached it by now
+        assert ("node.kubernetes.io/unreachable", "NoExecute") not in taint_keys(cp, late)
+        plugin.record("zone-partial-disruption", "zone disruption", "4 of 5 nodes of zone-z down")
         code, d = plugin.diagnose_json()
         assert code == 3
         z = next(z for z in d["zones"] if z["zone"].endswith(zone))
         assert z["state"] == "PartialDisruption" and z["eviction"] == "stopped"
         proc = plugin.run(
-            "remediate",
-            untainted[0],
-            "--node-shutdown-confirmed",
-            untainted[0],
-            "--confirm",
-            "-o",
-            "json",
+            "remediate", late, "--node-shutdown-confirmed", late, "--confirm", "-o", "json"
         )
         assert proc.returncode == 4, proc.stdout + proc.stderr
         data = _json(proc)
         assert any("PartialDisruption" in r for r in data["refusals"])
         assert all(s["result"] in ("refused", "waited") for s in data["steps"])
     finally:
-        for node in nodes:
+        for node in [*first, late]:
             cp.start_kubelet(node)
-        for node in nodes:
+        for node in [*first, late]:
             wait_node_ready(cp, node)
 
 
