@@ -1,16 +1,8 @@
 """Names and defaults of Kubernetes itself that the analysis relies on (see the reference doc)."""
 
 TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
-TAINT_NOT_READY = "node.kubernetes.io/not-ready"
 TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 TAINT_CLOUD_SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
-TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
-PRESSURE_TAINTS = {
-    "node.kubernetes.io/memory-pressure",
-    "node.kubernetes.io/disk-pressure",
-    "node.kubernetes.io/pid-pressure",
-    "node.kubernetes.io/network-unavailable",
-}
 
 LABEL_ZONE = "topology.kubernetes.io/zone"
 LABEL_REGION = "topology.kubernetes.io/region"
@@ -20,22 +12,17 @@ LABEL_EXCLUDE_DISRUPTION = "node.kubernetes.io/exclude-disruption"
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 
 ANNOTATION_MIRROR = "kubernetes.io/config.mirror"
-ANNOTATION_CONFIG_SOURCE = "kubernetes.io/config.source"
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
-REASON_NODE_STATUS_UNKNOWN = "NodeStatusUnknown"
 REASON_NODE_NEVER_UPDATED = "NodeStatusNeverUpdated"
 REASON_NODE_LOST = "NodeLost"  # pod status.reason set by the node controller up to 1.26
 
-# kube-controller-manager defaults (1.32+); a cluster may run with other values.
-NODE_MONITOR_GRACE_SECONDS = 50
+# kube-controller-manager and kubelet defaults; a cluster may run with other values.
 DEFAULT_LEASE_SECONDS = 40  # kubelet's nodeLeaseDurationSeconds
 UNHEALTHY_ZONE_THRESHOLD = 0.55
 LARGE_CLUSTER_SIZE_THRESHOLD = 50
 NODE_EVICTION_RATE = 0.1
 SECONDARY_NODE_EVICTION_RATE = 0.01
-DEFAULT_TOLERATION_SECONDS = 300
-DEFAULT_GRACE_SECONDS = 30
 FORCE_DETACH_SECONDS = 6 * 60
 OUT_OF_SERVICE_GA_MINOR = 28  # non-graceful node shutdown: GA in 1.28 (beta 1.26)
 

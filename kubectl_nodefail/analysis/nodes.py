@@ -6,7 +6,7 @@ from datetime import datetime
 
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.findings import Cause, ConditionView, NodeFinding, TaintView
-from kubectl_nodefail.analysis.text import ago, duration
+from kubectl_nodefail.analysis.text import ago
 from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
 
 
@@ -55,10 +55,6 @@ def taints(node: Obj) -> list[TaintView]:
         )
         for t in (node.get("spec") or {}).get("taints") or []
     ]
-
-
-def has_taint(node: Obj, key: str, effect: str | None = None) -> bool:
-    return any(t.key == key and (effect is None or t.effect == effect) for t in taints(node))
 
 
 def _condition_view(cond: Obj) -> ConditionView:
@@ -281,9 +277,3 @@ def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
         cloud_shutdown=cloud_shutdown,
         volumes_attached=attached_volumes(snap, name),
     )
-
-
-def describe_not_ready(finding: NodeFinding) -> str:
-    if finding.not_ready_seconds is None:
-        return finding.status
-    return f"{finding.status} for {duration(finding.not_ready_seconds)}"

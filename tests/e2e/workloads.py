@@ -191,18 +191,3 @@ def mirror_pod(ns: str, name: str, node: str, node_uid: str) -> Obj:
             "priorityClassName": "system-node-critical",
         },
     }
-
-
-def local_pv(name: str, node: str) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": "1Gi"},
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": "manual",
-            "persistentVolumeReclaimPolicy": "Retain",
-            "hostPath": {"path": f"/tmp/{name}"},
-        },
-    }
