@@ -17,7 +17,7 @@ from typing import Any
 
 from kubectl_nodefail import kube
 from kubectl_nodefail.analysis import facts
-from kubectl_nodefail.analysis.nodes import is_ready, shutdown_evidence
+from kubectl_nodefail.analysis.nodes import has_problem_condition, is_ready, shutdown_evidence
 from kubectl_nodefail.errors import Forbidden, NotFound
 from kubectl_nodefail.snapshot import Obj, Snapshot
 
@@ -66,10 +66,15 @@ def _label_selector(selector: Obj | None) -> str | None:
 
 
 def focus_nodes(nodes: list[Obj], requested: Collection[str]) -> list[str]:
-    """Nodes worth a closer look: not Ready, shut down or out-of-service tainted, or named."""
+    """Nodes worth a closer look: not Ready, shut down or out-of-service tainted, reporting a
+    problem condition, or named."""
     if requested:
         return [n["metadata"]["name"] for n in nodes if n["metadata"]["name"] in requested]
-    return [n["metadata"]["name"] for n in nodes if not is_ready(n) or shutdown_evidence(n)]
+    return [
+        n["metadata"]["name"]
+        for n in nodes
+        if not is_ready(n) or shutdown_evidence(n) or has_problem_condition(n)
+    ]
 
 
 def gather(

@@ -23,6 +23,18 @@ def is_ready(node: Obj) -> bool:
     return bool(cond and cond.get("status") == "True")
 
 
+def has_problem_condition(node: Obj) -> bool:
+    """A known trouble condition (pressure, NetworkUnavailable, node-problem-detector) is True."""
+    return any(
+        c.get("status") == "True"
+        and (
+            c.get("type") in facts.KUBELET_PROBLEM_CONDITIONS
+            or c.get("type") in facts.NPD_PROBLEM_CONDITIONS
+        )
+        for c in conditions(node).values()
+    )
+
+
 def kubectl_status(node: Obj) -> str:
     """The STATUS column of `kubectl get nodes` (printNode)."""
     cond = ready_condition(node)

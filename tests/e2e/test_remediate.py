@@ -402,3 +402,31 @@ def test_dry_run_sends_no_mutating_request(control_plane: ControlPlane, plugin: 
         run = next((r for r in plugin.runs if r.start <= when <= r.end), None)
         assert run is not None, f"a write outside any plugin run: {entry['objectRef']}"
         assert run.confirmed, f"a dry run wrote: {entry['verb']} {entry['objectRef']}"
+
+
+def test_delete_node_strategy_lets_podgc_clean_up(
+    control_plane: ControlPlane, plugin: Plugin
+) -> None:
+    cp, node = control_plane, "flaky-r6"
+    uids = _down(cp, node)
+    proc = plugin.run(
+        "remediate",
+        node,
+        "--strategy",
+        "delete-node",
+        "--node-shutdown-confirmed",
+        node,
+        "--confirm",
+        "-o",
+        "json",
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    step = next(s for s in _json(proc)["steps"] if s["action"] == "delete-node")
+    assert step["result"] == "done"
+    assert cp.get("node", node) is None
+    new = wait_running_elsewhere(cp, NS, f"db-{node}", node, timeout=120)  # PodGC, then the STS
+    assert new["metadata"]["uid"] != uids[node]
+    events = cp.get("events", namespace="default")["items"]
+    assert any(
+        e["reason"] == "NodefailDeleteNode" and e["involvedObject"]["name"] == node for e in events
+    )
