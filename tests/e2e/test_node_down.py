@@ -35,6 +35,7 @@ NS = "scenario-down"
 NODE = "flaky-a"
 TOLERATION = 20
 GRACE = 10  # terminationGracePeriodSeconds: short, so "stuck past its grace period" shows soon
+APPS = ("web", "pinned", "db", "agent", "lonely", "batch", "batch-pfp", "nightly", "operated")
 UNREACHABLE = "node.kubernetes.io/unreachable"
 
 
@@ -79,9 +80,20 @@ def down(control_plane: ControlPlane, plugin: Plugin) -> State:
             toleration_seconds=TOLERATION,
             grace=GRACE,
         ),
+        w.cronjob(NS, "nightly", prefer=NODE, toleration_seconds=TOLERATION, grace=GRACE),
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "operator-state", "namespace": NS},
+        },
+    )
+    cp.kubectl("create", "job", "-n", NS, "nightly-manual", "--from=cronjob/nightly")
+    owner = cp.get("configmap", "operator-state", namespace=NS)
+    cp.apply(
+        w.operated_pod(NS, "operated", owner, pin=NODE, toleration_seconds=TOLERATION, grace=GRACE)
     )
     state = State(cp, plugin)
-    for app in ("web", "pinned", "db", "agent", "lonely", "batch", "batch-pfp"):
+    for app in APPS:
         state.before[app] = wait_running_on(cp, NS, app, NODE)["metadata"]["uid"]
     code, healthy = plugin.diagnose_json()
     state.codes["healthy"], state.diagnoses["healthy"] = code, healthy
@@ -216,9 +228,6 @@ def test_7_jobs_replacement_depends_on_pod_replacement_policy(down: State) -> No
         down.before["batch-pfp"]
     ]
     # Capture once every evicted pod is past its grace period: stuck, not merely terminating.
-    deadlines = [p["metadata"]["deletionTimestamp"] for p in pods(down.cp, NS, "db")]
-    time.sleep(max(0.0, _seconds_until(deadlines[0]) + 2))
-    _capture(down, "after-eviction")
 
 
 def _seconds_until(rfc3339: str) -> float:
@@ -226,6 +235,26 @@ def _seconds_until(rfc3339: str) -> float:
 
     when = datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))
     return (when - datetime.now(timezone.utc)).total_seconds()
+
+
+def test_7b_cronjob_pod_replaced_and_operated_pod_left_alone(down: State) -> None:
+    wait_terminating_on(down.cp, NS, "nightly", NODE, timeout=TOLERATION + 60)
+    wait_for(
+        "a replacement pod of the CronJob's Job",
+        lambda: [
+            p
+            for p in pods(down.cp, NS, "nightly")
+            if p["metadata"]["uid"] != down.before["nightly"]
+        ],
+        30,
+    )
+    old = wait_terminating_on(down.cp, NS, "operated", NODE, timeout=TOLERATION + 60)
+    time.sleep(3)  # nothing this cluster runs recreates it
+    assert [p["metadata"]["uid"] for p in pods(down.cp, NS, "operated")] == [old["metadata"]["uid"]]
+    # Capture once every evicted pod is past its grace period: stuck, not merely terminating.
+    deadlines = [p["metadata"]["deletionTimestamp"] for p in pods(down.cp, NS, "db")]
+    time.sleep(max(0.0, _seconds_until(deadlines[0]) + 2))
+    _capture(down, "after-eviction")
 
 
 def test_diagnosis_after_eviction(down: State) -> None:
@@ -250,6 +279,12 @@ def test_diagnosis_after_eviction(down: State) -> None:
     assert pfp["replacement"]["state"] == "blocked" and "Failed" in pfp["explanation"]
     agent = _pod_in(d, d_name(d, "agent"))
     assert agent["kubectlStatus"] == "Running" and agent["action"]["code"] == "wait"
+    nightly = _pod_in(d, d_name(d, "nightly"))
+    assert nightly["controller"] == "cronjob"
+    assert [o["kind"] for o in nightly["ownerChain"]] == ["Job", "CronJob"]
+    operated = _pod_in(d, "operated")
+    assert operated["controller"] == "other" and operated["replacement"]["state"] == "unknown"
+    assert "ConfigMap operator-state" in operated["explanation"]
 
 
 def test_8_kubelet_returns_everything_settles(down: State) -> None:
@@ -261,7 +296,7 @@ def test_8_kubelet_returns_everything_settles(down: State) -> None:
         lambda: not {k for k in taint_keys(cp, NODE) if k[0] == UNREACHABLE},
         30,
     )
-    for app in ("web", "pinned", "lonely", "batch"):
+    for app in ("web", "pinned", "lonely", "batch", "nightly", "operated"):
         wait_for(
             f"old {app} pod removed",
             lambda app=app: (

@@ -191,3 +191,35 @@ def mirror_pod(ns: str, name: str, node: str, node_uid: str) -> Obj:
             "priorityClassName": "system-node-critical",
         },
     }
+
+
+def cronjob(ns: str, name: str, **spec_args: Any) -> Obj:
+    """A suspended CronJob: its Jobs are made on demand with `kubectl create job --from`."""
+    spec = pod_spec(name, restartPolicy="Never", **spec_args)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "schedule": "0 3 * * *",
+            "suspend": True,
+            "jobTemplate": {
+                "spec": {"template": {"metadata": {"labels": {"app": name}}, "spec": spec}}
+            },
+        },
+    }
+
+
+def operated_pod(ns: str, name: str, owner: Obj, **spec_args: Any) -> Obj:
+    """A pod whose controller is something this tool has no rules for (an operator's object)."""
+    pod = bare_pod(ns, name, **spec_args)
+    pod["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": owner["apiVersion"],
+            "kind": owner["kind"],
+            "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"],
+            "controller": True,
+        }
+    ]
+    return pod

@@ -152,3 +152,14 @@ def test_only_named_nodes_and_namespaces() -> None:
     assert {p.node for p in report.pods} == {"flaky-b"}
     report = diagnose(snap, snap.captured_at, namespaces=["no-such-namespace"])
     assert report.pods == [] and len(report.nodes) == 3
+
+
+def test_after_eviction_cronjob_chain_and_unknown_owner(after_eviction: Report) -> None:
+    nightly = pod(after_eviction, NS, "nightly-manual")
+    assert nightly.controller == "cronjob"
+    assert [o.kind for o in nightly.owner_chain] == ["Job", "CronJob"]
+    assert "(CronJob nightly)" in nightly.explanation
+    operated = pod(after_eviction, NS, "operated")
+    assert operated.controller == "other" and operated.replacement.state == "unknown"
+    assert "depends on that controller" in operated.explanation
+    assert operated.action.code == "out-of-service" and operated.action.risk == "medium"
