@@ -134,6 +134,7 @@ def gather(
         [],
     )
     events = _events(cluster, reader, focus)
+    focus_set = set(focus)
     return Snapshot(
         captured_at=clock(),
         server_version=version,
@@ -143,7 +144,7 @@ def gather(
         pods=list(pods.values()),
         owners=owners,
         volume_attachments=[
-            a for a in attachments if (a.get("spec") or {}).get("nodeName") in set(focus)
+            a for a in attachments if (a.get("spec") or {}).get("nodeName") in focus_set
         ],
         pvcs=pvcs,
         pvs=pvs,
