@@ -58,15 +58,19 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _namespace(step: Step) -> str:
-    return step.target.split("/")[1] if step.target.startswith("pod/") else ""
+def _pod_ref(step: Step) -> tuple[str, str]:
+    """(namespace, name) of a pod step's target "pod/NAMESPACE/NAME"; ("", "") for node steps."""
+    if not step.target.startswith("pod/"):
+        return "", ""
+    _, ns, name = step.target.split("/", 2)
+    return ns, name
 
 
 def preflight(cluster: kube.Cluster, plan: Plan) -> list[str]:
     """Missing permissions for the plan's mutating steps, by SelfSubjectAccessReview."""
     wanted: set[tuple[str, str, str, str]] = set()
     for step in plan.mutating:
-        ns = _namespace(step)
+        ns, _ = _pod_ref(step)
         for verb, group, resource in NEEDS.get(step.action, []):
             scope = (
                 facts.NODE_LEASE_NAMESPACE
@@ -130,11 +134,12 @@ class Executor:
     def _one(self, step: Step) -> None:
         self.progress(f"{step.action} {step.target}")
         try:
-            reason = self._recheck(step)
+            node = self.cluster.get(kube.node_path(step.node))
+            reason = self._recheck(step, node)
             if reason:
                 step.result, step.detail = "skipped", reason
             else:
-                step.detail = getattr(self, "_" + step.action.replace("-", "_"))(step)
+                step.detail = getattr(self, "_" + step.action.replace("-", "_"))(step, node)
                 step.result = "done"
         except NotFound:
             step.result, step.detail = "skipped", "the object is gone already (vanished mid-run)"
@@ -147,8 +152,8 @@ class Executor:
 
     # --- re-checks ---
 
-    def _recheck(self, step: Step) -> str | None:
-        node = self.cluster.get(kube.node_path(step.node))
+    def _recheck(self, step: Step, node: Obj) -> str | None:
+        """Why the step must not run now (the node, its lease or the pod moved), or None."""
         if step.action == "remove-out-of-service":
             return None if is_ready(node) else "the node is not Ready any more: taint kept"
         if is_ready(node):
@@ -170,8 +175,7 @@ class Executor:
 
     # --- the actions ---
 
-    def _taint_out_of_service(self, step: Step) -> str:
-        node = self.cluster.get(kube.node_path(step.node))
+    def _taint_out_of_service(self, step: Step, node: Obj) -> str:
         taints = (node.get("spec") or {}).get("taints")
         taint = {
             "key": facts.TAINT_OUT_OF_SERVICE,
@@ -195,8 +199,7 @@ class Executor:
         self._patch_node(step.node, ops)
         return "out-of-service taint applied; " + self._wait_released(step.node)
 
-    def _remove_out_of_service(self, step: Step) -> str:
-        node = self.cluster.get(kube.node_path(step.node))
+    def _remove_out_of_service(self, step: Step, node: Obj) -> str:
         taints = (node.get("spec") or {}).get("taints") or []
         index = [i for i, t in enumerate(taints) if t.get("key") == facts.TAINT_OUT_OF_SERVICE]
         if not index:
@@ -213,8 +216,8 @@ class Executor:
         self._patch_node(step.node, ops)
         return "out-of-service taint removed"
 
-    def _force_delete_pod(self, step: Step) -> str:
-        _, ns, name = step.target.split("/", 2)
+    def _force_delete_pod(self, step: Step, node: Obj) -> str:
+        ns, name = _pod_ref(step)
         self.cluster.delete(
             kube.pod_path(ns, name),
             grace_seconds=0,
@@ -223,8 +226,7 @@ class Executor:
         )
         return "force-deleted (grace 0, UID and resourceVersion preconditions)"
 
-    def _delete_node(self, step: Step) -> str:
-        node = self.cluster.get(kube.node_path(step.node))
+    def _delete_node(self, step: Step, node: Obj) -> str:
         self.cluster.delete(
             kube.node_path(step.node),
             uid=node["metadata"]["uid"],
@@ -301,8 +303,8 @@ class Executor:
                 step.detail += f" (no Event recorded: {exc.message})"
 
     def _event(self, step: Step) -> None:
-        if step.target.startswith("pod/"):
-            _, ns, name = step.target.split("/", 2)
+        ns, name = _pod_ref(step)
+        if ns:
             involved = {
                 "kind": "Pod",
                 "apiVersion": "v1",

@@ -201,7 +201,7 @@ def _node_steps(
         f"{node.name}"
     )
     gate = "shutdown confirmed: " + "; ".join(evidence) if gate_ok else unlock
-    destructive_needed = False
+    blocked: list[PodFinding] = []  # what only a destructive step releases
     for pod in pods:
         if pod.controller in ("daemonset", "mirror"):
             steps.append(
@@ -232,9 +232,9 @@ def _node_steps(
                     f"eviction due {format_time(pod.eviction_at)}; then: {pod.replacement.summary}",
                 )
             )
-            destructive_needed = True
+            blocked.append(pod)
         else:
-            destructive_needed = True
+            blocked.append(pod)
     if node.out_of_service:
         steps.append(
             Step(
@@ -248,9 +248,8 @@ def _node_steps(
             )
         )
         return steps
-    if not destructive_needed:
+    if not blocked:
         return steps
-    blocked = [p for p in pods if p.controller not in ("daemonset", "mirror") and not _cosmetic(p)]
     names = ", ".join(f"{p.namespace}/{p.name} ({p.controller})" for p in blocked)
     if strategy == "out-of-service":
         steps.append(

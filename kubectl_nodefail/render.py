@@ -182,7 +182,7 @@ def table(report: Report, wide: bool = False) -> str:
             out.append(f"node {n.name}: " + "; ".join(n.cause.evidence))
         for p in report.pods:
             out.append(f"pod {p.namespace}/{p.name}: " + "; ".join(p.evidence + p.storage))
-    actions = _distinct_actions(report)
+    actions = _node_suggestions(report)
     if actions:
         out += ["", "SUGGESTED", *actions]
     out += [f"note: {g}" for g in report.gaps]
@@ -199,7 +199,7 @@ def _widths(wide: bool, headers: list[str]) -> list[int | None]:
     return [limits.get(h) for h in headers]
 
 
-def _distinct_actions(report: Report) -> list[str]:
+def _node_suggestions(report: Report) -> list[str]:
     seen: list[str] = []
     for n in report.nodes:
         a = n.action

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import cached_property
 from typing import Any
 
 from kubectl_nodefail.errors import BadInputError
@@ -22,17 +23,6 @@ UTC = timezone.utc
 Obj = dict[str, Any]
 DUMP_KIND = "NodefailDump"
 DUMP_API_VERSION = "kubectl-nodefail/v1"
-
-# kind -> the attribute of Snapshot that holds it; owners share one table keyed by kind.
-_OWNER_KINDS = {
-    "ReplicaSet",
-    "Deployment",
-    "StatefulSet",
-    "DaemonSet",
-    "Job",
-    "CronJob",
-    "ReplicationController",
-}
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -68,41 +58,60 @@ class Snapshot:
     # Free-form provenance, e.g. which scenario and moment a recorded fixture shows.
     notes: dict[str, Any] = field(default_factory=dict)
 
-    # --- look-ups the analysis uses (built lazily, snapshots are not mutated after loading) ---
+    # --- look-ups the analysis uses (indexes built once; snapshots are not mutated) ---
 
-    def node(self, name: str) -> Obj | None:
-        return self._index("_nodes_by_name", self.nodes, lambda o: o["metadata"]["name"]).get(name)
+    @cached_property
+    def _leases(self) -> dict[str, Obj]:
+        return {
+            x["metadata"]["name"]: x
+            for x in self.leases
+            if x["metadata"].get("namespace") == "kube-node-lease"
+        }
+
+    @cached_property
+    def _owners(self) -> dict[tuple[str, str, str], Obj]:
+        return {
+            (o.get("kind", ""), o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+            for o in self.owners
+        }
+
+    @cached_property
+    def _pods(self) -> dict[tuple[str, str], Obj]:
+        return {(p["metadata"].get("namespace", ""), p["metadata"]["name"]): p for p in self.pods}
+
+    @cached_property
+    def _pods_by_owner(self) -> dict[str, list[Obj]]:
+        table: dict[str, list[Obj]] = {}
+        for pod in self.pods:
+            for ref in pod["metadata"].get("ownerReferences") or []:
+                table.setdefault(ref.get("uid", ""), []).append(pod)
+        return table
+
+    @cached_property
+    def _pvcs(self) -> dict[tuple[str, str], Obj]:
+        return {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in self.pvcs}
+
+    @cached_property
+    def _pvs(self) -> dict[str, Obj]:
+        return {o["metadata"]["name"]: o for o in self.pvs}
 
     def lease(self, node_name: str) -> Obj | None:
-        return self._index(
-            "_leases_by_name",
-            [x for x in self.leases if x["metadata"].get("namespace") == "kube-node-lease"],
-            lambda o: o["metadata"]["name"],
-        ).get(node_name)
+        return self._leases.get(node_name)
 
     def owner(self, kind: str, namespace: str, name: str) -> Obj | None:
-        return self._index(
-            "_owners_by_key",
-            self.owners,
-            lambda o: (o.get("kind"), o["metadata"].get("namespace", ""), o["metadata"]["name"]),
-        ).get((kind, namespace, name))
+        return self._owners.get((kind, namespace, name))
 
-    def pvc(self, namespace: str, name: str) -> Obj | None:
-        return self._index(
-            "_pvcs", self.pvcs, lambda o: (o["metadata"].get("namespace"), o["metadata"]["name"])
-        ).get((namespace, name))
-
-    def pv(self, name: str) -> Obj | None:
-        return self._index("_pvs", self.pvs, lambda o: o["metadata"]["name"]).get(name)
+    def pod(self, namespace: str, name: str) -> Obj | None:
+        return self._pods.get((namespace, name))
 
     def pods_owned_by(self, uid: str) -> list[Obj]:
-        table: dict[str, list[Obj]] = getattr(self, "_pods_by_owner", None) or {}
-        if not table:
-            for pod in self.pods:
-                for ref in pod["metadata"].get("ownerReferences") or []:
-                    table.setdefault(ref.get("uid", ""), []).append(pod)
-            object.__setattr__(self, "_pods_by_owner", table)
-        return table.get(uid, [])
+        return self._pods_by_owner.get(uid, [])
+
+    def pvc(self, namespace: str, name: str) -> Obj | None:
+        return self._pvcs.get((namespace, name))
+
+    def pv(self, name: str) -> Obj | None:
+        return self._pvs.get(name)
 
     def events_about(self, kind: str, namespace: str, name: str) -> list[Obj]:
         return [
@@ -112,13 +121,6 @@ class Snapshot:
             and (e.get("involvedObject") or {}).get("name") == name
             and (e.get("involvedObject") or {}).get("namespace", "") == namespace
         ]
-
-    def _index(self, attr: str, objs: Iterable[Obj], key: Any) -> dict[Any, Obj]:
-        table: dict[Any, Obj] | None = getattr(self, attr, None)
-        if table is None:
-            table = {key(o): o for o in objs}
-            object.__setattr__(self, attr, table)
-        return table
 
     # --- (de)serialisation ---
 
@@ -168,7 +170,7 @@ def from_items(items: Iterable[Obj], captured_at: datetime, **meta: Any) -> Snap
         kind = obj.get("kind", "")
         if kind in buckets:
             buckets[kind].append(obj)
-        elif kind in _OWNER_KINDS or (obj.get("apiVersion") and kind):
+        elif kind:  # ReplicaSets, StatefulSets, Jobs, ... and any other owner kind
             snap.owners.append(obj)
     return snap
 

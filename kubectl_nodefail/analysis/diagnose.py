@@ -68,14 +68,7 @@ def diagnose(
             continue
         zone = zone_by_name.get(node.zone) if node else None
         pods.append(analyse_pod(pod, snap, node, zone, master_disruption, failed, now))
-    pods.sort(
-        key=lambda p: (
-            p.category != "on-failed-node" and p.category != "terminating-on-failed-node",
-            p.node,
-            p.namespace,
-            p.name,
-        )
-    )
+    pods.sort(key=lambda p: (not p.node_failed, p.node, p.namespace, p.name))
     listed = [
         f
         for name, f in sorted(node_findings.items())

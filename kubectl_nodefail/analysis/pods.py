@@ -98,11 +98,7 @@ def analyse_pod(
         pod, kind, owner_objs, snap, node_name, node_failed, failed_nodes, terminating, now
     )
     why, replacement, returns = controllers.explain(ctx)
-    rep_pods = [
-        p
-        for p in snap.pods
-        if p["metadata"]["name"] in replacement.pods and p["metadata"].get("namespace") == namespace
-    ]
+    rep_pods = [p for p in (snap.pod(namespace, n) for n in replacement.pods) if p]
     notes = storage.blockers(pod, node_name, rep_pods, snap, now) if node_failed else []
     if node_failed and node is not None:
         ev = eviction.eviction_time(pod, node.taints, zone, master_disruption, now)
