@@ -93,6 +93,14 @@ build_krew() {
 mkdir -p "$bindir"
 command -v go >/dev/null || { log "FAILED: go is not on PATH (Go 1.26 is required)"; exit 1; }
 
+# One build at a time on this machine: a second checkout (or a developer) waits here instead of
+# building the same binaries into the same cache concurrently. The lock is released on exit.
+exec 9>"$bindir/.lock"
+if ! flock -n 9; then
+  log "another build holds $bindir/.lock; waiting for it"
+  flock 9
+fi
+
 k8s=$(key kubernetes "$K8S_VERSION" "$here/controlplane/kubernetes/go.sum")
 etcd=$(key etcd "$ETCD_VERSION" "$here/controlplane/etcd/go.sum")
 kwok=$(key kwok "$KWOK_VERSION")
@@ -105,12 +113,17 @@ build_into "$k8s" "kube-apiserver kube-controller-manager kube-scheduler" build_
 build_into "$kubectl" "kubectl" build_kubectl
 build_into "$krew" "krew" build_krew
 
-# One folder of links the tests use, named by the whole set of versions.
-set_dir=$bindir/controlplane-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION
-rm -rf "$set_dir" "$bindir"/.building.*
-mkdir -p "$set_dir"
-for d in "$etcd" "$kwok" "$k8s" "$kubectl" "$krew"; do
-  for f in "$d"/*; do ln -sfn "$f" "$set_dir/$(basename "$f")"; done
-done
+# One folder of links the tests use. Its name carries a digest of what it points to, so its
+# content never changes once made: a suite running from it is never disturbed by a later call.
+# It is built under a temporary name and renamed into place in one step, only when missing.
+rm -rf "$bindir"/.building.*  # leftovers of an interrupted build (we hold the lock)
+targets=$(for d in "$etcd" "$kwok" "$k8s" "$kubectl" "$krew"; do ls -d "$d"/*; done)
+digest=$(printf '%s\n' "$targets" | sha256sum | cut -c1-12)
+set_dir=$bindir/controlplane-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION-$digest
+if [ ! -d "$set_dir" ]; then
+  tmp=$(mktemp -d "$bindir/.links.XXXXXX")
+  for f in $targets; do ln -s "$f" "$tmp/$(basename "$f")"; done
+  mv -T "$tmp" "$set_dir" 2>/dev/null || rm -rf "$tmp"  # lost a race: an identical one exists
+fi
 log "control plane ready in $set_dir: $("$set_dir/kube-apiserver" --version)"
 echo "$set_dir"
