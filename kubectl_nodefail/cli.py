@@ -6,7 +6,12 @@ commands, so `kubectl nodefail --help` stays fast.
 
 from __future__ import annotations
 
+import logging
+import os
+import re
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,11 +43,41 @@ Exit codes:
   3   problems found (diagnose)
   4   some steps refused, skipped or failed (remediate)
   5   nothing to do (remediate)
-  2   usage error          10  kubeconfig or context error
-  11  API server unreachable or timing out
+  2   usage error
+  10  no kubeconfig, unknown context, or an unusable kubeconfig (YAML, server URL,
+      certificate data)
+  11  API server unreachable or timing out (--request-timeout, --deadline)
   12  credentials rejected or a required read forbidden
-  13  malformed dump file  14  other API error      1  bug
+  13  malformed or unreadable dump or plan file
+  14  any other API error (5xx, throttled past the deadline, malformed answers)
+  1   a bug (rerun with -vv for the traceback)
 """
+DEFAULT_DEADLINE = 120.0  # seconds for a whole run; remediate adds its --wait-timeout
+DEADLINE_GRACE = 1.0  # the hard stop, for waits nothing can interrupt (DNS, exec plugins)
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+class Duration(click.ParamType):
+    """kubectl's duration syntax: `30`, `30s`, `2m`, `1m30s`, `500ms`; `0` means no limit."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        if isinstance(value, (int, float)):
+            seconds = float(value)
+        else:
+            text = str(value).strip()
+            try:
+                seconds = float(text)
+            except ValueError:
+                parts = _DURATION.findall(text)
+                if not parts or "".join(a + b for a, b in parts) != text:
+                    self.fail(f"{value!r} is not a duration (e.g. 30s, 2m, 1m30s)", param, ctx)
+                seconds = sum(float(a) * _UNIT_SECONDS[b] for a, b in parts)
+        if not 0 <= seconds < 10**9:
+            self.fail(f"{value!r} is out of range", param, ctx)
+        return seconds
 
 
 @dataclass
@@ -55,7 +90,12 @@ class Connection:
     def cluster(self) -> Any:
         from kubectl_nodefail.kube import Cluster
 
-        return Cluster(self.kubeconfig, self.context, self.request_timeout)
+        ctx = click.get_current_context(silent=True)
+        deadline = ctx.meta.get(DEADLINE_KEY) if ctx is not None else None
+        return Cluster(self.kubeconfig, self.context, self.request_timeout or None, deadline)
+
+
+DEADLINE_KEY = "kubectl_nodefail.deadline"  # the run's time.monotonic() deadline, in ctx.meta
 
 
 def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -70,11 +110,21 @@ def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             click.option("--context", metavar="NAME", help="The kubeconfig context to use."),
             click.option(
                 "--request-timeout",
-                type=float,
-                default=30.0,
+                type=Duration(),
+                default="30s",
                 show_default=True,
-                metavar="SECONDS",
-                help="Timeout of each API request.",
+                metavar="DURATION",
+                help="How long to wait for a single server request (as kubectl: 30s, 2m; "
+                "0 = no per-request limit). A request that times out is not retried.",
+            ),
+            click.option(
+                "--deadline",
+                type=Duration(),
+                default=None,
+                metavar="DURATION",
+                help=f"The longest the whole run may take, retries and waits the server asks "
+                f"for included [default: {DEFAULT_DEADLINE:g}s; remediate adds its "
+                "--wait-timeout]. Past it: exit 11.",
             ),
             click.option(
                 "-v",
@@ -89,35 +139,124 @@ def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
-    """Run a command body; map its result and the tool's errors onto exit codes."""
+    """Run a command body; map its result and the tool's errors onto exit codes.
+
+    Also holds the overall deadline (--deadline): requests see it through the click context,
+    and a watchdog ends the run with exit 11 should a wait that nothing can interrupt (a name
+    lookup, a credential plugin) outlast it.
+    """
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         verbose = kwargs.get("verbose", 0)
+        _quiet_libraries(verbose)
+        seconds = _deadline_seconds(kwargs)
+        watchdog = None
+        if seconds is not None:
+            click.get_current_context().meta[DEADLINE_KEY] = time.monotonic() + seconds
+            watchdog = _Watchdog(seconds)
         try:
             code = fn(*args, **kwargs)
         except NodefailError as exc:
             if verbose >= 2:
                 traceback.print_exc()
-            click.echo(f"error: {exc.line()}", err=True)
-            sys.exit(int(exc.exit_code))
+            _fail(f"error: {exc.line()}", int(exc.exit_code), watchdog)
         except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            sys.exit(130)
+            _fail("interrupted", 130, watchdog)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # a bug: one line unless asked for more
             if verbose:
                 traceback.print_exc()
-            click.echo(
-                f"error: internal error: {type(exc).__name__}: {exc} "
+            _fail(
+                f"error: internal error: {type(exc).__name__}: {_first_line(exc)} "
                 "(rerun with -v for the traceback)",
-                err=True,
+                int(Exit.INTERNAL),
+                watchdog,
             )
-            sys.exit(int(Exit.INTERNAL))
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
         sys.exit(int(code))
 
     return wrapper
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else ""
+
+
+def _fail(line: str, code: int, watchdog: _Watchdog | None) -> None:
+    """Print the one error line and exit, unless the watchdog already said it."""
+    if watchdog is None or watchdog.claim():
+        click.echo(line, err=True)
+    sys.exit(code)
+
+
+def _deadline_seconds(kwargs: dict[str, Any]) -> float | None:
+    """The run's deadline in seconds: --deadline, or the default (plus remediate's wait)."""
+    if "deadline" not in kwargs:
+        return None
+    given = kwargs.pop("deadline")
+    if given is not None:
+        return float(given) or None  # 0: no deadline, as for --request-timeout
+    return DEFAULT_DEADLINE + float(kwargs.get("wait_timeout") or 0)
+
+
+class _Watchdog:
+    """Ends the process with exit 11 and one line if the run outlasts its deadline.
+
+    Requests stop themselves before the deadline (kube.Cluster cuts every timeout to it);
+    this is the backstop for waits that cannot be cut, DEADLINE_GRACE seconds later. Exactly
+    one error line is printed: whoever claims the line first says it.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._lock = threading.Lock()
+        self._said = False
+        self._timer = threading.Timer(seconds + DEADLINE_GRACE, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def claim(self) -> bool:
+        with self._lock:
+            if self._said:
+                return False
+            self._said = True
+            return True
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _expire(self) -> None:
+        if not self.claim():
+            return
+        sys.stdout.flush()
+        sys.stderr.write(
+            f"error: the run did not finish within the overall deadline of {self.seconds:g}s "
+            "(raise --deadline, or check the cluster and the network)\n"
+        )
+        sys.stderr.flush()
+        os._exit(int(Exit.UNREACHABLE))
+
+
+def _quiet_libraries(verbose: int) -> None:
+    """Keep the client libraries' own log lines off stderr: our one line says it.
+
+    The kubernetes client logs a failing exec credential plugin through the root logger
+    (`logging.error`), which would print `ERROR:root:...` next to our message. With -vv their
+    logs are shown.
+    """
+    root = logging.getLogger()
+    if verbose >= 2:
+        logging.basicConfig(level=logging.DEBUG if verbose > 2 else logging.WARNING)
+        return
+    if not any(isinstance(h, logging.NullHandler) for h in root.handlers):
+        root.addHandler(logging.NullHandler())  # logging.error() then never calls basicConfig
+    for name in ("kubernetes", "urllib3"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -77,3 +77,20 @@ class Conflict(ApiError):
 
 class Forbidden(AuthError):
     """A 403 on one request; optional reads turn this into a stated gap, not a failure."""
+
+
+class ServerError(ApiError):
+    """A 5xx answer (or a 429 still refused after the retries the deadline allowed): the server
+    failed this request. Optional reads turn it into a stated gap; required ones exit 14."""
+
+
+class Gone(ApiError):
+    """A 410: the continue token or resourceVersion of a paginated list has expired."""
+
+
+class MalformedResponse(ApiError):
+    """The server answered 2xx with something that is not the JSON object the request expects."""
+
+
+class DeadlineExceeded(UnreachableError):
+    """The overall deadline of the run (--deadline) ran out before the work was done."""

@@ -10,18 +10,27 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from http import HTTPStatus
 from typing import Any, TypeVar
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from kubectl_nodefail.errors import (
     ApiError,
     AuthError,
     ConfigError,
     Conflict,
+    DeadlineExceeded,
     Forbidden,
+    Gone,
+    MalformedResponse,
+    NodefailError,
     NotFound,
+    ServerError,
     UnreachableError,
 )
 
@@ -30,6 +39,10 @@ T = TypeVar("T")
 R = TypeVar("R")
 PAGE_SIZE = 500
 WORKERS = 8
+RETRIES = 2  # more tries for a GET that was refused, dropped or told to come back later
+BACKOFF_SECONDS = 0.5  # doubled on each retry; a Retry-After may ask for longer
+RETRY_STATUSES = {429, 502, 503, 504}
+READ_CHUNK = 1 << 20
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 
@@ -43,13 +56,21 @@ def _kubeconfig_paths(explicit: str | None) -> list[str]:
 
 
 class Cluster:
-    """A connection to one API server, chosen by kubeconfig and context."""
+    """A connection to one API server, chosen by kubeconfig and context.
+
+    `timeout` is kubectl's --request-timeout: the longest one request may take (None: no
+    limit). `deadline` is a time.monotonic() value the whole run must finish by (--deadline):
+    every connect, TLS handshake, read, retry and Retry-After wait is cut to what is left of it.
+    """
 
     def __init__(
-        self, kubeconfig: str | None = None, context: str | None = None, timeout: float = 30.0
+        self,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        timeout: float | None = 30.0,
+        deadline: float | None = None,
     ) -> None:
-        from kubernetes import client, config
-        from kubernetes.config.config_exception import ConfigException
+        from kubernetes import client
 
         paths = _kubeconfig_paths(kubeconfig)
         existing = [p for p in paths if os.path.exists(p)]
@@ -59,38 +80,19 @@ class Cluster:
                 hint="pass --kubeconfig, set KUBECONFIG, or use --from-file to read a dump",
             )
         cfg = client.Configuration()
-        try:
-            contexts, current = config.list_kube_config_contexts(existing[0])
-            names = [c["name"] for c in contexts or []]
-            if context and context not in names:
-                raise ConfigError(
-                    f"context {context!r} not found in {existing[0]}",
-                    hint=f"known contexts: {', '.join(names) or 'none'}",
-                )
-            config.load_kube_config(
-                config_file=existing[0],
-                context=context,
-                client_configuration=cfg,
-                persist_config=False,
-            )
-        except ConfigError:
-            raise
-        except ConfigException as exc:
-            raise ConfigError(f"kubeconfig {existing[0]} is unusable: {exc}") from exc
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            raise ConfigError(f"kubeconfig {existing[0]} is unusable: {exc}") from exc
+        current = _load_kubeconfig(existing[0], context, cfg)
+        _check_server(existing[0], cfg)
         cfg.connection_pool_maxsize = WORKERS * 2
-        cfg.retries = 1
-        self.context = context or (current or {}).get("name", "")
+        cfg.retries = False  # request() retries itself: only GETs, within the deadline
+        self.context = context or current
         self.host = cfg.host
-        self.timeout = timeout
+        self.timeout = timeout or None
+        self.deadline = deadline
+        self.sleep: Callable[[float], None] = time.sleep  # replaced by tests
         self._api = client.ApiClient(cfg)
         from kubectl_nodefail import __version__
 
         self._api.user_agent = f"kubectl-nodefail/{__version__}"
-        from kubernetes.client import rest
-
-        self._api_exception = rest.ApiException
 
     # --- plain requests ---
 
@@ -103,65 +105,176 @@ class Cluster:
         content_type: str = "application/json",
         accept: str = "application/json",
     ) -> Obj:
-        """Send one request; return the decoded JSON body. Errors become NodefailErrors."""
+        """Send one request; return the decoded JSON object. Errors become NodefailErrors.
+
+        GETs are retried (at most RETRIES more times, with backoff) when the connection is
+        refused or dropped, or the server answers 429/502/503/504; a Retry-After is honoured
+        only within the deadline. A request that times out is never retried: the wait would
+        silently double. Writes are never retried.
+        """
+        query = {k: v for k, v in (query or {}).items() if v is not None}
+        url_path = path + ("?" + urlencode(query) if query else "")
+        attempt = 0
+        while True:
+            try:
+                return self._attempt(method, path, url_path, body, content_type, accept)
+            except _Retryable as retry:
+                attempt += 1
+                if method != "GET" or attempt > RETRIES:
+                    raise retry.error from retry
+                wait = BACKOFF_SECONDS * 2 ** (attempt - 1)
+                if retry.retry_after is not None:
+                    wait = max(wait, retry.retry_after)
+                left = self._left()
+                if left is not None and wait >= left:
+                    asked = (
+                        f"; it asked to wait {retry.retry_after_text!r} (Retry-After)"
+                        if retry.retry_after_text is not None
+                        else ""
+                    )
+                    raise type(retry.error)(
+                        f"{retry.error.message}{asked}, more than the {left:.0f}s left "
+                        "of the overall deadline",
+                        hint=retry.error.hint or "try again later, or raise --deadline",
+                        **_status_kw(retry.error),
+                    ) from retry
+                self.sleep(wait)
+
+    def _left(self) -> float | None:
+        """Seconds left before the overall deadline (None: no deadline)."""
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def _attempt_timeout(self, what: str) -> float | None:
+        """This attempt's timeout: --request-timeout, cut to what is left of the deadline."""
+        left = self._left()
+        if left is not None and left <= 0:
+            raise self._deadline_error(what)
+        limits = [t for t in (self.timeout, left) if t is not None]
+        return min(limits) if limits else None
+
+    def _attempt(
+        self,
+        method: str,
+        path: str,
+        url_path: str,
+        body: Any,
+        content_type: str,
+        accept: str,
+    ) -> Obj:
         import urllib3
 
-        query = {k: v for k, v in (query or {}).items() if v is not None}
+        what = f"{method} {path}"
+        timeout = self._attempt_timeout(what)
         headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type
-        url_path = path + ("?" + urlencode(query) if query else "")
         try:
-            req = self._api.param_serialize(
+            _, url, headers, _, _ = self._api.param_serialize(
                 method=method,
                 resource_path=url_path,
                 header_params=headers,
-                body=body,
                 auth_settings=["BearerToken"],
             )
-            resp = self._api.call_api(*req, _request_timeout=(min(self.timeout, 10), self.timeout))
-            resp.read()
-        except self._api_exception as exc:
-            raise self._api_error(exc.status, exc.body, method, path) from exc
-        except (
-            urllib3.exceptions.MaxRetryError,
-            urllib3.exceptions.TimeoutError,
-            urllib3.exceptions.ProtocolError,
-            urllib3.exceptions.SSLError,
-            ConnectionError,
-            TimeoutError,
-        ) as exc:
-            reason = getattr(exc, "reason", None) or exc
+        except Exception as exc:  # exec plugins and token refreshers fail in many ways
+            raise AuthError(
+                f"could not get credentials for context {self.context!r}: {_short(exc)}",
+                hint="log in again",
+            ) from exc
+        try:
+            resp = self._api.rest_client.pool_manager.request(
+                method,
+                url,
+                body=None if body is None else json.dumps(body),
+                headers=headers,
+                timeout=urllib3.Timeout(connect=timeout, read=timeout),
+                retries=False,
+                redirect=False,
+                preload_content=False,
+            )
+            data = self._read_body(resp, timeout, what)
+        except urllib3.exceptions.NewConnectionError as exc:  # refused, unresolvable
+            raise _Retryable(
+                UnreachableError(
+                    f"cannot reach the API server at {self.host}: {_short(_reason(exc))}",
+                    hint=f"context {self.context!r}; check the network, VPN, or the cluster "
+                    "itself",
+                )
+            ) from exc
+        except urllib3.exceptions.ConnectTimeoutError as exc:
             raise UnreachableError(
-                f"cannot reach the API server at {self.host}: {_short(reason)}",
+                f"cannot reach the API server at {self.host}: no connection within "
+                f"{_seconds(timeout)}",
                 hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
             ) from exc
-        except Exception as exc:  # exec credential plugins and token refreshers fail in many ways
-            if "credential" in str(exc).lower() or "token" in str(exc).lower():
-                raise AuthError(
-                    f"could not get credentials for context {self.context!r}: {_short(exc)}",
-                    hint="log in again",
-                ) from exc
-            raise
-        if not 200 <= resp.status <= 299:
-            raise self._api_error(resp.status, resp.data, method, path)
-        try:
-            data = json.loads(resp.data or b"{}")
-        except ValueError as exc:
-            raise ApiError(
-                f"{method} {path}: the API server sent something that is not JSON"
+        except (urllib3.exceptions.TimeoutError, TimeoutError) as exc:
+            left = self._left()
+            if left is not None and (self.timeout is None or left < 1):
+                raise self._deadline_error(what) from exc
+            raise UnreachableError(
+                f"{what}: no answer from the API server at {self.host} within "
+                f"{_seconds(timeout)}",
+                hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
             ) from exc
-        return data if isinstance(data, dict) else {"items": data}
+        except urllib3.exceptions.SSLError as exc:
+            raise UnreachableError(
+                f"TLS with the API server at {self.host} failed: {_short(_reason(exc))}",
+                hint=f"context {self.context!r}; check the server URL and its CA data",
+            ) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            # reset or dropped: safe to try a GET again
+            raise _Retryable(
+                UnreachableError(
+                    f"cannot reach the API server at {self.host}: {_short(_reason(exc))}",
+                    hint=f"context {self.context!r}; check the network, VPN, or the cluster "
+                    "itself",
+                )
+            ) from exc
+        if resp.status in RETRY_STATUSES:
+            raw = resp.headers.get("Retry-After")
+            raise _Retryable(self._api_error(resp.status, data, method, path), raw)
+        if not 200 <= resp.status <= 299:
+            raise self._api_error(resp.status, data, method, path)
+        return _decode(data, what)
+
+    def _deadline_error(self, what: str) -> DeadlineExceeded:
+        return DeadlineExceeded(
+            f"{what}: the overall deadline ran out waiting for the API server at {self.host}",
+            hint=f"context {self.context!r}; raise --deadline, or check the network and the "
+            "cluster",
+        )
+
+    def _read_body(self, resp: Any, timeout: float | None, what: str) -> bytes:
+        """The whole body, chunk by chunk, never reading past the deadline."""
+        chunks: list[bytes] = []
+        try:
+            while True:
+                left = self._left()
+                if left is not None and left <= 0:
+                    raise self._deadline_error(what)
+                sock = getattr(getattr(resp, "connection", None), "sock", None)
+                if sock is not None and left is not None:
+                    sock.settimeout(min(t for t in (timeout, left) if t is not None))
+                chunk = resp.read(READ_CHUNK)
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+        finally:
+            resp.release_conn()
 
     def _api_error(
         self, status: int | None, body: Any, method: str, path: str
-    ) -> ApiError | AuthError:
+    ) -> NodefailError:
+        """An error answer, as the tool's error for its status (one line, the server's word)."""
+        what = f"{method} {path}"
         message = ""
         try:
-            message = json.loads(body).get("message", "") if body else ""
-        except (ValueError, AttributeError, TypeError):
-            message = str(body)[:200] if body else ""
-        what = f"{method} {path}"
+            doc = json.loads(body) if body else {}
+            message = str(doc.get("message", "")) if isinstance(doc, dict) else ""
+        except (ValueError, RecursionError):
+            pass
+        if not message and body:
+            text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+            message = _short(text) if text.strip() else ""
         if status == 401:
             return AuthError(
                 f"the API server rejected the credentials of context {self.context!r} "
@@ -176,7 +289,14 @@ class Cluster:
             return NotFound(f"not found: {what}", status=404)
         if status == 409:
             return Conflict(f"conflict: {what}: {message}", status=409)
-        return ApiError(f"{what} failed ({status}): {message}", status=status)
+        if status == 410:
+            return Gone(f"gone: {what}: {message}", status=410)
+        if status is not None and (status >= 500 or status == 429):
+            return ServerError(
+                f"{what} failed ({status} {_reason_phrase(status)}): {message}".rstrip(": "),
+                status=status,
+            )
+        return ApiError(f"{what} failed ({status}): {message}".rstrip(": "), status=status)
 
     def get(self, path: str, **query: Any) -> Obj:
         return self.request("GET", path, query)
@@ -234,8 +354,178 @@ class Cluster:
 
 
 def _short(exc: object) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text[:200]
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
+
+
+def _reason(exc: BaseException) -> object:
+    """urllib3 wraps the cause (MaxRetryError.reason, ProtocolError args): the useful part."""
+    reason = getattr(exc, "reason", None)
+    if reason is None and exc.args and isinstance(exc.args[-1], BaseException):
+        reason = exc.args[-1]
+    return reason or exc
+
+
+def _seconds(timeout: float | None) -> str:
+    return "the time allowed" if timeout is None else f"{timeout:g}s"
+
+
+def _reason_phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "error"
+
+
+def _status_kw(error: NodefailError) -> dict[str, Any]:
+    return {"status": error.status} if isinstance(error, ApiError) else {}
+
+
+class _Retryable(Exception):  # a signal inside request(); never leaves it
+    """A failure worth trying a GET again for; `error` is what to raise when out of tries."""
+
+    def __init__(self, error: NodefailError, retry_after: str | None = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.retry_after_text = retry_after
+        self.retry_after = _parse_retry_after(retry_after)
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    """Retry-After as seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def _decode(data: bytes, what: str) -> Obj:
+    """A 2xx body as a JSON object of the expected shape, or MalformedResponse (exit 14)."""
+    try:
+        doc = json.loads(data or b"{}")
+    except RecursionError as exc:
+        raise MalformedResponse(f"{what}: the API server's answer is nested too deeply") from exc
+    except ValueError as exc:
+        raise MalformedResponse(f"{what}: the API server sent something that is not JSON") from exc
+    if not isinstance(doc, dict):
+        raise MalformedResponse(
+            f"{what}: the API server sent a JSON {type(doc).__name__}, not an object"
+        )
+    problem = _shape_problem(doc)
+    if problem:
+        raise MalformedResponse(f"{what}: malformed answer from the API server: {problem}")
+    return doc
+
+
+def _shape_problem(doc: Obj) -> str | None:
+    """What the readers rely on in every answer: metadata objects; lists of named objects."""
+    if "metadata" in doc and not isinstance(doc["metadata"], dict):
+        return "metadata is not an object"
+    if "items" not in doc:
+        return None
+    items = doc["items"]
+    if items is None:
+        doc["items"] = []
+        return None
+    if not isinstance(items, list):
+        return "items is not a list"
+    for i, item in enumerate(items):
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            return f"items[{i}] is not an object with metadata.name"
+    return None
+
+
+def _load_kubeconfig(path: str, context: str | None, cfg: Any) -> str:
+    """Read the kubeconfig into the client configuration; every failure is a ConfigError.
+
+    Returns the name of the context in use. The client library raises anything from YAML
+    parser errors to AttributeErrors on a wrong-typed field, so its whole load is guarded.
+    """
+    import yaml
+    from kubernetes import config
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ConfigError(f"kubeconfig {path} is not valid YAML{where}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read kubeconfig {path}: {_short(exc)}") from exc
+    problem = _kubeconfig_problem(doc)
+    if problem:
+        raise ConfigError(f"kubeconfig {path} is unusable: {problem}")
+    names = [c["name"] for c in doc.get("contexts") or []]
+    if context and context not in names:
+        raise ConfigError(
+            f"context {context!r} not found in {path}",
+            hint=f"known contexts: {', '.join(names) or 'none'}",
+        )
+    try:
+        config.load_kube_config_from_dict(
+            doc, context=context, client_configuration=cfg, persist_config=False
+        )
+    except Exception as exc:  # the library's own errors for a config it cannot use
+        raise ConfigError(f"kubeconfig {path} is unusable: {_short(exc)}") from exc
+    return context or str(doc.get("current-context") or "")
+
+
+def _kubeconfig_problem(doc: Any) -> str | None:
+    """The shape kubectl needs: named clusters, users and contexts, each a mapping."""
+    if not isinstance(doc, dict):
+        return "it is not a YAML mapping"
+    for section in ("clusters", "users", "contexts"):
+        entries = doc.get(section) or []
+        if not isinstance(entries, list):
+            return f"{section} is not a list"
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                return f"{section}[{i}] has no name"
+            body = entry.get(section[:-1])
+            if body is not None and not isinstance(body, dict):
+                return f"{section}[{i}] ({entry['name']}): {section[:-1]} is not a mapping"
+    if not isinstance(doc.get("current-context") or "", str):
+        return "current-context is not a string"
+    return None
+
+
+def _check_server(path: str, cfg: Any) -> None:
+    """The server URL and TLS material, checked now rather than failing on the first request."""
+    import ssl
+
+    try:
+        url = urlsplit(cfg.host)
+        port = url.port
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"kubeconfig {path}: server {cfg.host!r} is not a valid URL") from exc
+    if url.scheme not in ("http", "https") or not url.hostname or port == 0:
+        raise ConfigError(
+            f"kubeconfig {path}: server {cfg.host!r} is not an http(s) URL",
+            hint="expected e.g. https://10.0.0.1:6443",
+        )
+    if url.scheme != "https":
+        return
+    try:
+        ctx = ssl.create_default_context()
+        if cfg.ssl_ca_cert:
+            ctx.load_verify_locations(cafile=cfg.ssl_ca_cert)
+        if cfg.cert_file:
+            ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise ConfigError(
+            f"kubeconfig {path}: the certificate data is unusable: {_short(exc)}",
+            hint="check certificate-authority(-data) and client-certificate/key(-data)",
+        ) from exc
 
 
 def pod_path(namespace: str, name: str = "") -> str:

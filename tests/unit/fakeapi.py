@@ -1,0 +1,153 @@
+"""Tiny local HTTP(S) servers that misbehave as a real API server cannot be made to: hang,
+answer garbage, throttle. They decide nothing about Kubernetes; they only exercise the
+client side of kube.py (timeouts, retries, error mapping). Loopback only, stopped by the test.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+# (status, headers, body) for the n-th request (0-based); None = never answer
+Answer = tuple[int, dict[str, str], bytes] | None
+Script = Callable[[int, str, str], Answer]
+
+
+class FakeApi:
+    """What one fake server saw: the requests, as (method, path)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.requests: list[tuple[str, str]] = []
+
+
+def json_answer(doc: Any, status: int = 200, **headers: str) -> Answer:
+    return status, {"Content-Type": "application/json", **headers}, json.dumps(doc).encode()
+
+
+def self_signed(tmp: Path) -> tuple[str, str]:
+    """A throwaway certificate and key for 127.0.0.1, made by the openssl CLI."""
+    openssl = shutil.which("openssl")
+    assert openssl, "the TLS tests need the openssl command"
+    cert, key = tmp / "server.crt", tmp / "server.key"
+    subprocess.run(
+        [
+            *(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"),
+            *("-keyout", str(key), "-out", str(cert)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return str(cert), str(key)
+
+
+@contextmanager
+def serve(script: Script, tls: tuple[str, str] | None = None) -> Iterator[FakeApi]:
+    """An HTTP(S) server on 127.0.0.1 answering each request as `script` says."""
+    stop = threading.Event()
+    api = FakeApi("")
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            return None
+
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
+            api.requests.append((self.command, self.path))
+            answer = script(len(api.requests) - 1, self.command, self.path)
+            if answer is None:
+                stop.wait(60)  # never answer (until the test ends)
+                return
+            status, headers, body = answer
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_DELETE = do_PATCH = _answer
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    scheme = "http"
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(*tls)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
+    api.url = f"{scheme}://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield api
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def silent_socket(reply: bytes | None = None) -> Iterator[str]:
+    """A TCP port that accepts and then says nothing (or `reply`, then nothing): a TLS
+    handshake or an HTTP request to it never completes. Yields 'host:port'."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            held.append(conn)
+            if reply is not None:
+                conn.sendall(reply)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(2)
+        for conn in held:
+            conn.close()
+        listener.close()
+
+
+def kubeconfig(tmp: Path, server: str, ca_file: str | None = None, **user: Any) -> str:
+    """A kubeconfig file (JSON is YAML) for one cluster, one user, one context."""
+    cluster: dict[str, Any] = {"server": server}
+    if ca_file:
+        cluster["certificate-authority"] = ca_file
+    path = tmp / "kubeconfig"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "fake",
+                "clusters": [{"name": "fake", "cluster": cluster}],
+                "users": [{"name": "u", "user": user or {"token": "t"}}],
+                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}],
+            }
+        )
+    )
+    return str(path)

@@ -1,0 +1,325 @@
+"""Bad servers and bad networks: a documented exit code and one line, within the deadline.
+
+Every case here was an exit 1, a traceback, an extra log line or an unbounded wait before
+(issue 9). Local fake servers (tests/unit/fakeapi.py) play what a real API server cannot be made
+to do: hang, answer garbage, throttle.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kubectl_nodefail import kube
+from kubectl_nodefail.cli import main
+from kubectl_nodefail.errors import (
+    DeadlineExceeded,
+    MalformedResponse,
+    ServerError,
+    UnreachableError,
+)
+from tests.unit.fakeapi import (
+    json_answer,
+    kubeconfig,
+    self_signed,
+    serve,
+    silent_socket,
+)
+
+CLI = (sys.executable, "-m", "kubectl_nodefail")  # the real entry point, in its own process
+VERSION = {"major": "1", "minor": "36", "gitVersion": "v1.36.1"}
+
+
+def run(*args: str) -> tuple[int, str, str, float]:
+    start = time.monotonic()
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr, time.monotonic() - start
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def cluster_for(tmp_path: Path, url: str, deadline_in: float | None = None) -> kube.Cluster:
+    deadline = None if deadline_in is None else time.monotonic() + deadline_in
+    cluster = kube.Cluster(kubeconfig(tmp_path, url), timeout=5, deadline=deadline)
+    cluster.sleep = lambda seconds: waits.append(seconds)
+    return cluster
+
+
+waits: list[float] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_waits() -> None:
+    waits.clear()
+
+
+# --- time: a server that never answers ends within the deadline, exit 11 -----------------
+
+
+def test_never_answering_http_server_ends_within_the_deadline(tmp_path: Path) -> None:
+    with serve(lambda n, m, p: None) as api:
+        config = kubeconfig(tmp_path, api.url)
+        code, _, err, took = run(
+            "diagnose", "--kubeconfig", config, "--request-timeout", "0", "--deadline", "2"
+        )
+    assert code == 11, err
+    assert "overall deadline" in one_line(err)
+    assert took < 2 + 2, took  # the deadline, with slack for a loaded machine
+    assert len(api.requests) == 1  # a request that timed out is not sent again
+
+
+def test_request_timeout_is_per_request_and_not_doubled(tmp_path: Path) -> None:
+    with serve(lambda n, m, p: None) as api:
+        config = kubeconfig(tmp_path, api.url)
+        code, _, err, took = run("diagnose", "--kubeconfig", config, "--request-timeout", "1s")
+    assert code == 11
+    assert "no answer from the API server" in one_line(err) and "within 1s" in err
+    assert took < 1 + 2 and len(api.requests) == 1
+
+
+def test_tls_handshake_that_never_completes_ends_within_the_deadline(tmp_path: Path) -> None:
+    with silent_socket() as address:
+        config = kubeconfig(tmp_path, f"https://{address}")
+        code, _, err, took = run("diagnose", "--kubeconfig", config, "--deadline", "2s")
+    assert code == 11, err
+    one_line(err)
+    assert took < 2 + 2, took
+
+
+def test_tls_server_that_never_answers_ends_within_the_deadline(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    with serve(lambda n, m, p: None, tls=(cert, key)) as api:
+        config = kubeconfig(tmp_path, api.url, ca_file=cert)
+        code, _, err, took = run("diagnose", "--kubeconfig", config, "--deadline", "2")
+    assert code == 11, err
+    assert "overall deadline" in one_line(err)
+    assert took < 2 + 2, took
+    assert api.requests == [("GET", "/version")]  # TLS worked; the answer never came
+
+
+def test_installed_command_ends_within_the_deadline_over_tls(tmp_path: Path) -> None:
+    """The real entry point in its own process, as a runbook calls it."""
+    cert, key = self_signed(tmp_path)
+    with serve(lambda n, m, p: None, tls=(cert, key)) as api:
+        config = kubeconfig(tmp_path, api.url, ca_file=cert)
+        start = time.monotonic()
+        proc = subprocess.run(
+            [*CLI, "diagnose", "--kubeconfig", config, "--request-timeout", "5", "--deadline", "3"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        took = time.monotonic() - start
+    assert proc.returncode == 11, proc.stderr
+    assert one_line(proc.stderr).startswith("error: ")
+    assert took < 3 + 3, took
+
+
+def test_hanging_credential_plugin_is_cut_by_the_watchdog(tmp_path: Path) -> None:
+    """A wait nothing can interrupt (here an exec credential plugin that never returns) still
+    ends at the deadline (+1 s grace), with exit 11 and one line."""
+    with serve(lambda n, m, p: json_answer(VERSION)) as api:
+        config = kubeconfig(
+            tmp_path,
+            api.url,
+            exec={
+                "apiVersion": "client.authentication.k8s.io/v1",
+                "command": "sleep",
+                "args": ["60"],
+                "interactiveMode": "Never",
+            },
+        )
+        start = time.monotonic()
+        proc = subprocess.run(
+            [*CLI, "diagnose", "--kubeconfig", config, "--deadline", "2"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        took = time.monotonic() - start
+    assert proc.returncode == 11, proc.stderr
+    assert "overall deadline of 2s" in one_line(proc.stderr)
+    assert took < 2 + 1 + 3, took
+
+
+# --- retries: GETs only, with backoff, Retry-After within the deadline -----------------------
+
+
+def test_503_with_a_long_retry_after_fails_at_once_and_says_so(tmp_path: Path) -> None:
+    def script(n: int, method: str, path: str):  # type: ignore[no-untyped-def]
+        return json_answer({"message": "overloaded"}, 503, **{"Retry-After": "75"})
+
+    with serve(script) as api:
+        cluster = cluster_for(tmp_path, api.url, deadline_in=30)
+        start = time.monotonic()
+        with pytest.raises(ServerError) as info:
+            cluster.get("/version")
+    assert time.monotonic() - start < 5 and waits == []  # 75 s > what is left: no wait at all
+    assert "asked to wait '75' (Retry-After)" in info.value.line()
+    assert "left of the overall deadline" in info.value.line()
+    assert info.value.exit_code == 14
+
+
+def test_429_with_unreadable_retry_after_backs_off_then_succeeds(tmp_path: Path) -> None:
+    def script(n: int, method: str, path: str):  # type: ignore[no-untyped-def]
+        if n < 2:
+            return json_answer({"message": "slow down"}, 429, **{"Retry-After": "soon"})
+        return json_answer(VERSION)
+
+    with serve(script) as api:
+        cluster = cluster_for(tmp_path, api.url, deadline_in=30)
+        assert cluster.server_version() == "v1.36.1"
+    assert waits == [0.5, 1.0] and len(api.requests) == 3
+
+
+def test_429_short_retry_after_is_honoured(tmp_path: Path) -> None:
+    def script(n: int, method: str, path: str):  # type: ignore[no-untyped-def]
+        if n == 0:
+            return json_answer({}, 429, **{"Retry-After": "3"})
+        return json_answer(VERSION)
+
+    with serve(script) as api:
+        cluster = cluster_for(tmp_path, api.url, deadline_in=30)
+        assert cluster.server_version() == "v1.36.1"
+    assert waits == [3.0]
+
+
+def test_throttled_past_the_retries_is_exit_14_one_line(tmp_path: Path) -> None:
+    def script(n: int, method: str, path: str):  # type: ignore[no-untyped-def]
+        return json_answer({"message": "slow down"}, 429, **{"Retry-After": "soon"})
+
+    with serve(script) as api:
+        code, _, err, _ = run("diagnose", "--kubeconfig", kubeconfig(tmp_path, api.url))
+    assert code == 14
+    assert "429 Too Many Requests" in one_line(err) and "slow down" in err
+    assert len(api.requests) == 1 + kube.RETRIES
+
+
+def test_writes_are_never_retried(tmp_path: Path) -> None:
+    with serve(lambda n, m, p: json_answer({"message": "down"}, 503)) as api:
+        cluster = cluster_for(tmp_path, api.url)
+        with pytest.raises(ServerError):
+            cluster.create("/api/v1/namespaces/x/events", {"kind": "Event"})
+    assert api.requests == [("POST", "/api/v1/namespaces/x/events")] and waits == []
+
+
+def test_deadline_already_spent_sends_nothing(tmp_path: Path) -> None:
+    with serve(lambda n, m, p: json_answer(VERSION)) as api:
+        cluster = cluster_for(tmp_path, api.url, deadline_in=-1)
+        with pytest.raises(DeadlineExceeded) as info:
+            cluster.get("/version")
+    assert api.requests == [] and info.value.exit_code == 11
+
+
+def test_refused_connection_is_retried_then_exit_11(tmp_path: Path) -> None:
+    with silent_socket() as address:
+        pass  # the port is closed again: connections are refused
+    cluster = cluster_for(tmp_path, f"http://{address}", deadline_in=30)
+    with pytest.raises(UnreachableError) as info:
+        cluster.get("/version")
+    assert "cannot reach the API server" in info.value.line()
+    assert waits == [0.5, 1.0]
+
+
+# --- malformed answers: exit 14 -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"[1, 2, 3]", "JSON list, not an object"),
+        (b"<html>hello</html>", "not JSON"),
+        (b"[" * 200_000, "nested too deeply"),
+        (b'{"items": "nope"}', "items is not a list"),
+        (b'{"items": [{"metadata": {}}]}', "items[0] is not an object with metadata.name"),
+        (b'{"metadata": []}', "metadata is not an object"),
+    ],
+)
+def test_malformed_answers_are_exit_14(tmp_path: Path, body: bytes, message: str) -> None:
+    with serve(lambda n, m, p: (200, {"Content-Type": "application/json"}, body)) as api:
+        cluster = cluster_for(tmp_path, api.url)
+        with pytest.raises(MalformedResponse) as info:
+            cluster.get("/api/v1/nodes")
+    assert message in info.value.line() and info.value.exit_code == 14
+
+
+def test_server_answering_a_json_list_exit_14_one_line(tmp_path: Path) -> None:
+    with serve(lambda n, m, p: (200, {}, b"[]")) as api:
+        code, _, err, _ = run("diagnose", "--kubeconfig", kubeconfig(tmp_path, api.url))
+    assert code == 14 and "JSON list" in one_line(err)
+
+
+def test_garbage_instead_of_http_is_exit_11_one_line(tmp_path: Path) -> None:
+    with silent_socket(reply=b"\x00\xffnot http at all\r\n\r\n") as address:
+        config = kubeconfig(tmp_path, f"http://{address}")
+        code, _, err, _ = run("diagnose", "--kubeconfig", config, "--deadline", "3")
+    assert code == 11, err
+    one_line(err)
+
+
+# --- kubeconfigs: exit 10, one line -----------------------------------------------------
+
+
+def test_malformed_kubeconfig_yaml_is_exit_10(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.write_text("apiVersion: v1\nclusters: [\n  - name: x\n   bad: : indent\n")
+    code, _, err, _ = run("diagnose", "--kubeconfig", str(config))
+    assert code == 10 and "is not valid YAML (line" in one_line(err)
+
+
+def test_server_url_that_is_not_a_url_is_exit_10(tmp_path: Path) -> None:
+    code, _, err, _ = run("diagnose", "--kubeconfig", kubeconfig(tmp_path, "not a url at all"))
+    assert code == 10 and "'not a url at all' is not an http(s) URL" in one_line(err)
+
+
+def test_ca_data_that_is_not_a_certificate_is_exit_10(tmp_path: Path) -> None:
+    path = kubeconfig(tmp_path, "https://127.0.0.1:6443")
+    text = Path(path).read_text().replace(
+        '"server": "https://127.0.0.1:6443"',
+        '"server": "https://127.0.0.1:6443", "certificate-authority-data": "'
+        + base64.b64encode(b"hello, not a certificate").decode()
+        + '"',
+    )
+    Path(path).write_text(text)
+    code, _, err, _ = run("diagnose", "--kubeconfig", path)
+    assert code == 10 and "certificate data is unusable" in one_line(err)
+
+
+def test_failing_exec_plugin_has_no_extra_log_line(tmp_path: Path) -> None:
+    """The client logs the plugin's failure through the root logger (`ERROR:root:...`);
+    in the real process only our one line may reach stderr."""
+    with serve(lambda n, m, p: json_answer({"message": "Unauthorized"}, 401)) as api:
+        config = kubeconfig(
+            tmp_path,
+            api.url,
+            exec={
+                "apiVersion": "client.authentication.k8s.io/v1",
+                "command": "false",
+                "interactiveMode": "Never",
+            },
+        )
+        proc = subprocess.run(
+            [*CLI, "diagnose", "--kubeconfig", config],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            env={**os.environ, "PYTHONWARNINGS": ""},
+        )
+    assert proc.returncode == 12, proc.stderr
+    assert "ERROR:root" not in proc.stderr
+    assert one_line(proc.stderr).startswith("error: ")
