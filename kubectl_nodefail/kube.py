@@ -196,8 +196,7 @@ class Cluster:
             raise _Retryable(
                 UnreachableError(
                     f"cannot reach the API server at {self.host}: {_short(_reason(exc))}",
-                    hint=f"context {self.context!r}; check the network, VPN, or the cluster "
-                    "itself",
+                    hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
                 )
             ) from exc
         except urllib3.exceptions.ConnectTimeoutError as exc:
@@ -211,8 +210,7 @@ class Cluster:
             if left is not None and (self.timeout is None or left < 1):
                 raise self._deadline_error(what) from exc
             raise UnreachableError(
-                f"{what}: no answer from the API server at {self.host} within "
-                f"{_seconds(timeout)}",
+                f"{what}: no answer from the API server at {self.host} within {_seconds(timeout)}",
                 hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
             ) from exc
         except urllib3.exceptions.SSLError as exc:
@@ -225,8 +223,7 @@ class Cluster:
             raise _Retryable(
                 UnreachableError(
                     f"cannot reach the API server at {self.host}: {_short(_reason(exc))}",
-                    hint=f"context {self.context!r}; check the network, VPN, or the cluster "
-                    "itself",
+                    hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
                 )
             ) from exc
         if resp.status in RETRY_STATUSES:
@@ -261,9 +258,7 @@ class Cluster:
         finally:
             resp.release_conn()
 
-    def _api_error(
-        self, status: int | None, body: Any, method: str, path: str
-    ) -> NodefailError:
+    def _api_error(self, status: int | None, body: Any, method: str, path: str) -> NodefailError:
         """An error answer, as the tool's error for its status (one line, the server's word)."""
         what = f"{method} {path}"
         message = ""

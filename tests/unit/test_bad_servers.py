@@ -288,11 +288,15 @@ def test_server_url_that_is_not_a_url_is_exit_10(tmp_path: Path) -> None:
 
 def test_ca_data_that_is_not_a_certificate_is_exit_10(tmp_path: Path) -> None:
     path = kubeconfig(tmp_path, "https://127.0.0.1:6443")
-    text = Path(path).read_text().replace(
-        '"server": "https://127.0.0.1:6443"',
-        '"server": "https://127.0.0.1:6443", "certificate-authority-data": "'
-        + base64.b64encode(b"hello, not a certificate").decode()
-        + '"',
+    text = (
+        Path(path)
+        .read_text()
+        .replace(
+            '"server": "https://127.0.0.1:6443"',
+            '"server": "https://127.0.0.1:6443", "certificate-authority-data": "'
+            + base64.b64encode(b"hello, not a certificate").decode()
+            + '"',
+        )
     )
     Path(path).write_text(text)
     code, _, err, _ = run("diagnose", "--kubeconfig", path)
