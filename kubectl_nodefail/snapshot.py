@@ -17,22 +17,22 @@ from datetime import datetime, timezone
 from functools import cached_property
 from typing import Any
 
+from kubectl_nodefail import dumpschema
 from kubectl_nodefail.errors import BadInputError
 
 UTC = timezone.utc
 Obj = dict[str, Any]
 DUMP_KIND = "NodefailDump"
 DUMP_API_VERSION = "kubectl-nodefail/v1"
+MAX_DUMP_BYTES = 1 << 30  # 1 GiB of JSON (a 60,000-pod dump is 0.2-0.3 GiB)
 
 
 def parse_time(value: str | None) -> datetime | None:
-    """Parse an RFC 3339 timestamp as the API server writes it (UTC, optional fraction)."""
+    """Parse an RFC 3339 timestamp as the API server writes it (zone required, optional
+    fraction); None when absent. Dumps are checked by dumpschema before analysis reads them."""
     if not value:
         return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+    return dumpschema.parse_rfc3339(value)
 
 
 def format_time(value: datetime) -> str:
@@ -165,8 +165,6 @@ def from_items(items: Iterable[Obj], captured_at: datetime, **meta: Any) -> Snap
         "Event": snap.events,
     }
     for obj in items:
-        if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
-            raise BadInputError("an item has no metadata; this is not Kubernetes object JSON")
         kind = obj.get("kind", "")
         if kind in buckets:
             buckets[kind].append(obj)
@@ -175,20 +173,50 @@ def from_items(items: Iterable[Obj], captured_at: datetime, **meta: Any) -> Snap
     return snap
 
 
-def load_dump(path: str) -> Snapshot:
-    """Load a dump written by `kubectl nodefail dump`, or `kubectl get ... -o json` output."""
+def _trim(obj: Obj) -> Obj:
+    """json object_hook: each Kubernetes object is cut to what the analysis reads (its
+    dumpschema) as soon as it is parsed, so a big dump never holds the rest in memory."""
+    if "metadata" in obj and "kind" in obj and "items" not in obj:
+        return dumpschema.project_item(obj)
+    return obj
+
+
+def _read_json(path: str) -> Any:
+    """The parsed file, or one BadInputError line (missing, too big, not JSON, too deep)."""
     try:
+        size = os.stat(path).st_size
+        if size > MAX_DUMP_BYTES:
+            raise BadInputError(
+                f"dump file {path} is {size / (1 << 20):,.0f} MiB, more than the "
+                f"{MAX_DUMP_BYTES >> 20:,} MiB this tool reads",
+                hint="dump fewer nodes or namespaces: `kubectl nodefail dump NODE... -n NS`",
+            )
         with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+            text = fh.read()
     except FileNotFoundError as exc:
         raise BadInputError(f"dump file not found: {path}") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInputError(f"cannot read dump file {path}: {exc}") from exc
+    try:
+        return json.loads(text, object_hook=_trim)
     except json.JSONDecodeError as exc:
         raise BadInputError(
             f"dump file {path} is not valid JSON (line {exc.lineno}, column {exc.colno})",
             hint="write one with `kubectl nodefail dump` or `kubectl get nodes,pods -A -o json`",
         ) from exc
+    except RecursionError as exc:  # the parser's stack bounds the depth; no object nests so
+        raise BadInputError(f"dump file {path} is nested too deeply to be Kubernetes JSON") from exc
+    except ValueError as exc:  # e.g. a number too long to convert
+        raise BadInputError(f"dump file {path} is not usable JSON: {exc}") from exc
+
+
+def load_dump(path: str) -> Snapshot:
+    """Load a dump written by `kubectl nodefail dump`, or `kubectl get ... -o json` output.
+
+    The content is checked against dumpschema before anything reads it: a wrong type anywhere
+    the analysis looks is exit 13 with the object and field named, never a crash later.
+    """
+    doc = _read_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
         raise BadInputError(
             f"dump file {path} has no 'items' list",
@@ -196,20 +224,29 @@ def load_dump(path: str) -> Snapshot:
         )
     meta: dict[str, Any] = {"source": path}
     if doc.get("kind") == DUMP_KIND:
-        captured = parse_time(doc.get("capturedAt"))
-        if captured is None:
+        if not doc.get("capturedAt"):
             raise BadInputError(f"dump file {path} has no valid capturedAt time")
+        dumpschema.check_envelope(doc, dumpschema.DUMP, path)
+        captured = parse_time(doc["capturedAt"])
+        assert captured is not None  # checked by the schema
         meta.update(
             server_version=doc.get("serverVersion"),
             gaps=list(doc.get("gaps") or []),
             notes=dict(doc.get("notes") or {}),
         )
     elif doc.get("kind") == "List":
+        dumpschema.check_envelope(doc, dumpschema.LIST, path)
         # kubectl output carries no capture time: the file's modification time is the best guess.
         captured = datetime.fromtimestamp(os.path.getmtime(path), tz=UTC)
         meta["gaps"] = ["capture time unknown (kubectl List): using the file's modification time"]
     else:
-        raise BadInputError(f"dump file {path} is of kind {doc.get('kind')!r}, not a dump or List")
+        kind = doc.get("kind")
+        raise BadInputError(
+            f"dump file {path} is of kind {kind if isinstance(kind, str) else None!r}, "
+            "not a dump or List"
+        )
+    for index, item in enumerate(doc["items"]):
+        dumpschema.check_item(item, index)
     snap = from_items(doc["items"], captured, **meta)
     if not snap.nodes and not snap.pods:
         raise BadInputError(f"dump file {path} holds no nodes and no pods")

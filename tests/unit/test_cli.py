@@ -104,7 +104,7 @@ def test_explain_unknown_name_is_a_usage_error() -> None:
         ("{not json", "is not valid JSON"),
         ('{"kind": "NodefailDump", "items": []}', "no valid capturedAt"),
         ('{"kind": "Pod"}', "has no 'items' list"),
-        ('{"kind": "List", "items": [{"kind": "Pod"}]}', "no metadata"),
+        ('{"kind": "List", "items": [{"kind": "Pod"}]}', "items[0] (Pod): metadata is missing"),
     ],
 )
 def test_malformed_dump_is_one_line_exit_13(tmp_path: Path, content: str, message: str) -> None:
