@@ -37,8 +37,17 @@ class NodefailError(Exception):
         self.hint = hint
 
     def line(self) -> str:
-        """The one line printed to stderr."""
-        return f"{self.message} ({self.hint})" if self.hint else self.message
+        """The one line printed to stderr (line breaks and control characters from the
+        input, e.g. a name in a dump, are escaped: it stays one line)."""
+        return one_line(f"{self.message} ({self.hint})" if self.hint else self.message)
+
+
+def one_line(text: str) -> str:
+    """`text` with every character that could break or hide a line escaped (\\n, \\x85, ...)."""
+    return "".join(
+        ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
 
 
 class ConfigError(NodefailError):
