@@ -18,7 +18,7 @@ from typing import Any
 from kubectl_nodefail import kube
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.nodes import has_problem_condition, is_ready, shutdown_evidence
-from kubectl_nodefail.errors import Forbidden, NotFound
+from kubectl_nodefail.errors import Forbidden, MalformedResponse, NotFound, ServerError
 from kubectl_nodefail.snapshot import Obj, Snapshot
 
 Progress = Callable[[str], None]
@@ -29,7 +29,8 @@ def _quiet(_: str) -> None:
 
 
 class _Reader:
-    """Optional reads: a 403 is recorded as a gap, a 404 as 'vanished'."""
+    """Optional reads: a 403, a 5xx or a malformed answer is recorded as a gap, a 404 as
+    'vanished'."""
 
     def __init__(self, cluster: kube.Cluster) -> None:
         self.cluster = cluster
@@ -40,6 +41,12 @@ class _Reader:
             return fn()
         except Forbidden:
             gap = f"{what}: forbidden, so the diagnosis goes without them"
+            if gap not in self.gaps:
+                self.gaps.append(gap)
+            return default
+        except (ServerError, MalformedResponse) as exc:
+            failure = "sent a malformed answer" if exc.status is None else f"answered {exc.status}"
+            gap = f"{what}: the API server {failure}, so the diagnosis goes without them"
             if gap not in self.gaps:
                 self.gaps.append(gap)
             return default

@@ -33,9 +33,7 @@ def first(doc: Doc, kind: str) -> Doc:
 
 def stuck_pod(doc: Doc) -> Doc:
     """A pod the diagnosis reads in full (Terminating on the failed node)."""
-    return next(
-        i for i in doc["items"] if i["kind"] == "Pod" and i["metadata"]["name"] == "db-0"
-    )
+    return next(i for i in doc["items"] if i["kind"] == "Pod" and i["metadata"]["name"] == "db-0")
 
 
 def diagnose(tmp_path: Path, content: str | bytes, *args: str) -> tuple[int, str, str]:

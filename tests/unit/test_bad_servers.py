@@ -8,6 +8,7 @@ to do: hang, answer garbage, throttle.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from kubectl_nodefail.errors import (
     ServerError,
     UnreachableError,
 )
+from tests.unit.conftest import FIXTURES
 from tests.unit.fakeapi import (
     json_answer,
     kubeconfig,
@@ -41,6 +43,9 @@ def run(*args: str) -> tuple[int, str, str, float]:
     start = time.monotonic()
     result = CliRunner().invoke(main, list(args))
     return result.exit_code, result.stdout, result.stderr, time.monotonic() - start
+
+
+SLACK = 5  # seconds past a deadline still counted as "within": a loaded 2-core machine is slow
 
 
 def one_line(err: str) -> str:
@@ -76,7 +81,7 @@ def test_never_answering_http_server_ends_within_the_deadline(tmp_path: Path) ->
         )
     assert code == 11, err
     assert "overall deadline" in one_line(err)
-    assert took < 2 + 2, took  # the deadline, with slack for a loaded machine
+    assert took < 2 + SLACK, took
     assert len(api.requests) == 1  # a request that timed out is not sent again
 
 
@@ -86,7 +91,7 @@ def test_request_timeout_is_per_request_and_not_doubled(tmp_path: Path) -> None:
         code, _, err, took = run("diagnose", "--kubeconfig", config, "--request-timeout", "1s")
     assert code == 11
     assert "no answer from the API server" in one_line(err) and "within 1s" in err
-    assert took < 1 + 2 and len(api.requests) == 1
+    assert took < 1 + SLACK and len(api.requests) == 1
 
 
 def test_tls_handshake_that_never_completes_ends_within_the_deadline(tmp_path: Path) -> None:
@@ -95,7 +100,7 @@ def test_tls_handshake_that_never_completes_ends_within_the_deadline(tmp_path: P
         code, _, err, took = run("diagnose", "--kubeconfig", config, "--deadline", "2s")
     assert code == 11, err
     one_line(err)
-    assert took < 2 + 2, took
+    assert took < 2 + SLACK, took
 
 
 def test_tls_server_that_never_answers_ends_within_the_deadline(tmp_path: Path) -> None:
@@ -105,7 +110,7 @@ def test_tls_server_that_never_answers_ends_within_the_deadline(tmp_path: Path) 
         code, _, err, took = run("diagnose", "--kubeconfig", config, "--deadline", "2")
     assert code == 11, err
     assert "overall deadline" in one_line(err)
-    assert took < 2 + 2, took
+    assert took < 2 + SLACK, took
     assert api.requests == [("GET", "/version")]  # TLS worked; the answer never came
 
 
@@ -125,7 +130,7 @@ def test_installed_command_ends_within_the_deadline_over_tls(tmp_path: Path) -> 
         took = time.monotonic() - start
     assert proc.returncode == 11, proc.stderr
     assert one_line(proc.stderr).startswith("error: ")
-    assert took < 3 + 3, took
+    assert took < 3 + SLACK, took
 
 
 def test_hanging_credential_plugin_is_cut_by_the_watchdog(tmp_path: Path) -> None:
@@ -153,7 +158,7 @@ def test_hanging_credential_plugin_is_cut_by_the_watchdog(tmp_path: Path) -> Non
         took = time.monotonic() - start
     assert proc.returncode == 11, proc.stderr
     assert "overall deadline of 2s" in one_line(proc.stderr)
-    assert took < 2 + 1 + 3, took
+    assert took < 2 + 1 + SLACK, took
 
 
 # --- retries: GETs only, with backoff, Retry-After within the deadline -----------------------
@@ -327,3 +332,42 @@ def test_failing_exec_plugin_has_no_extra_log_line(tmp_path: Path) -> None:
     assert proc.returncode == 12, proc.stderr
     assert "ERROR:root" not in proc.stderr
     assert one_line(proc.stderr).startswith("error: ")
+
+
+# --- partial reads stay partial: optional reads failing with 5xx or garbage are gaps ----------
+
+
+def _recorded_cluster(n: int, method: str, path: str):  # type: ignore[no-untyped-def]
+    """Answers from a snapshot recorded on the real control plane, except that leases and
+    volumeattachments fail with 503 and events come back malformed."""
+    doc = json.loads((FIXTURES / "node-down-after-eviction.json").read_text())
+    items = doc["items"]
+    route = path.split("?", 1)[0]
+    if route == "/version":
+        return json_answer(VERSION)
+    if "/leases/" in route or "volumeattachments" in route:
+        return json_answer({"message": "etcd leader changed"}, 503)
+    if route == "/api/v1/events":
+        return json_answer({"items": "not a list"})
+    if route == "/api/v1/nodes":
+        return json_answer({"items": [i for i in items if i["kind"] == "Node"]})
+    if route.endswith("/pods"):
+        return json_answer({"items": [i for i in items if i["kind"] == "Pod"]})
+    name = route.rsplit("/", 1)[-1]
+    found = [i for i in items if i["metadata"]["name"] == name and i["kind"] != "Node"]
+    return json_answer(found[0]) if found else json_answer({"message": "nope"}, 404)
+
+
+def test_optional_reads_failing_with_5xx_or_garbage_become_gaps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kube, "BACKOFF_SECONDS", 0.01)  # each 503 is retried: keep it quick
+    with serve(_recorded_cluster) as api:
+        code, out, err, _ = run("diagnose", "--kubeconfig", kubeconfig(tmp_path, api.url))
+    assert code == 3, err
+    assert "db-0" in out
+    warnings = err.strip().splitlines()
+    assert all(line.startswith("warning: ") for line in warnings), err
+    assert "warning: node leases: the API server answered 503" in err
+    assert "warning: volumeattachments: the API server answered 503" in err
+    assert "warning: events: the API server sent a malformed answer" in err
