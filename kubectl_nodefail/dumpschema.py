@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from kubectl_nodefail.errors import BadInputError
@@ -86,7 +86,7 @@ def _time(value: Any) -> str | None:
     if not isinstance(value, str):
         return f"must be an RFC 3339 time string, not {_json_type(value)}"
     if parse_rfc3339(value) is None:
-        return f"is not an RFC 3339 time with a zone: {value[:40]!r}"
+        return f"is not an RFC 3339 time with a zone (in range): {value[:40]!r}"
     return None
 
 
@@ -98,12 +98,13 @@ def _int64(value: Any) -> str | None:
 
 
 def parse_rfc3339(value: str) -> datetime | None:
-    """A timezone-aware datetime, or None for anything else."""
+    """The time in UTC, or None for anything else (no zone, or not representable in UTC, as
+    0001-01-01T00:00:00+14:00 is not)."""
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        return parsed.astimezone(timezone.utc) if parsed.tzinfo is not None else None
+    except (ValueError, OverflowError):
         return None
-    return parsed if parsed.tzinfo is not None else None
 
 
 STR = Scalar("a string", _expect(str, "a string"))

@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import cached_property
 from typing import Any
 
@@ -33,6 +33,15 @@ def parse_time(value: str | None) -> datetime | None:
     if not value:
         return None
     return dumpschema.parse_rfc3339(value)
+
+
+def shifted(when: datetime, seconds: float) -> datetime:
+    """`when` + `seconds`, saturating at the calendar's ends: a toleration or grace period of
+    2^62 seconds (valid int64s in the API) means 'forever', not an OverflowError."""
+    try:
+        return when + timedelta(seconds=seconds)
+    except OverflowError:
+        return (datetime.max if seconds > 0 else datetime.min).replace(tzinfo=UTC)
 
 
 def format_time(value: datetime) -> str:

@@ -4,12 +4,12 @@ if the node returns. The knowledge comes from the controllers' sources (see the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.findings import Replacement
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
-from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
+from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time, shifted
 
 
 @dataclass
@@ -74,7 +74,7 @@ def _replacements(ctx: Context, owner_uid: str, finished_too: bool = False) -> l
     meta = ctx.pod["metadata"]
     since = parse_time(meta.get("deletionTimestamp"))
     if since is not None:
-        since -= timedelta(seconds=(meta.get("deletionGracePeriodSeconds") or 0) + 5)
+        since = shifted(since, -((meta.get("deletionGracePeriodSeconds") or 0) + 5))
     out = []
     for other in ctx.snap.pods_owned_by(owner_uid):
         if other["metadata"].get("uid") == meta.get("uid"):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.findings import TaintView, ZoneFinding
 from kubectl_nodefail.analysis.text import ago
-from kubectl_nodefail.snapshot import Obj
+from kubectl_nodefail.snapshot import Obj, shifted
 
 
 def tolerates(toleration: Obj, taint: TaintView) -> bool:
@@ -61,7 +61,7 @@ def eviction_time(
         ]
         if not seconds:
             continue  # tolerated forever
-        when = (taint.time_added or now) + timedelta(seconds=max(min(seconds), 0))
+        when = shifted(taint.time_added or now, max(min(seconds), 0))
         deadline = when if deadline is None or when < deadline else deadline
     if deadline is not None:
         return EvictionTime(

@@ -214,3 +214,42 @@ def test_line_breaking_characters_from_the_dump_stay_on_one_line(tmp_path: Path)
     code, _, err = diagnose(tmp_path, mutated(change))
     assert code == 13 and len(err.strip().splitlines()) == 1, err
     assert "(\\x85): metadata is missing" in err
+
+
+@pytest.mark.parametrize("seconds", [2**62, -(2**62), 10**12, 2**63 - 1])
+def test_huge_but_valid_second_counts_mean_forever(tmp_path: Path, seconds: int) -> None:
+    """tolerationSeconds and deletionGracePeriodSeconds are int64s in the API: 2^62 seconds
+    overflowed the date arithmetic (exit 1); it means 'never' and the diagnosis goes on."""
+
+    def change(doc: Doc) -> None:
+        for item in doc["items"]:
+            if item["kind"] == "Pod":
+                for toleration in item["spec"].get("tolerations") or []:
+                    if "tolerationSeconds" in toleration:
+                        toleration["tolerationSeconds"] = seconds
+                if item["metadata"].get("deletionTimestamp"):
+                    item["metadata"]["deletionGracePeriodSeconds"] = seconds
+
+    code, out, err = diagnose(tmp_path, mutated(change), "-o", "json")
+    assert code == 3 and json.loads(out)["summary"]["stuckPods"] > 0, err
+
+
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [
+        ("0001-01-01T00:00:00Z", True),
+        ("9999-12-31T23:59:59Z", True),
+        ("0001-01-01T00:00:00+14:00", False),  # before year 1 in UTC
+        ("9999-12-31T23:59:59-12:00", False),  # after year 9999 in UTC
+    ],
+)
+def test_times_at_the_ends_of_the_calendar(tmp_path: Path, value: str, accepted: bool) -> None:
+    def change(doc: Doc) -> None:
+        doc["capturedAt"] = value
+        stuck_pod(doc)["metadata"]["deletionTimestamp"] = value
+
+    code, _, err = diagnose(tmp_path, mutated(change), "-o", "json")
+    if accepted:
+        assert code == 3, err
+    else:
+        assert code == 13 and "capturedAt is not an RFC 3339 time" in err
