@@ -109,8 +109,9 @@ class Cluster:
 
         GETs are retried (at most RETRIES more times, with backoff) when the connection is
         refused or dropped, or the server answers 429/502/503/504; a Retry-After is honoured
-        only within the deadline. A request that times out is never retried: the wait would
-        silently double. Writes are never retried.
+        up to --request-timeout and within the deadline, else the run ends at once saying so.
+        A request that times out is never retried: the wait would silently double. Writes are
+        never retried.
         """
         query = {k: v for k, v in (query or {}).items() if v is not None}
         url_path = path + ("?" + urlencode(query) if query else "")
@@ -125,20 +126,29 @@ class Cluster:
                 wait = BACKOFF_SECONDS * 2 ** (attempt - 1)
                 if retry.retry_after is not None:
                     wait = max(wait, retry.retry_after)
-                left = self._left()
-                if left is not None and wait >= left:
+                too_long = self._too_long(wait)
+                if too_long:
                     asked = (
                         f"; it asked to wait {retry.retry_after_text!r} (Retry-After)"
                         if retry.retry_after_text is not None
                         else ""
                     )
                     raise type(retry.error)(
-                        f"{retry.error.message}{asked}, more than the {left:.0f}s left "
-                        "of the overall deadline",
-                        hint=retry.error.hint or "try again later, or raise --deadline",
+                        f"{retry.error.message}{asked}, {too_long}",
+                        hint=retry.error.hint or "try again later",
                         **_status_kw(retry.error),
                     ) from retry
                 self.sleep(wait)
+
+    def _too_long(self, wait: float) -> str | None:
+        """Why a wait before the next try is not made (None: it is). A server's Retry-After
+        is honoured up to --request-timeout, and never past the overall deadline."""
+        left = self._left()
+        if left is not None and wait >= left:
+            return f"more than the {max(left, 0):.0f}s left of the overall deadline (--deadline)"
+        if self.timeout is not None and wait > self.timeout:
+            return f"longer than one request may take (--request-timeout {self.timeout:g}s)"
+        return None
 
     def _left(self) -> float | None:
         """Seconds left before the overall deadline (None: no deadline)."""

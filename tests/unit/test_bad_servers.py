@@ -179,6 +179,20 @@ def test_503_with_a_long_retry_after_fails_at_once_and_says_so(tmp_path: Path) -
     assert info.value.exit_code == 14
 
 
+def test_retry_after_longer_than_a_request_may_take_fails_at_once(tmp_path: Path) -> None:
+    def script(n: int, method: str, path: str):  # type: ignore[no-untyped-def]
+        return json_answer({"message": "overloaded"}, 503, **{"Retry-After": "20"})
+
+    with serve(script) as api:
+        cluster = cluster_for(tmp_path, api.url, deadline_in=300)  # timeout 5 s
+        with pytest.raises(ServerError) as info:
+            cluster.get("/version")
+    assert waits == [] and len(api.requests) == 1
+    assert "asked to wait '20' (Retry-After), longer than one request may take" in str(
+        info.value.line()
+    )
+
+
 def test_429_with_unreadable_retry_after_backs_off_then_succeeds(tmp_path: Path) -> None:
     def script(n: int, method: str, path: str):  # type: ignore[no-untyped-def]
         if n < 2:
