@@ -305,11 +305,32 @@ def load_snapshot(
 
     cluster = conn.cluster()
     try:
-        return gather(
-            cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(conn.verbose)
+        return checked(
+            gather(
+                cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(conn.verbose)
+            )
         )
     finally:
         cluster.close()
+
+
+def checked(snap: Any) -> Any:
+    """A live snapshot held to the dump schema (dumpschema.check_live): analysis trusts it."""
+    from kubectl_nodefail import dumpschema
+
+    dumpschema.check_live(
+        [
+            *snap.nodes,
+            *snap.leases,
+            *snap.pods,
+            *snap.owners,
+            *snap.volume_attachments,
+            *snap.pvcs,
+            *snap.pvs,
+            *snap.events,
+        ]
+    )
+    return snap
 
 
 @main.command(epilog=EXIT_CODES_HELP)
@@ -604,7 +625,7 @@ def _make_plan(cluster: Any, from_file: str | None, opts: Any, verbose: int) -> 
     else:
         from kubectl_nodefail.gather import gather
 
-        snap = gather(cluster, only_nodes=opts.only_nodes, progress=_progress(verbose))
+        snap = checked(gather(cluster, only_nodes=opts.only_nodes, progress=_progress(verbose)))
     unknown = set(opts.attested) - {n["metadata"]["name"] for n in snap.nodes}
     if unknown:
         raise click.UsageError(

@@ -14,12 +14,12 @@ starts reading gets one line here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from kubectl_nodefail.errors import BadInputError
+from kubectl_nodefail.errors import BadInputError, MalformedResponse
 
 Obj = dict[str, Any]
 
@@ -328,6 +328,19 @@ def check_item(item: Any, index: int) -> None:
         check(item, schema_of(item))
     except Invalid as exc:
         raise BadInputError(f"{_name(item, index)}: {exc.path} {exc.problem}") from exc
+
+
+def check_live(objects: Iterable[Obj]) -> None:
+    """Objects read from the API server, held to the same schema: the analysis trusts its
+    input whichever way it came. A wrong type is a malformed answer (exit 14)."""
+    for index, item in enumerate(objects):
+        try:
+            check(item, schema_of(item))
+        except Invalid as exc:
+            name = _name(item, index).split(" ", 1)[-1]
+            raise MalformedResponse(
+                f"the API server sent a malformed {name}: {exc.path} {exc.problem}"
+            ) from exc
 
 
 def check_envelope(doc: Any, spec: Object, source: str) -> None:

@@ -385,3 +385,22 @@ def test_optional_reads_failing_with_5xx_or_garbage_become_gaps(
     assert "warning: node leases: the API server answered 503" in err
     assert "warning: volumeattachments: the API server answered 503" in err
     assert "warning: events: the API server sent a malformed answer" in err
+
+
+def test_live_objects_of_the_wrong_shape_are_exit_14(tmp_path: Path) -> None:
+    """Objects read live are held to the dump schema too: a pod whose status is a string
+    (exit 1 in the analysis before) is a malformed answer."""
+
+    def script(n: int, method: str, path: str):  # type: ignore[no-untyped-def]
+        answer = _recorded_cluster(n, method, path)
+        if path.startswith("/api/v1/pods") and "fieldSelector=spec.nodeName" in path:
+            doc = json.loads(answer[2])
+            doc["items"][0]["status"] = "Running"
+            return json_answer(doc)
+        return answer
+
+    with serve(script) as api:
+        code, _, err, _ = run("diagnose", "--kubeconfig", kubeconfig(tmp_path, api.url))
+    assert code == 14, err
+    assert "the API server sent a malformed Pod " in err and "status must be an object" in err
+    assert err.count("error: ") == 1 and "Traceback" not in err
