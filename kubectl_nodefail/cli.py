@@ -50,7 +50,7 @@ Exit codes:
   12  credentials rejected or a required read forbidden
   13  malformed or unreadable dump or plan file
   14  any other API error (5xx, throttled past the deadline, malformed answers)
-  1   a bug (rerun with -vv for the traceback)
+  1   a bug (rerun with -v for the traceback)
 """
 DEFAULT_DEADLINE = 120.0  # seconds for a whole run; remediate adds its --wait-timeout
 DEADLINE_GRACE = 1.0  # the hard stop, for waits nothing can interrupt (DNS, exec plugins)
