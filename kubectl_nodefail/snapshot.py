@@ -9,7 +9,6 @@ Plain `kubectl get nodes,pods,... -A -o json` output (a `List`) is accepted as w
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 from functools import cached_property
 from typing import Any
 
-from kubectl_nodefail import dumpschema
+from kubectl_nodefail import dumpschema, jsonstream
 from kubectl_nodefail.errors import BadInputError
 
 UTC = timezone.utc
@@ -191,7 +190,10 @@ def _trim(obj: Obj) -> Obj:
 
 
 def _read_json(path: str) -> Any:
-    """The parsed file, or one BadInputError line (missing, too big, not JSON, too deep)."""
+    """The parsed file, or one BadInputError line (missing, too big, not JSON, too deep).
+
+    Parsed item by item (jsonstream), each object cut to what the analysis reads (_trim): the
+    file's text is never held whole."""
     try:
         size = os.stat(path).st_size
         if size > MAX_DUMP_BYTES:
@@ -201,14 +203,12 @@ def _read_json(path: str) -> Any:
                 hint="dump fewer nodes or namespaces: `kubectl nodefail dump NODE... -n NS`",
             )
         with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+            return jsonstream.load(fh, object_hook=_trim)
     except FileNotFoundError as exc:
         raise BadInputError(f"dump file not found: {path}") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInputError(f"cannot read dump file {path}: {exc}") from exc
-    try:
-        return json.loads(text, object_hook=_trim)
-    except json.JSONDecodeError as exc:
+    except jsonstream.JsonError as exc:
         raise BadInputError(
             f"dump file {path} is not valid JSON (line {exc.lineno}, column {exc.colno})",
             hint="write one with `kubectl nodefail dump` or `kubectl get nodes,pods -A -o json`",
