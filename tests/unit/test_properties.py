@@ -32,7 +32,7 @@ from tests.unit.conftest import FIXTURES
 FIXTURE_NAMES = sorted(p.stem for p in FIXTURES.glob("*.json"))
 SCALE = int(os.environ.get("NODEFAIL_PROPERTY_SCALE", "1"))
 SETTINGS = settings(
-    max_examples=60 * SCALE,
+    max_examples=40 * SCALE,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -142,7 +142,7 @@ def test_mutated_pods_give_a_result_or_exit_13(
     _check_outcome(code, stderr, {0, 3}, {13})
 
 
-@settings(SETTINGS, max_examples=25 * SCALE)
+@settings(SETTINGS, max_examples=20 * SCALE)
 @given(data=st.data(), name=st.sampled_from(FIXTURE_NAMES))
 def test_mutated_fixtures_plan_or_exit_13(
     tmp_path_factory: Any, data: st.DataObject, name: str
@@ -214,7 +214,7 @@ def kubeconfig_text(draw: st.DrawFn) -> str:
     return text
 
 
-@settings(SETTINGS, max_examples=80 * SCALE)
+@settings(SETTINGS, max_examples=50 * SCALE)
 @given(text=kubeconfig_text())
 def test_arbitrary_kubeconfigs_are_exit_10_or_a_connection_outcome(
     tmp_path_factory: Any, text: str
