@@ -14,6 +14,7 @@ starts reading gets one line here.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -263,14 +264,22 @@ def schema_of(item: Obj) -> Object:
     return SCHEMAS.get(kind, OWNER)
 
 
+INTERN_MAX = 64  # strings up to this long are shared between objects when a dump is loaded
+
+
 def project(value: Any, spec: Spec) -> Any:
     """Only what the schema names (the analysis reads nothing else): a pod's container specs,
     managedFields, a ReplicaSet's template are dropped. Wrong types are kept as they are, for
     check() to report."""
     if isinstance(spec, Object) and isinstance(value, dict):
-        return {k: project(v, spec.fields[k]) for k, v in value.items() if k in spec.fields}
+        # The schema's own key strings: one copy of "lastTransitionTime" for 60,000 pods.
+        return {k: project(value[k], sub) for k, sub in spec.fields.items() if k in value}
     if isinstance(spec, ListOf) and isinstance(value, list):
         return [project(v, spec.item) for v in value]
+    if isinstance(spec, Scalar) and type(value) is str and len(value) <= INTERN_MAX:
+        return sys.intern(value)  # "True", "NoExecute", timestamps: shared, not repeated
+    if isinstance(spec, MapOf) and isinstance(value, dict):
+        return {sys.intern(k): project(v, spec.value) for k, v in value.items()}
     return value
 
 
