@@ -315,21 +315,13 @@ def load_snapshot(
 
 
 def checked(snap: Any) -> Any:
-    """A live snapshot held to the dump schema (dumpschema.check_live): analysis trusts it."""
+    """A live snapshot held to the dump schema and cut the same way (dumpschema.take_live):
+    the analysis trusts its input whichever way it came."""
     from kubectl_nodefail import dumpschema
 
-    dumpschema.check_live(
-        [
-            *snap.nodes,
-            *snap.leases,
-            *snap.pods,
-            *snap.owners,
-            *snap.volume_attachments,
-            *snap.pvcs,
-            *snap.pvs,
-            *snap.events,
-        ]
-    )
+    for name in ("nodes", "leases", "pods", "owners", "volume_attachments", "pvcs", "pvs"):
+        setattr(snap, name, dumpschema.take_live(getattr(snap, name)))
+    snap.events = dumpschema.take_live(snap.events)
     return snap
 
 

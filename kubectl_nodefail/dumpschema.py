@@ -15,7 +15,7 @@ starts reading gets one line here.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -26,12 +26,23 @@ Obj = dict[str, Any]
 
 
 class Invalid(Exception):
-    """A field of the wrong type; `path` is where, from the object's root."""
+    """A field of the wrong type; `path` is where, from the object's root (built on the way
+    out, so the checks that pass build no strings)."""
 
     def __init__(self, path: str, problem: str) -> None:
         super().__init__(f"{path}: {problem}")
         self.path = path
         self.problem = problem
+
+    def under(self, key: str) -> Invalid:
+        """The same problem, one level up: `key` prefixed to the path."""
+        if not self.path:
+            path = key
+        elif self.path.startswith("["):
+            path = key + self.path
+        else:
+            path = f"{key}.{self.path}"
+        return Invalid(path, self.problem)
 
 
 # --- the schema language -----------------------------------------------------------------
@@ -242,16 +253,16 @@ ITEM = obj(kind=STR)  # checked first: the kind picks the schema
 UNSORTED = obj(("metadata",), metadata=METADATA)  # no kind: left out of the snapshot
 
 # The dump's own envelope (`kubectl nodefail dump`); a kubectl List needs only `items`.
+# (`items` are taken one by one while the file is read: take_item, check_items.)
 DUMP = obj(
-    ("capturedAt", "items"),
+    ("capturedAt",),
     capturedAt=TIME,
     serverVersion=STR,
     source=STR,
     gaps=STR_LIST,
     notes=STR_MAP,
-    items=ListOf(ANY),
 )
-LIST = obj(("items",), items=ListOf(ANY))
+LIST = obj()
 
 
 # --- the interpreter ---------------------------------------------------------------------------
@@ -267,114 +278,128 @@ def schema_of(item: Obj) -> Object:
 INTERN_MAX = 64  # strings up to this long are shared between objects when a dump is loaded
 
 
-def project(value: Any, spec: Spec) -> Any:
-    """Only what the schema names (the analysis reads nothing else): a pod's container specs,
-    managedFields, a ReplicaSet's template are dropped. Wrong types are kept as they are, for
-    check() to report."""
-    if isinstance(spec, Object) and isinstance(value, dict):
-        # The schema's own key strings: one copy of "lastTransitionTime" for 60,000 pods.
-        return {k: project(value[k], sub) for k, sub in spec.fields.items() if k in value}
-    if isinstance(spec, ListOf) and isinstance(value, list):
-        return [project(v, spec.item) for v in value]
-    if isinstance(spec, Scalar) and type(value) is str and len(value) <= INTERN_MAX:
-        return sys.intern(value)  # "True", "NoExecute", timestamps: shared, not repeated
-    if isinstance(spec, MapOf) and isinstance(value, dict):
-        return {sys.intern(k): project(v, spec.value) for k, v in value.items()}
-    return value
+def take(value: Any, spec: Spec) -> Any:
+    """`value` checked against `spec` and cut to what it names: the analysis reads nothing
+    else, so a pod's container specs, managedFields or a ReplicaSet's template never stay in
+    memory. Null optional fields are dropped ("absent"), keys are the schema's own strings and
+    short strings are interned (one copy of "lastTransitionTime" and "True" for 60,000 pods).
+    Raises Invalid at the first wrong type; its path is built only then."""
+    if type(spec) is Object:
+        if type(value) is not dict:
+            raise Invalid("", f"must be an object, not {_json_type(value)}")
+        out = {}
+        for name in spec.required:
+            if value.get(name) is None:
+                raise Invalid(name, "is missing")
+        for name, sub in spec.fields.items():
+            item = value.get(name)
+            if item is None:
+                continue
+            try:
+                out[name] = take(item, sub)
+            except Invalid as exc:
+                raise exc.under(name) from None
+        return out
+    if type(spec) is Scalar:
+        problem = spec.check(value)
+        if problem:
+            raise Invalid("", problem)
+        return sys.intern(value) if type(value) is str and len(value) <= INTERN_MAX else value
+    if type(spec) is ListOf:
+        if type(value) is not list:
+            raise Invalid("", f"must be a list, not {_json_type(value)}")
+        items = []
+        for i, item in enumerate(value):
+            try:
+                items.append(take(item, spec.item))
+            except Invalid as exc:
+                raise exc.under(f"[{i}]") from None
+        return items
+    if type(value) is not dict:
+        raise Invalid("", f"must be an object, not {_json_type(value)}")
+    if type(spec) is MapOf:
+        mapped = {}
+        for key, item in value.items():
+            try:
+                mapped[sys.intern(key)] = take(item, spec.value)
+            except Invalid as exc:
+                raise exc.under(key) from None
+        return mapped
+    return value  # AnyObject: kept whole
 
 
-def project_item(item: Obj) -> Obj:
-    """A top-level object cut to what its kind's schema names (plus kind and apiVersion)."""
-    out = project(item, schema_of(item))
+@dataclass
+class Rejected:
+    """An item that failed its schema while the file was read: reported with its index later."""
+
+    name: str
+    error: Invalid
+
+
+def take_item(item: Any) -> Obj | Rejected | Any:
+    """One element of a dump's items, taken by its kind's schema (kind and apiVersion kept);
+    a wrong type becomes a Rejected, reported by check_items with the item's index."""
+    if type(item) is not dict:
+        return item  # reported by check_items
+    try:
+        take(item, ITEM)
+        out = take(item, schema_of(item))
+    except Invalid as exc:
+        return Rejected(_name(item, None), exc)
     for key in ("kind", "apiVersion"):
         if key in item:
             out[key] = item[key]
     return out
 
 
-def check(value: Any, spec: Spec, path: str = "") -> None:
-    """Raise Invalid at the first field whose type is wrong; drop null optional fields."""
-    if isinstance(spec, Scalar):
-        problem = spec.check(value)
-        if problem:
-            raise Invalid(path, problem)
-    elif isinstance(spec, AnyObject):
-        if not isinstance(value, dict):
-            raise Invalid(path, f"must be an object, not {_json_type(value)}")
-    elif isinstance(spec, ListOf):
-        if not isinstance(value, list):
-            raise Invalid(path, f"must be a list, not {_json_type(value)}")
-        for i, item in enumerate(value):
-            check(item, spec.item, f"{path}[{i}]")
-    elif isinstance(spec, MapOf):
-        if not isinstance(value, dict):
-            raise Invalid(path, f"must be an object, not {_json_type(value)}")
-        for key, item in value.items():
-            check(item, spec.value, _join(path, key))
-    else:
-        _check_object(value, spec, path)
+def check_items(items: list[Any]) -> None:
+    """Raise BadInputError for the first item take_item rejected (or that is no object)."""
+    for index, item in enumerate(items):
+        if isinstance(item, Rejected):
+            raise BadInputError(
+                f"items[{index}]{item.name}: {item.error.path} {item.error.problem}"
+            )
+        if type(item) is not dict:
+            raise BadInputError(f"items[{index}] must be an object, not {_json_type(item)}")
 
 
-def _check_object(value: Any, spec: Object, path: str) -> None:
-    if not isinstance(value, dict):
-        raise Invalid(path or "the object", f"must be an object, not {_json_type(value)}")
-    for name in spec.required:
-        if value.get(name) is None:
-            raise Invalid(_join(path, name), "is missing")
-    for name, sub in spec.fields.items():
-        if name not in value:
-            continue
-        if value[name] is None:
-            del value[name]  # null is "absent", as the API server means it
-            continue
-        check(value[name], sub, _join(path, name))
-
-
-def check_item(item: Any, index: int) -> None:
-    """One object of the dump's items, against the schema of its kind."""
-    try:
-        check(item, ITEM)
-        check(item, schema_of(item))
-    except Invalid as exc:
-        raise BadInputError(f"{_name(item, index)}: {exc.path} {exc.problem}") from exc
-
-
-def check_live(objects: Iterable[Obj]) -> None:
-    """Objects read from the API server, held to the same schema: the analysis trusts its
-    input whichever way it came. A wrong type is a malformed answer (exit 14)."""
-    for index, item in enumerate(objects):
-        try:
-            check(item, schema_of(item))
-        except Invalid as exc:
-            name = _name(item, index).split(" ", 1)[-1]
+def take_live(objects: list[Obj]) -> list[Obj]:
+    """Objects read from the API server, held to the same schema and cut the same way: the
+    analysis sees one shape whichever way its input came. A wrong type is a malformed answer
+    (exit 14)."""
+    out = []
+    for item in objects:
+        taken = take_item(item)
+        if isinstance(taken, Rejected):
             raise MalformedResponse(
-                f"the API server sent a malformed {name}: {exc.path} {exc.problem}"
-            ) from exc
+                f"the API server sent a malformed{taken.name}: "
+                f"{taken.error.path} {taken.error.problem}"
+            )
+        out.append(taken)
+    return out
 
 
 def check_envelope(doc: Any, spec: Object, source: str) -> None:
+    """The dump's own fields (capturedAt, serverVersion, notes, gaps, items), in place."""
     try:
-        check(doc, spec)
+        doc.update(take(doc, spec))
     except Invalid as exc:
         raise BadInputError(f"dump file {source}: {exc.path or 'the file'} {exc.problem}") from exc
+    for name in spec.fields:
+        if doc.get(name, 0) is None:
+            del doc[name]
 
 
-def _name(item: Any, index: int) -> str:
-    """How an item is named in an error: its kind and namespace/name when readable."""
-    if not isinstance(item, dict):
-        return f"items[{index}]"
+def _name(item: Any, index: int | None) -> str:
+    """How an item is named in an error, after its index: ' Pod ns/name', or ' (Kind)'."""
     kind = item.get("kind") if isinstance(item.get("kind"), str) else None
     meta = item.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     name = meta.get("name") if isinstance(meta.get("name"), str) else None
     namespace = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
     if not name:
-        return f"items[{index}]" + (f" ({kind})" if kind else "")
-    return f"items[{index}] {kind or 'object'} " + (f"{namespace}/{name}" if namespace else name)
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+        return f" ({kind})" if kind else ""
+    return f" {kind or 'object'} " + (f"{namespace}/{name}" if namespace else name)
 
 
 def _json_type(value: Any) -> str:

@@ -28,7 +28,7 @@ class JsonError(ValueError):
 
 
 class _Reader:
-    def __init__(self, fh: TextIO, object_hook: Callable[[dict[str, Any]], Any]) -> None:
+    def __init__(self, fh: TextIO, object_hook: Callable[[dict[str, Any]], Any] | None) -> None:
         self.fh = fh
         self.text = ""
         self.pos = 0
@@ -94,8 +94,15 @@ class _Reader:
                 return value
 
 
-def load(fh: TextIO, object_hook: Callable[[dict[str, Any]], Any]) -> Any:
-    """The document in `fh`; a top-level object's list values are parsed element by element.
+def load(
+    fh: TextIO,
+    object_hook: Callable[[dict[str, Any]], Any] | None = None,
+    on_item: Callable[[Any], Any] | None = None,
+    items_key: str = "items",
+) -> Any:
+    """The document in `fh`; a top-level object's list values are parsed element by element,
+    those of `items_key` each passed through `on_item` as soon as it is parsed (what it
+    returns is kept).
 
     Raises JsonError (with line and column) for invalid JSON, RecursionError for nesting
     deeper than the parser's stack."""
@@ -118,13 +125,14 @@ def load(fh: TextIO, object_hook: Callable[[dict[str, Any]], Any]) -> Any:
                 while reader.peek() != "]":
                     if items:
                         reader.expect(",")
-                    items.append(reader.value())
+                    item = reader.value()
+                    items.append(on_item(item) if on_item and key == items_key else item)
                 reader.pos += 1
                 doc[key] = items
             else:
                 doc[key] = reader.value()
         reader.expect("}")
-        if isinstance(doc, dict):
+        if object_hook is not None:
             doc = object_hook(doc)
     if reader.peek():
         raise reader.error("extra data after the document")

@@ -181,19 +181,12 @@ def from_items(items: Iterable[Obj], captured_at: datetime, **meta: Any) -> Snap
     return snap
 
 
-def _trim(obj: Obj) -> Obj:
-    """json object_hook: each Kubernetes object is cut to what the analysis reads (its
-    dumpschema) as soon as it is parsed, so a big dump never holds the rest in memory."""
-    if "metadata" in obj and "kind" in obj and "items" not in obj:
-        return dumpschema.project_item(obj)
-    return obj
-
-
 def _read_json(path: str) -> Any:
     """The parsed file, or one BadInputError line (missing, too big, not JSON, too deep).
 
-    Parsed item by item (jsonstream), each object cut to what the analysis reads (_trim): the
-    file's text is never held whole."""
+    Parsed item by item (jsonstream), each item checked and cut to what the analysis reads
+    (dumpschema.take_item) as soon as it is read: neither the file's text nor the parts of the
+    objects the analysis never reads are ever held whole."""
     try:
         size = os.stat(path).st_size
         if size > MAX_DUMP_BYTES:
@@ -203,7 +196,7 @@ def _read_json(path: str) -> Any:
                 hint="dump fewer nodes or namespaces: `kubectl nodefail dump NODE... -n NS`",
             )
         with open(path, encoding="utf-8") as fh:
-            return jsonstream.load(fh, object_hook=_trim)
+            return jsonstream.load(fh, on_item=dumpschema.take_item)
     except FileNotFoundError as exc:
         raise BadInputError(f"dump file not found: {path}") from exc
     except (OSError, UnicodeDecodeError) as exc:
@@ -254,8 +247,7 @@ def load_dump(path: str) -> Snapshot:
             f"dump file {path} is of kind {kind if isinstance(kind, str) else None!r}, "
             "not a dump or List"
         )
-    for index, item in enumerate(doc["items"]):
-        dumpschema.check_item(item, index)
+    dumpschema.check_items(doc["items"])
     snap = from_items(doc["items"], captured, **meta)
     if not snap.nodes and not snap.pods:
         raise BadInputError(f"dump file {path} holds no nodes and no pods")
