@@ -33,7 +33,7 @@ requested=${1:-${K8S_VERSION:-$DEFAULT_K8S_MINOR}}
 K8S_MINOR=${BASH_REMATCH[1]}
 k8s_module=$here/controlplane/kubernetes-v1.$K8S_MINOR
 if [ ! -f "$k8s_module/go.mod" ]; then
-  known=$(cd "$here/controlplane" && ls -d kubernetes-v1.* | sed 's/kubernetes-v//' | sort -t. -k2 -n | tr '\n' ' ')
+  known=$(cd "$here/controlplane" && ls -d kubernetes-v1.* | sed 's/kubernetes-v//' | sort -t. -k2 -n | paste -sd' ')
   fail "no wrapper module for Kubernetes 1.$K8S_MINOR (supported: $known)"
 fi
 K8S_VERSION=$(sed -n 's|^require k8s.io/kubernetes \(v[0-9.]*\)$|\1|p' "$k8s_module/go.mod")
@@ -41,6 +41,10 @@ K8S_VERSION=$(sed -n 's|^require k8s.io/kubernetes \(v[0-9.]*\)$|\1|p' "$k8s_mod
 if [[ $requested =~ \.[0-9]+\.[0-9]+$ ]] && [ "v${requested#v}" != "$K8S_VERSION" ]; then
   fail "asked for v${requested#v}, but $k8s_module pins $K8S_VERSION"
 fi
+# Releases that still carry the in-tree cloud providers (AWS, Azure, GCE, vSphere SDKs: minutes
+# of compiling on two cores) are built without them; the tests use no cloud provider.
+k8s_tags=""
+if grep -q k8s.io/legacy-cloud-providers "$k8s_module/go.mod"; then k8s_tags=providerless; fi
 if [ "$K8S_MINOR" -ge 34 ]; then etcd_module=$here/controlplane/etcd-v3.6; else etcd_module=$here/controlplane/etcd-v3.5; fi
 ETCD_VERSION=$(sed -n 's|^[[:space:]]*go.etcd.io/etcd/server/v3 \(v[0-9.]*\)$|\1|p' "$etcd_module/go.mod")
 [ -n "$ETCD_VERSION" ] || fail "$etcd_module/go.mod does not require go.etcd.io/etcd/server/v3"
@@ -90,7 +94,7 @@ build_kubernetes() {
   ld=$(k8s_ldflags)
   for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
     log "  go build $cmd"
-    (cd "$k8s_module" && go build -trimpath -ldflags "$ld" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd")
+    (cd "$k8s_module" && go build -tags "$k8s_tags" -trimpath -ldflags "$ld" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd")
   done
 }
 
@@ -103,7 +107,7 @@ build_etcd() {
 
 build_kubectl() {
   (cd "$k8s_module" &&
-    go build -trimpath -ldflags "$(k8s_ldflags)" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl)
+    go build -tags "$k8s_tags" -trimpath -ldflags "$(k8s_ldflags)" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl)
 }
 
 build_kwok() {
@@ -126,11 +130,11 @@ if ! flock -n 9; then
   flock 9
 fi
 
-k8s=$(key kubernetes "$K8S_VERSION" "$k8s_module/go.sum")
+k8s=$(key kubernetes "$K8S_VERSION${k8s_tags:+-$k8s_tags}" "$k8s_module/go.sum")
 etcd=$(key etcd "$ETCD_VERSION" "$etcd_module/go.sum")
 kwok=$(key kwok "$KWOK_VERSION")
 krew=$(key krew "$KREW_VERSION")
-kubectl=$(key kubectl "$K8S_VERSION" "$k8s_module/go.sum")
+kubectl=$(key kubectl "$K8S_VERSION${k8s_tags:+-$k8s_tags}" "$k8s_module/go.sum")
 
 build_into "$etcd" "etcd etcdctl etcdutl" build_etcd
 build_into "$kwok" "kwok kwokctl" build_kwok

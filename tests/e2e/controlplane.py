@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -119,8 +120,7 @@ kind: KwokctlConfiguration
 options:
   runtime: binary
   bindAddress: 127.0.0.1
-  kubeApiserverPort: 0
-  kubeApiserverBinary: {b}/kube-apiserver
+{self._ports_yaml()}  kubeApiserverBinary: {b}/kube-apiserver
   kubeControllerManagerBinary: {b}/kube-controller-manager
   kubeSchedulerBinary: {b}/kube-scheduler
   kubectlBinary: {b}/kubectl
@@ -150,6 +150,35 @@ componentsPatches:
   - key: advertise-address
     value: 127.0.0.1
 """
+
+    @staticmethod
+    def _ports_yaml() -> str:
+        """Every component's port, handed out by the OS. kwokctl's own choice scans down from
+        32767 and checks each port is free only when the cluster is created, so two clusters
+        created at once on this machine (other checkouts' suites) got the same ports, and a
+        component then failed to bind (seen: the kwok-controller, leaving every healthy node
+        NotReady)."""
+        names = (
+            "kubeApiserverPort",
+            "etcdPort",
+            "etcdPeerPort",
+            "kubeControllerManagerPort",
+            "kubeSchedulerPort",
+            "kwokControllerPort",
+        )
+        socks = []
+        try:
+            for _ in names:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.bind(("127.0.0.1", 0))
+                socks.append(sock)
+            return "".join(
+                f"  {name}: {sock.getsockname()[1]}\n"
+                for name, sock in zip(names, socks, strict=True)
+            )
+        finally:
+            for sock in socks:
+                sock.close()
 
     @staticmethod
     def _extra_args_yaml(args: dict[str, str]) -> str:
