@@ -49,9 +49,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check kubectl_nodefail tests
 	$(BIN)/mypy
 
-## Everything: lint, types, unit tests and the end-to-end scenarios on the real control plane.
+## Everything: lint, types, unit tests and the end-to-end scenarios on the real control plane
+## of the newest minor, then the core scenarios on each older minor of the matrix.
 test: $(STAMP) controlplane lint
 	$(BIN)/pytest
+	$(MAKE) --no-print-directory test-matrix
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit
