@@ -82,3 +82,14 @@ def test_remediate_strategy_per_minor(folder: str) -> None:
     assert make_plan(report, Options(attested=["ver-down"], server_minor=25)).strategy == (
         "force-delete"
     )
+
+
+def test_job_on_a_server_without_pod_replacement_policy_is_not_given_one() -> None:
+    """The 1.26 apiserver stores no podReplacementPolicy: the explanation must not name one."""
+    old = load("v1.26/node-down-after-eviction")
+    batch = next(p for p in diagnose(old, old.captured_at).pods if p.name.startswith("batch-"))
+    assert "no podReplacementPolicy" in batch.explanation
+    assert batch.replacement.state in ("running", "finished")
+    new = load("v1.36/node-down-after-eviction")
+    batch = next(p for p in diagnose(new, new.captured_at).pods if p.name.startswith("batch-"))
+    assert "podReplacementPolicy TerminatingOrFailed (the default)" in batch.explanation
