@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: diagnose test unit e2e lint record controlplane clean
+.PHONY: diagnose test unit e2e lint record controlplane clean test-matrix record-matrix controlplane-matrix
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,13 +25,35 @@ diagnose: $(STAMP)
 controlplane:
 	bash hack/build-control-plane.sh >/dev/null
 
+# The older Kubernetes minors of the version matrix (the newest, 1.36, is the default everywhere).
+MATRIX_MINORS ?= 1.26 1.31
+
+## Build the control plane of every minor of the matrix (each cached like the default one).
+controlplane-matrix:
+	@for v in $(MATRIX_MINORS); do bash hack/build-control-plane.sh $$v >/dev/null || exit 1; done
+
+## The core scenarios (tests/e2e/test_versions.py) on each older minor's own control plane.
+test-matrix: $(STAMP) controlplane-matrix
+	@for v in $(MATRIX_MINORS); do \
+	  echo "== Kubernetes $$v"; \
+	  NODEFAIL_K8S_VERSION=$$v $(BIN)/pytest tests/e2e/test_versions.py || exit 1; \
+	done
+
+## Re-record tests/fixtures/v1.MINOR/ on each older minor (make record does the newest's).
+record-matrix: $(STAMP) controlplane-matrix
+	@for v in $(MATRIX_MINORS); do \
+	  NODEFAIL_RECORD=1 NODEFAIL_K8S_VERSION=$$v $(BIN)/pytest tests/e2e/test_versions.py || exit 1; \
+	done
+
 lint: $(STAMP)
 	$(BIN)/ruff check kubectl_nodefail tests
 	$(BIN)/mypy
 
-## Everything: lint, types, unit tests and the end-to-end scenarios on the real control plane.
+## Everything: lint, types, unit tests and the end-to-end scenarios on the real control plane
+## of the newest minor, then the core scenarios on each older minor of the matrix.
 test: $(STAMP) controlplane lint
 	$(BIN)/pytest
+	$(MAKE) --no-print-directory test-matrix
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Builds the real control plane the end-to-end tests run against, from the Go module proxy:
-# kube-apiserver, kube-controller-manager, kube-scheduler (Kubernetes v1.36.1, version-stamped),
-# kubectl, etcd v3.6.10, kwok/kwokctl v0.8.0 and krew v0.4.3.
+# kube-apiserver, kube-controller-manager, kube-scheduler and kubectl of one Kubernetes release
+# (version-stamped), the etcd that fits it, kwok/kwokctl v0.8.0 and krew v0.4.3.
+#
+#   bash hack/build-control-plane.sh [MINOR]     e.g. 1.26, v1.31 or v1.26.13; or K8S_VERSION=1.26
+#
+# Default: the newest supported minor (1.36). Each minor has its own wrapper Go module,
+# hack/controlplane/kubernetes-v1.MINOR/ (made by hack/controlplane/new-kubernetes-wrapper.sh),
+# which pins the exact patch release; etcd 3.5 serves the minors before 1.34, etcd 3.6 the rest.
 #
 # Idempotent: each component is built once into a cache outside the repository, keyed by its
 # version (and by the wrapper module's go.sum), and reused afterwards. Prints the directory
 # holding the binaries on its last line. Any build failure exits non-zero, loudly.
 set -euo pipefail
 
-K8S_VERSION=v1.36.1
-ETCD_VERSION=v3.6.10
+DEFAULT_K8S_MINOR=1.36
 KWOK_VERSION=v0.8.0
 KREW_VERSION=v0.4.3  # the newest krew the Go module proxy serves (v0.4.5 answers 403)
 
@@ -19,6 +24,30 @@ bindir=$cache/bin
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 
 log() { printf '[build-control-plane %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+fail() { log "FAILED: $*"; exit 1; }
+
+# The requested minor -> its wrapper module, the exact release it pins, and the etcd that fits.
+requested=${1:-${K8S_VERSION:-$DEFAULT_K8S_MINOR}}
+[[ $requested =~ ^v?1\.([0-9]+)(\.[0-9]+)?$ ]] ||
+  fail "Kubernetes version '$requested' is not MAJOR.MINOR[.PATCH], e.g. 1.26"
+K8S_MINOR=${BASH_REMATCH[1]}
+k8s_module=$here/controlplane/kubernetes-v1.$K8S_MINOR
+if [ ! -f "$k8s_module/go.mod" ]; then
+  known=$(cd "$here/controlplane" && ls -d kubernetes-v1.* | sed 's/kubernetes-v//' | sort -t. -k2 -n | paste -sd' ')
+  fail "no wrapper module for Kubernetes 1.$K8S_MINOR (supported: $known)"
+fi
+K8S_VERSION=$(sed -n 's|^require k8s.io/kubernetes \(v[0-9.]*\)$|\1|p' "$k8s_module/go.mod")
+[ -n "$K8S_VERSION" ] || fail "$k8s_module/go.mod does not require k8s.io/kubernetes on one line"
+if [[ $requested =~ \.[0-9]+\.[0-9]+$ ]] && [ "v${requested#v}" != "$K8S_VERSION" ]; then
+  fail "asked for v${requested#v}, but $k8s_module pins $K8S_VERSION"
+fi
+# Releases that still carry the in-tree cloud providers (AWS, Azure, GCE, vSphere SDKs: minutes
+# of compiling on two cores) are built without them; the tests use no cloud provider.
+k8s_tags=""
+if grep -q k8s.io/legacy-cloud-providers "$k8s_module/go.mod"; then k8s_tags=providerless; fi
+if [ "$K8S_MINOR" -ge 34 ]; then etcd_module=$here/controlplane/etcd-v3.6; else etcd_module=$here/controlplane/etcd-v3.5; fi
+ETCD_VERSION=$(sed -n 's|^[[:space:]]*go.etcd.io/etcd/server/v3 \(v[0-9.]*\)$|\1|p' "$etcd_module/go.mod")
+[ -n "$ETCD_VERSION" ] || fail "$etcd_module/go.mod does not require go.etcd.io/etcd/server/v3"
 
 # key NAME VERSION [FILE...] -> a cache folder name that changes when the version or inputs do
 key() {
@@ -51,7 +80,7 @@ build_into() {
 
 # Version stamping: without it the binaries report v0.0.0 and /version lies.
 k8s_ldflags() {
-  local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  local minor=$K8S_MINOR
   local ld="-s -w" p
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld="$ld -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
@@ -65,20 +94,20 @@ build_kubernetes() {
   ld=$(k8s_ldflags)
   for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
     log "  go build $cmd"
-    (cd "$here/controlplane/kubernetes" && go build -trimpath -ldflags "$ld" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd")
+    (cd "$k8s_module" && go build -tags "$k8s_tags" -trimpath -ldflags "$ld" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd")
   done
 }
 
 build_etcd() {
-  (cd "$here/controlplane/etcd" &&
+  (cd "$etcd_module" &&
     go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3 &&
     go build -trimpath -ldflags "-s -w" -o "$out/etcdctl" go.etcd.io/etcd/etcdctl/v3 &&
     go build -trimpath -ldflags "-s -w" -o "$out/etcdutl" go.etcd.io/etcd/etcdutl/v3)
 }
 
 build_kubectl() {
-  (cd "$here/controlplane/kubernetes" &&
-    go build -trimpath -ldflags "$(k8s_ldflags)" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl)
+  (cd "$k8s_module" &&
+    go build -tags "$k8s_tags" -trimpath -ldflags "$(k8s_ldflags)" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl)
 }
 
 build_kwok() {
@@ -101,11 +130,11 @@ if ! flock -n 9; then
   flock 9
 fi
 
-k8s=$(key kubernetes "$K8S_VERSION" "$here/controlplane/kubernetes/go.sum")
-etcd=$(key etcd "$ETCD_VERSION" "$here/controlplane/etcd/go.sum")
+k8s=$(key kubernetes "$K8S_VERSION${k8s_tags:+-$k8s_tags}" "$k8s_module/go.sum")
+etcd=$(key etcd "$ETCD_VERSION" "$etcd_module/go.sum")
 kwok=$(key kwok "$KWOK_VERSION")
 krew=$(key krew "$KREW_VERSION")
-kubectl=$(key kubectl "$K8S_VERSION" "$here/controlplane/kubernetes/go.sum")
+kubectl=$(key kubectl "$K8S_VERSION${k8s_tags:+-$k8s_tags}" "$k8s_module/go.sum")
 
 build_into "$etcd" "etcd etcdctl etcdutl" build_etcd
 build_into "$kwok" "kwok kwokctl" build_kwok

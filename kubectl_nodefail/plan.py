@@ -11,7 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis import versions
 from kubectl_nodefail.analysis.diagnose import MASS_FAILURE_NODES, MASS_FAILURE_SHARE
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.zones import NORMAL
@@ -122,7 +122,7 @@ def _shutdown_evidence(node: NodeFinding, opts: Options) -> list[str]:
 def _strategy(opts: Options) -> str:
     if opts.strategy != "auto":
         return opts.strategy
-    if opts.server_minor is not None and opts.server_minor < facts.OUT_OF_SERVICE_GA_MINOR:
+    if not versions.out_of_service_usable(opts.server_minor):
         return "force-delete"
     return "out-of-service"
 

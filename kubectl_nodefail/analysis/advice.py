@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis import facts, versions
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, Replacement
 
 OUT_OF_SERVICE_TAINT = f"{facts.TAINT_OUT_OF_SERVICE}=nodeshutdown:NoExecute"
@@ -143,7 +143,7 @@ def for_node(node: NodeFinding, server_minor: int | None) -> Action:
             "none",
             kubectl=f"kubectl describe node {node.name}",
         )
-    oos_ok = server_minor is None or server_minor >= facts.OUT_OF_SERVICE_GA_MINOR
+    oos_ok = versions.out_of_service_usable(server_minor)
     if node.out_of_service:
         return Action(
             "wait",

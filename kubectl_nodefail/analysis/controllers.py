@@ -246,6 +246,12 @@ def job(ctx: Context) -> tuple[str, Replacement, str]:
             + ": it creates a replacement only once the old pod reaches phase Failed, which a "
             "pod Terminating on a dead node never does. The pod blocks its own replacement."
         )
+    elif job_obj is not None and "podReplacementPolicy" not in spec:
+        # Servers before 1.29 (the field's beta) store no such field: same behaviour, no name.
+        why = (
+            f"Job {name}{cron} has no podReplacementPolicy (this server predates it) and no "
+            "podFailurePolicy: a replacement is created as soon as the pod is Terminating."
+        )
     else:
         why = (
             f"Job {name}{cron} has podReplacementPolicy TerminatingOrFailed (the default): a "

@@ -6,7 +6,7 @@ import re
 from collections.abc import Collection
 from datetime import datetime
 
-from kubectl_nodefail.analysis import advice
+from kubectl_nodefail.analysis import advice, versions
 from kubectl_nodefail.analysis.findings import NodeFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node
 from kubectl_nodefail.analysis.pods import analyse_pod
@@ -86,6 +86,7 @@ def diagnose(
         pods=pods,
         cluster=_cluster_notes(len(snap.nodes), len(failed), master_disruption, minor, pods),
         gaps=list(snap.gaps),
+        server_behaviour=versions.applied(minor),
     )
 
 
@@ -106,16 +107,14 @@ def _cluster_notes(
             "likely the network or the control plane, not the machines. Fix that first; "
             "do not force-delete pods."
         )
-    if minor is not None and minor < 27:
+    # Only what the pods show: a pre-1.27 server marks pods NodeLost only when its
+    # controller-manager runs with --enable-taint-manager=false (seen on a real 1.26).
+    if any(p.era == "nodelost" for p in pods):
+        where = f"server 1.{minor}" if minor is not None else "the server"
         notes.append(
-            f"server 1.{minor}: NodeLost era. The node controller marks pods on "
-            "unreachable nodes NodeLost and kubectl prints them Unknown; from 1.27 they "
-            "stay Running until evicted, then Terminating."
-        )
-    elif any(p.era == "nodelost" for p in pods):
-        notes.append(
-            "some pods carry reason NodeLost (set by a pre-1.27 node controller): kubectl "
-            "prints them Unknown; this is the older spelling of Terminating on a lost "
-            "node."
+            f"NodeLost era: pods carry reason NodeLost, set when {where}'s node lifecycle "
+            "controller deleted them itself (--enable-taint-manager=false, possible before "
+            "1.27): kubectl prints them Unknown; this is the older spelling of Terminating "
+            "on a lost node."
         )
     return notes

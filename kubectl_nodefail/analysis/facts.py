@@ -26,6 +26,13 @@ SECONDARY_NODE_EVICTION_RATE = 0.01
 FORCE_DETACH_SECONDS = 6 * 60
 OUT_OF_SERVICE_GA_MINOR = 28  # non-graceful node shutdown: GA in 1.28 (beta 1.26)
 
+# What changed between minors (analysis/versions.py turns these into the applied behaviour).
+OUT_OF_SERVICE_BETA_MINOR = 26  # NodeOutOfServiceVolumeDetach beta, on by default
+NODE_LOST_REMOVED_MINOR = 27  # --enable-taint-manager removed: no more NodeLost pods
+NODE_MONITOR_GRACE_50S_MINOR = 32  # node-monitor-grace-period default 40s -> 50s
+NODE_MONITOR_GRACE_SECONDS = 50
+NODE_MONITOR_GRACE_SECONDS_BEFORE_1_32 = 40
+
 # Conditions the kubelet or node-problem-detector set where True means trouble.
 KUBELET_PROBLEM_CONDITIONS = {"MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"}
 NPD_PROBLEM_CONDITIONS = {

@@ -142,6 +142,8 @@ class Report:
     pods: list[PodFinding]
     cluster: list[str]  # cluster-wide conclusions (mass failure, master disruption mode, gaps)
     gaps: list[str]
+    # Which version-dependent behaviour was applied for this server (analysis/versions.py).
+    server_behaviour: list[str] = field(default_factory=list)
 
     @property
     def problems(self) -> bool:

@@ -1,7 +1,10 @@
 """Session fixture: one real control plane for all end-to-end tests, torn down at the end.
 
+The control plane is the newest supported Kubernetes minor, or the one $NODEFAIL_K8S_VERSION
+names (e.g. 1.26; `make test-matrix` runs tests/e2e/test_versions.py on each older minor).
 Component logs are copied to $NODEFAIL_E2E_LOGS (default .e2e-logs/) when a test failed.
-With NODEFAIL_RECORD=1 the scenarios write their snapshots into tests/fixtures/.
+With NODEFAIL_RECORD=1 the scenarios write their snapshots into tests/fixtures/ (on another
+minor than the default: tests/fixtures/v1.MINOR/, so the default's recordings stay as they are).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +24,13 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controlplane import HEALTHY_ZONE, REPO, ControlPlane, build_binaries
+from tests.e2e.controlplane import (
+    HEALTHY_ZONE,
+    REPO,
+    ControlPlane,
+    build_binaries,
+    requested_version,
+)
 
 HEALTHY_NODES = [f"healthy-{i}" for i in range(3)]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -34,9 +44,19 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
-    bindir = build_binaries()
+    with running_control_plane(requested_version()) as cp:
+        yield cp
+
+
+@contextmanager
+def running_control_plane(
+    version: str | None, controller_manager_args: dict[str, str] | None = None
+) -> Iterator[ControlPlane]:
+    """A started control plane of one Kubernetes minor (None: the newest) with the healthy
+    nodes, stopped on exit (logs kept when a test failed)."""
+    bindir = build_binaries(version)
     workdir = Path(tempfile.mkdtemp(prefix="nodefail-e2e-"))
-    cp = ControlPlane(bindir, workdir)
+    cp = ControlPlane(bindir, workdir, controller_manager_args=dict(controller_manager_args or {}))
     try:
         cp.start()
         for name in HEALTHY_NODES:
@@ -61,6 +81,11 @@ def nodefail_bin() -> str:
     return found
 
 
+def version_fixtures(cp: ControlPlane) -> Path:
+    """tests/fixtures/v1.MINOR/: the per-minor recordings of tests/e2e/test_versions.py."""
+    return FIXTURES / f"v1.{cp.server_minor()}"
+
+
 @dataclass
 class Run:
     command: str
@@ -81,6 +106,8 @@ class Plugin:
             "KUBECONFIG": str(cp.kubeconfig),
         }
         self.runs: list[Run] = []
+        # Recordings of another minor than the default go to their own folder.
+        self.fixtures = FIXTURES if requested_version() is None else version_fixtures(cp)
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         start = datetime.now(timezone.utc)
@@ -100,11 +127,13 @@ class Plugin:
             raise AssertionError(f"diagnose failed ({proc.returncode}): {proc.stderr}")
         return proc.returncode, json.loads(proc.stdout)
 
-    def record(self, name: str, scenario: str, moment: str) -> Path:
-        """Dump the cluster now; into tests/fixtures/ when NODEFAIL_RECORD=1."""
-        target = FIXTURES if os.environ.get("NODEFAIL_RECORD") == "1" else self.cp.workdir
+    def record(self, name: str, scenario: str, moment: str, nodes: tuple[str, ...] = ()) -> Path:
+        """Dump the cluster (or just these nodes' part of it) now; into the fixtures folder
+        when NODEFAIL_RECORD=1."""
+        target = self.fixtures if os.environ.get("NODEFAIL_RECORD") == "1" else self.cp.workdir
+        target.mkdir(parents=True, exist_ok=True)
         path = target / f"{name}.json"
-        proc = self.run("dump", "-f", str(path))
+        proc = self.run("dump", *nodes, "-f", str(path))
         if proc.returncode != 0:
             raise AssertionError(f"dump failed ({proc.returncode}): {proc.stderr}")
         doc = json.loads(path.read_text())

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -66,14 +67,25 @@ def wait_for(
         time.sleep(interval)
 
 
-def build_binaries() -> Path:
-    """Run the idempotent build; return the folder holding every binary. Fails loudly."""
+def requested_version() -> str | None:
+    """The Kubernetes minor the suite runs on: $NODEFAIL_K8S_VERSION (e.g. 1.26), else the
+    build script's default (the newest supported minor)."""
+    return os.environ.get("NODEFAIL_K8S_VERSION") or None
+
+
+def build_binaries(version: str | None = None) -> Path:
+    """Run the idempotent build of one Kubernetes minor (None: the default, the newest);
+    return the folder holding every binary. Fails loudly."""
     proc = subprocess.run(
-        ["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, check=False
+        ["bash", str(BUILD_SCRIPT), *([version] if version else [])],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
         raise RuntimeError(
-            f"building the control plane failed (exit {proc.returncode}); see the output above"
+            f"building the control plane {version or '(default)'} failed "
+            f"(exit {proc.returncode}); see the output above"
         )
     return Path(proc.stdout.strip().splitlines()[-1])
 
@@ -84,6 +96,9 @@ class ControlPlane:
     workdir: Path
     kubeconfig: Path = field(init=False)
     kwoks: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    # Extra kube-controller-manager flags (name -> value), e.g. a pre-1.27 cluster run with
+    # enable-taint-manager=false to reproduce the NodeLost-era eviction path.
+    controller_manager_args: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cluster_dir = self.workdir / "clusters" / CLUSTER_NAME
@@ -105,8 +120,7 @@ kind: KwokctlConfiguration
 options:
   runtime: binary
   bindAddress: 127.0.0.1
-  kubeApiserverPort: 0
-  kubeApiserverBinary: {b}/kube-apiserver
+{self._ports_yaml()}  kubeApiserverBinary: {b}/kube-apiserver
   kubeControllerManagerBinary: {b}/kube-controller-manager
   kubeSchedulerBinary: {b}/kube-scheduler
   kubectlBinary: {b}/kubectl
@@ -131,11 +145,53 @@ componentsPatches:
   extraArgs:
   - key: node-eviction-rate
     value: "10"
-- name: kube-apiserver
+{self._extra_args_yaml(self.controller_manager_args)}- name: kube-apiserver
   extraArgs:
   - key: advertise-address
     value: 127.0.0.1
 """
+
+    @staticmethod
+    def _ports_yaml() -> str:
+        """Every component's port, handed out by the OS. kwokctl's own choice scans down from
+        32767 and checks each port is free only when the cluster is created, so two clusters
+        created at once on this machine (other checkouts' suites) got the same ports, and a
+        component then failed to bind (seen: the kwok-controller, leaving every healthy node
+        NotReady)."""
+        names = (
+            "kubeApiserverPort",
+            "etcdPort",
+            "etcdPeerPort",
+            "kubeControllerManagerPort",
+            "kubeSchedulerPort",
+            "kwokControllerPort",
+        )
+        socks = []
+        try:
+            for _ in names:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.bind(("127.0.0.1", 0))
+                socks.append(sock)
+            return "".join(
+                f"  {name}: {sock.getsockname()[1]}\n"
+                for name, sock in zip(names, socks, strict=True)
+            )
+        finally:
+            for sock in socks:
+                sock.close()
+
+    @staticmethod
+    def _extra_args_yaml(args: dict[str, str]) -> str:
+        return "".join(
+            f"  - key: {key}\n    value: {json.dumps(value)}\n" for key, value in args.items()
+        )
+
+    def server_version(self) -> str:
+        """The API server's gitVersion, e.g. v1.26.13 (what the analysis reads too)."""
+        return str(json.loads(self.kubectl("get", "--raw", "/version"))["gitVersion"])
+
+    def server_minor(self) -> int:
+        return int(self.server_version().split(".")[1])
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import Report
-from tests.unit.conftest import load, nodelost_era, pod, report_of
+from tests.unit.conftest import load, pod, report_of
 
 DOWN, NS = "flaky-a", "scenario-down"
 
@@ -137,11 +137,20 @@ def test_mirror_pod_cannot_be_moved() -> None:
 
 
 def test_nodelost_era_shows_unknown_and_says_which_era() -> None:
-    snap = nodelost_era(load("node-down-after-eviction"), DOWN)
-    report = diagnose(snap, snap.captured_at)
-    db = pod(report, NS, "db-0")
-    assert db.kubectl_status == "Unknown" and db.era == "nodelost"
+    """Recorded on a real 1.26 control plane whose controller-manager ran with
+    --enable-taint-manager=false (tests/e2e/test_versions.py): the node lifecycle controller
+    set reason NodeLost on every pod of the lost node and deleted all but the DaemonSet's."""
+    report = report_of("v1.26/nodelost-era")
+    assert report.server_version == "v1.26.13"
+    db = pod(report, "versions", "db-0")
+    assert db.kubectl_status == "Unknown" and db.era == "nodelost" and db.terminating
     assert "NodeLost" in db.meaning
+    assert db.controller == "statefulset" and db.replacement.state == "blocked"
+    web = pod(report, "versions", "web")
+    assert web.kubectl_status == "Unknown" and web.replacement.state == "running"
+    # Not deleted (DaemonSet pods never are), so kubectl prints the bare reason.
+    agent = pod(report, "versions", "agent")
+    assert agent.kubectl_status == "NodeLost" and not agent.terminating
     assert any("NodeLost era" in note for note in report.cluster)
 
 

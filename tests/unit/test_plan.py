@@ -45,8 +45,12 @@ def test_force_delete_strategy_spares_daemonsets_and_replaced_pods(after_evictio
 
 
 def test_old_servers_fall_back_to_force_delete(after_eviction: Report) -> None:
-    plan = make_plan(after_eviction, Options(attested=[NODE], server_minor=26))
+    """Below 1.26 the out-of-service taint is alpha (off by default); from its 1.26 beta on
+    (on by default, seen force-deleting on a real 1.26 control plane) it is the default."""
+    plan = make_plan(after_eviction, Options(attested=[NODE], server_minor=25))
     assert plan.strategy == "force-delete" and _by_action(plan, "force-delete-pod")
+    plan = make_plan(after_eviction, Options(attested=[NODE], server_minor=26))
+    assert plan.strategy == "out-of-service"
 
 
 def test_mass_failure_and_node_bound_refuse() -> None:
