@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kubectl_nodefail import render
+from kubectl_nodefail import planfile, render
 from kubectl_nodefail.actions import summary
 from kubectl_nodefail.analysis.findings import Report
 from kubectl_nodefail.errors import Exit
@@ -88,6 +88,6 @@ def test_healthy_cluster_has_nothing_to_do() -> None:
 
 def test_saved_plan_round_trips(after_eviction: Report) -> None:
     plan = make_plan(after_eviction, Options(attested=[NODE], strategy="force-delete"))
-    data = json.loads(render.as_json(render.plan_data(plan, False, summary(plan))))
-    again = Plan.from_data(data)
+    data = json.loads(render.as_json(planfile.document(plan, summary(plan))))
+    again = planfile.load(data)
     assert again.steps == plan.steps and again.strategy == plan.strategy
