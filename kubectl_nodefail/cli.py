@@ -472,6 +472,8 @@ def _check_writable(flag: str, path: str | None) -> None:
     """Refuse, before anything is read or changed, an output path that cannot be written."""
     import os
 
+    from kubectl_nodefail.errors import BadOptionError
+
     if not path:
         return
     folder = os.path.dirname(os.path.abspath(path))
@@ -485,7 +487,7 @@ def _check_writable(flag: str, path: str | None) -> None:
         problem = f"the folder {folder} is not writable"
     else:
         return
-    raise click.BadParameter(f"cannot write {path}: {problem}", param_hint=flag)
+    raise BadOptionError(f"{flag}: cannot write {path}: {problem}", hint="nothing was done")
 
 
 def _write(path: str, text: str) -> None:

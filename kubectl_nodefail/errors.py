@@ -58,6 +58,12 @@ class BadInputError(NodefailError):
     exit_code = Exit.BAD_INPUT
 
 
+class BadOptionError(NodefailError):
+    """An option value that cannot be used (e.g. an output path that cannot be written)."""
+
+    exit_code = Exit.USAGE
+
+
 class InterruptedRun(NodefailError):
     """SIGINT/SIGTERM before the first change: nothing was done."""
 

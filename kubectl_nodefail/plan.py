@@ -369,6 +369,20 @@ def step_key(step: Step) -> tuple[str, str, str, str]:
     return (step.action, step.target, step.node, step.uid)
 
 
+def _missing(old: Step, fresh: Plan) -> str:
+    """Why the live plan has no step matching a saved one."""
+    same = [s for s in fresh.steps if s.target == old.target]
+    if any(s.action == old.action and s.node == old.node for s in same):
+        uid = next(s.uid for s in same if s.action == old.action)
+        return f"{old.target} is another object now: UID {uid}, the saved plan's {old.uid}"
+    if same:
+        return f"the live plan has {same[0].action} on node {same[0].node} for {old.target}"
+    return (
+        f"the live plan has no {old.action} for {old.target} on node {old.node}: the object "
+        "is gone, recreated or moved, or the node is Ready again"
+    )
+
+
 def narrow(saved: Plan, fresh: Plan) -> Plan:
     """A saved plan checked against a plan computed from the live cluster now.
 
@@ -387,12 +401,7 @@ def narrow(saved: Plan, fresh: Plan) -> Plan:
             steps.append(replace(old, why=f"{old.why} (no such step in the live plan now)"))
         elif live is None:
             steps.append(
-                replace(
-                    old,
-                    allowed=False,
-                    gate="not allowed now (the plan computed from the live cluster now has no "
-                    "such step: the object, its node or its UID differ, or it needs nothing)",
-                )
+                replace(old, allowed=False, gate=f"not allowed now ({_missing(old, fresh)})")
             )
         elif not live.allowed:
             steps.append(replace(old, allowed=False, gate=f"not allowed now ({live.gate})"))
