@@ -347,7 +347,8 @@ def dump(
     "--log-file",
     type=click.Path(dir_okay=False),
     metavar="PATH",
-    help="Append one JSON line per executed step.",
+    help="Append a JSON line when each change starts and one with its result "
+    "(checked writable before anything is done).",
 )
 @click.option(
     "--wait-timeout",
@@ -368,7 +369,8 @@ def dump(
     "--plan-in",
     metavar="PATH",
     type=click.Path(dir_okay=False),
-    help="Execute exactly this saved plan (with --confirm), re-checking every step.",
+    help="Narrow to this saved plan: run (with --confirm) only its steps that a plan "
+    "computed from the live cluster now allows too.",
 )
 @handle_errors
 def remediate(
@@ -396,9 +398,11 @@ def remediate(
     machine is really down: --node-shutdown-confirmed NODE, or the cloud provider's shutdown
     taint. Without it, StatefulSet pods and pods holding RWO volumes are never force-deleted.
     Right before each step the node, its lease and the pod are read again; anything that moved
-    since the plan (node back, lease renewed, pod recreated) is skipped, never deleted.
-    DaemonSet and mirror pods are never acted on; Ready nodes only lose a stale
-    out-of-service taint.
+    since the plan (node back, lease renewed, pod recreated or bound elsewhere) is skipped,
+    never deleted. DaemonSet and mirror pods are never acted on; Ready nodes only lose a stale
+    out-of-service taint; pods held by a finalizer are named, never promised released.
+    A saved plan (--plan-in) only narrows: the live plan decides. One run at a time per node
+    (a lock annotation). SIGINT/SIGTERM stop after the request in flight (exit 6).
     """
     from kubectl_nodefail import planfile, render
     from kubectl_nodefail.actions import summary
@@ -545,7 +549,7 @@ def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: in
     """Run the plan; SIGINT/SIGTERM stop it after the request in flight (see actions.Stop)."""
     from kubectl_nodefail.actions import Executor, Stop, whoami
 
-    executor = Executor(cluster, whoami(cluster), log, wait_timeout, _progress(verbose))
     with Stop().on_signals(lambda text: click.echo(text, err=True)) as stop:
+        executor = Executor(cluster, whoami(cluster), log, wait_timeout, _progress(verbose))
         executor.stop = stop
         executor.run(plan)
