@@ -30,7 +30,7 @@ from urllib.parse import quote
 from kubectl_nodefail import __version__, kube
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.nodes import is_ready
-from kubectl_nodefail.errors import ApiError, AuthError, Conflict, Forbidden, NotFound
+from kubectl_nodefail.errors import ApiError, Conflict, Forbidden, NodefailError, NotFound
 from kubectl_nodefail.plan import (
     MUTATING,
     Plan,
@@ -133,6 +133,10 @@ def whoami(cluster: kube.Cluster) -> str:
         return str(((review.get("status") or {}).get("userInfo") or {}).get("username") or "?")
     except ApiError:
         return "unknown user"
+
+
+class TrailNotWritten(Exception):
+    """The log file refused the "starting" line: the request must not be sent."""
 
 
 class Stop:
@@ -246,11 +250,11 @@ class Executor:
         except Conflict as exc:
             step.result = "skipped"
             step.detail = f"changed since the plan (precondition failed): {exc.message}"
-        except (ApiError, AuthError) as exc:
-            step.result, step.detail = "failed", exc.message
-        except OSError as exc:  # the trail could not be written: nothing was sent
+        except TrailNotWritten as exc:
             step.result, step.detail = "failed", f"trail not written, nothing sent: {exc}"
             return
+        except NodefailError as exc:  # any other API answer, or the server gone away
+            step.result, step.detail = "failed", exc.message
         self._trail(step)
         if started:
             self._event(step, starting=False)
@@ -324,7 +328,10 @@ class Executor:
         """Take this run's lock on the node (once); None when held, else why we stood back."""
         if node in self._locks:
             return self._locks[node] or None
-        why = self._take_lock(node)
+        try:
+            why = self._take_lock(node)
+        except NodefailError as exc:
+            why = f"could not take the lock on node {node}: {exc.message}; nothing done here"
         self._locks[node] = why or ""
         return why
 
@@ -382,7 +389,7 @@ class Executor:
                     break
                 except Conflict:
                     continue
-                except (ApiError, AuthError) as exc:
+                except NodefailError as exc:
                     self.progress(f"could not release the lock on node {name}: {exc.message}")
                     break
         self._locks.clear()
@@ -499,7 +506,10 @@ class Executor:
 
     def _record_start(self, step: Step) -> None:
         """Before the request: the trail line (must succeed) and an Event (noted if not)."""
-        self._trail(step, result="starting")
+        try:
+            self._trail(step, result="starting")
+        except OSError as exc:
+            raise TrailNotWritten(str(exc)) from exc
         self._event(step, starting=True)
 
     def _trail(self, step: Step, result: str | None = None) -> None:
@@ -524,7 +534,7 @@ class Executor:
     def _event(self, step: Step, starting: bool) -> None:
         try:
             self._create_event(step, starting)
-        except (ApiError, AuthError) as exc:
+        except NodefailError as exc:
             step.detail += f" (no {'starting ' if starting else ''}Event recorded: {exc.message})"
 
     def _create_event(self, step: Step, starting: bool) -> None:
