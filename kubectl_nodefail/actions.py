@@ -197,6 +197,8 @@ class Executor:
     _locks: dict[str, str] = field(default_factory=dict)  # node -> "" held, or why not
 
     def run(self, plan: Plan) -> Plan:
+        if self._refuse_malformed(plan):
+            return plan
         try:
             for step in plan.steps:
                 if self.stop.is_set():
@@ -215,6 +217,25 @@ class Executor:
         finally:
             self._release_locks()
         return plan
+
+    def _refuse_malformed(self, plan: Plan) -> bool:
+        """Check every step's shape before the first change; if one step that would change
+        something is malformed, nothing runs (True)."""
+        bad = {
+            id(s): step_problem(s) or f"unknown action {s.action!r}"
+            for s in plan.steps
+            if s.allowed and s.action != "wait" and (s.action not in MUTATING or step_problem(s))
+        }
+        if not bad:
+            return False
+        first = next(iter(bad.values()))
+        for step in plan.steps:
+            if id(step) in bad:
+                step.result, step.detail = "refused", f"malformed step, never sent: {bad[id(step)]}"
+            else:
+                step.result = "refused"
+                step.detail = f"nothing run: another step of this plan is malformed ({first})"
+        return True
 
     def _step(self, step: Step) -> None:
         if step.action == "finalizer-held":

@@ -498,15 +498,24 @@ def test_the_executor_rechecks_the_live_object(control_plane: ControlPlane, plug
     def step(target: str, uid: str, rv: str, action: str = "force-delete-pod") -> Step:
         return Step(action, node, target, "test", True, "test", ["test"], uid, rv, renewed)
 
-    plan = Plan(
+    victim_step = step(f"pod/{NS}/{vm['name']}", vm["uid"], vm["resourceVersion"])
+    malformed = Plan(
+        "force-delete",
+        [
+            step(f"pod/{NS}/{vm['name']}", "", vm["resourceVersion"]),  # no UID
+            step(f"pod/{NS}/{vm['name']}", vm["uid"], ""),  # no resourceVersion
+            step(f"pod/{NS}/{vm['name']}", vm["uid"], vm["resourceVersion"], "evict-pod"),
+            victim_step,  # well formed, but in a plan with malformed steps: not run either
+        ],
+        [],
+        [node],
+    )
+    moved = Plan(
         "force-delete",
         [
             step(f"pod/{NS}/bystander-x", bm["uid"], bm["resourceVersion"]),  # retargeted
-            step(f"pod/{NS}/{vm['name']}", "", vm["resourceVersion"]),  # no UID
-            step(f"pod/{NS}/{vm['name']}", vm["uid"], ""),  # no resourceVersion
             step(f"pod/{NS}/{vm['name']}", "0d6f1c3e-0000-4000-8000-000000000000", "1"),
-            step(f"pod/{NS}/{vm['name']}", vm["uid"], "1"),  # moved on since the plan
-            step(f"pod/{NS}/{vm['name']}", vm["uid"], vm["resourceVersion"], "evict-pod"),
+            step(f"pod/{NS}/{vm['name']}", vm["uid"], "1"),  # the pod moved on since the plan
         ],
         [],
         [node],
@@ -514,17 +523,23 @@ def test_the_executor_rechecks_the_live_object(control_plane: ControlPlane, plug
     start = _now()
     cluster = Cluster(str(cp.kubeconfig))
     try:
-        Executor(cluster, "e2e-test", wait_timeout=5).run(plan)
+        Executor(cluster, "e2e-test", wait_timeout=5).run(malformed)
+        after_malformed = _now()
+        Executor(cluster, "e2e-test", wait_timeout=5).run(moved)
     finally:
         cluster.close()
         plugin.runs.append(Run("remediate", True, start, _now()))
-    got = [(s.result, s.detail) for s in plan.steps]
+    got = [(s.result, s.detail) for s in malformed.steps]
+    assert {r for r, _ in got} == {"refused"}
+    assert "never sent" in got[0][1] and "UID" in got[0][1]
+    assert "never sent" in got[1][1] and "resourceVersion" in got[1][1]
+    assert "never sent" in got[2][1] and "unknown action" in got[2][1]
+    assert got[3][1].startswith("nothing run: another step of this plan is malformed")
+    assert _writes_between(cp, start, after_malformed) == []  # not even the lock
+    got = [(s.result, s.detail) for s in moved.steps]
     assert got[0][0] == "skipped" and "bound to node 'healthy-0', not" in got[0][1]
-    assert got[1][0] == "refused" and "never sent" in got[1][1] and "UID" in got[1][1]
-    assert got[2][0] == "refused" and "resourceVersion" in got[2][1]
-    assert got[3][0] == "skipped" and "a different pod of that name exists now" in got[3][1]
-    assert got[4][0] == "skipped" and "precondition failed" in got[4][1]
-    assert got[5][0] == "refused" and "unknown action" in got[5][1]
+    assert got[1][0] == "skipped" and "a different pod of that name exists now" in got[1][1]
+    assert got[2][0] == "skipped" and "precondition failed" in got[2][1]
     writes = _writes_between(cp, start, _now())
     deletes = [e for e in writes if e["verb"] == "delete"]
     assert [e["responseStatus"]["code"] for e in deletes] == [409]  # only the stale one, refused
