@@ -372,14 +372,22 @@ def test_two_runs_at_once_never_double_act(control_plane: ControlPlane, plugin: 
         "-o",
         "json",
     )
-    first = Background(plugin, *args)
-    held = wait_for(
-        "the first run's lock on the node",
-        lambda: _annotations(cp, node).get(LOCK),
-        90,
-        interval=0.02,
-    )
-    first.signal(signal.SIGSTOP)  # a slow first run, still holding the lock
+    from kubectl_nodefail.kube import Cluster
+
+    api = Cluster(str(cp.kubeconfig))  # polls in milliseconds, unlike a kubectl process
+    try:
+        first = Background(plugin, *args)
+        held = wait_for(
+            "the first run's lock on the node",
+            lambda: (api.get(f"/api/v1/nodes/{node}")["metadata"].get("annotations") or {}).get(
+                LOCK
+            ),
+            90,
+            interval=0.005,
+        )
+        first.signal(signal.SIGSTOP)  # a slow first run, still holding the lock
+    finally:
+        api.close()
     try:
         second = plugin.run(*args)
         assert _annotations(cp, node).get(LOCK) == held  # the second left the lock alone
