@@ -105,7 +105,18 @@ def _fail_with_pods(cp: ControlPlane, node: str, count: int) -> list[Obj]:
     )
     cp.stop_kubelet(node)
     wait_node_unknown(cp, node)
-    return _pods_on(cp, node)
+
+    def marked_not_ready() -> list[Obj]:
+        # The node lifecycle controller marks each pod Ready=False after the node: wait for it
+        # (it changes their resourceVersions, which a delete sends as a precondition).
+        found = _pods_on(cp, node)
+        conds = [
+            next((c for c in p["status"].get("conditions") or [] if c["type"] == "Ready"), {})
+            for p in found
+        ]
+        return found if all(c.get("status") == "False" for c in conds) else []
+
+    return list(wait_for(f"{node}'s pods marked not Ready", marked_not_ready, 60))
 
 
 def _fail_with_statefulset(cp: ControlPlane, node: str) -> Obj:
