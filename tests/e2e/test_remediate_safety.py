@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 from kubectl_nodefail import planfile
+from kubectl_nodefail.plan import Step
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin, Run, nodefail_bin
 from tests.e2e.controlplane import ControlPlane, wait_for
@@ -157,7 +159,10 @@ class Background:
 
 def _resign(data: Obj) -> Obj:
     """What someone editing the file by hand and recomputing its digest would write."""
-    steps = [planfile._step(f"steps[{i}]", s) for i, s in enumerate(data["steps"])]
+    steps = [
+        Step(**{f.name: raw.get(planfile._camel(f.name)) for f in fields(Step)})
+        for raw in data["steps"]
+    ]
     data["digest"] = planfile.digest(data["strategy"], data["attested"], steps)
     return data
 
