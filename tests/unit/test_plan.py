@@ -180,3 +180,23 @@ def test_a_saved_plan_switched_on_by_hand_is_refused_now(after_eviction: Report)
     step = _by_action(plan, "taint-out-of-service")[0]
     assert not step.allowed and "not allowed now (no evidence the machine is down" in step.gate
     assert plan.exit_code() == Exit.PARTIAL and not plan.mutating
+
+
+def test_a_finalizer_held_pod_is_named_never_released() -> None:
+    """Recorded: a bare pod with finalizer e2e.nodefail/hold and a StatefulSet pod, both evicted
+    from a failed node. The plan names the finalizer and who removes it; the taint step does not
+    list the held pod among what it releases."""
+    report = report_of("finalizer-on-failed-node")
+    plan = make_plan(report, Options(attested=["flaky-t5"], only_nodes=["flaky-t5"]))
+    held = _by_action(plan, "finalizer-held")
+    assert [s.target for s in held] == ["pod/scenario-safety/held-flaky-t5"]
+    assert "held by finalizer e2e.nodefail/hold" in held[0].why
+    assert "the controller that added it (e2e.nodefail) must remove it" in held[0].gate
+    taint = _by_action(plan, "taint-out-of-service")[0]
+    assert taint.allowed and "db-flaky-t5-0" in taint.why and "held-" not in taint.why
+    assert plan.exit_code() == Exit.PARTIAL
+    force = make_plan(
+        report, Options(strategy="force-delete", attested=["flaky-t5"], only_nodes=["flaky-t5"])
+    )
+    assert [s.target for s in _by_action(force, "finalizer-held")] == [held[0].target]
+    assert all("held-" not in s.target for s in _by_action(force, "force-delete-pod"))
