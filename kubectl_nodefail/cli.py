@@ -495,13 +495,14 @@ def _check_writable(flag: str, path: str | None) -> None:
 
 
 def _write(path: str, text: str) -> None:
-    from kubectl_nodefail.errors import BadInputError
+    """Write the saved plan (before any change is made)."""
+    from kubectl_nodefail.errors import BadOptionError
 
     try:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:
-        raise BadInputError(f"cannot write {path}: {exc}") from exc
+        raise BadOptionError(f"--plan-out: cannot write {path}: {exc}") from exc
 
 
 def _make_plan(
