@@ -102,14 +102,15 @@ def test_statefulset_force_delete_needs_attestation(
     agent = pod_on(cp, NS, "agent-r", node)
     assert agent is not None and not terminating(agent)
     assert pod_on(cp, NS, "web-r1", node)["metadata"]["uid"] == web["metadata"]["uid"]  # type: ignore[index]
-    # The trail: a JSON line and an Event on the pod.
-    record = json.loads(log.read_text().splitlines()[0])
-    assert record["action"] == "force-delete-pod" and record["result"] == "done"
+    # The trail: a JSON line before the request and one after, and an Event for each.
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["action"], r["result"]) for r in records] == [
+        ("force-delete-pod", "starting"),
+        ("force-delete-pod", "done"),
+    ]
     events = cp.get("events", namespace=NS)["items"]
-    assert any(
-        e["reason"] == "NodefailForceDeletePod" and e["involvedObject"]["uid"] == uids[node]
-        for e in events
-    )
+    reasons = {e["reason"] for e in events if e["involvedObject"].get("uid") == uids[node]}
+    assert {"NodefailForceDeletePodStarting", "NodefailForceDeletePod"} <= reasons
     cp.start_kubelet(node)
     wait_node_ready(cp, node)
 
