@@ -166,7 +166,7 @@ def _load_or_bad_input(data: Any) -> Plan | None:
         return None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(JSON)
 def test_arbitrary_json_is_a_plan_or_bad_input(data: Any) -> None:
     assert _load_or_bad_input(data) is None  # nothing random is a valid signed plan
@@ -198,7 +198,7 @@ def _mutate(base: Any, where: int | None, key: str, value: Any) -> Any:
     return data
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([SAVED, SAVED_OOS]), _mutations())
 def test_mutated_plans_are_valid_or_bad_input(
     base: Any, mutation: tuple[int | None, str, Any, bool]
