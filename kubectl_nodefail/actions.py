@@ -1,48 +1,70 @@
 """The only code path that mutates the cluster: executes a Plan's allowed steps.
 
-Before each step it re-reads what the step depends on (node still not Ready, lease not renewed
-since the plan, pod UID and resourceVersion unchanged, sent as delete preconditions) and skips
-the step, saying why, when anything moved. Every action leaves an Event on the object it
-touched, a line in the optional log file, and on nodes an annotation saying who and when.
+Per node, a run first takes a lock (an annotation with owner and expiry, written with a
+resourceVersion precondition), so two runs never act on one node at once; the lock is released
+at the end, also after an interruption. Right before each step it re-reads what the step
+depends on: the pod itself (same UID, still bound to the step's node, no finalizer), the node
+(still not Ready) and its lease (not renewed since the plan); deletes always carry the
+preconditions {uid, resourceVersion}; a malformed destructive step is refused, never sent.
+Each mutation is recorded before the request ("starting": a trail line and an Event) and after
+it (the result: a trail line and an Event). SIGINT/SIGTERM stop the run after the request in
+flight (a second signal abandons it); the steps not started are reported as such.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import signal
 import socket
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timezone
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from types import FrameType
+from typing import TextIO
 from urllib.parse import quote
 
 from kubectl_nodefail import __version__, kube
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.nodes import is_ready
-from kubectl_nodefail.errors import ApiError, AuthError, Conflict, Forbidden, NotFound
-from kubectl_nodefail.plan import Plan, Step
-from kubectl_nodefail.snapshot import Obj, format_time
+from kubectl_nodefail.errors import ApiError, Conflict, Forbidden, NodefailError, NotFound
+from kubectl_nodefail.plan import (
+    MUTATING,
+    Plan,
+    Step,
+    finalizer_owner,
+    holding_finalizers,
+)
+from kubectl_nodefail.planfile import step_problem
+from kubectl_nodefail.snapshot import Obj, format_time, parse_time
 
 ANNOTATION_TAINTED_BY = "kubectl-nodefail.io/out-of-service-by"
 ANNOTATION_UNTAINTED_BY = "kubectl-nodefail.io/out-of-service-removed-by"
+ANNOTATION_LOCK = "kubectl-nodefail.io/lock"
 COMPONENT = "kubectl-nodefail"
+LOCK_MARGIN_SECONDS = 300  # a lock lasts the out-of-service wait plus this
 
-# What each action needs, as (verb, group, resource, namespaced-by-step).
+# What each action needs, as (verb, group, resource); every mutating action also takes the
+# node lock (get + patch nodes).
+_LOCK = [("get", "", "nodes"), ("patch", "", "nodes")]
 NEEDS: dict[str, list[tuple[str, str, str]]] = {
     "taint-out-of-service": [
-        ("get", "", "nodes"),
-        ("patch", "", "nodes"),
+        *_LOCK,
         ("get", "coordination.k8s.io", "leases"),
         ("list", "", "pods"),
     ],
-    "remove-out-of-service": [("get", "", "nodes"), ("patch", "", "nodes")],
+    "remove-out-of-service": [*_LOCK],
     "force-delete-pod": [
-        ("get", "", "nodes"),
+        *_LOCK,
         ("get", "coordination.k8s.io", "leases"),
+        ("get", "", "pods"),
         ("delete", "", "pods"),
     ],
     "delete-node": [
-        ("get", "", "nodes"),
+        *_LOCK,
         ("get", "coordination.k8s.io", "leases"),
         ("delete", "", "nodes"),
     ],
@@ -113,49 +135,172 @@ def whoami(cluster: kube.Cluster) -> str:
         return "unknown user"
 
 
+class TrailNotWritten(Exception):
+    """The log file refused the "starting" line: the request must not be sent."""
+
+
+class Stop:
+    """SIGINT/SIGTERM during a run. The first asks to stop once the request in flight has
+    answered (its result is recorded); the second abandons that request (KeyboardInterrupt)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.signals = 0
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`; True at once when a stop was asked."""
+        return self._event.wait(seconds)
+
+    @contextmanager
+    def on_signals(self, say: Callable[[str], None]) -> Iterator[Stop]:
+        def handler(signum: int, frame: FrameType | None) -> None:
+            self.signals += 1
+            self._event.set()
+            if self.signals == 1:
+                say(
+                    f"{signal.Signals(signum).name}: stopping after the request in flight "
+                    "(send it again to abandon that request)"
+                )
+            elif self.signals == 2:
+                say("abandoning the request in flight")
+                raise KeyboardInterrupt
+
+        old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield self
+        finally:
+            for sig, previous in old.items():
+                signal.signal(sig, previous)
+
+
+def _lease_second(value: str) -> str:
+    """A renewTime to the second (the plan keeps seconds; the lease has microseconds)."""
+    when = parse_time(value)
+    return format_time(when) if when is not None else value
+
+
 @dataclass
 class Executor:
     cluster: kube.Cluster
     user: str
-    log_file: str | None = None
+    log: TextIO | None = None  # opened (and so proven writable) before the first mutation
     wait_timeout: float = 120.0
     progress: Callable[[str], None] = lambda _: None
+    stop: Stop = field(default_factory=Stop)
+    token: str = field(default_factory=lambda: secrets.token_hex(8))
+    _locks: dict[str, str] = field(default_factory=dict)  # node -> "" held, or why not
 
     def run(self, plan: Plan) -> Plan:
-        for step in plan.steps:
-            if not step.allowed:
-                step.result, step.detail = "refused", step.gate
-            elif step.action == "wait":
-                step.result, step.detail = "waited", step.why
-            else:
-                self._one(step)
+        if self._refuse_malformed(plan):
+            return plan
+        try:
+            for step in plan.steps:
+                if self.stop.is_set():
+                    step.result, step.detail = "not started", "the run was interrupted first"
+                    continue
+                try:
+                    self._step(step)
+                except KeyboardInterrupt:  # the second signal: the request was abandoned
+                    self.stop.set()
+                    step.result = "interrupted"
+                    step.detail = (
+                        "abandoned in flight: the request may or may not have reached the API "
+                        "server; re-run to find out and finish"
+                    )
+                    self._trail(step)
+        finally:
+            self._release_locks()
         return plan
+
+    def _refuse_malformed(self, plan: Plan) -> bool:
+        """Check every step's shape before the first change; if one step that would change
+        something is malformed, nothing runs (True)."""
+        bad = {
+            id(s): step_problem(s) or f"unknown action {s.action!r}"
+            for s in plan.steps
+            if s.allowed and s.action != "wait" and (s.action not in MUTATING or step_problem(s))
+        }
+        if not bad:
+            return False
+        first = next(iter(bad.values()))
+        for step in plan.steps:
+            if id(step) in bad:
+                step.result, step.detail = "refused", f"malformed step, never sent: {bad[id(step)]}"
+            else:
+                step.result = "refused"
+                step.detail = f"nothing run: another step of this plan is malformed ({first})"
+        return True
+
+    def _step(self, step: Step) -> None:
+        if step.action == "finalizer-held":
+            step.result, step.detail = "blocked", step.gate
+        elif not step.allowed:
+            step.result, step.detail = "refused", step.gate
+        elif step.action == "wait":
+            step.result, step.detail = "waited", step.why
+        elif step.action not in MUTATING or (problem := step_problem(step)):
+            problem = step_problem(step) or f"unknown action {step.action!r}"
+            step.result, step.detail = "refused", f"malformed step, never sent: {problem}"
+        elif why := self._lock(step.node):
+            step.result, step.detail = "skipped", why
+            self._trail(step)
+        else:
+            self._one(step)
 
     def _one(self, step: Step) -> None:
         self.progress(f"{step.action} {step.target}")
+        started = False
         try:
             node = self.cluster.get(kube.node_path(step.node))
             reason = self._recheck(step, node)
             if reason:
                 step.result, step.detail = "skipped", reason
             else:
-                step.detail = getattr(self, "_" + step.action.replace("-", "_"))(step, node)
+                self._record_start(step)
+                started = True
+                step.detail = self._act(step, node)
                 step.result = "done"
         except NotFound:
             step.result, step.detail = "skipped", "the object is gone already (vanished mid-run)"
         except Conflict as exc:
             step.result = "skipped"
             step.detail = f"changed since the plan (precondition failed): {exc.message}"
-        except (ApiError, AuthError) as exc:
+        except TrailNotWritten as exc:
+            step.result, step.detail = "failed", f"trail not written, nothing sent: {exc}"
+            return
+        except NodefailError as exc:  # any other API answer, or the server gone away
             step.result, step.detail = "failed", exc.message
         self._trail(step)
+        if started:
+            self._event(step, starting=False)
+
+    def _act(self, step: Step, node: Obj) -> str:
+        if step.action == "taint-out-of-service":
+            return self._taint_out_of_service(step, node)
+        if step.action == "remove-out-of-service":
+            return self._remove_out_of_service(step, node)
+        if step.action == "force-delete-pod":
+            return self._force_delete_pod(step)
+        if step.action == "delete-node":
+            return self._delete_node(step, node)
+        raise AssertionError(f"no executor for {step.action}")  # _step refused it already
 
     # --- re-checks ---
 
     def _recheck(self, step: Step, node: Obj) -> str | None:
-        """Why the step must not run now (the node, its lease or the pod moved), or None."""
+        """Why the step must not run now (the pod, the node or its lease moved), or None."""
         if step.action == "remove-out-of-service":
             return None if is_ready(node) else "the node is not Ready any more: taint kept"
+        if step.action == "force-delete-pod":
+            reason = self._recheck_pod(step)
+            if reason:
+                return reason
         if is_ready(node):
             return "the node came back (Ready): nothing is deleted"
         try:
@@ -163,15 +308,112 @@ class Executor:
                 f"/apis/coordination.k8s.io/v1/namespaces/"
                 f"{facts.NODE_LEASE_NAMESPACE}/leases/{quote(step.node)}"
             )
-            renewed = (lease.get("spec") or {}).get("renewTime") or ""
+            renewed = _lease_second((lease.get("spec") or {}).get("renewTime") or "")
         except NotFound:
             renewed = ""
-        if step.lease_renewed and renewed and renewed[:19] != step.lease_renewed[:19]:
+        if renewed != step.lease_renewed and (renewed or step.lease_renewed):
             return (
-                f"the node's lease was renewed since the plan ({renewed}): its kubelet is "
-                "alive, nothing is deleted"
+                f"the node's lease changed since the plan (renewed {renewed or 'never'}, "
+                f"planned {step.lease_renewed or 'none'}): its kubelet may be alive, "
+                "nothing is deleted"
             )
         return None
+
+    def _recheck_pod(self, step: Step) -> str | None:
+        """The pod the step deletes, read now: the same object, still on the step's node."""
+        ns, name = _pod_ref(step)
+        pod = self.cluster.get(kube.pod_path(ns, name))
+        meta = pod.get("metadata") or {}
+        if meta.get("uid") != step.uid:
+            return (
+                f"a different pod of that name exists now (UID {meta.get('uid')}, planned "
+                f"{step.uid}): not deleted"
+            )
+        bound = (pod.get("spec") or {}).get("nodeName") or ""
+        if bound != step.node:
+            return f"the pod is bound to node {bound or '(none)'!r}, not {step.node!r}: not deleted"
+        finalizers = holding_finalizers(
+            list(meta.get("finalizers") or []), bool(meta.get("deletionTimestamp")), "force-delete"
+        )
+        if finalizers:
+            owners = "; ".join(finalizer_owner(f, ns, name) for f in finalizers)
+            return (
+                f"held by finalizer {', '.join(finalizers)} now (a delete would not free "
+                f"it): {owners}"
+            )
+        return None
+
+    # --- the node lock ---
+
+    def _lock(self, node: str) -> str | None:
+        """Take this run's lock on the node (once); None when held, else why we stood back."""
+        if node in self._locks:
+            return self._locks[node] or None
+        try:
+            why = self._take_lock(node)
+        except NodefailError as exc:
+            why = f"could not take the lock on node {node}: {exc.message}; nothing done here"
+        self._locks[node] = why or ""
+        return why
+
+    def _take_lock(self, name: str) -> str | None:
+        until = _now() + timedelta(seconds=self.wait_timeout + LOCK_MARGIN_SECONDS)
+        mine = json.dumps(
+            {
+                "holder": f"{self.user} on {socket.gethostname()} (pid {os.getpid()})",
+                "token": self.token,
+                "until": format_time(until),
+            },
+            sort_keys=True,
+        )
+        for _ in range(3):
+            try:
+                node = self.cluster.get(kube.node_path(name))
+            except NotFound:
+                return None  # its steps find the node gone and skip
+            held = _lock_of(node)
+            if held is not None and held.get("token") != self.token:
+                expiry = parse_time(str(held.get("until") or ""))
+                if expiry is None or expiry > _now():
+                    return (
+                        f"another remediate run holds the lock on node {name}: "
+                        f"{held.get('holder') or 'unknown holder'}, until "
+                        f"{held.get('until') or '(unreadable)'}; stood back, nothing done here "
+                        f"(if that run died, the lock expires then, or remove the annotation "
+                        f"{ANNOTATION_LOCK})"
+                    )
+                self.progress(f"taking over the expired lock of {held.get('holder')} on {name}")
+            ops = [_test_version(node), *_annotation_set(node, ANNOTATION_LOCK, mine)]
+            try:
+                self._patch_node(name, ops)
+            except Conflict:
+                continue  # the node changed (maybe another run locked it): look again
+            self.progress(f"locked node {name} until {format_time(until)}")
+            return None
+        return f"could not take the lock on node {name}: it kept changing; nothing done here"
+
+    def _release_locks(self) -> None:
+        for name, why in list(self._locks.items()):
+            if why:
+                continue
+            for _ in range(3):
+                try:
+                    node = self.cluster.get(kube.node_path(name))
+                    held = _lock_of(node)
+                    if held is None or held.get("token") != self.token:
+                        break
+                    path = f"/metadata/annotations/{_escape(ANNOTATION_LOCK)}"
+                    self._patch_node(name, [_test_version(node), {"op": "remove", "path": path}])
+                    self.progress(f"released the lock on node {name}")
+                    break
+                except NotFound:
+                    break
+                except Conflict:
+                    continue
+                except NodefailError as exc:
+                    self.progress(f"could not release the lock on node {name}: {exc.message}")
+                    break
+        self._locks.clear()
 
     # --- the actions ---
 
@@ -183,13 +425,7 @@ class Executor:
             "effect": "NoExecute",
             "timeAdded": format_time(_now()),
         }
-        ops: list[Obj] = [
-            {
-                "op": "test",
-                "path": "/metadata/resourceVersion",
-                "value": node["metadata"]["resourceVersion"],
-            }
-        ]
+        ops: list[Obj] = [_test_version(node)]
         ops.append(
             {"op": "add", "path": "/spec/taints/-", "value": taint}
             if taints is not None
@@ -204,25 +440,21 @@ class Executor:
         index = [i for i, t in enumerate(taints) if t.get("key") == facts.TAINT_OUT_OF_SERVICE]
         if not index:
             return "no out-of-service taint left (removed by someone else)"
-        ops: list[Obj] = [
-            {
-                "op": "test",
-                "path": "/metadata/resourceVersion",
-                "value": node["metadata"]["resourceVersion"],
-            }
-        ]
+        ops: list[Obj] = [_test_version(node)]
         ops += [{"op": "remove", "path": f"/spec/taints/{i}"} for i in reversed(index)]
         ops += self._annotation_ops(node, ANNOTATION_UNTAINTED_BY)
         self._patch_node(step.node, ops)
         return "out-of-service taint removed"
 
-    def _force_delete_pod(self, step: Step, node: Obj) -> str:
+    def _force_delete_pod(self, step: Step) -> str:
         ns, name = _pod_ref(step)
+        if not step.uid or not step.resource_version:  # never sent without both preconditions
+            raise AssertionError("a force delete without preconditions reached the executor")
         self.cluster.delete(
             kube.pod_path(ns, name),
             grace_seconds=0,
             uid=step.uid,
-            resource_version=step.resource_version or None,
+            resource_version=step.resource_version,
         )
         return "force-deleted (grace 0, UID and resourceVersion preconditions)"
 
@@ -236,9 +468,7 @@ class Executor:
 
     def _annotation_ops(self, node: Obj, key: str) -> list[Obj]:
         value = f"{self.user} at {format_time(_now())} (kubectl-nodefail {__version__})"
-        if node["metadata"].get("annotations") is None:
-            return [{"op": "add", "path": "/metadata/annotations", "value": {key: value}}]
-        return [{"op": "add", "path": f"/metadata/annotations/{_escape(key)}", "value": value}]
+        return _annotation_set(node, key, value)
 
     def _patch_node(self, name: str, ops: list[Obj]) -> None:
         try:
@@ -249,13 +479,16 @@ class Executor:
             raise
 
     def _wait_released(self, node: str) -> str:
-        """Watch the node's pods and VolumeAttachments go, up to the timeout."""
-        deadline = time.monotonic() + self.wait_timeout
+        """Watch the node's pods and VolumeAttachments go, up to the timeout or a stop.
+
+        Pods held by a finalizer the taint does not release are named, never waited for."""
+        deadline = _now() + timedelta(seconds=self.wait_timeout)
         while True:
             pods = self.cluster.list_all(
                 "/api/v1/pods", "Pod", fieldSelector=f"spec.nodeName={node}"
             )
-            stuck = [p for p in pods if p["metadata"].get("deletionTimestamp")]
+            held = [p for p in pods if _holders(p)]
+            stuck = [p for p in pods if p["metadata"].get("deletionTimestamp") and not _holders(p)]
             try:
                 vas = [
                     v
@@ -266,20 +499,41 @@ class Executor:
                 ]
             except Forbidden:
                 vas = []
-            if not stuck and not vas:
-                return f"{len(pods)} pods left on the node, no Terminating pod, no volume attached"
-            if time.monotonic() > deadline:
-                return (
-                    f"after {self.wait_timeout:.0f}s still {len(stuck)} Terminating pods and "
-                    f"{len(vas)} volume attachments on the node"
+            not_waited = (
+                "; held by finalizers, not waited for: "
+                + ", ".join(
+                    f"{p['metadata'].get('namespace')}/{p['metadata']['name']} "
+                    f"({', '.join(_holders(p))})"
+                    for p in held
                 )
-            time.sleep(2)
+                if held
+                else ""
+            )
+            if not stuck and not vas:
+                return (
+                    f"{len(pods)} pods left on the node, no Terminating pod released by the "
+                    f"taint left, no volume attached{not_waited}"
+                )
+            if _now() > deadline or self.stop.is_set():
+                why = "stopped watching (interrupted)" if self.stop.is_set() else "after"
+                waited = f"{why} {self.wait_timeout:.0f}s" if why == "after" else why
+                return (
+                    f"{waited}: still {len(stuck)} Terminating pods and {len(vas)} volume "
+                    f"attachments on the node{not_waited}"
+                )
+            self.stop.wait(2)
 
-    # --- trail ---
+    # --- trail: a line and an Event before each mutation, and after it ---
 
-    def _trail(self, step: Step) -> None:
-        if step.result not in ("done", "skipped", "failed"):
-            return
+    def _record_start(self, step: Step) -> None:
+        """Before the request: the trail line (must succeed) and an Event (noted if not)."""
+        try:
+            self._trail(step, result="starting")
+        except OSError as exc:
+            raise TrailNotWritten(str(exc)) from exc
+        self._event(step, starting=True)
+
+    def _trail(self, step: Step, result: str | None = None) -> None:
         record = {
             "time": format_time(_now()),
             "user": self.user,
@@ -287,22 +541,24 @@ class Executor:
             "action": step.action,
             "target": step.target,
             "node": step.node,
-            "result": step.result,
-            "detail": step.detail,
+            "uid": step.uid,
+            "result": result or step.result,
+            "detail": "" if result else step.detail,
             "why": step.why,
             "evidence": step.evidence,
             "version": __version__,
         }
-        if self.log_file:
-            with open(self.log_file, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(record, sort_keys=True) + "\n")
-        if step.result == "done":
-            try:
-                self._event(step)
-            except ApiError as exc:
-                step.detail += f" (no Event recorded: {exc.message})"
+        if self.log is not None:
+            self.log.write(json.dumps(record, sort_keys=True) + "\n")
+            self.log.flush()
 
-    def _event(self, step: Step) -> None:
+    def _event(self, step: Step, starting: bool) -> None:
+        try:
+            self._create_event(step, starting)
+        except NodefailError as exc:
+            step.detail += f" (no {'starting ' if starting else ''}Event recorded: {exc.message})"
+
+    def _create_event(self, step: Step, starting: bool) -> None:
         ns, name = _pod_ref(step)
         if ns:
             involved = {
@@ -317,6 +573,7 @@ class Executor:
             involved = {"kind": "Node", "apiVersion": "v1", "name": name}
         now = format_time(_now())
         reason = "Nodefail" + "".join(w.title() for w in step.action.split("-"))
+        what = "starting" if starting else f"{step.result}: {step.detail}"
         self.cluster.create(
             f"/api/v1/namespaces/{ns}/events",
             {
@@ -324,11 +581,11 @@ class Executor:
                 "kind": "Event",
                 "metadata": {"generateName": f"{name}.nodefail.", "namespace": ns},
                 "involvedObject": involved,
-                "reason": reason,
+                "reason": reason + ("Starting" if starting else ""),
                 "type": "Warning",
                 "message": (
                     f"kubectl-nodefail {__version__} ({self.user}): {step.action}: "
-                    f"{step.detail}. Why: {step.why}. Evidence: "
+                    f"{what}. Why: {step.why}. Evidence: "
                     f"{'; '.join(step.evidence) or 'none needed'}"
                 )[:1000],
                 "source": {"component": COMPONENT, "host": socket.gethostname()},
@@ -339,6 +596,38 @@ class Executor:
                 "count": 1,
             },
         )
+
+
+def _test_version(node: Obj) -> Obj:
+    return {
+        "op": "test",
+        "path": "/metadata/resourceVersion",
+        "value": node["metadata"]["resourceVersion"],
+    }
+
+
+def _annotation_set(node: Obj, key: str, value: str) -> list[Obj]:
+    if node["metadata"].get("annotations") is None:
+        return [{"op": "add", "path": "/metadata/annotations", "value": {key: value}}]
+    return [{"op": "add", "path": f"/metadata/annotations/{_escape(key)}", "value": value}]
+
+
+def _lock_of(node: Obj) -> dict[str, object] | None:
+    """The lock annotation's value, or None; an unreadable value counts as held."""
+    raw = ((node.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_LOCK)
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {"holder": f"unreadable lock {raw[:60]!r}"}
+
+
+def _holders(pod: Obj) -> list[str]:
+    """Finalizers that keep this pod after the out-of-service taint (see holding_finalizers)."""
+    meta = pod.get("metadata") or {}
+    return holding_finalizers(list(meta.get("finalizers") or []), True, "out-of-service")
 
 
 def summary(plan: Plan) -> dict[str, int]:

@@ -43,7 +43,9 @@ Exit codes:
   3   problems found (diagnose)
   4   some steps refused, skipped or failed (remediate)
   5   nothing to do (remediate)
-  2   usage error
+  6   interrupted by SIGINT/SIGTERM during --confirm: the table lists what was done and
+      what was not started; re-run the same command to finish (remediate)
+  2   usage error (also an output path that cannot be written)
   10  no kubeconfig, unknown context, or an unusable kubeconfig (YAML, server URL,
       certificate data)
   11  API server unreachable or timing out (--request-timeout, --deadline)
@@ -96,6 +98,7 @@ class Connection:
 
 
 DEADLINE_KEY = "kubectl_nodefail.deadline"  # the run's time.monotonic() deadline, in ctx.meta
+WATCHDOG_KEY = "kubectl_nodefail.watchdog"  # lifted while remediate executes (see _execute)
 
 
 def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -155,6 +158,7 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
         if seconds is not None:
             click.get_current_context().meta[DEADLINE_KEY] = time.monotonic() + seconds
             watchdog = _Watchdog(seconds)
+            click.get_current_context().meta[WATCHDOG_KEY] = watchdog
         try:
             code = fn(*args, **kwargs)
         except NodefailError as exc:
@@ -398,19 +402,6 @@ def diagnose(
     return Exit.PROBLEMS_FOUND if report.problems else Exit.OK
 
 
-def _load_plan(path: str) -> Any:
-    import json
-
-    from kubectl_nodefail.errors import BadInputError
-    from kubectl_nodefail.plan import Plan
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return Plan.from_data(json.load(fh))
-    except (OSError, ValueError) as exc:
-        raise BadInputError(f"cannot read the plan {path}: {exc}") from exc
-
-
 def _explain(report: Any, name: str) -> str:
     from kubectl_nodefail import render
 
@@ -510,7 +501,8 @@ def dump(
     "--log-file",
     type=click.Path(dir_okay=False),
     metavar="PATH",
-    help="Append one JSON line per executed step.",
+    help="Append a JSON line when each change starts and one with its result "
+    "(checked writable before anything is done).",
 )
 @click.option(
     "--wait-timeout",
@@ -531,7 +523,8 @@ def dump(
     "--plan-in",
     metavar="PATH",
     type=click.Path(dir_okay=False),
-    help="Execute exactly this saved plan (with --confirm), re-checking every step.",
+    help="Narrow to this saved plan: run (with --confirm) only its steps that a plan "
+    "computed from the live cluster now allows too.",
 )
 @handle_errors
 def remediate(
@@ -559,12 +552,15 @@ def remediate(
     machine is really down: --node-shutdown-confirmed NODE, or the cloud provider's shutdown
     taint. Without it, StatefulSet pods and pods holding RWO volumes are never force-deleted.
     Right before each step the node, its lease and the pod are read again; anything that moved
-    since the plan (node back, lease renewed, pod recreated) is skipped, never deleted.
-    DaemonSet and mirror pods are never acted on; Ready nodes only lose a stale
-    out-of-service taint.
+    since the plan (node back, lease renewed, pod recreated or bound elsewhere) is skipped,
+    never deleted. DaemonSet and mirror pods are never acted on; Ready nodes only lose a stale
+    out-of-service taint; pods held by a finalizer are named, never promised released.
+    A saved plan (--plan-in) only narrows: the live plan decides. One run at a time per node
+    (a lock annotation). SIGINT/SIGTERM stop after the request in flight (exit 6).
     """
-    from kubectl_nodefail import render
+    from kubectl_nodefail import planfile, render
     from kubectl_nodefail.actions import summary
+    from kubectl_nodefail.errors import InterruptedRun
     from kubectl_nodefail.plan import Options
 
     if plan_in and (nodes or attested or from_file):
@@ -573,37 +569,99 @@ def remediate(
         )
     if confirm and from_file:
         raise click.UsageError("--confirm acts on a live cluster; not with --from-file")
+    # Everything from outside is checked before the cluster is even read: the saved plan, and
+    # that the trail and the plan can be written.
+    saved = planfile.read(plan_in) if plan_in else None
+    _check_writable("--plan-out", plan_out)
+    _check_writable("--log-file", log_file)
     conn = Connection(kubeconfig, context, request_timeout, verbose)
     opts = Options(
-        strategy=strategy,
-        attested=attested,
-        only_nodes=nodes,
+        strategy=saved.strategy if saved else strategy,
+        attested=saved.attested if saved else attested,
+        only_nodes=sorted({s.node for s in saved.steps}) if saved else nodes,
         max_nodes=max_nodes,
         allow_disruption=allow_disruption,
     )
     cluster = None if from_file else conn.cluster()
+    log = None
     try:
-        plan = _load_plan(plan_in) if plan_in else _make_plan(cluster, from_file, opts, verbose)
-        if cluster is not None:
-            _check_permissions(cluster, plan, confirm)
-            if confirm:
-                _execute(cluster, plan, log_file, wait_timeout, verbose)
+        try:
+            plan = _make_plan(cluster, from_file, opts, verbose, strict_attested=saved is None)
+            if saved is not None:
+                from kubectl_nodefail.plan import narrow
+
+                plan = narrow(saved, plan)
+            if cluster is not None:
+                _check_permissions(cluster, plan, confirm)
+            if plan_out:
+                _write(plan_out, render.as_json(planfile.document(plan, summary(plan))))
+            if confirm and log_file:
+                log = open(log_file, "a", encoding="utf-8")  # noqa: SIM115 (closed below)
+        except KeyboardInterrupt:
+            raise InterruptedRun("interrupted before any change: nothing was done") from None
+        if confirm and cluster is not None:
+            _execute(cluster, plan, log, wait_timeout, verbose)
     finally:
+        if log is not None:
+            log.close()
         if cluster is not None:
             cluster.close()
     counts = summary(plan)
-    if plan_out:
-        with open(plan_out, "w", encoding="utf-8") as fh:
-            fh.write(render.as_json(render.plan_data(plan, False, counts)))
     if output in ("json", "yaml"):
-        data = render.plan_data(plan, confirm, counts)
+        data = (
+            render.plan_data(plan, confirm, counts) if confirm else planfile.document(plan, counts)
+        )
         click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
     else:
         click.echo(render.plan_table(plan, confirm, wide=output == "wide"), nl=False)
-    return plan.exit_code() if not confirm else plan.result_code()
+    code = plan.exit_code() if not confirm else plan.result_code()
+    if code == Exit.INTERRUPTED:
+        done = counts.get("done", 0)
+        left = counts.get("not started", 0) + counts.get("interrupted", 0)
+        click.echo(
+            f"interrupted: {done} steps done, {left} not done (listed above); re-run the same "
+            "command to finish the rest",
+            err=True,
+        )
+    return code
 
 
-def _make_plan(cluster: Any, from_file: str | None, opts: Any, verbose: int) -> Any:
+def _check_writable(flag: str, path: str | None) -> None:
+    """Refuse, before anything is read or changed, an output path that cannot be written."""
+    import os
+
+    from kubectl_nodefail.errors import BadOptionError
+
+    if not path:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        problem = "it is a directory"
+    elif not os.path.isdir(folder):
+        problem = f"the folder {folder} does not exist"
+    elif os.path.exists(path) and not os.access(path, os.W_OK):
+        problem = "permission denied"
+    elif not os.path.exists(path) and not os.access(folder, os.W_OK | os.X_OK):
+        problem = f"the folder {folder} is not writable"
+    else:
+        return
+    raise BadOptionError(f"{flag}: cannot write {path}: {problem}", hint="nothing was done")
+
+
+def _write(path: str, text: str) -> None:
+    """Write the saved plan (before any change is made)."""
+    from kubectl_nodefail.errors import BadOptionError
+
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise BadOptionError(f"--plan-out: cannot write {path}: {exc}") from exc
+
+
+def _make_plan(
+    cluster: Any, from_file: str | None, opts: Any, verbose: int, strict_attested: bool = True
+) -> Any:
     """Diagnose (live or from a dump), then plan."""
     from dataclasses import replace
 
@@ -619,7 +677,7 @@ def _make_plan(cluster: Any, from_file: str | None, opts: Any, verbose: int) -> 
 
         snap = checked(gather(cluster, only_nodes=opts.only_nodes, progress=_progress(verbose)))
     unknown = set(opts.attested) - {n["metadata"]["name"] for n in snap.nodes}
-    if unknown:
+    if unknown and strict_attested:
         raise click.UsageError(
             f"--node-shutdown-confirmed names unknown nodes: {', '.join(sorted(unknown))}"
         )
@@ -642,9 +700,21 @@ def _check_permissions(cluster: Any, plan: Any, confirm: bool) -> None:
         plan.refusals.append("missing permissions: " + "; ".join(missing))
 
 
-def _execute(
-    cluster: Any, plan: Any, log_file: str | None, wait_timeout: float, verbose: int
-) -> None:
-    from kubectl_nodefail.actions import Executor, whoami
+def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: int) -> None:
+    """Run the plan; SIGINT/SIGTERM stop it after the request in flight (see actions.Stop).
 
-    Executor(cluster, whoami(cluster), log_file, wait_timeout, _progress(verbose)).run(plan)
+    The overall deadline bounds reading and planning, not the execution: a hard stop could land
+    between a request and its trail line. From here each request is bounded by
+    --request-timeout, the waits by --wait-timeout, and SIGINT/SIGTERM stop it cleanly.
+    """
+    from kubectl_nodefail.actions import Executor, Stop, whoami
+
+    ctx = click.get_current_context(silent=True)
+    watchdog = ctx.meta.get(WATCHDOG_KEY) if ctx is not None else None
+    if watchdog is not None:
+        watchdog.cancel()
+    cluster.deadline = None
+    with Stop().on_signals(lambda text: click.echo(text, err=True)) as stop:
+        executor = Executor(cluster, whoami(cluster), log, wait_timeout, _progress(verbose))
+        executor.stop = stop
+        executor.run(plan)

@@ -19,6 +19,7 @@ class Exit(IntEnum):
     PROBLEMS_FOUND = 3  # diagnose: failed nodes or stuck pods were found
     PARTIAL = 4  # remediate: some steps refused, skipped or failed
     NOTHING_TO_DO = 5  # remediate: no action is needed or possible
+    INTERRUPTED = 6  # remediate --confirm: stopped by SIGINT/SIGTERM; re-run to finish
     CONFIG = 10  # no kubeconfig, unknown context, unusable configuration
     UNREACHABLE = 11  # API server unreachable or timing out
     AUTH = 12  # credentials rejected (401) or a required read forbidden (403)
@@ -64,6 +65,18 @@ class AuthError(NodefailError):
 
 class BadInputError(NodefailError):
     exit_code = Exit.BAD_INPUT
+
+
+class BadOptionError(NodefailError):
+    """An option value that cannot be used (e.g. an output path that cannot be written)."""
+
+    exit_code = Exit.USAGE
+
+
+class InterruptedRun(NodefailError):
+    """SIGINT/SIGTERM before the first change: nothing was done."""
+
+    exit_code = Exit.INTERRUPTED
 
 
 class ApiError(NodefailError):

@@ -8,35 +8,79 @@ only the allowed steps, re-checking each one right before acting.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 from kubectl_nodefail.analysis import versions
 from kubectl_nodefail.analysis.diagnose import MASS_FAILURE_NODES, MASS_FAILURE_SHARE
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.zones import NORMAL
-from kubectl_nodefail.errors import BadInputError, Exit
+from kubectl_nodefail.errors import Exit
 from kubectl_nodefail.snapshot import format_time
 
 STRATEGIES = ("auto", "out-of-service", "force-delete", "delete-node")
 REPLACEABLE = {"deployment", "replicaset", "replicationcontroller"}
 JOBS = {"job", "cronjob"}
+JOB_TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
+ACTIONS = (
+    "wait",
+    "finalizer-held",
+    "taint-out-of-service",
+    "remove-out-of-service",
+    "force-delete-pod",
+    "delete-node",
+)
+MUTATING = frozenset(ACTIONS[2:])
+NODE_ACTIONS = frozenset({"taint-out-of-service", "remove-out-of-service", "delete-node"})
+POD_ACTIONS = frozenset({"finalizer-held", "force-delete-pod"})
 
 
 def _cosmetic(pod: PodFinding) -> bool:
-    """Stuck but harmless: its replacement runs (or ran), and it holds no volume."""
+    """Stuck but harmless: its replacement runs (or, for a Job, ran), and it holds no volume.
+
+    A replacement that is `not-yet` there is not cosmetic: nothing stands in for the pod yet,
+    and a pod tolerating the unreachable taint for ever is never evicted, so never replaced.
+    """
     if pod.storage:
         return False
     if pod.controller in REPLACEABLE:
-        return pod.replacement.state in ("running", "not-yet")
+        return pod.replacement.state == "running"
     return pod.controller in JOBS and pod.replacement.state in ("running", "finished")
+
+
+def holding_finalizers(finalizers: list[str], terminating: bool, strategy: str) -> list[str]:
+    """The finalizers that keep a pod's object after this strategy's (force) deletion.
+
+    Every finalizer holds a force-deleted object until whoever added it removes it, with one
+    exception: the Job controller's tracking finalizer. It goes once the Job counts the pod as
+    failed: at its deletion under podReplacementPolicy TerminatingOrFailed (the default), so a
+    pod still carrying it while Terminating belongs to a Job that waits for phase Failed; PodGC
+    (out-of-service, delete-node) sets phase Failed before force-deleting, which releases both.
+    """
+    releasing = strategy in ("out-of-service", "delete-node") or not terminating
+    return [f for f in finalizers if not (f == JOB_TRACKING_FINALIZER and releasing)]
+
+
+def finalizer_owner(finalizer: str, namespace: str, name: str) -> str:
+    """Who removes this finalizer, in one sentence."""
+    if finalizer == JOB_TRACKING_FINALIZER:
+        return (
+            f"{finalizer}: this Job waits for the pod's phase Failed (podReplacementPolicy "
+            "Failed) before the Job controller removes it, and on a dead node only PodGC sets "
+            "that phase: use strategy out-of-service or delete-node"
+        )
+    if finalizer in ("foregroundDeletion", "orphan"):
+        return f"{finalizer}: the garbage collector removes it once the dependents are handled"
+    domain = finalizer.split("/", 1)[0] if "/" in finalizer else "its controller"
+    return (
+        f"{finalizer}: the controller that added it ({domain}) must remove it; only if that "
+        f"controller is gone for good, remove it by hand: kubectl patch pod -n {namespace} "
+        f'{name} --type=json -p \'[{{"op":"remove","path":"/metadata/finalizers"}}]\''
+    )
 
 
 @dataclass
 class Step:
-    action: (
-        str  # wait | taint-out-of-service | remove-out-of-service | force-delete-pod | delete-node
-    )
+    action: str  # one of ACTIONS
     node: str
     target: str  # "node/NAME" or "pod/NAMESPACE/NAME"
     why: str
@@ -46,7 +90,9 @@ class Step:
     uid: str = ""
     resource_version: str = ""
     lease_renewed: str = ""  # the node's lease renewTime when planned: must not move before acting
-    result: str = ""  # filled in by actions.py: done | skipped | failed | refused | waited
+    # filled in by actions.py: done | skipped | failed | refused | waited | blocked
+    # | not started | interrupted
+    result: str = ""
     detail: str = ""
 
 
@@ -59,31 +105,16 @@ class Plan:
 
     @property
     def mutating(self) -> list[Step]:
-        return [s for s in self.steps if s.allowed and s.action != "wait"]
-
-    @classmethod
-    def from_data(cls, data: dict[str, Any]) -> Plan:
-        """A plan saved with --plan-out (render.plan_data); raises BadInputError if malformed."""
-        try:
-            if data.get("kind") != "RemediationPlan":
-                raise KeyError("kind")
-            steps = []
-            for raw in data["steps"]:
-                args = {f.name: raw[_camel(f.name)] for f in fields(Step)}
-                args["result"], args["detail"] = "", ""
-                steps.append(Step(**args))
-            return cls(
-                strategy=data["strategy"],
-                steps=steps,
-                refusals=list(data["refusals"]),
-                attested=list(data["attested"]),
-            )
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise BadInputError(f"not a saved remediation plan (missing {exc})") from exc
+        return [s for s in self.steps if s.allowed and s.action in MUTATING]
 
     def result_code(self) -> Exit:
-        """After --confirm: all done (0), some refused/skipped/failed (4), nothing done (5)."""
-        if self.refusals or any(s.result in ("skipped", "failed", "refused") for s in self.steps):
+        """After --confirm: interrupted (6), all done (0), some refused/skipped/failed/blocked
+        (4), nothing done (5)."""
+        if any(s.result in ("not started", "interrupted") for s in self.steps):
+            return Exit.INTERRUPTED
+        if self.refusals or any(
+            s.result in ("skipped", "failed", "refused", "blocked") for s in self.steps
+        ):
             return Exit.PARTIAL
         return Exit.OK if any(s.result == "done" for s in self.steps) else Exit.NOTHING_TO_DO
 
@@ -102,11 +133,6 @@ class Options:
     max_nodes: int = 1
     allow_disruption: bool = False
     server_minor: int | None = None
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def _shutdown_evidence(node: NodeFinding, opts: Options) -> list[str]:
@@ -168,6 +194,23 @@ def _wait_step(node: NodeFinding, pod: PodFinding, why: str) -> Step:
     )
 
 
+def _finalizer_step(node: NodeFinding, pod: PodFinding, holders: list[str]) -> Step:
+    """A pod no step of this tool releases: its finalizers keep the object, whatever we do."""
+    owners = "; ".join(finalizer_owner(f, pod.namespace, pod.name) for f in holders)
+    return Step(
+        "finalizer-held",
+        node.name,
+        f"pod/{pod.namespace}/{pod.name}",
+        f"held by finalizer {', '.join(holders)}: neither the out-of-service taint nor a force "
+        "delete removes the object while it stands",
+        False,
+        f"nothing this tool does releases it: {owners}",
+        evidence=[f"finalizers: {', '.join(pod.finalizers)}"],
+        uid=pod.uid,
+        resource_version=pod.resource_version,
+    )
+
+
 def _node_steps(
     node: NodeFinding, report: Report, opts: Options, refusal: str | None
 ) -> list[Step]:
@@ -224,6 +267,8 @@ def _node_steps(
                     ),
                 )
             )
+        elif held := holding_finalizers(pod.finalizers, pod.terminating, strategy):
+            steps.append(_finalizer_step(node, pod, held))
         elif not pod.terminating and pod.eviction_at is not None and not gate_ok:
             steps.append(
                 _wait_step(
@@ -316,4 +361,55 @@ def make_plan(report: Report, opts: Options) -> Plan:
         steps += _node_steps(node, report, opts, refusal)
     return Plan(
         strategy=_strategy(opts), steps=steps, refusals=refusals, attested=sorted(opts.attested)
+    )
+
+
+def step_key(step: Step) -> tuple[str, str, str, str]:
+    """What identifies a step across plans: the same action on the same object of one node."""
+    return (step.action, step.target, step.node, step.uid)
+
+
+def _missing(old: Step, fresh: Plan) -> str:
+    """Why the live plan has no step matching a saved one."""
+    same = [s for s in fresh.steps if s.target == old.target]
+    if any(s.action == old.action and s.node == old.node for s in same):
+        uid = next(s.uid for s in same if s.action == old.action)
+        return f"{old.target} is another object now: UID {uid}, the saved plan's {old.uid}"
+    if same:
+        return f"the live plan has {same[0].action} on node {same[0].node} for {old.target}"
+    return (
+        f"the live plan has no {old.action} for {old.target} on node {old.node}: the object "
+        "is gone, recreated or moved, or the node is Ready again"
+    )
+
+
+def narrow(saved: Plan, fresh: Plan) -> Plan:
+    """A saved plan checked against a plan computed from the live cluster now.
+
+    A saved step runs only if the saved plan allowed it AND the fresh plan holds the same step
+    (action, target, node, UID) and allows it now; it then carries the fresh plan's values
+    (resourceVersion, lease renewal), so every gate is live state. Anything else is refused with
+    the reason. Steps only the fresh plan has are not added: a saved plan narrows, never widens.
+    """
+    now = {step_key(s): s for s in fresh.steps}
+    steps: list[Step] = []
+    for old in saved.steps:
+        live = now.get(step_key(old))
+        if not old.allowed:
+            steps.append(replace(old, gate=f"refused in the saved plan: {old.gate}"))
+        elif live is None and old.action not in MUTATING:
+            steps.append(replace(old, why=f"{old.why} (no such step in the live plan now)"))
+        elif live is None:
+            steps.append(
+                replace(old, allowed=False, gate=f"not allowed now ({_missing(old, fresh)})")
+            )
+        elif not live.allowed:
+            steps.append(replace(old, allowed=False, gate=f"not allowed now ({live.gate})"))
+        else:
+            steps.append(replace(live))
+    return Plan(
+        strategy=saved.strategy,
+        steps=steps,
+        refusals=list(fresh.refusals),
+        attested=list(saved.attested),
     )

@@ -129,6 +129,7 @@ class PodFinding:
     action: Action
     evidence: list[str] = field(default_factory=list)
     era: str = "current"  # current | nodelost (pre-1.27 NodeLost/Unknown display)
+    finalizers: list[str] = field(default_factory=list)  # metadata.finalizers: what must be removed before the object can go
 
 
 @dataclass

@@ -180,4 +180,5 @@ def analyse_pod(
         action=action,
         evidence=evidence,
         era=era,
+        finalizers=list(meta.get("finalizers") or []),
     )

@@ -202,6 +202,42 @@ componentsPatches:
         )
         cfg = self.workdir / "kwokctl.yaml"
         cfg.write_text(self.config_yaml())
+        for attempt in range(3):
+            self._create(cfg)
+            if self._kwok_controller_serving():
+                return
+            # kwokctl picks its components' ports before they bind them: with other control
+            # planes starting on the machine at once, kwok-controller may lose its port and then
+            # manage no node at all. Start again.
+            print(f"[e2e] kwok-controller lost its port (attempt {attempt + 1}); recreating")
+            self._run_kwokctl(
+                "delete",
+                "cluster",
+                "--name",
+                CLUSTER_NAME,
+                "--kubeconfig",
+                str(self.workdir / "no-kubeconfig"),
+                check=False,
+            )
+        raise RuntimeError("kwok-controller could not bind its port in three attempts")
+
+    def _kwok_controller_serving(self) -> bool:
+        """True once kwok-controller serves; False if its port was taken."""
+        log = self.cluster_dir / "logs" / "kwok-controller.log"
+
+        def outcome() -> str:
+            text = log.read_text() if log.exists() else ""
+            if "address already in use" in text:
+                return "clash"
+            started = "Starting HTTP server" in text and "Starting HTTPS server" in text
+            return "started" if started else ""
+
+        if wait_for("kwok-controller to serve", outcome, 120) == "clash":
+            return False
+        time.sleep(1)  # a bind failure is logged right after the start lines
+        return outcome() != "clash"
+
+    def _create(self, cfg: Path) -> None:
         self._run_kwokctl(
             "create",
             "cluster",

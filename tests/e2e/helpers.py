@@ -82,3 +82,21 @@ def wait_running_elsewhere(
         return None
 
     return wait_for(f"{ns}/{app} Running on a node other than {node}", probe, timeout)
+
+
+def audit_writes(cp: ControlPlane) -> list[Obj]:
+    """Completed writes kubectl-nodefail made, from the apiserver's audit log (access reviews,
+    which persist nothing, left out)."""
+    import json
+
+    log = cp.cluster_dir / "logs" / "audit.log"
+    entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return [
+        e
+        for e in entries
+        if e.get("stage") == "ResponseComplete"
+        and e.get("userAgent", "").startswith("kubectl-nodefail/")
+        and e["verb"] in ("create", "update", "patch", "delete", "deletecollection")
+        and e.get("objectRef", {}).get("resource")
+        not in ("selfsubjectaccessreviews", "selfsubjectreviews")
+    ]

@@ -102,14 +102,15 @@ def test_statefulset_force_delete_needs_attestation(
     agent = pod_on(cp, NS, "agent-r", node)
     assert agent is not None and not terminating(agent)
     assert pod_on(cp, NS, "web-r1", node)["metadata"]["uid"] == web["metadata"]["uid"]  # type: ignore[index]
-    # The trail: a JSON line and an Event on the pod.
-    record = json.loads(log.read_text().splitlines()[0])
-    assert record["action"] == "force-delete-pod" and record["result"] == "done"
+    # The trail: a JSON line before the request and one after, and an Event for each.
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["action"], r["result"]) for r in records] == [
+        ("force-delete-pod", "starting"),
+        ("force-delete-pod", "done"),
+    ]
     events = cp.get("events", namespace=NS)["items"]
-    assert any(
-        e["reason"] == "NodefailForceDeletePod" and e["involvedObject"]["uid"] == uids[node]
-        for e in events
-    )
+    reasons = {e["reason"] for e in events if e["involvedObject"].get("uid") == uids[node]}
+    assert {"NodefailForceDeletePodStarting", "NodefailForceDeletePod"} <= reasons
     cp.start_kubelet(node)
     wait_node_ready(cp, node)
 
@@ -167,14 +168,20 @@ def test_rechecks_skip_a_returned_node_and_a_recreated_pod(
             str(plans[node]),
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
-    # The node comes back between plan and --confirm: nothing is deleted.
+    # The node comes back between plan and --confirm: the live plan has nothing for it, so the
+    # saved step is refused, never run.
     cp.start_kubelet(back)
     wait_node_ready(cp, back)
     proc = plugin.run("remediate", "--plan-in", str(plans[back]), "--confirm", "-o", "json")
     assert proc.returncode == 4, proc.stdout + proc.stderr
     step = next(s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod")
-    assert step["result"] == "skipped" and "came back" in step["detail"]
-    # A pod recreated with the same name after the plan: the UID precondition protects it.
+    assert step["result"] == "refused", step
+    assert step["detail"].startswith(
+        f"not allowed now (the live plan has no force-delete-pod for pod/{NS}/db-{back}-0 on "
+        f"node {back}"
+    )
+    # A pod recreated with the same name after the plan (elsewhere): the live plan has no step
+    # for it, so the saved one is refused (the executor's own UID checks: test_remediate_safety).
     cp.kubectl("delete", "pod", "-n", NS, f"db-{renamed}-0", "--grace-period=0", "--force")
     again = wait_running_elsewhere(cp, NS, f"db-{renamed}", renamed, timeout=60)
     assert again["metadata"]["name"] == f"db-{renamed}-0"
@@ -182,7 +189,10 @@ def test_rechecks_skip_a_returned_node_and_a_recreated_pod(
     proc = plugin.run("remediate", "--plan-in", str(plans[renamed]), "--confirm", "-o", "json")
     assert proc.returncode == 4, proc.stdout + proc.stderr
     step = next(s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod")
-    assert step["result"] == "skipped" and "precondition" in step["detail"]
+    assert step["result"] == "refused", step
+    assert step["detail"].startswith(
+        f"not allowed now (the live plan has no force-delete-pod for pod/{NS}/db-{renamed}-0"
+    )
     survivor = [p for p in pods(cp, NS, f"db-{renamed}") if not terminating(p)]
     assert [p["metadata"]["uid"] for p in survivor] == [again["metadata"]["uid"]]
     cp.start_kubelet(renamed)

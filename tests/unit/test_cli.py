@@ -221,4 +221,9 @@ def test_remediate_refuses_confirm_on_a_dump_and_bad_plans(tmp_path: Path) -> No
     bad = tmp_path / "plan.json"
     bad.write_text('{"kind": "Diagnosis"}')
     code, _, err = run("remediate", "--plan-in", str(bad), "--kubeconfig", str(tmp_path / "x"))
-    assert code == 10  # the kubeconfig is checked first: nothing runs without a cluster
+    # The plan file is validated first, offline: nothing is read or changed with a bad one.
+    assert code == 13 and len(err.strip().splitlines()) == 1 and "kind must be" in err
+    code, _, err = run(
+        "remediate", "--from-file", AFTER, "--plan-out", str(tmp_path / "no" / "plan.json")
+    )
+    assert code == 2 and "--plan-out" in err and "does not exist" in err

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
-from kubectl_nodefail import render
+from kubectl_nodefail import planfile, render
 from kubectl_nodefail.actions import summary
 from kubectl_nodefail.analysis.findings import Report
 from kubectl_nodefail.errors import Exit
-from kubectl_nodefail.plan import Options, Plan, make_plan
+from kubectl_nodefail.plan import (
+    JOB_TRACKING_FINALIZER,
+    Options,
+    Plan,
+    _cosmetic,
+    finalizer_owner,
+    holding_finalizers,
+    make_plan,
+    narrow,
+)
 from tests.unit.conftest import report_of
 
 NODE = "flaky-a"
@@ -92,6 +102,105 @@ def test_healthy_cluster_has_nothing_to_do() -> None:
 
 def test_saved_plan_round_trips(after_eviction: Report) -> None:
     plan = make_plan(after_eviction, Options(attested=[NODE], strategy="force-delete"))
-    data = json.loads(render.as_json(render.plan_data(plan, False, summary(plan))))
-    again = Plan.from_data(data)
+    data = json.loads(render.as_json(planfile.document(plan, summary(plan))))
+    again = planfile.load(data)
     assert again.steps == plan.steps and again.strategy == plan.strategy
+
+
+def test_a_replacement_not_there_yet_is_not_cosmetic(before_eviction: Report) -> None:
+    """Before eviction nothing replaces a Deployment pod yet (and a pod tolerating the taint for
+    ever is never replaced): it is not cosmetic, so an attested node's plan acts on it."""
+    web = next(p for p in before_eviction.pods if p.name.startswith("web-"))
+    assert web.replacement.state == "not-yet" and not _cosmetic(web)
+    plan = make_plan(before_eviction, Options(strategy="force-delete", attested=[NODE]))
+    assert any(s.target.endswith(web.name) for s in _by_action(plan, "force-delete-pod"))
+    plan = make_plan(before_eviction, Options(server_minor=36))
+    step = next(s for s in plan.steps if s.target.endswith(web.name))
+    assert step.action == "wait" and "eviction due" in step.why
+    assert "cosmetic" not in step.why
+
+
+def test_a_job_tracking_finalizer_holds_only_under_force_delete(after_eviction: Report) -> None:
+    """The Job with a podFailurePolicy keeps its tracking finalizer on the Terminating pod until
+    phase Failed: a force delete cannot release it (named, never promised); the out-of-service
+    taint can (PodGC marks the pod Failed first)."""
+    pfp = next(p for p in after_eviction.pods if p.name.startswith("batch-pfp-"))
+    assert pfp.finalizers == [JOB_TRACKING_FINALIZER] and pfp.terminating
+    plan = make_plan(after_eviction, Options(strategy="force-delete", attested=[NODE]))
+    held = _by_action(plan, "finalizer-held")
+    assert [s.target for s in held] == [f"pod/scenario-down/{pfp.name}"]
+    assert JOB_TRACKING_FINALIZER in held[0].why and "out-of-service" in held[0].gate
+    assert not held[0].allowed and plan.exit_code() == Exit.PARTIAL
+    assert not any(s.target == held[0].target for s in _by_action(plan, "force-delete-pod"))
+    oos = make_plan(after_eviction, Options(attested=[NODE], server_minor=36))
+    assert not _by_action(oos, "finalizer-held")
+    assert pfp.name in _by_action(oos, "taint-out-of-service")[0].why
+
+
+def test_holding_finalizers() -> None:
+    custom = ["example.com/backup", JOB_TRACKING_FINALIZER]
+    assert holding_finalizers(custom, True, "out-of-service") == ["example.com/backup"]
+    assert holding_finalizers(custom, True, "force-delete") == custom
+    assert holding_finalizers(custom, False, "force-delete") == ["example.com/backup"]
+    assert "example.com" in finalizer_owner("example.com/backup", "ns", "p")
+
+
+def _saved_and_fresh(report: Report, saved: Options, fresh: Options) -> tuple[Plan, Plan]:
+    return make_plan(report, saved), make_plan(report, fresh)
+
+
+def test_a_saved_plan_only_narrows(after_eviction: Report) -> None:
+    attested = Options(strategy="force-delete", attested=[NODE])
+    saved, fresh = _saved_and_fresh(after_eviction, attested, attested)
+    # Tampered: a refused step switched on, a step retargeted to another pod.
+    saved.steps[0] = replace(saved.steps[0], allowed=False, gate="edited off")
+    deletes = [i for i, s in enumerate(saved.steps) if s.action == "force-delete-pod"]
+    saved.steps[deletes[0]] = replace(
+        saved.steps[deletes[0]], target="pod/kube-system/coredns-0", uid="other"
+    )
+    fresh.steps[deletes[1]].resource_version = "999"  # the live pod moved on since the save
+    plan = narrow(saved, fresh)
+    assert [s.target for s in plan.steps] == [s.target for s in saved.steps]  # never widened
+    assert not plan.steps[0].allowed and "refused in the saved plan" in plan.steps[0].gate
+    retargeted = plan.steps[deletes[0]]
+    assert not retargeted.allowed and retargeted.gate.startswith("not allowed now")
+    assert plan.steps[deletes[1]].allowed
+    assert plan.steps[deletes[1]].resource_version == "999"  # live values, not the file's
+    # The same saved plan against a cluster where the node is not attested: nothing allowed.
+    unattested = make_plan(after_eviction, Options(strategy="force-delete"))
+    plan = narrow(make_plan(after_eviction, attested), unattested)
+    assert not plan.mutating
+    refused = plan.steps[deletes[1]]
+    assert refused.gate.startswith("not allowed now (no evidence the machine is down")
+
+
+def test_a_saved_plan_switched_on_by_hand_is_refused_now(after_eviction: Report) -> None:
+    """A step saved as refused, edited to allowed: true, is refused by the live plan."""
+    saved = make_plan(after_eviction, Options(server_minor=36))
+    taint = _by_action(saved, "taint-out-of-service")[0]
+    assert not taint.allowed
+    taint.allowed = True
+    plan = narrow(saved, make_plan(after_eviction, Options(server_minor=36)))
+    step = _by_action(plan, "taint-out-of-service")[0]
+    assert not step.allowed and "not allowed now (no evidence the machine is down" in step.gate
+    assert plan.exit_code() == Exit.PARTIAL and not plan.mutating
+
+
+def test_a_finalizer_held_pod_is_named_never_released() -> None:
+    """Recorded: a bare pod with finalizer e2e.nodefail/hold and a StatefulSet pod, both evicted
+    from a failed node. The plan names the finalizer and who removes it; the taint step does not
+    list the held pod among what it releases."""
+    report = report_of("finalizer-on-failed-node")
+    plan = make_plan(report, Options(attested=["flaky-t5"], only_nodes=["flaky-t5"]))
+    held = _by_action(plan, "finalizer-held")
+    assert [s.target for s in held] == ["pod/scenario-safety/held-flaky-t5"]
+    assert "held by finalizer e2e.nodefail/hold" in held[0].why
+    assert "the controller that added it (e2e.nodefail) must remove it" in held[0].gate
+    taint = _by_action(plan, "taint-out-of-service")[0]
+    assert taint.allowed and "db-flaky-t5-0" in taint.why and "held-" not in taint.why
+    assert plan.exit_code() == Exit.PARTIAL
+    force = make_plan(
+        report, Options(strategy="force-delete", attested=["flaky-t5"], only_nodes=["flaky-t5"])
+    )
+    assert [s.target for s in _by_action(force, "finalizer-held")] == [held[0].target]
+    assert all("held-" not in s.target for s in _by_action(force, "force-delete-pod"))

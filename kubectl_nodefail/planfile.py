@@ -1,0 +1,228 @@
+"""The saved-plan file (`remediate --plan-out` / `--plan-in`): written, read and strictly validated.
+
+A saved plan comes from outside the live cluster, so it is validated once, here, into typed
+values before anything else runs: kind and apiVersion, only known fields, every value of its
+exact type (`"allowed": "false"` is a string, not a boolean, and is rejected), known actions,
+targets in the format their action needs, a UID and resourceVersion on every destructive pod
+step, and a digest of the steps so that a hand-edited plan is reported as edited. Anything
+wrong raises BadInputError (exit 13) with one line; nothing else escapes.
+
+Even a valid file only narrows what runs: the CLI builds a fresh plan from the live cluster and
+executes only the steps both allow (plan.narrow).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import fields
+from typing import Any
+
+from kubectl_nodefail.errors import BadInputError
+from kubectl_nodefail.plan import ACTIONS, MUTATING, NODE_ACTIONS, POD_ACTIONS, Plan, Step
+from kubectl_nodefail.snapshot import format_time, parse_time
+
+API_VERSION = "kubectl-nodefail/v1"
+KIND = "RemediationPlan"
+SAVED_STRATEGIES = ("out-of-service", "force-delete", "delete-node")
+TOP_FIELDS = {"apiVersion", "kind", "confirmed", "summary", "strategy", "steps", "refusals"}
+TOP_FIELDS |= {"attested", "digest"}
+STEP_FIELDS = {f.name: f for f in fields(Step)}
+UNSIGNED = ("result", "detail")  # filled in by a run; not part of the digest, reset on load
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS_LABEL = re.compile(rf"^{_LABEL}$")
+DNS_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
+UID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
+RESOURCE_VERSION = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _step_data(step: Step) -> dict[str, Any]:
+    return {_camel(name): getattr(step, name) for name in STEP_FIELDS if name not in UNSIGNED}
+
+
+def digest(strategy: str, attested: list[str], steps: list[Step]) -> str:
+    """sha256 over what a plan decides: strategy, attestations and each step (not its result)."""
+    canonical = json.dumps(
+        {"strategy": strategy, "attested": list(attested), "steps": [_step_data(s) for s in steps]},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+    )
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def document(plan: Plan, summary: dict[str, int]) -> dict[str, Any]:
+    """The saved form of a plan (also what `remediate -o json` prints for a dry run)."""
+    from kubectl_nodefail import render
+
+    data = render.plan_data(plan, False, summary)
+    data["digest"] = digest(plan.strategy, plan.attested, plan.steps)
+    return data
+
+
+def _what(value: Any) -> str:
+    if isinstance(value, str):
+        return f"the string {json.dumps(value[:40])}"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return json.dumps(value)
+    return {dict: "an object", list: "a list", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _need(where: str, value: Any, kind: type, what: str) -> Any:
+    # bool is a subclass of int in Python; JSON keeps them apart, so must we.
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise BadInputError(f"{where} must be {what}, not {_what(value)}")
+    return value
+
+
+def _strings(where: str, value: Any) -> list[str]:
+    _need(where, value, list, "a list of strings")
+    for i, item in enumerate(value):
+        _need(f"{where}[{i}]", item, str, "a string")
+    return list(value)
+
+
+def _name(where: str, value: str, pattern: re.Pattern[str], limit: int, what: str) -> str:
+    if len(value) > limit or not pattern.match(value):
+        raise BadInputError(f"{where} is not a valid {what}: {_what(value)}")
+    return value
+
+
+def _is_time(value: str) -> bool:
+    """An RFC 3339 UTC time in the form this tool writes (2026-01-31T23:59:59Z)."""
+    try:
+        when = parse_time(value)
+        return when is not None and when.tzinfo is not None and format_time(when) == value
+    except (ValueError, OverflowError):
+        return False
+
+
+def step_problem(step: Step) -> str | None:
+    """Why this step is malformed (its shape, not its safety), or None. Shared by the loader and
+    the executor, which refuses a malformed destructive step instead of sending it."""
+    if step.action not in ACTIONS:
+        return f"unknown action {_what(step.action)} (known: {', '.join(ACTIONS)})"
+    if not step.node or len(step.node) > 253 or not DNS_SUBDOMAIN.match(step.node):
+        return f"node {_what(step.node)} is not a node name"
+    kind, _, rest = step.target.partition("/")
+    if kind == "node":
+        if step.action in POD_ACTIONS:
+            return f"{step.action} needs a pod target (pod/NAMESPACE/NAME), not {step.target!r}"
+        if rest != step.node:
+            return f"target {step.target!r} is not the step's node {step.node!r}"
+    elif kind == "pod":
+        if step.action in NODE_ACTIONS:
+            return f"{step.action} needs the target node/{step.node}, not {step.target!r}"
+        ns, _, name = rest.partition("/")
+        if not (ns and len(ns) <= 63 and DNS_LABEL.match(ns)):
+            return f"target {step.target!r}: {_what(ns)} is not a namespace name"
+        if not (name and len(name) <= 253 and DNS_SUBDOMAIN.match(name)):
+            return f"target {step.target!r}: {_what(name)} is not a pod name"
+    else:
+        return f"target {_what(step.target)} is neither node/NAME nor pod/NAMESPACE/NAME"
+    if step.action in MUTATING and kind == "pod":
+        if not UID.match(step.uid):
+            return f"{step.action} {step.target} has no valid UID ({_what(step.uid)})"
+        if not RESOURCE_VERSION.match(step.resource_version):
+            return (
+                f"{step.action} {step.target} has no valid resourceVersion "
+                f"({_what(step.resource_version)})"
+            )
+    elif step.uid and not UID.match(step.uid):
+        return f"{step.target}: {_what(step.uid)} is not a UID"
+    if step.lease_renewed and not _is_time(step.lease_renewed):
+        return f"leaseRenewed {_what(step.lease_renewed)} is not a time like 2026-01-31T23:59:59Z"
+    return None
+
+
+def _step(where: str, raw: Any) -> Step:
+    _need(where, raw, dict, "an object")
+    known = {_camel(n): n for n in STEP_FIELDS}
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise BadInputError(f"{where} has unknown field {unknown[0]!r}")
+    missing = sorted(set(known) - set(raw))
+    if missing:
+        raise BadInputError(f"{where} lacks the field {missing[0]!r}")
+    args: dict[str, Any] = {}
+    for key, name in known.items():
+        value = raw[key]
+        if name == "allowed":
+            args[name] = _need(f"{where}.{key}", value, bool, "true or false")
+        elif name == "evidence":
+            args[name] = _strings(f"{where}.{key}", value)
+        else:
+            args[name] = _need(f"{where}.{key}", value, str, "a string")
+    args["result"], args["detail"] = "", ""
+    step = Step(**args)
+    problem = step_problem(step)
+    if problem:
+        raise BadInputError(f"{where}: {problem}")
+    return step
+
+
+def load(data: Any) -> Plan:
+    """A Plan from a parsed saved-plan document; BadInputError (one line) if anything is off."""
+    _need("the plan", data, dict, "a JSON object")
+    if data.get("kind") != KIND:
+        hint = " (that is the result of a run)" if data.get("kind") == "RemediationResult" else ""
+        raise BadInputError(f"kind must be {KIND!r}, not {_what(data.get('kind'))}{hint}")
+    if data.get("apiVersion") != API_VERSION:
+        raise BadInputError(
+            f"apiVersion must be {API_VERSION!r}, not {_what(data.get('apiVersion'))}"
+        )
+    unknown = sorted(set(data) - TOP_FIELDS)
+    if unknown:
+        raise BadInputError(f"unknown field {unknown[0]!r}")
+    for key in ("strategy", "steps", "refusals", "attested", "digest"):
+        if key not in data:
+            raise BadInputError(f"the field {key!r} is missing")
+    if data.get("confirmed", False) is not False:
+        raise BadInputError(f"confirmed must be false, not {_what(data['confirmed'])}")
+    if "summary" in data:
+        _need("summary", data["summary"], dict, "an object")
+    strategy = _need("strategy", data["strategy"], str, "a string")
+    if strategy not in SAVED_STRATEGIES:
+        raise BadInputError(
+            f"strategy must be one of {', '.join(SAVED_STRATEGIES)}, not {_what(strategy)}"
+        )
+    attested = _strings("attested", data["attested"])
+    for i, node in enumerate(attested):
+        _name(f"attested[{i}]", node, DNS_SUBDOMAIN, 253, "node name")
+    refusals = _strings("refusals", data["refusals"])
+    raw_steps = _need("steps", data["steps"], list, "a list")
+    steps = [_step(f"steps[{i}]", raw) for i, raw in enumerate(raw_steps)]
+    saved = _need("digest", data["digest"], str, "a string")
+    if not DIGEST.match(saved):
+        raise BadInputError(f"digest must be sha256:<64 hex digits>, not {_what(saved)}")
+    if saved != digest(strategy, attested, steps):
+        raise BadInputError(
+            "the plan was edited after it was saved: its steps do not match their digest "
+            "(save a new plan with --plan-out)"
+        )
+    return Plan(strategy=strategy, steps=steps, refusals=refusals, attested=attested)
+
+
+def read(path: str) -> Plan:
+    """Load and validate a saved plan file; every failure is BadInputError naming the file."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError, RecursionError) as exc:
+        raise BadInputError(f"cannot read the plan {path}: {exc}") from exc
+    try:
+        return load(data)
+    except BadInputError as exc:
+        raise BadInputError(f"plan {path}: {exc.message}") from exc

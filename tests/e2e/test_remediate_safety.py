@@ -1,0 +1,574 @@
+"""remediate's safety promises on the real control plane: a tampered saved plan changes nothing,
+outputs are checked before the first change, an interrupted run keeps its trail and a re-run
+finishes it, a finalizer-held pod is named and never waited for, two runs on one node never
+double-act, and the executor re-checks the live object itself. "Nothing changed" is proven from
+the API server's audit log."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from dataclasses import fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubectl_nodefail import planfile
+from kubectl_nodefail.plan import Step
+from tests.e2e import workloads as w
+from tests.e2e.conftest import Plugin, Run, nodefail_bin
+from tests.e2e.controlplane import ControlPlane, wait_for
+from tests.e2e.helpers import (
+    audit_writes,
+    pod_on,
+    running,
+    terminating,
+    wait_node_ready,
+    wait_node_unknown,
+    wait_running_on,
+    wait_terminating_on,
+)
+
+pytestmark = pytest.mark.e2e
+NS = "scenario-safety"
+LOCK = "kubectl-nodefail.io/lock"
+OOS = "node.kubernetes.io/out-of-service"
+
+Obj = dict[str, Any]
+
+
+def _json(proc: Any) -> Any:
+    assert proc.stdout, f"no output (exit {proc.returncode}): {proc.stderr}"
+    return json.loads(proc.stdout)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _writes_between(cp: ControlPlane, start: datetime, end: datetime) -> list[Obj]:
+    """The plugin's completed writes received in [start, end] (the audit log is written as
+    requests complete; give it a moment)."""
+    time.sleep(1)
+    return [
+        e
+        for e in audit_writes(cp)
+        if start
+        <= datetime.fromisoformat(e["requestReceivedTimestamp"].replace("Z", "+00:00"))
+        <= end
+    ]
+
+
+def _pod_deletes(cp: ControlPlane, names: set[str]) -> Counter[str]:
+    """How often each of these pods was deleted successfully by the plugin (whole session)."""
+    return Counter(
+        e["objectRef"]["name"]
+        for e in audit_writes(cp)
+        if e["verb"] == "delete"
+        and e["objectRef"].get("resource") == "pods"
+        and e["objectRef"].get("namespace") == NS
+        and e["objectRef"].get("name") in names
+        and (e.get("responseStatus") or {}).get("code") == 200
+    )
+
+
+def _pods_on(cp: ControlPlane, node: str) -> list[Obj]:
+    items = (cp.get("pods", namespace=NS) or {}).get("items") or []
+    return [p for p in items if p["spec"].get("nodeName") == node]
+
+
+def _annotations(cp: ControlPlane, node: str) -> dict[str, str]:
+    return dict((cp.get("node", node) or {}).get("metadata", {}).get("annotations") or {})
+
+
+def _fail_with_pods(cp: ControlPlane, node: str, count: int) -> list[Obj]:
+    """A failable node with `count` bare pods pinned to it that tolerate the unreachable taint
+    for an hour (so nothing evicts them); then its kubelet dies."""
+    cp.add_failable_node(node)
+    wait_node_ready(cp, node)
+    cp.apply(
+        w.namespace(NS),
+        *[
+            w.bare_pod(NS, f"{node}-p{i:02d}", pin=node, toleration_seconds=3600, grace=10)
+            for i in range(count)
+        ],
+    )
+    wait_for(
+        f"{count} pods Running on {node}",
+        lambda: len([p for p in _pods_on(cp, node) if running(p)]) == count,
+        120,
+    )
+    cp.stop_kubelet(node)
+    wait_node_unknown(cp, node)
+
+    def marked_not_ready() -> list[Obj]:
+        # The node lifecycle controller marks each pod Ready=False after the node: wait for it
+        # (it changes their resourceVersions, which a delete sends as a precondition).
+        found = _pods_on(cp, node)
+        conds = [
+            next((c for c in p["status"].get("conditions") or [] if c["type"] == "Ready"), {})
+            for p in found
+        ]
+        return found if all(c.get("status") == "False" for c in conds) else []
+
+    return list(wait_for(f"{node}'s pods marked not Ready", marked_not_ready, 60))
+
+
+def _fail_with_statefulset(cp: ControlPlane, node: str) -> Obj:
+    cp.add_failable_node(node)
+    wait_node_ready(cp, node)
+    cp.apply(
+        w.namespace(NS),
+        w.statefulset(NS, f"db-{node}", prefer=node, toleration_seconds=5, grace=10),
+    )
+    wait_running_on(cp, NS, f"db-{node}", node)
+    cp.stop_kubelet(node)
+    wait_node_unknown(cp, node)
+    return wait_terminating_on(cp, NS, f"db-{node}", node, timeout=60)
+
+
+class Background:
+    """The plugin run in the background (to signal it), recorded like Plugin.run's runs."""
+
+    def __init__(self, plugin: Plugin, *args: str) -> None:
+        self.plugin, self.args = plugin, args
+        self.start = _now()
+        self.proc = subprocess.Popen(
+            [nodefail_bin(), *args],
+            env=plugin.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def signal(self, sig: int) -> None:
+        os.kill(self.proc.pid, sig)
+
+    def finish(self, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        out, err = self.proc.communicate(timeout=timeout)
+        self.plugin.runs.append(Run(self.args[0], "--confirm" in self.args, self.start, _now()))
+        return subprocess.CompletedProcess(self.args, self.proc.returncode, out, err)
+
+
+def _resign(data: Obj) -> Obj:
+    """What someone editing the file by hand and recomputing its digest would write."""
+    steps = [
+        Step(**{f.name: raw.get(planfile._camel(f.name)) for f in fields(Step)})
+        for raw in data["steps"]
+    ]
+    data["digest"] = planfile.digest(data["strategy"], data["attested"], steps)
+    return data
+
+
+def test_tampered_saved_plans_change_nothing(
+    control_plane: ControlPlane, plugin: Plugin, tmp_path: Path
+) -> None:
+    cp, node = control_plane, "flaky-t1"
+    victim = _fail_with_statefulset(cp, node)
+    victim_name = victim["metadata"]["name"]
+    cp.apply(w.bare_pod(NS, "bystander", pin="healthy-0"))
+    bystander = wait_running_on(cp, NS, "bystander", "healthy-0")
+    saved = {}
+    for name, extra in (("refused", ()), ("allowed", ("--node-shutdown-confirmed", node))):
+        path = tmp_path / f"{name}.json"
+        proc = plugin.run(
+            "remediate", node, "--strategy", "force-delete", *extra, "--plan-out", str(path)
+        )
+        assert proc.returncode == (4 if name == "refused" else 0), proc.stdout + proc.stderr
+        saved[name] = json.loads(path.read_text())
+
+    def edited(name: str, resign: bool, **changes: Any) -> Path:
+        data = copy.deepcopy(saved[name])
+        step = next(s for s in data["steps"] if s["action"] == "force-delete-pod")
+        step.update(changes)
+        if resign:
+            _resign(data)
+        path = tmp_path / f"edited-{len(list(tmp_path.iterdir()))}.json"
+        path.write_text(json.dumps(data))
+        return path
+
+    start = _now()
+    malformed = {
+        "allowed as a string": (edited("refused", False, allowed="false"), "allowed must be"),
+        "empty UID": (edited("allowed", True, uid=""), "has no valid UID"),
+        "unknown action": (edited("allowed", True, action="evict-pod"), "unknown action"),
+        "target a number": (edited("allowed", True, target=5), "target must be a string"),
+        "target not a pod": (edited("allowed", True, target="pod/broken"), "is not a pod name"),
+        "digest mismatch": (
+            edited("allowed", False, uid=bystander["metadata"]["uid"]),
+            "edited after it was saved",
+        ),
+    }
+    for case, (path, message) in malformed.items():
+        proc = plugin.run("remediate", "--plan-in", str(path), "--confirm", "-o", "json")
+        assert proc.returncode == 13, (case, proc.stdout, proc.stderr)
+        assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1, case
+        assert message in proc.stderr, (case, proc.stderr)
+    # Well-formed (digest recomputed) but widening: refused per step from live state.
+    widening = {
+        "switched on by hand": (
+            edited("refused", True, allowed=True),
+            "not allowed now (no evidence the machine is down",
+        ),
+        "retargeted to a pod on a Ready node": (
+            edited(
+                "allowed",
+                True,
+                target=f"pod/{NS}/bystander",
+                uid=bystander["metadata"]["uid"],
+                resourceVersion=bystander["metadata"]["resourceVersion"],
+            ),
+            f"not allowed now (the live plan has no force-delete-pod for pod/{NS}/bystander",
+        ),
+        "retargeted with its node": (
+            edited(
+                "allowed",
+                True,
+                node="healthy-0",
+                target=f"pod/{NS}/bystander",
+                uid=bystander["metadata"]["uid"],
+                resourceVersion=bystander["metadata"]["resourceVersion"],
+            ),
+            "not allowed now (the live plan has no force-delete-pod",
+        ),
+    }
+    for case, (path, message) in widening.items():
+        proc = plugin.run("remediate", "--plan-in", str(path), "--confirm", "-o", "json")
+        assert proc.returncode == 4, (case, proc.stdout, proc.stderr)
+        steps = [s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod"]
+        assert [s["result"] for s in steps] == ["refused"], (case, steps)
+        assert steps[0]["detail"].startswith(message), (case, steps[0]["detail"])
+    assert _writes_between(cp, start, _now()) == []
+    assert pod_on(cp, NS, f"db-{node}", node)["metadata"]["uid"] == victim["metadata"]["uid"]  # type: ignore[index]
+    assert (
+        pod_on(cp, NS, "bystander", "healthy-0")["metadata"]["uid"]
+        == (  # type: ignore[index]
+            bystander["metadata"]["uid"]
+        )
+    )
+    # The untouched saved plan still runs: narrowing keeps what the live plan allows too.
+    proc = plugin.run(
+        "remediate", "--plan-in", str(tmp_path / "allowed.json"), "--confirm", "-o", "json"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    done = [s["target"] for s in _json(proc)["steps"] if s["result"] == "done"]
+    assert done == [f"pod/{NS}/{victim_name}"]
+    cp.start_kubelet(node)
+    wait_node_ready(cp, node)
+
+
+def test_unwritable_outputs_are_refused_before_any_change(
+    control_plane: ControlPlane, plugin: Plugin, tmp_path: Path
+) -> None:
+    cp, node = control_plane, "flaky-t2"
+    victim = _fail_with_statefulset(cp, node)
+    missing = tmp_path / "no-such-folder"
+    start = _now()
+    for flag in ("--log-file", "--plan-out"):
+        proc = plugin.run(
+            "remediate",
+            node,
+            "--strategy",
+            "force-delete",
+            "--node-shutdown-confirmed",
+            node,
+            "--confirm",
+            flag,
+            str(missing / "out.json"),
+        )
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
+        assert f"error: {flag}: cannot write" in proc.stderr and "does not exist" in proc.stderr
+    assert _writes_between(cp, start, _now()) == []
+    assert pod_on(cp, NS, f"db-{node}", node)["metadata"]["uid"] == victim["metadata"]["uid"]  # type: ignore[index]
+    cp.start_kubelet(node)
+    wait_node_ready(cp, node)
+
+
+def _trail(path: Path) -> list[Obj]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_sigint_mid_run_keeps_the_trail_and_a_rerun_finishes(
+    control_plane: ControlPlane, plugin: Plugin, tmp_path: Path
+) -> None:
+    cp, node = control_plane, "flaky-t3"
+    pods = _fail_with_pods(cp, node, 40)
+    names = {p["metadata"]["name"] for p in pods}
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+    log = tmp_path / "trail.jsonl"
+    args = (
+        "remediate",
+        node,
+        "--strategy",
+        "force-delete",
+        "--node-shutdown-confirmed",
+        node,
+        "--confirm",
+        "--log-file",
+        str(log),
+        "-o",
+        "json",
+    )
+    run = Background(plugin, *args)
+    wait_for(
+        "the first pod deleted",
+        lambda: log.exists() and '"result": "done"' in log.read_text(),
+        90,
+        interval=0.02,
+    )
+    # Stop the process where it is, queue SIGINT, let it go on: the signal lands mid-run.
+    run.signal(signal.SIGSTOP)
+    run.signal(signal.SIGINT)
+    run.signal(signal.SIGCONT)
+    proc = run.finish()
+    assert proc.returncode == 6, proc.stdout + proc.stderr
+    assert "re-run the same command to finish the rest" in proc.stderr
+    steps = {s["target"]: s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod"}
+    results = Counter(s["result"] for s in steps.values())
+    assert set(results) == {"done", "not started"}, results
+    done = {t.rsplit("/", 1)[1] for t, s in steps.items() if s["result"] == "done"}
+    # Every deleted pod (the audit log's word) has its trail lines and both Events.
+    deleted = wait_for(
+        "the deletes in the audit log",
+        lambda: (c := _pod_deletes(cp, names)) and sum(c.values()) == len(done) and c,
+        30,
+    )
+    assert set(deleted) == done and set(deleted.values()) == {1}
+    trail = _trail(log)
+    for name in done:
+        lines = [r["result"] for r in trail if r["target"] == f"pod/{NS}/{name}"]
+        assert lines == ["starting", "done"], (name, lines)
+    events = (cp.get("events", namespace=NS) or {}).get("items") or []
+    for name in done:
+        reasons = {e["reason"] for e in events if e["involvedObject"].get("uid") == uids[name]}
+        assert {"NodefailForceDeletePodStarting", "NodefailForceDeletePod"} <= reasons, name
+    left = {p["metadata"]["name"] for p in _pods_on(cp, node)}
+    assert left == names - done
+    assert LOCK not in _annotations(cp, node)  # released on the way out
+    # A lock left by a run that died (expired) is taken over; the re-run finishes the rest.
+    dead = {"holder": "a run that died", "token": "dead", "until": "2020-01-01T00:00:00Z"}
+    cp.kubectl("annotate", "node", node, f"{LOCK}={json.dumps(dead)}")
+    proc = plugin.run(*args, "-v")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "taking over the expired lock of a run that died" in proc.stderr
+    again = {s["target"].rsplit("/", 1)[1] for s in _json(proc)["steps"] if s["result"] == "done"}
+    assert again == names - done
+    assert _pods_on(cp, node) == []
+    deleted = wait_for(
+        "all deletes in the audit log",
+        lambda: (c := _pod_deletes(cp, names)) and sum(c.values()) == len(names) and c,
+        30,
+    )
+    assert set(deleted.values()) == {1}  # each pod deleted once over both runs
+    assert LOCK not in _annotations(cp, node)
+    cp.start_kubelet(node)
+    wait_node_ready(cp, node)
+
+
+def test_two_runs_at_once_never_double_act(control_plane: ControlPlane, plugin: Plugin) -> None:
+    cp, node = control_plane, "flaky-t4"
+    pods = _fail_with_pods(cp, node, 30)
+    names = {p["metadata"]["name"] for p in pods}
+    args = (
+        "remediate",
+        node,
+        "--strategy",
+        "force-delete",
+        "--node-shutdown-confirmed",
+        node,
+        "--confirm",
+        "-o",
+        "json",
+    )
+    from kubectl_nodefail.kube import Cluster
+
+    api = Cluster(str(cp.kubeconfig))  # polls in milliseconds, unlike a kubectl process
+    try:
+        first = Background(plugin, *args)
+        held = wait_for(
+            "the first run's lock on the node",
+            lambda: (api.get(f"/api/v1/nodes/{node}")["metadata"].get("annotations") or {}).get(
+                LOCK
+            ),
+            90,
+            interval=0.005,
+        )
+        first.signal(signal.SIGSTOP)  # a slow first run, still holding the lock
+    finally:
+        api.close()
+    try:
+        second = plugin.run(*args)
+        assert _annotations(cp, node).get(LOCK) == held  # the second left the lock alone
+    finally:
+        first.signal(signal.SIGCONT)
+    assert second.returncode == 4, second.stdout + second.stderr
+    steps = [s for s in _json(second)["steps"] if s["action"] == "force-delete-pod"]
+    assert steps and {s["result"] for s in steps} == {"skipped"}
+    holder = json.loads(held)
+    for step in steps:
+        assert step["detail"].startswith(
+            f"another remediate run holds the lock on node {node}: {holder['holder']}, "
+            f"until {holder['until']}; stood back"
+        ), step["detail"]
+    proc = first.finish()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _pods_on(cp, node) == []
+    deleted = wait_for(
+        "the deletes in the audit log",
+        lambda: (c := _pod_deletes(cp, names)) and sum(c.values()) >= len(names) and c,
+        30,
+    )
+    assert set(deleted) == names and set(deleted.values()) == {1}  # each pod deleted once
+    assert LOCK not in _annotations(cp, node)
+    cp.start_kubelet(node)
+    wait_node_ready(cp, node)
+
+
+def test_a_finalizer_held_pod_is_named_and_never_waited_for(
+    control_plane: ControlPlane, plugin: Plugin
+) -> None:
+    cp, node = control_plane, "flaky-t5"
+    held = f"held-{node}"
+    cp.add_failable_node(node)
+    wait_node_ready(cp, node)
+    cp.apply(
+        w.namespace(NS),
+        w.statefulset(NS, f"db-{node}", prefer=node, toleration_seconds=5, grace=10),
+        w.finalizer_pod(NS, held, node),
+    )
+    wait_running_on(cp, NS, f"db-{node}", node)
+    wait_running_on(cp, NS, held, node)
+    cp.stop_kubelet(node)
+    wait_node_unknown(cp, node)
+    wait_terminating_on(cp, NS, f"db-{node}", node, timeout=60)
+    wait_terminating_on(cp, NS, held, node, timeout=60)  # evicted after its 20 s toleration
+    plugin.record("finalizer-on-failed-node", "finalizer on a failed node", "both evicted")
+    try:
+        proc = plugin.run("remediate", node, "--node-shutdown-confirmed", node, "-o", "json")
+        assert proc.returncode == 4, proc.stdout + proc.stderr
+        steps = {s["target"]: s for s in _json(proc)["steps"]}
+        step = steps[f"pod/{NS}/{held}"]
+        assert step["action"] == "finalizer-held" and not step["allowed"]
+        assert "held by finalizer e2e.nodefail/hold" in step["why"]
+        assert "the controller that added it (e2e.nodefail) must remove it" in step["gate"]
+        taint = steps[f"node/{node}"]
+        assert taint["action"] == "taint-out-of-service" and taint["allowed"]
+        assert f"db-{node}-0" in taint["why"] and held not in taint["why"]
+        proc = plugin.run(
+            "remediate",
+            node,
+            "--node-shutdown-confirmed",
+            node,
+            "--confirm",
+            "--wait-timeout",
+            "120",
+            "-o",
+            "json",
+        )
+        assert proc.returncode == 4, proc.stdout + proc.stderr
+        steps = {s["target"]: s for s in _json(proc)["steps"]}
+        assert steps[f"pod/{NS}/{held}"]["result"] == "blocked"
+        assert "e2e.nodefail/hold" in steps[f"pod/{NS}/{held}"]["detail"]
+        taint = steps[f"node/{node}"]
+        assert taint["result"] == "done", taint
+        assert "no Terminating pod released by the taint left" in taint["detail"]
+        assert (
+            f"held by finalizers, not waited for: {NS}/{held} (e2e.nodefail/hold)"
+            in (taint["detail"])
+        )
+        assert "after 120s" not in taint["detail"]
+        assert terminating(pod_on(cp, NS, held, node))  # still there: nothing claimed otherwise
+    finally:
+        cp.kubectl(
+            "patch",
+            "pod",
+            "-n",
+            NS,
+            held,
+            "--type=json",
+            "-p",
+            '[{"op":"remove","path":"/metadata/finalizers"}]',
+            check=False,
+        )
+        cp.start_kubelet(node)
+        wait_node_ready(cp, node)
+    proc = plugin.run("remediate", node, "--confirm", "-o", "json")  # the stale taint goes
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_executor_rechecks_the_live_object(control_plane: ControlPlane, plugin: Plugin) -> None:
+    """Defence in depth below the narrowing: steps handed straight to the executor (as a bug or
+    a race could) are checked against the object they touch, on the real API server."""
+    from kubectl_nodefail.actions import Executor, _lease_second
+    from kubectl_nodefail.kube import Cluster
+    from kubectl_nodefail.plan import Plan, Step
+
+    cp, node = control_plane, "flaky-t6"
+    (victim,) = _fail_with_pods(cp, node, 1)
+    cp.apply(w.bare_pod(NS, "bystander-x", pin="healthy-0"))
+    bystander = wait_running_on(cp, NS, "bystander-x", "healthy-0")
+    lease = cp.get("lease", node, namespace="kube-node-lease")
+    renewed = _lease_second(lease["spec"]["renewTime"])
+    vm, bm = victim["metadata"], bystander["metadata"]
+
+    def step(target: str, uid: str, rv: str, action: str = "force-delete-pod") -> Step:
+        return Step(action, node, target, "test", True, "test", ["test"], uid, rv, renewed)
+
+    victim_step = step(f"pod/{NS}/{vm['name']}", vm["uid"], vm["resourceVersion"])
+    malformed = Plan(
+        "force-delete",
+        [
+            step(f"pod/{NS}/{vm['name']}", "", vm["resourceVersion"]),  # no UID
+            step(f"pod/{NS}/{vm['name']}", vm["uid"], ""),  # no resourceVersion
+            step(f"pod/{NS}/{vm['name']}", vm["uid"], vm["resourceVersion"], "evict-pod"),
+            victim_step,  # well formed, but in a plan with malformed steps: not run either
+        ],
+        [],
+        [node],
+    )
+    moved = Plan(
+        "force-delete",
+        [
+            step(f"pod/{NS}/bystander-x", bm["uid"], bm["resourceVersion"]),  # retargeted
+            step(f"pod/{NS}/{vm['name']}", "0d6f1c3e-0000-4000-8000-000000000000", "1"),
+            step(f"pod/{NS}/{vm['name']}", vm["uid"], "1"),  # the pod moved on since the plan
+        ],
+        [],
+        [node],
+    )
+    start = _now()
+    cluster = Cluster(str(cp.kubeconfig))
+    try:
+        Executor(cluster, "e2e-test", wait_timeout=5).run(malformed)
+        after_malformed = _now()
+        Executor(cluster, "e2e-test", wait_timeout=5).run(moved)
+    finally:
+        cluster.close()
+        plugin.runs.append(Run("remediate", True, start, _now()))
+    got = [(s.result, s.detail) for s in malformed.steps]
+    assert {r for r, _ in got} == {"refused"}
+    assert "never sent" in got[0][1] and "UID" in got[0][1]
+    assert "never sent" in got[1][1] and "resourceVersion" in got[1][1]
+    assert "never sent" in got[2][1] and "unknown action" in got[2][1]
+    assert got[3][1].startswith("nothing run: another step of this plan is malformed")
+    assert _writes_between(cp, start, after_malformed) == []  # not even the lock
+    got = [(s.result, s.detail) for s in moved.steps]
+    assert got[0][0] == "skipped" and "bound to node 'healthy-0', not" in got[0][1]
+    assert got[1][0] == "skipped" and "a different pod of that name exists now" in got[1][1]
+    assert got[2][0] == "skipped" and "precondition failed" in got[2][1]
+    writes = _writes_between(cp, start, _now())
+    deletes = [e for e in writes if e["verb"] == "delete"]
+    assert [e["responseStatus"]["code"] for e in deletes] == [409]  # only the stale one, refused
+    assert pod_on(cp, NS, vm["name"], node)["metadata"]["uid"] == vm["uid"]  # type: ignore[index]
+    assert pod_on(cp, NS, "bystander-x", "healthy-0")["metadata"]["uid"] == bm["uid"]  # type: ignore[index]
+    assert LOCK not in _annotations(cp, node)
+    cp.start_kubelet(node)
+    wait_node_ready(cp, node)
