@@ -248,6 +248,24 @@ def _terminating(
     return _free_it(node, kind, holds_rwo, "")
 
 
+def for_waiting_pod(holder: NodeFinding) -> Action:
+    """A pod elsewhere waiting for a volume still attached to the failed node `holder`."""
+    if holder.out_of_service:
+        return Action(
+            "wait",
+            f"the out-of-service taint is on {holder.name}: the volume is detached at once",
+            "none",
+        )
+    return _free_it(
+        holder,
+        "statefulset",
+        True,
+        f"wait: Kubernetes force-detaches the volume from {holder.name} "
+        f"{facts.FORCE_DETACH_SECONDS // 60} minutes after no pod object uses it there. To "
+        "detach now",
+    )
+
+
 def for_node(node: NodeFinding, server_minor: int | None) -> Action:
     if node.stale_out_of_service:
         return Action(

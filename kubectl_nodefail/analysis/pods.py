@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from kubectl_nodefail.analysis import advice, controllers, eviction, facts, owners, storage
-from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, ZoneFinding
+from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Replacement, ZoneFinding
 from kubectl_nodefail.analysis.nodes import kubelet_alive
 from kubectl_nodefail.analysis.podstatus import kubectl_status, ready_column
 from kubectl_nodefail.analysis.text import ago, duration
@@ -228,5 +228,68 @@ def analyse_pod(
         action=action,
         evidence=evidence,
         era=era,
+        finalizers=list(meta.get("finalizers") or []),
+    )
+
+
+def analyse_waiting_pod(
+    pod: Obj,
+    snap: Snapshot,
+    held: list[tuple[str, str, Obj]],
+    failed: dict[str, NodeFinding],
+    now: datetime,
+) -> PodFinding:
+    """A pod on a working node that cannot start: a single-node volume it needs is still
+    attached to a failed node (typically the replacement of a pod force-deleted there)."""
+    meta = pod["metadata"]
+    namespace, name = meta.get("namespace", ""), meta["name"]
+    links, _ = owners.chain(pod, snap)
+    holders = sorted({va["spec"]["nodeName"] for _, _, va in held})
+    volumes = "; ".join(
+        f"PVC {claim} -> PV {pv} is still attached to {va['spec']['nodeName']} "
+        f"(VolumeAttachment {va['metadata']['name']})"
+        for claim, pv, va in held
+    )
+    holder = failed[holders[0]]
+    notes = [volumes, *storage.multi_attach_notes(pod, snap, now, "")]
+    detach = (
+        f"the attach-detach controller force-detaches a volume from a failed node "
+        f"{facts.FORCE_DETACH_SECONDS // 60} minutes after no pod object uses it there "
+        f"(unless --disable-force-detach-on-timeout); the out-of-service taint on "
+        f"{', '.join(holders)} detaches at once"
+    )
+    action = advice.for_waiting_pod(holder)
+    return PodFinding(
+        namespace=namespace,
+        name=name,
+        uid=meta.get("uid", ""),
+        resource_version=meta.get("resourceVersion", ""),
+        node=(pod.get("spec") or {}).get("nodeName") or "",
+        node_failed=False,
+        kubectl_status=kubectl_status(pod),
+        ready=ready_column(pod),
+        meaning=(
+            f"it cannot start: a ReadWriteOnce volume it needs is still attached to the failed "
+            f"node {', '.join(holders)}, and a single-node volume attaches to one node at a time"
+        ),
+        category="waiting-for-volume",
+        terminating=False,
+        stuck_seconds=None,
+        deletion_timestamp=None,
+        owner_chain=links,
+        controller=owners.controller_type(pod, links),
+        explanation=f"stuck because of the failed node {', '.join(holders)}: {volumes}.",
+        replacement=Replacement(
+            "not-needed", "none needed: this pod starts once the volume is detached"
+        ),
+        storage=notes,
+        timeline=detach,
+        eviction_at=None,
+        if_node_returns="",
+        action=action,
+        evidence=[
+            f"phase {(pod.get('status') or {}).get('phase')}",
+            f"owner chain: {owners.describe(links)}",
+        ],
         finalizers=list(meta.get("finalizers") or []),
     )
