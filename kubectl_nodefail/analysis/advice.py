@@ -5,6 +5,7 @@ from __future__ import annotations
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.eviction import EvictionTime
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, Replacement
+from kubectl_nodefail.analysis.nodes import kubelet_alive
 
 OUT_OF_SERVICE_TAINT = f"{facts.TAINT_OUT_OF_SERVICE}=nodeshutdown:NoExecute"
 
@@ -79,6 +80,18 @@ def for_pod(
             "none",
             remediate=remediate_cmd(node.name),
         )
+    if kubelet_alive(node) and not node.shutdown_evidence:
+        return _with_finalizers(
+            Action(
+                "investigate",
+                f"the kubelet is alive and reports the node not Ready ({node.cause.summary}): "
+                "fix that on the node, and the kubelet finishes what is pending; do not force "
+                "anything while the machine runs (a second copy would start)",
+                "none",
+                kubectl=f"kubectl describe node {node.name}",
+            ),
+            finalizers,
+        )
     if not terminating:
         action = _not_evicted(kind, node, replacement, eviction, holds_rwo)
     else:
@@ -136,13 +149,6 @@ def _not_evicted(
             "evictions are stopped (zone disruption): nothing replaces it until they resume. "
             "A failure this wide is usually the network or the control plane: fix that; do "
             "not force pods",
-            "none",
-        )
-    if node.ready is not None and node.ready.status == "False" and node.lease_stale is not True:
-        return Action(
-            "investigate",
-            "never evicted, and the kubelet is alive but reports the node not Ready: fix it "
-            "on the node (runtime, CNI, disk); nothing replaces the pod until then",
             "none",
         )
     # Never evicted: nothing replaces it, nothing serves in its place.

@@ -72,7 +72,7 @@ def _meaning(
             if kubelet_alive(node):
                 return (
                     f"'{status}' is what the kubelet last reported: {clause}. Its containers "
-                    "may still run; new ones cannot start reliably until the node is fixed." + held
+                    "may still run; no new pod is scheduled there while it is not Ready." + held
                 )
             return (
                 f"'{status}' is only the last report: {clause}. The containers may still be "
