@@ -57,7 +57,8 @@ def analyse_zones(nodes: list[Obj]) -> tuple[list[ZoneFinding], bool]:
             text = (
                 f"{not_ready}/{size} nodes not Ready (>= {facts.UNHEALTHY_ZONE_THRESHOLD:.0%}): "
                 f"NoExecute tainting slowed to --secondary-node-eviction-rate "
-                f"({facts.SECONDARY_NODE_EVICTION_RATE}/s). A failure this wide is more likely "
+                f"({facts.SECONDARY_NODE_EVICTION_RATE}/s by default): evictions continue, "
+                "one node at a time. A failure this wide is more likely "
                 "the network or the control plane than the machines."
             )
         elif state == PARTIAL:
