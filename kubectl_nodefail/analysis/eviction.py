@@ -80,6 +80,14 @@ def eviction_time(
         return EvictionTime(
             "never", None, f"tolerates the NoExecute taints without a time limit: {NEVER}"
         )
+    unreachable = [
+        t for t in tolerations if tolerates(t, TaintView(facts.TAINT_UNREACHABLE, "NoExecute"))
+    ]
+    secs = [t.get("tolerationSeconds") for t in unreachable]
+    if unreachable and all(s is None for s in secs):
+        return EvictionTime(
+            "never", None, f"tolerates unreachable/not-ready without a time limit: {NEVER}"
+        )
     if master_disruption:
         return EvictionTime(
             "paused",
@@ -94,14 +102,6 @@ def eviction_time(
             f"no NoExecute taint on its node and zone {zone.zone} is in "
             f"{zone.state}: tainting is stopped, so {PAUSED} the zone stays disrupted "
             "(pods on nodes tainted before the brake are evicted by their tolerations)",
-        )
-    unreachable = [
-        t for t in tolerations if tolerates(t, TaintView(facts.TAINT_UNREACHABLE, "NoExecute"))
-    ]
-    secs = [t.get("tolerationSeconds") for t in unreachable]
-    if unreachable and all(s is None for s in secs):
-        return EvictionTime(
-            "never", None, f"tolerates unreachable/not-ready without a time limit: {NEVER}"
         )
     return EvictionTime(
         "pending-taint",
