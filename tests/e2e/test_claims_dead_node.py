@@ -249,11 +249,24 @@ def test_force_delete_and_out_of_service_leave_a_finalizer_held_pod(dead: Dead) 
             lambda: old["ord-0"] not in {p["metadata"]["uid"] for p in pods(cp, NS, "ord")},
             90,
         )
+        # The out-of-service taint frees the pod that tolerated unreachable forever, too.
+        wait_for(
+            "the forever pod released from the dead node",
+            lambda: pod_on(cp, NS, "forever", NODE) is None,
+            90,
+        )
         still = pod_on(cp, NS, "held-dead", NODE)
         assert still is not None and still["metadata"]["uid"] == before["metadata"]["uid"]
         code, d = dead.plugin.diagnose_json("-n", NS)
         p = _pod(d, "held-dead")
         assert FINALIZER in p["action"]["summary"]
+        # The kubelet returns: it finishes the deletion, the finalizer still keeps the object.
+        cp.start_kubelet(NODE)
+        wait_node_ready(cp, NODE)
+        time.sleep(3)
+        back = pod_on(cp, NS, "held-dead", NODE)
+        assert back is not None and back["metadata"]["uid"] == before["metadata"]["uid"]
+        assert back["metadata"]["finalizers"] == [FINALIZER]
     finally:
         cp.kubectl(
             "patch",
