@@ -39,11 +39,19 @@ def finalizer_note(finalizers: list[str]) -> str:
     """Names every finalizer and who removes it; empty when there is none."""
     if not finalizers:
         return ""
-    who = "; ".join(f"{f}: removed by {finalizer_owner(f)}" for f in finalizers)
-    return (
-        f"finalizers keep the object until removed ({who}); neither a force delete nor the "
-        "out-of-service taint removes them. Remove one by hand only if that controller is gone"
-    )
+    known = [f for f in finalizers if f in KNOWN_FINALIZERS]
+    foreign = foreign_finalizers(finalizers)
+    parts = []
+    if foreign:
+        who = "; ".join(f"{f}: removed by {finalizer_owner(f)}" for f in foreign)
+        parts.append(
+            f"finalizers keep the object until removed ({who}); neither a force delete nor the "
+            "out-of-service taint removes them. Remove one by hand only if that controller is "
+            "gone"
+        )
+    if known:
+        parts.append("; ".join(f"finalizer {f} is removed by {finalizer_owner(f)}" for f in known))
+    return ". ".join(parts)
 
 
 def _with_finalizers(action: Action, finalizers: list[str]) -> Action:
@@ -179,8 +187,8 @@ def _free_it(node: NodeFinding, kind: str, holds_rwo: bool, lead: str) -> Action
         ""
         if confirmed
         else (
-            " ONLY after confirming the machine is powered off: if it still runs, a second copy "
-            "starts (split brain, data loss)"
+            ". Do it ONLY after confirming the machine is powered off: if it still runs, a "
+            "second copy starts (split brain, data loss)"
         )
     )
     head = f"{lead}: " if lead else ""
