@@ -272,7 +272,7 @@ def _rows(v: _View) -> Iterator[Violation]:
                 f"{'failed' if on_failed else 'did not fail'}",
             )
         node = v.node_of(p)
-        if p.node_failed and node is not None and p.node_failed and node.pod_count < 1:
+        if p.node_failed and node is not None and node.pod_count < 1:
             yield Violation("rows-disagree", _pod(p), f"node {node.name} counts no pod")
 
 
