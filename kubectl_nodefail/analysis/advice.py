@@ -58,6 +58,9 @@ def _with_finalizers(action: Action, finalizers: list[str]) -> Action:
     note = finalizer_note(finalizers)
     if note:
         action.summary = f"{action.summary}. Then: {note}"
+    if foreign_finalizers(finalizers) and "--force" in action.kubectl:
+        # kubectl waits for the object to vanish, which the finalizers prevent: do not block.
+        action.kubectl += " --wait=false"
     return action
 
 

@@ -225,8 +225,9 @@ def statefulset(ctx: Context) -> tuple[str, Replacement, str]:
     else:
         block = (
             "podManagementPolicy Parallel: the other ordinals are still created and removed "
-            "(scaling proceeds), but a rolling update does not get past this ordinal: pods "
-            "not yet updated stay on the old revision until it is gone"
+            "(scaling proceeds), but a rolling update, which goes from the highest ordinal "
+            "down, stops at this one: it and the lower ordinals stay on the old revision until "
+            "it is gone"
         )
     if sts is not None:
         block += f" ({statefulset_work(sts, ctx.snap, ctx.name)})"

@@ -100,7 +100,8 @@ def _cluster_notes(
     if master_disruption:
         notes.append(
             "every zone has no Ready node: the node lifecycle controller is in master "
-            "disruption mode and evicts nothing. This is almost always the control "
+            "disruption mode and taints no more nodes (pods on nodes without the NoExecute "
+            "taint are not evicted). This is almost always the control "
             "plane's own connectivity (network, API server, load balancer), not the "
             "machines."
         )

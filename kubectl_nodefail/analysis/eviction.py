@@ -92,8 +92,8 @@ def eviction_time(
         return EvictionTime(
             "paused",
             None,
-            "no NoExecute taint: every zone is down, the controller is in master disruption "
-            f"mode and evicts nothing: {PAUSED} every zone is down",
+            "no NoExecute taint on its node: every zone is down, the controller is in master "
+            f"disruption mode and taints no node: {PAUSED} every zone is down",
         )
     if zone and zone.eviction == "stopped":
         return EvictionTime(

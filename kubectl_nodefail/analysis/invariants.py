@@ -159,7 +159,8 @@ def _zone_text(v: _View) -> Iterator[Violation]:
     """A zone line saying its pods are not evicted while one of its failed nodes carries a
     NoExecute taint (its pods are evicted by their tolerations)."""
     for zone in v.report.zones:
-        if "pods are not evicted" not in zone.explanation:
+        text = zone.explanation
+        if "pods are not evicted" not in text and "evicts nothing" not in text:
             continue
         tainted = [
             n.name for n in v.report.nodes if n.zone == zone.zone and n.failed and _has_noexecute(n)

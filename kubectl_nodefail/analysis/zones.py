@@ -47,10 +47,18 @@ def analyse_zones(nodes: list[Obj]) -> tuple[list[ZoneFinding], bool]:
         size = ready + not_ready
         if all_down:
             eviction = "stopped"
+            done = tainted.get(zone, 0)
             text = (
                 "every zone is fully disrupted: the controller assumes its own connectivity is "
-                "broken ('master disruption mode'), removes NoExecute taints and evicts nothing. "
-                "Suspect the control plane or the network, not the nodes."
+                "broken ('master disruption mode'), taints no more nodes and removes the "
+                "NoExecute taints it set. "
+                + (
+                    f"{done} node(s) here still carry one (tainted as the mode began) and keep "
+                    "evicting their pods by their tolerations. "
+                    if done
+                    else "Pods on nodes without the NoExecute taint are not evicted. "
+                )
+                + "Suspect the control plane or the network, not the nodes."
             )
         elif state == PARTIAL and size > facts.LARGE_CLUSTER_SIZE_THRESHOLD:
             eviction = "slowed"

@@ -33,8 +33,8 @@ NODE_MONITOR_GRACE_MS = 16000
 LEASE_SECONDS = 10
 HEALTHY_ZONE = "zone-a"
 # Only zones of more than 50 nodes in PartialDisruption use it (default 0.01/s, one node per
-# 100 s): faster, so a test sees "slowed, not stopped" in seconds.
-SECONDARY_EVICTION_RATE = 0.5
+# 100 s): one node per 5 s, so a test sees "slowed, not stopped" in seconds.
+SECONDARY_EVICTION_RATE = 0.2
 
 
 class KubectlError(subprocess.CalledProcessError):

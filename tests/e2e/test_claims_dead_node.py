@@ -186,10 +186,12 @@ def test_statefulset_pending_work_for_both_policies(dead: Dead) -> None:
     assert set(ord_["pods"]) == {"ord-0"}
     assert par["update"] != par["current"] and ord_["update"] != ord_["current"]
     stale_par = sorted(n for n, h in par["pods"].items() if h != par["update"])
-    assert "par-0" in stale_par  # the stuck ordinal cannot be updated
+    # The rolling update went from the highest ordinal down and stopped at the stuck one.
+    assert stale_par == ["par-0"], par
     d = dead.diagnosis
     p0 = _pod(d, "par-0")
     assert "Parallel" in p0["explanation"] and "scaling proceeds" in p0["explanation"]
+    assert "goes from the highest ordinal down, stops at this one" in p0["explanation"]
     ordinals = ", ".join(n.rsplit("-", 1)[1] for n in stale_par)
     assert (
         f"rolling update to revision {par['update']} not finished: ordinals {ordinals} "
