@@ -130,6 +130,8 @@ def gather(
             pods[pod["metadata"]["uid"]] = pod
     progress(f"{len(pods)} pods on examined nodes; scanning for Terminating pods")
     pods.update(_terminating_elsewhere(cluster, namespaces, pods, only_nodes))
+    events = _events(cluster, reader, focus)
+    pods.update(_waiting_for_attach(cluster, reader, events, namespaces, pods))
 
     owners, siblings = _owners_and_siblings(cluster, reader, list(pods.values()), progress)
     for pod in siblings:
@@ -140,7 +142,6 @@ def gather(
         lambda: cluster.list_all("/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"),
         [],
     )
-    events = _events(cluster, reader, focus)
     focus_set = set(focus)
     return Snapshot(
         captured_at=clock(),
@@ -186,6 +187,36 @@ def _terminating_elsewhere(
         return pod
 
     return {p["metadata"]["uid"]: p for p in kube.parallel(full, deleting) if p}
+
+
+def _waiting_for_attach(
+    cluster: kube.Cluster,
+    reader: _Reader,
+    events: list[Obj],
+    namespaces: Collection[str],
+    known: dict[str, Obj],
+) -> dict[str, Obj]:
+    """Pods with a FailedAttachVolume event (Multi-Attach: a volume still on another node):
+    they may wait for a failed node's volume. Few, so read one by one."""
+    seen = {(p["metadata"].get("namespace", ""), p["metadata"]["name"]) for p in known.values()}
+    wanted = sorted(
+        {
+            (obj.get("namespace", ""), obj.get("name", ""))
+            for e in events
+            if e.get("reason") == "FailedAttachVolume"
+            and (obj := e.get("involvedObject") or {}).get("kind") == "Pod"
+            and (not namespaces or obj.get("namespace") in namespaces)
+        }
+        - seen
+    )
+
+    def read(key: tuple[str, str]) -> Obj | None:
+        pod = reader.optional("pods", lambda: cluster.get(kube.pod_path(*key)), None)
+        if pod is not None:
+            pod.setdefault("kind", "Pod")
+        return pod
+
+    return {p["metadata"]["uid"]: p for p in kube.parallel(read, wanted) if p}
 
 
 def _owners_and_siblings(

@@ -13,6 +13,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from kubectl_nodefail.analysis import advice, summary
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.owners import describe as describe_owners
 from kubectl_nodefail.analysis.text import ago, duration, plural
@@ -43,16 +44,18 @@ def to_data(value: Any) -> Any:
 
 def report_data(report: Report) -> dict[str, Any]:
     data = to_data(report)
-    failed = [n for n in report.nodes if n.failed]
-    summary = {
+    c = summary.counts(report)
+    totals = {
         "problems": report.problems,
-        "nodesTotal": report.nodes_total,
-        "nodesNotReady": len(failed),
+        "nodesTotal": c.nodes_total,
+        "nodesNotReady": c.nodes_not_ready,
         "stuckPods": len(report.pods),
-        "podsOnFailedNodes": sum(1 for p in report.pods if p.node_failed),
-        "terminatingElsewhere": sum(1 for p in report.pods if not p.node_failed),
+        "podsOnFailedNodes": c.on_failed_nodes,
+        "waitingForVolume": c.waiting_for_volume,
+        "terminatingElsewhere": c.elsewhere,
+        "heldByFinalizers": c.held_by_finalizers,
     }
-    return {"apiVersion": API_VERSION, "kind": "Diagnosis", "summary": summary, **data}
+    return {"apiVersion": API_VERSION, "kind": "Diagnosis", "summary": totals, **data}
 
 
 def as_json(data: Any) -> str:
@@ -74,10 +77,7 @@ def _lease(node: NodeFinding) -> str:
 
 
 def _owner(pod: PodFinding) -> str:
-    if not pod.owner_chain:
-        return "(none)" if pod.controller != "mirror" else "Node (static)"
-    top = pod.owner_chain[-1]
-    return f"{top.kind}/{top.name}"
+    return summary.owner_of(pod)
 
 
 def _stuck(pod: PodFinding) -> str:
@@ -88,20 +88,7 @@ def _stuck(pod: PodFinding) -> str:
 
 def _next(pod: PodFinding, now: datetime) -> str:
     """What happens next, in a few words."""
-    if not pod.node_failed:
-        return "held (finalizers)" if "finalizers" in pod.meaning else "kubelet slow"
-    if not pod.terminating:
-        if pod.eviction_at is not None:
-            return f"evicted {ago((now - pod.eviction_at).total_seconds())}"
-        return "never evicted" if "never" in pod.timeline else "eviction pending"
-    return {
-        "running": "replaced",
-        "finished": "replaced",
-        "pending": "replacement Pending",
-        "blocked": "BLOCKED",
-        "none": "lost",
-        "missing": "no replacement",
-    }.get(pod.replacement.state, pod.replacement.state)
+    return summary.next_step(pod, now)
 
 
 def headline(report: Report) -> str:
@@ -115,10 +102,19 @@ def headline(report: Report) -> str:
             f"All {plural(report.nodes_total, 'node')} Ready and no pod stuck terminating. "
             f"Nothing to do. ({where}, {when})"
         )
-    return (
+    c = summary.counts(report)
+    text = (
         f"{len(failed)} of {plural(report.nodes_total, 'node')} not Ready, "
-        f"{plural(len(report.pods), 'stuck pod')} ({where}, {when})"
+        f"{plural(c.node_failure, 'stuck pod')}"
     )
+    if c.waiting_for_volume:
+        text += f" ({c.waiting_for_volume} waiting for a volume held by a failed node)"
+    if c.elsewhere:
+        text += (
+            f"; {plural(c.elsewhere, 'pod')} Terminating on nodes that did not fail"
+            f" ({c.held_by_finalizers} held by finalizers)"
+        )
+    return f"{text} ({where}, {when})"
 
 
 def table(report: Report, wide: bool = False) -> str:
@@ -157,6 +153,8 @@ def table(report: Report, wide: bool = False) -> str:
     if report.pods:
         rows = []
         for p in report.pods:
+            if p.category == summary.ELSEWHERE:
+                continue
             row = [
                 f"{p.namespace}/{p.name}",
                 p.kubectl_status,
@@ -169,6 +167,8 @@ def table(report: Report, wide: bool = False) -> str:
             if wide:
                 row[5:5] = [p.ready, p.replacement.summary]
             rows.append(row)
+        for group in summary.elsewhere_groups(report):
+            rows.append(_group_row(group, report.captured_at, wide))
         headers = ["POD", "STATUS", "NODE", "OWNER", "STUCK", "NEXT", "ACTION"]
         if wide:
             headers[5:5] = ["READY", "REPLACEMENT"]
@@ -176,12 +176,16 @@ def table(report: Report, wide: bool = False) -> str:
             "",
             tabulate(rows, headers=headers, tablefmt="plain", maxcolwidths=_widths(wide, headers)),
         ]
+    held = _held_lines(report)
+    if held:
+        out += ["", "HELD BY FINALIZERS (not a node failure)", *held]
     if wide:
         out += ["", "EVIDENCE"]
         for n in report.nodes:
             out.append(f"node {n.name}: " + "; ".join(n.cause.evidence))
         for p in report.pods:
-            out.append(f"pod {p.namespace}/{p.name}: " + "; ".join(p.evidence + p.storage))
+            if p.category != summary.ELSEWHERE:
+                out.append(f"pod {p.namespace}/{p.name}: " + "; ".join(p.evidence + p.storage))
     actions = _node_suggestions(report)
     if actions:
         out += ["", "SUGGESTED", *actions]
@@ -192,6 +196,45 @@ def table(report: Report, wide: bool = False) -> str:
         "reasoning; -o json for runbooks.",
     ]
     return "\n".join(out) + "\n"
+
+
+def _group_row(group: summary.PodGroup, now: datetime, wide: bool) -> list[str]:
+    """One row for pods Terminating on healthy nodes for one reason (finalizers, owner)."""
+    first = group.pods[0]
+    if len(group.pods) == 1:
+        name, node = f"{first.namespace}/{first.name}", first.node or "-"
+    else:
+        name = f"{first.namespace}/{first.name} and {len(group.pods) - 1} more"
+        node = group.nodes[0] if len(group.nodes) == 1 else f"{len(group.nodes)} nodes"
+    statuses = sorted({p.kubectl_status for p in group.pods})
+    longest = max(group.pods, key=lambda p: p.stuck_seconds or 0)
+    row = [
+        name,
+        "/".join(statuses),
+        node,
+        group.owner,
+        _stuck(longest),
+        _next(first, now),
+        first.action.code,
+    ]
+    if wide:
+        row[5:5] = ["-", "-"]
+    return row
+
+
+def _held_lines(report: Report) -> list[str]:
+    """Pods held by finalizers on nodes that did not fail: counted per finalizer and owner."""
+    lines = []
+    for group in summary.elsewhere_groups(report):
+        if not group.finalizers:
+            continue
+        who = "; ".join(f"{f}: {advice.finalizer_owner(f)}" for f in group.finalizers)
+        lines.append(
+            f"- {plural(len(group.pods), 'pod')} in {group.namespace} owned by {group.owner}, "
+            f"on {plural(len(group.nodes), 'node')}: finalizers {', '.join(group.finalizers)} "
+            f"(removed by {who})"
+        )
+    return lines
 
 
 def _widths(wide: bool, headers: list[str]) -> list[int | None]:

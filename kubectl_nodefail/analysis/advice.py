@@ -5,13 +5,65 @@ from __future__ import annotations
 from datetime import datetime
 
 from kubectl_nodefail.analysis import facts, versions
+from kubectl_nodefail.analysis.eviction import EvictionTime
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, Replacement
+from kubectl_nodefail.analysis.nodes import kubelet_alive
 
 OUT_OF_SERVICE_TAINT = f"{facts.TAINT_OUT_OF_SERVICE}=nodeshutdown:NoExecute"
 
 
 def remediate_cmd(node: str, *extra: str) -> str:
     return " ".join(["kubectl nodefail remediate", node, *extra])
+
+
+# Finalizers Kubernetes' own controllers add to pods, and who removes them.
+KNOWN_FINALIZERS = {
+    "batch.kubernetes.io/job-tracking": "the Job controller, once it has counted the pod",
+}
+REPLICA_KINDS = ("deployment", "replicaset", "replicationcontroller")
+
+
+def finalizer_owner(finalizer: str) -> str:
+    """Who has to remove a finalizer: a known in-tree controller, or the one named by its
+    domain prefix (by convention a finalizer is named after the controller that sets it)."""
+    if finalizer in KNOWN_FINALIZERS:
+        return KNOWN_FINALIZERS[finalizer]
+    domain = finalizer.split("/", 1)[0] if "/" in finalizer else finalizer
+    return f"the controller that set it ({domain})"
+
+
+def foreign_finalizers(finalizers: list[str]) -> list[str]:
+    """Finalizers no Kubernetes controller removes on its own when a node fails."""
+    return [f for f in finalizers if f not in KNOWN_FINALIZERS]
+
+
+def finalizer_note(finalizers: list[str]) -> str:
+    """Names every finalizer and who removes it; empty when there is none."""
+    if not finalizers:
+        return ""
+    known = [f for f in finalizers if f in KNOWN_FINALIZERS]
+    foreign = foreign_finalizers(finalizers)
+    parts = []
+    if foreign:
+        who = "; ".join(f"{f}: removed by {finalizer_owner(f)}" for f in foreign)
+        parts.append(
+            f"finalizers keep the object until removed ({who}); neither a force delete nor the "
+            "out-of-service taint removes them. Remove one by hand only if that controller is "
+            "gone"
+        )
+    if known:
+        parts.append("; ".join(f"finalizer {f} is removed by {finalizer_owner(f)}" for f in known))
+    return ". ".join(parts)
+
+
+def _with_finalizers(action: Action, finalizers: list[str]) -> Action:
+    note = finalizer_note(finalizers)
+    if note:
+        action.summary = f"{action.summary}. Then: {note}"
+    if foreign_finalizers(finalizers) and "--force" in action.kubectl:
+        # kubectl waits for the object to vanish, which the finalizers prevent: do not block.
+        action.kubectl += " --wait=false"
+    return action
 
 
 def for_pod(
@@ -21,30 +73,12 @@ def for_pod(
     node: NodeFinding | None,
     terminating: bool,
     replacement: Replacement,
-    eviction_at: datetime | None,
+    eviction: EvictionTime | None,
     holds_rwo: bool,
     finalizers: list[str],
 ) -> Action:
-    force = f"kubectl delete pod -n {namespace} {name} --grace-period=0 --force"
     if node is None or not node.failed:
-        if finalizers:
-            names = ", ".join(finalizers)
-            return Action(
-                "investigate",
-                f"finalizers {names} hold it: find the controller that owns them "
-                "and why it has not finished; remove a finalizer only if that controller is gone",
-                "medium",
-                kubectl=f"kubectl patch pod -n {namespace} {name} --type=json "
-                '-p \'[{"op":"remove","path":"/metadata/finalizers"}]\'',
-            )
-        return Action(
-            "investigate",
-            "the node is Ready but its kubelet has not finished the "
-            "deletion: check the kubelet and container runtime on that node "
-            "(journalctl -u kubelet)",
-            "low",
-            kubectl=f"kubectl describe pod -n {namespace} {name}",
-        )
+        return _elsewhere(namespace, name, finalizers)
     if kind == "mirror":
         return Action(
             "none-possible",
@@ -59,35 +93,165 @@ def for_pod(
             "none",
             remediate=remediate_cmd(node.name),
         )
-    confirmed = bool(node.shutdown_evidence)
-    unlock = f"--node-shutdown-confirmed {node.name}"
-    if not terminating and eviction_at is not None:
+    if kubelet_alive(node) and not node.shutdown_evidence:
+        return _with_finalizers(
+            Action(
+                "investigate",
+                f"the kubelet is alive and reports the node not Ready ({node.cause.summary}): "
+                "fix that on the node, and the kubelet finishes what is pending; do not force "
+                "anything while the machine runs (a second copy would start)",
+                "none",
+                kubectl=f"kubectl describe node {node.name}",
+            ),
+            finalizers,
+        )
+    if not terminating:
+        action = _not_evicted(kind, node, replacement, eviction, holds_rwo)
+    else:
+        action = _terminating(kind, namespace, name, node, replacement, holds_rwo)
+    return _with_finalizers(action, finalizers)
+
+
+def _elsewhere(namespace: str, name: str, finalizers: list[str]) -> Action:
+    """A pod Terminating on a node that did not fail."""
+    if finalizers:
+        return Action(
+            "investigate",
+            f"{finalizer_note(finalizers)}: find out why that controller has not finished",
+            "medium",
+            kubectl=f"kubectl patch pod -n {namespace} {name} --type=json "
+            '-p \'[{"op":"remove","path":"/metadata/finalizers"}]\'',
+        )
+    return Action(
+        "investigate",
+        "the node is Ready but its kubelet has not finished the "
+        "deletion: check the kubelet and container runtime on that node "
+        "(journalctl -u kubelet)",
+        "low",
+        kubectl=f"kubectl describe pod -n {namespace} {name}",
+    )
+
+
+def _not_evicted(
+    kind: str,
+    node: NodeFinding,
+    replacement: Replacement,
+    eviction: EvictionTime | None,
+    holds_rwo: bool,
+) -> Action:
+    """A pod still counted as a live replica on a failed node: what frees it, if anything."""
+    state = eviction.state if eviction else "not-applicable"
+    if eviction is not None and eviction.at is not None:
         return Action(
             "wait",
             "wait for eviction; the controller then handles it",
             "none",
-            until=eviction_at,
+            until=eviction.at,
             remediate=remediate_cmd(node.name),
         )
-    replaced = replacement.state in ("running", "finished", "pending")
-    if (
-        kind in ("deployment", "replicaset", "replicationcontroller")
-        or (kind in ("job", "cronjob") and replaced)
-    ) and not holds_rwo:
-        if replacement.state == "pending" and replacement.pending_reason.startswith("pinned"):
-            return Action(
-                "investigate",
-                "the replacement is pinned to the failed node: bring the "
-                "node back or relax the selector/affinity; deleting pods will not help",
-                "low",
-            )
+    if state == "pending-taint":
         return Action(
             "wait",
-            "cosmetic: the replacement already serves. Clean up when the node "
-            "returns, or delete the Node object if the machine is gone for good",
+            "the NoExecute taint is coming (rate-limited per zone); eviction follows",
+            "none",
+            remediate=remediate_cmd(node.name),
+        )
+    if state == "paused":
+        return Action(
+            "investigate",
+            "evictions are stopped (zone disruption): nothing replaces it until they resume. "
+            "A failure this wide is usually the network or the control plane: fix that; do "
+            "not force pods",
+            "none",
+        )
+    # Never evicted: nothing replaces it, nothing serves in its place.
+    return _free_it(
+        node,
+        kind,
+        holds_rwo,
+        "never evicted (it tolerates the taint without a time limit), so "
+        + (
+            "nothing replaces it"
+            if replacement.state in ("not-yet", "none", "blocked", "unknown")
+            else f"its replacement is {replacement.state}"
+        )
+        + ": free it",
+    )
+
+
+def _free_it(node: NodeFinding, kind: str, holds_rwo: bool, lead: str) -> Action:
+    """The out-of-service taint (after the machine is confirmed off), or deleting the Node."""
+    confirmed = bool(node.shutdown_evidence)
+    unlock = f"--node-shutdown-confirmed {node.name}"
+    if node.out_of_service:
+        return Action(
+            "wait", "the out-of-service taint is set: PodGC force-deletes it shortly", "none"
+        )
+    risk = "low" if confirmed else ("high" if kind == "statefulset" or holds_rwo else "medium")
+    why_unsafe = (
+        ""
+        if confirmed
+        else (
+            ". Do it ONLY after confirming the machine is powered off: if it still runs, a "
+            "second copy starts (split brain, data loss)"
+        )
+    )
+    head = f"{lead}: " if lead else ""
+    return Action(
+        "out-of-service",
+        f"{head}apply the out-of-service taint (pods force-deleted, volumes detached at "
+        f"once), or delete the Node object if the machine is gone for good{why_unsafe}",
+        risk,
+        kubectl=f"kubectl taint node {node.name} {OUT_OF_SERVICE_TAINT}",
+        remediate=remediate_cmd(node.name, *(() if confirmed else (unlock,)), "--confirm"),
+    )
+
+
+def _terminating(
+    kind: str,
+    namespace: str,
+    name: str,
+    node: NodeFinding,
+    replacement: Replacement,
+    holds_rwo: bool,
+) -> Action:
+    """A pod evicted or deleted, held by a kubelet that never confirms."""
+    jobs = kind in ("job", "cronjob")
+    replaced = replacement.state in ("running", "finished", "pending")
+    if (kind in REPLICA_KINDS or (jobs and replaced)) and not holds_rwo:
+        if replacement.state == "pending":
+            if replacement.pending_reason.startswith("pinned"):
+                return Action(
+                    "investigate",
+                    "the replacement is pinned to the failed node: bring the "
+                    "node back or relax the selector/affinity; deleting pods will not help",
+                    "low",
+                )
+            return Action(
+                "investigate",
+                f"the replacement is Pending ({replacement.pending_reason}): fix that; "
+                "deleting this pod will not help",
+                "low",
+            )
+        if replacement.state in ("running", "finished", "none"):
+            what = (
+                "no replacement is wanted (scaled to 0)"
+                if replacement.state == "none"
+                else "the replacement already serves"
+            )
+            return Action(
+                "wait",
+                f"cosmetic: {what}. Clean up when the node "
+                "returns, or delete the Node object if the machine is gone for good",
+                "low",
+                kubectl=f"kubectl delete node {node.name}",
+                remediate=remediate_cmd(node.name, "--strategy delete-node"),
+            )
+        return Action(
+            "investigate",
+            f"no replacement serves ({replacement.summary}): check the owner's events",
             "low",
-            kubectl=f"kubectl delete node {node.name}",
-            remediate=remediate_cmd(node.name, "--strategy delete-node"),
+            kubectl=f"kubectl describe pod -n {namespace} {name}",
         )
     if kind == "bare":
         return Action(
@@ -95,31 +259,29 @@ def for_pod(
             "nothing recreates a bare pod: re-create it from its manifest "
             "elsewhere if needed; removing the stuck object loses it",
             "medium",
-            kubectl=force,
-            remediate=remediate_cmd(node.name, unlock),
+            kubectl=f"kubectl delete pod -n {namespace} {name} --grace-period=0 --force",
+            remediate=remediate_cmd(node.name, f"--node-shutdown-confirmed {node.name}"),
         )
     # Forcing while the old process may still run: a StatefulSet gets two copies of one identity
     # (split brain, data loss); a Job or unknown owner may run its work twice.
-    risk = "low" if confirmed else ("high" if kind == "statefulset" or holds_rwo else "medium")
-    why_unsafe = (
-        ""
-        if confirmed
-        else (
-            " ONLY after confirming the machine is powered off: if it still runs, a second copy "
-            "starts (split brain, data loss)"
-        )
-    )
-    if node.out_of_service:
+    return _free_it(node, kind, holds_rwo, "")
+
+
+def for_waiting_pod(holder: NodeFinding) -> Action:
+    """A pod elsewhere waiting for a volume still attached to the failed node `holder`."""
+    if holder.out_of_service:
         return Action(
-            "wait", "the out-of-service taint is set: PodGC force-deletes it shortly", "none"
+            "wait",
+            f"the out-of-service taint is on {holder.name}: the volume is detached at once",
+            "none",
         )
-    return Action(
-        "out-of-service",
-        "apply the out-of-service taint (pods force-deleted, volumes detached at once)"
-        + why_unsafe,
-        risk,
-        kubectl=f"kubectl taint node {node.name} {OUT_OF_SERVICE_TAINT}",
-        remediate=remediate_cmd(node.name, *(() if confirmed else (unlock,)), "--confirm"),
+    return _free_it(
+        holder,
+        "statefulset",
+        True,
+        f"wait: Kubernetes force-detaches the volume from {holder.name} "
+        f"{facts.FORCE_DETACH_SECONDS // 60} minutes after no pod object uses it there. To "
+        "detach now",
     )
 
 

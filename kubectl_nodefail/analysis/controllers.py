@@ -169,16 +169,68 @@ def replicaset(ctx: Context) -> tuple[str, Replacement, str]:
     return why, rep, returns
 
 
+def _ordinal(pod_name: str, sts_name: str) -> int | None:
+    tail = pod_name[len(sts_name) + 1 :] if pod_name.startswith(sts_name + "-") else ""
+    return int(tail) if tail.isdigit() else None
+
+
+def _ordinals(values: list[int]) -> str:
+    return ", ".join(str(v) for v in sorted(values))
+
+
+def statefulset_work(sts: Obj, snap: Snapshot, stuck: str) -> str:
+    """What the StatefulSet controller has not done yet because of the stuck ordinal: ordinals to
+    create or remove, and the pods not yet on the update revision (controller-revision-hash)."""
+    name = sts["metadata"]["name"]
+    spec, status = sts.get("spec") or {}, sts.get("status") or {}
+    replicas = spec.get("replicas", 1)
+    start = (spec.get("ordinals") or {}).get("start", 0)
+    pods = snap.pods_owned_by(sts["metadata"].get("uid", ""))
+    present = {o: p for p in pods if (o := _ordinal(p["metadata"]["name"], name)) is not None}
+    wanted = set(range(start, start + replicas))
+    parts = []
+    missing = sorted(wanted - set(present))
+    if missing:
+        parts.append(f"ordinals {_ordinals(missing)} not created yet (replicas {replicas})")
+    extra = sorted(set(present) - wanted)
+    if extra:
+        parts.append(f"ordinals {_ordinals(extra)} not removed yet (replicas {replicas})")
+    current, update = status.get("currentRevision"), status.get("updateRevision")
+    if update and current and update != current:
+        old = sorted(
+            o
+            for o, p in present.items()
+            if (p["metadata"].get("labels") or {}).get("controller-revision-hash") != update
+        )
+        parts.append(
+            f"rolling update to revision {update} not finished: ordinals {_ordinals(old)} "
+            f"still on {current}"
+            if old
+            else f"rolling update to revision {update} in progress"
+        )
+    if not parts:
+        return f"nothing else is pending in StatefulSet {name} now"
+    return "pending in StatefulSet " + name + ": " + "; ".join(parts)
+
+
 def statefulset(ctx: Context) -> tuple[str, Replacement, str]:
     sts = ctx.owners[0] if ctx.owners else None
     policy = ((sts or {}).get("spec") or {}).get("podManagementPolicy") or "OrderedReady"
     name = sts["metadata"]["name"] if sts else "?"
-    block = (
-        f"podManagementPolicy {policy}: the stuck ordinal also blocks creating higher "
-        "ordinals, scale-down and rolling updates"
-        if policy == "OrderedReady"
-        else "podManagementPolicy Parallel: only this ordinal's slot is blocked"
-    )
+    if policy == "OrderedReady":
+        block = (
+            "podManagementPolicy OrderedReady: the stuck ordinal also blocks creating higher "
+            "ordinals, scale-down and rolling updates"
+        )
+    else:
+        block = (
+            "podManagementPolicy Parallel: the other ordinals are still created and removed "
+            "(scaling proceeds), but a rolling update, which goes from the highest ordinal "
+            "down, stops at this one: it and the lower ordinals stay on the old revision until "
+            "it is gone"
+        )
+    if sts is not None:
+        block += f" ({statefulset_work(sts, ctx.snap, ctx.name)})"
     why = (
         f"StatefulSet {name} gives each ordinal one fixed name and creates {ctx.name} again only "
         "when the old object is gone (at-most-one identity). A dead kubelet never confirms the "

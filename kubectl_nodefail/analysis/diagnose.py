@@ -9,8 +9,9 @@ from datetime import datetime
 from kubectl_nodefail.analysis import advice, versions
 from kubectl_nodefail.analysis.findings import NodeFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node
-from kubectl_nodefail.analysis.pods import analyse_pod
+from kubectl_nodefail.analysis.pods import analyse_pod, analyse_waiting_pod
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
+from kubectl_nodefail.analysis.storage import held_by_failed_node
 from kubectl_nodefail.analysis.zones import analyse_zones
 from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
 
@@ -60,14 +61,17 @@ def diagnose(
         node = node_findings.get(node_name)
         if node is not None and node.failed:
             node.pod_count += 1
-        if only_nodes and node_name not in only_nodes:
-            continue
         if namespaces and pod["metadata"].get("namespace") not in namespaces:
             continue
-        if not _stuck_pod(pod, node, now):
+        if (not only_nodes or node_name in only_nodes) and _stuck_pod(pod, node, now):
+            zone = zone_by_name.get(node.zone) if node else None
+            pods.append(analyse_pod(pod, snap, node, zone, master_disruption, failed, now))
             continue
-        zone = zone_by_name.get(node.zone) if node else None
-        pods.append(analyse_pod(pod, snap, node, zone, master_disruption, failed, now))
+        held = held_by_failed_node(pod, snap, failed) if failed else []
+        holders = {va["spec"]["nodeName"] for _, _, va in held}
+        if held and (not only_nodes or holders & set(only_nodes)):
+            by_failed = {n: node_findings[n] for n in failed}
+            pods.append(analyse_waiting_pod(pod, snap, held, by_failed, now))
     pods.sort(key=lambda p: (not p.node_failed, p.node, p.namespace, p.name))
     listed = [
         f
@@ -97,7 +101,8 @@ def _cluster_notes(
     if master_disruption:
         notes.append(
             "every zone has no Ready node: the node lifecycle controller is in master "
-            "disruption mode and evicts nothing. This is almost always the control "
+            "disruption mode and taints no more nodes (pods on nodes without the NoExecute "
+            "taint are not evicted). This is almost always the control "
             "plane's own connectivity (network, API server, load balancer), not the "
             "machines."
         )

@@ -26,6 +26,12 @@ def tolerates(toleration: Obj, taint: TaintView) -> bool:
     return (toleration.get("value") or "") == taint.value
 
 
+# Words the timeline carries for each outcome; the NEXT column and the invariants read them.
+NEVER = "never evicted"
+PAUSED = "no eviction while"
+PENDING = "the NoExecute taint is not on the node yet"
+
+
 @dataclass
 class EvictionTime:
     state: str  # evicted | scheduled | never | immediate | pending-taint | paused | not-applicable
@@ -72,21 +78,7 @@ def eviction_time(
         )
     if noexec:
         return EvictionTime(
-            "never", None, "tolerates the NoExecute taints without a time limit: never evicted"
-        )
-    if master_disruption:
-        return EvictionTime(
-            "paused",
-            None,
-            "no NoExecute taint: every zone is down, the controller "
-            "is in master disruption mode and evicts nothing",
-        )
-    if zone and zone.eviction == "stopped":
-        return EvictionTime(
-            "paused",
-            None,
-            f"no NoExecute taint yet and zone {zone.zone} is in "
-            f"{zone.state}: tainting is stopped, so no eviction",
+            "never", None, f"tolerates the NoExecute taints without a time limit: {NEVER}"
         )
     unreachable = [
         t for t in tolerations if tolerates(t, TaintView(facts.TAINT_UNREACHABLE, "NoExecute"))
@@ -94,11 +86,27 @@ def eviction_time(
     secs = [t.get("tolerationSeconds") for t in unreachable]
     if unreachable and all(s is None for s in secs):
         return EvictionTime(
-            "never", None, "tolerates unreachable/not-ready without a time limit: never evicted"
+            "never", None, f"tolerates unreachable/not-ready without a time limit: {NEVER}"
+        )
+    if master_disruption:
+        return EvictionTime(
+            "paused",
+            None,
+            "no NoExecute taint on its node: every zone is down, the controller is in master "
+            f"disruption mode and taints no node: {PAUSED} every zone is down",
+        )
+    if zone and zone.eviction == "stopped":
+        return EvictionTime(
+            "paused",
+            None,
+            f"no NoExecute taint on its node and zone {zone.zone} is in "
+            f"{zone.state}: tainting is stopped, so {PAUSED} the zone stays disrupted "
+            "(pods on nodes tainted before the brake are evicted by their tolerations)",
         )
     return EvictionTime(
         "pending-taint",
         None,
-        "the NoExecute taint is not on the node yet "
-        "(rate-limited per zone); eviction follows its tolerationSeconds after that",
+        f"{PENDING} (rate-limited per zone"
+        + (", slowed in this disrupted zone" if zone and zone.eviction == "slowed" else "")
+        + "); eviction follows its tolerationSeconds after that",
     )

@@ -1,6 +1,7 @@
 """Names and defaults of Kubernetes itself that the analysis relies on (see the reference doc)."""
 
 TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
+TAINT_NOT_READY = "node.kubernetes.io/not-ready"
 TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 TAINT_CLOUD_SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
 

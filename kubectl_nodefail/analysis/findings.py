@@ -59,6 +59,7 @@ class NodeFinding:
     pod_count: int = 0
     action: Action | None = None
     volumes_attached: list[str] = field(default_factory=list)  # VolumeAttachments still on it
+    lease_stale: bool | None = None  # lease not renewed within its duration; None: no lease read
 
 
 @dataclass
@@ -112,7 +113,9 @@ class PodFinding:
     kubectl_status: str  # what `kubectl get pods` prints
     ready: str  # READY column, e.g. 1/1
     meaning: str  # what the status really means
-    category: str  # on-failed-node | terminating-on-failed-node | terminating-elsewhere
+    # on-failed-node | terminating-on-failed-node | terminating-elsewhere
+    # | waiting-for-volume (elsewhere, for a volume still attached to a failed node)
+    category: str
     terminating: bool
     stuck_seconds: float | None  # past deletionTimestamp (deletion time + grace)
     deletion_timestamp: datetime | None
@@ -129,7 +132,8 @@ class PodFinding:
     action: Action
     evidence: list[str] = field(default_factory=list)
     era: str = "current"  # current | nodelost (pre-1.27 NodeLost/Unknown display)
-    finalizers: list[str] = field(default_factory=list)  # metadata.finalizers: what must be removed before the object can go
+    # metadata.finalizers: what must be removed before the object can go
+    finalizers: list[str] = field(default_factory=list)
 
 
 @dataclass

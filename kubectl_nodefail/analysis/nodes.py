@@ -262,7 +262,8 @@ def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
     not_ready_for = None
     if ready_view and ready_view.status != "True" and ready_view.last_transition:
         not_ready_for = (now - ready_view.last_transition).total_seconds()
-    renew, _ = lease_renew_time(snap, name)
+    renew, lease_seconds = lease_renew_time(snap, name)
+    lease_age = (now - renew).total_seconds() if renew else None
     views = [_condition_view(c) for c in conditions(node).values() if c.get("type") != "Ready"]
     tviews = taints(node)
     out_of_service = any(t.key == facts.TAINT_OUT_OF_SERVICE for t in tviews)
@@ -275,7 +276,7 @@ def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
         ready=ready_view,
         not_ready_seconds=not_ready_for,
         lease_renewed=renew,
-        lease_age_seconds=(now - renew).total_seconds() if renew else None,
+        lease_age_seconds=lease_age,
         taints=tviews,
         conditions=views,
         cause=classify(node, snap, now),
@@ -288,4 +289,15 @@ def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
         failed=not ready_now,
         cloud_shutdown=cloud_shutdown,
         volumes_attached=attached_volumes(snap, name),
+        lease_stale=(
+            None
+            if lease_age is None
+            else lease_age > (lease_seconds or facts.DEFAULT_LEASE_SECONDS)
+        ),
     )
+
+
+def kubelet_alive(node: NodeFinding) -> bool:
+    """The kubelet itself is posting status: Ready=False (a silent kubelet turns Unknown) and
+    its lease is not stale. Pod states on such a node are reported, not unknown."""
+    return bool(node.ready and node.ready.status == "False" and node.lease_stale is not True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from kubectl_nodefail.analysis import advice, controllers, eviction, facts, owners, storage
-from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, ZoneFinding
+from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Replacement, ZoneFinding
+from kubectl_nodefail.analysis.nodes import kubelet_alive
 from kubectl_nodefail.analysis.podstatus import kubectl_status, ready_column
 from kubectl_nodefail.analysis.text import ago, duration
 from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
@@ -26,6 +27,32 @@ def disruption_reason(pod: Obj) -> str | None:
     return None
 
 
+def _node_clause(node: NodeFinding, now: datetime) -> str:
+    """Why the pod's real state is or is not known, following the node's own signals."""
+    if kubelet_alive(node):
+        lease = (
+            f", lease renewed {ago(node.lease_age_seconds)}"
+            if node.lease_age_seconds is not None
+            else ""
+        )
+        return (
+            f"its kubelet is alive{lease} and reports the node not Ready "
+            f"({node.cause.summary}): pod states there are reported by that kubelet, not unknown"
+        )
+    since = ""
+    renewed = ago((now - node.lease_renewed).total_seconds()) if node.lease_renewed else ""
+    if node.lease_renewed is not None and node.lease_stale:
+        since = f" since its node's lease went stale (last renewed {renewed})"
+    elif node.lease_renewed is not None:
+        since = f" (its node's lease was renewed {renewed}: the kubelet may be returning)"
+    elif node.ready and node.ready.last_heartbeat:
+        since = (
+            " since the node's last heartbeat "
+            f"({ago((now - node.ready.last_heartbeat).total_seconds())})"
+        )
+    return f"its real state is unknown{since}"
+
+
 def _meaning(
     pod: Obj, status: str, node: NodeFinding | None, stuck: float | None, now: datetime
 ) -> str:
@@ -33,21 +60,23 @@ def _meaning(
     deleter = DELETERS.get(
         disruption_reason(pod) or "", "deletion requested (by a user or a controller)"
     )
+    finalizers = list(meta.get("finalizers") or [])
+    held = (
+        f" Finalizers {', '.join(finalizers)} keep the object even after that, until removed."
+        if advice.foreign_finalizers(finalizers)
+        else ""
+    )
     if node is not None and node.failed:
-        since = ""
-        if node.lease_renewed is not None:
-            stale_for = (now - node.lease_renewed).total_seconds()
-            since = f" since its node's lease went stale ({ago(stale_for)})"
-        elif node.ready and node.ready.last_heartbeat:
-            since = (
-                " since the node's last heartbeat "
-                f"({ago((now - node.ready.last_heartbeat).total_seconds())})"
-            )
+        clause = _node_clause(node, now)
         if not meta.get("deletionTimestamp"):
+            if kubelet_alive(node):
+                return (
+                    f"'{status}' is what the kubelet last reported: {clause}. Its containers "
+                    "may still run; no new pod is scheduled there while it is not Ready." + held
+                )
             return (
-                f"'{status}' is only the last report: the true state is unknown{since}. The "
-                "containers may still be running (kubelet or network down) or be gone "
-                "(machine down)."
+                f"'{status}' is only the last report: {clause}. The containers may still be "
+                "running (kubelet or network down) or be gone (machine down)." + held
             )
         waited = (
             f"stuck {duration(stuck)} past its grace period"
@@ -59,12 +88,16 @@ def _meaning(
             if status == "Unknown"
             else ""
         )
+        confirm = (
+            "this node's kubelet has not confirmed (it is alive but reports the node not Ready)"
+            if kubelet_alive(node)
+            else "this node's kubelet is not reporting"
+        )
         return (
             f"{deleter}; the API server keeps the object until the kubelet confirms the "
-            f"containers stopped, and this node's kubelet is not reporting: {waited}{era}. "
-            f"Its real state is unknown{since}."
+            f"containers stopped, and {confirm}: {waited}{era}. "
+            f"{clause[0].upper()}{clause[1:]}." + held
         )
-    finalizers = meta.get("finalizers") or []
     if finalizers:
         return f"{deleter}; finalizers {', '.join(finalizers)} keep the object until removed"
     if stuck is not None and stuck > 0:
@@ -73,6 +106,21 @@ def _meaning(
             f"{duration(stuck)} after the grace period"
         )
     return f"{deleter}; within its grace period"
+
+
+def _returns(text: str, node_failed: bool, finalizers: list[str]) -> str:
+    """What happens if the node returns: nothing to say where no node failed; finalizers
+    outlast the kubelet."""
+    if not node_failed:
+        return ""
+    foreign = advice.foreign_finalizers(finalizers)
+    if not foreign:
+        return text
+    who = ", ".join(f"{f} (removed by {advice.finalizer_owner(f)})" for f in foreign)
+    return (
+        "the kubelet stops the containers, but the object stays until its finalizers are "
+        f"removed: {who}. Only then does what follows happen: {text}"
+    )
 
 
 def analyse_pod(
@@ -122,7 +170,7 @@ def analyse_pod(
         node,
         terminating,
         replacement,
-        eviction_at,
+        ev,
         holds_rwo,
         list(meta.get("finalizers") or []),
     )
@@ -176,9 +224,72 @@ def analyse_pod(
         storage=notes,
         timeline=timeline,
         eviction_at=eviction_at,
-        if_node_returns=returns,
+        if_node_returns=_returns(returns, node_failed, list(meta.get("finalizers") or [])),
         action=action,
         evidence=evidence,
         era=era,
+        finalizers=list(meta.get("finalizers") or []),
+    )
+
+
+def analyse_waiting_pod(
+    pod: Obj,
+    snap: Snapshot,
+    held: list[tuple[str, str, Obj]],
+    failed: dict[str, NodeFinding],
+    now: datetime,
+) -> PodFinding:
+    """A pod on a working node that cannot start: a single-node volume it needs is still
+    attached to a failed node (typically the replacement of a pod force-deleted there)."""
+    meta = pod["metadata"]
+    namespace, name = meta.get("namespace", ""), meta["name"]
+    links, _ = owners.chain(pod, snap)
+    holders = sorted({va["spec"]["nodeName"] for _, _, va in held})
+    volumes = "; ".join(
+        f"PVC {claim} -> PV {pv} is still attached to {va['spec']['nodeName']} "
+        f"(VolumeAttachment {va['metadata']['name']})"
+        for claim, pv, va in held
+    )
+    holder = failed[holders[0]]
+    notes = [volumes, *storage.multi_attach_notes(pod, snap, now, "")]
+    detach = (
+        f"the attach-detach controller force-detaches a volume from a failed node "
+        f"{facts.FORCE_DETACH_SECONDS // 60} minutes after no pod object uses it there "
+        f"(unless --disable-force-detach-on-timeout); the out-of-service taint on "
+        f"{', '.join(holders)} detaches at once"
+    )
+    action = advice.for_waiting_pod(holder)
+    return PodFinding(
+        namespace=namespace,
+        name=name,
+        uid=meta.get("uid", ""),
+        resource_version=meta.get("resourceVersion", ""),
+        node=(pod.get("spec") or {}).get("nodeName") or "",
+        node_failed=False,
+        kubectl_status=kubectl_status(pod),
+        ready=ready_column(pod),
+        meaning=(
+            f"it cannot start: a ReadWriteOnce volume it needs is still attached to the failed "
+            f"node {', '.join(holders)}, and a single-node volume attaches to one node at a time"
+        ),
+        category="waiting-for-volume",
+        terminating=False,
+        stuck_seconds=None,
+        deletion_timestamp=None,
+        owner_chain=links,
+        controller=owners.controller_type(pod, links),
+        explanation=f"stuck because of the failed node {', '.join(holders)}: {volumes}.",
+        replacement=Replacement(
+            "not-needed", "none needed: this pod starts once the volume is detached"
+        ),
+        storage=notes,
+        timeline=detach,
+        eviction_at=None,
+        if_node_returns="",
+        action=action,
+        evidence=[
+            f"phase {(pod.get('status') or {}).get('phase')}",
+            f"owner chain: {owners.describe(links)}",
+        ],
         finalizers=list(meta.get("finalizers") or []),
     )

@@ -36,6 +36,49 @@ def attachment_on(snap: Snapshot, pv_name: str, node: str) -> Obj | None:
     return None
 
 
+def held_by_failed_node(
+    pod: Obj, snap: Snapshot, failed_nodes: set[str]
+) -> list[tuple[str, str, Obj]]:
+    """(claim, PV, VolumeAttachment) for each volume of a pod waiting to start elsewhere whose
+    attachment is still on a failed node: the pod cannot start until it detaches."""
+    if (pod.get("status") or {}).get("phase") != "Pending" or pod["metadata"].get(
+        "deletionTimestamp"
+    ):
+        return []
+    own = (pod.get("spec") or {}).get("nodeName") or ""
+    out = []
+    for claim, pvc, pv in claimed_volumes(pod, snap):
+        pv_name = ((pvc or {}).get("spec") or {}).get("volumeName") or ""
+        modes = set(((pv or pvc or {}).get("spec") or {}).get("accessModes") or [])
+        if not pv_name or not (modes & SINGLE_NODE_MODES):
+            continue
+        for va in snap.volume_attachments:
+            spec = va.get("spec") or {}
+            node = spec.get("nodeName") or ""
+            if (
+                node != own
+                and node in failed_nodes
+                and (spec.get("source") or {}).get("persistentVolumeName") == pv_name
+            ):
+                out.append((claim, pv_name, va))
+    return out
+
+
+def multi_attach_notes(pod: Obj, snap: Snapshot, now: datetime, label: str) -> list[str]:
+    """The pod's Multi-Attach error events, newest time shown."""
+    notes = []
+    for event in snap.events_about(
+        "Pod", pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
+    ):
+        if event.get("reason") == "FailedAttachVolume" and "Multi-Attach" in (
+            event.get("message") or ""
+        ):
+            seen = parse_time(event.get("lastTimestamp") or event.get("eventTime"))
+            since = f" (last {duration((now - seen).total_seconds())} ago)" if seen else ""
+            notes.append(f"{label}Multi-Attach error{since}: {event.get('message')}")
+    return notes
+
+
 def holds_single_node_volume(pod: Obj, snap: Snapshot) -> bool:
     for _, pvc, pv in claimed_volumes(pod, snap):
         modes = set(((pv or pvc or {}).get("spec") or {}).get("accessModes") or [])
@@ -86,16 +129,5 @@ def blockers(
         elif rwo and not pv_name:
             notes.append(f"PVC {claim} is not bound")
     for rep in replacement_pods:
-        for event in snap.events_about(
-            "Pod", rep["metadata"].get("namespace", ""), rep["metadata"]["name"]
-        ):
-            if event.get("reason") == "FailedAttachVolume" and "Multi-Attach" in (
-                event.get("message") or ""
-            ):
-                seen = parse_time(event.get("lastTimestamp") or event.get("eventTime"))
-                since = f" (last {duration((now - seen).total_seconds())} ago)" if seen else ""
-                notes.append(
-                    f"replacement {rep['metadata']['name']}: Multi-Attach error{since}: "
-                    f"{event.get('message')}"
-                )
+        notes += multi_attach_notes(rep, snap, now, f"replacement {rep['metadata']['name']}: ")
     return notes

@@ -18,15 +18,27 @@ def zone_state(ready: int, not_ready: int) -> str:
     return NORMAL
 
 
+def _noexecute_tainted(node: Obj) -> bool:
+    return any(
+        t.get("effect") == "NoExecute"
+        and t.get("key") in (facts.TAINT_UNREACHABLE, facts.TAINT_NOT_READY)
+        for t in (node.get("spec") or {}).get("taints") or []
+    )
+
+
 def analyse_zones(nodes: list[Obj]) -> tuple[list[ZoneFinding], bool]:
     """Per-zone state and eviction effect; the flag is True in 'master disruption mode'
     (every zone fully disrupted: the controller removes NoExecute taints and stops evicting)."""
     counts: dict[str, list[int]] = {}
+    tainted: dict[str, int] = {}  # not-Ready nodes already carrying a NoExecute taint
     for node in nodes:
         if facts.LABEL_EXCLUDE_DISRUPTION in (node["metadata"].get("labels") or {}):
             continue
-        ready_not = counts.setdefault(zone_of(node), [0, 0])
+        zone = zone_of(node)
+        ready_not = counts.setdefault(zone, [0, 0])
         ready_not[0 if is_ready(node) else 1] += 1
+        if not is_ready(node) and _noexecute_tainted(node):
+            tainted[zone] = tainted.get(zone, 0) + 1
     states = {zone: zone_state(r, n) for zone, (r, n) in counts.items()}
     all_down = bool(states) and all(s == FULL for s in states.values())
     findings = []
@@ -35,25 +47,38 @@ def analyse_zones(nodes: list[Obj]) -> tuple[list[ZoneFinding], bool]:
         size = ready + not_ready
         if all_down:
             eviction = "stopped"
+            done = tainted.get(zone, 0)
             text = (
                 "every zone is fully disrupted: the controller assumes its own connectivity is "
-                "broken ('master disruption mode'), removes NoExecute taints and evicts nothing. "
-                "Suspect the control plane or the network, not the nodes."
+                "broken ('master disruption mode'), taints no more nodes and removes the "
+                "NoExecute taints it set. "
+                + (
+                    f"{done} node(s) here still carry one (tainted as the mode began) and keep "
+                    "evicting their pods by their tolerations. "
+                    if done
+                    else "Pods on nodes without the NoExecute taint are not evicted. "
+                )
+                + "Suspect the control plane or the network, not the nodes."
             )
         elif state == PARTIAL and size > facts.LARGE_CLUSTER_SIZE_THRESHOLD:
             eviction = "slowed"
             text = (
                 f"{not_ready}/{size} nodes not Ready (>= {facts.UNHEALTHY_ZONE_THRESHOLD:.0%}): "
                 f"NoExecute tainting slowed to --secondary-node-eviction-rate "
-                f"({facts.SECONDARY_NODE_EVICTION_RATE}/s). A failure this wide is more likely "
+                f"({facts.SECONDARY_NODE_EVICTION_RATE}/s by default): evictions continue, "
+                "one node at a time. A failure this wide is more likely "
                 "the network or the control plane than the machines."
             )
         elif state == PARTIAL:
             eviction = "stopped"
+            done = tainted.get(zone, 0)
             text = (
                 f"{not_ready}/{size} nodes not Ready (>= {facts.UNHEALTHY_ZONE_THRESHOLD:.0%}) "
                 f"in a zone of <= {facts.LARGE_CLUSTER_SIZE_THRESHOLD} nodes: NoExecute tainting "
-                "stopped, pods are not evicted. Suspect the network or the control plane."
+                f"stopped. Pods on the {not_ready - done} not-Ready node(s) without the "
+                f"NoExecute taint are not evicted; the {done} node(s) tainted before the brake "
+                "still evict theirs by their tolerations. Suspect the network or the control "
+                "plane."
             )
         elif state == FULL:
             eviction = "proceeding"

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from kubectl_nodefail.analysis.invariants import check_data
 from tests.e2e.controlplane import (
     HEALTHY_ZONE,
     REPO,
@@ -122,10 +123,17 @@ class Plugin:
         return proc
 
     def diagnose_json(self, *args: str) -> tuple[int, Any]:
+        """Diagnose the live cluster; every diagnosis is checked for self-contradictions."""
         proc = self.run("diagnose", "-o", "json", *args)
         if proc.returncode not in (0, 3):
             raise AssertionError(f"diagnose failed ({proc.returncode}): {proc.stderr}")
-        return proc.returncode, json.loads(proc.stdout)
+        data = json.loads(proc.stdout)
+        violations = check_data(data)
+        if violations:
+            raise AssertionError(
+                "the diagnosis contradicts itself:\n" + "\n".join(str(v) for v in violations)
+            )
+        return proc.returncode, data
 
     def record(self, name: str, scenario: str, moment: str, nodes: tuple[str, ...] = ()) -> Path:
         """Dump the cluster (or just these nodes' part of it) now; into the fixtures folder

@@ -33,6 +33,9 @@ NODE_MONITOR_PERIOD_MS = 1000
 NODE_MONITOR_GRACE_MS = 16000
 LEASE_SECONDS = 10
 HEALTHY_ZONE = "zone-a"
+# Only zones of more than 50 nodes in PartialDisruption use it (default 0.01/s, one node per
+# 100 s): one node per 5 s, so a test sees "slowed, not stopped" in seconds.
+SECONDARY_EVICTION_RATE = 0.2
 
 
 class KubectlError(subprocess.CalledProcessError):
@@ -145,6 +148,8 @@ componentsPatches:
   extraArgs:
   - key: node-eviction-rate
     value: "10"
+  - key: secondary-node-eviction-rate
+    value: "{SECONDARY_EVICTION_RATE}"
 {self._extra_args_yaml(self.controller_manager_args)}- name: kube-apiserver
   extraArgs:
   - key: advertise-address
@@ -338,33 +343,54 @@ componentsPatches:
 
     # --- nodes and kubelets ---
 
-    def add_node(self, name: str, zone: str, managed_by: str = "fake") -> None:
+    def add_node(
+        self,
+        name: str,
+        zone: str,
+        managed_by: str = "fake",
+        taints: list[dict[str, Any]] | None = None,
+    ) -> None:
         """A Node object kwok will manage (annotation selects which kwok process)."""
-        self.apply(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "annotations": {
-                        "kwok.x-k8s.io/node": managed_by,
-                        "node.alpha.kubernetes.io/ttl": "0",
-                    },
-                    "labels": {
-                        "kubernetes.io/hostname": name,
-                        "kubernetes.io/os": "linux",
-                        "kubernetes.io/arch": "amd64",
-                        "type": "kwok",
-                        "topology.kubernetes.io/region": "e2e",
-                        "topology.kubernetes.io/zone": zone,
-                    },
+        self.apply(self.node_manifest(name, zone, managed_by, taints))
+
+    def add_node_group(
+        self, names: list[str], zone: str, group: str, taints: list[dict[str, Any]] | None = None
+    ) -> None:
+        """Nodes whose kubelets one kwok process plays (annotation value `group`): stop it and
+        they all fail at once. Start it with start_kubelet(group)."""
+        self.apply(*[self.node_manifest(n, zone, group, taints) for n in names])
+        self.start_kubelet(group)
+
+    @staticmethod
+    def node_manifest(
+        name: str, zone: str, managed_by: str, taints: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        node: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "annotations": {
+                    "kwok.x-k8s.io/node": managed_by,
+                    "node.alpha.kubernetes.io/ttl": "0",
                 },
-                "status": {
-                    "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-                    "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                "labels": {
+                    "kubernetes.io/hostname": name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    "type": "kwok",
+                    "topology.kubernetes.io/region": "e2e",
+                    "topology.kubernetes.io/zone": zone,
                 },
-            }
-        )
+            },
+            "status": {
+                "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            },
+        }
+        if taints:
+            node["spec"] = {"taints": taints}
+        return node
 
     def add_failable_node(self, name: str, zone: str = HEALTHY_ZONE) -> None:
         self.add_node(name, zone, managed_by=name)

@@ -223,3 +223,37 @@ def operated_pod(ns: str, name: str, owner: Obj, **spec_args: Any) -> Obj:
         }
     ]
     return pod
+
+
+def forever_tolerations() -> list[Obj]:
+    """not-ready/unreachable NoExecute tolerated without tolerationSeconds: never evicted."""
+    return [
+        {"key": key, "operator": "Exists", "effect": "NoExecute"}
+        for key in ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+    ]
+
+
+def only_on(obj: Obj, nodes: list[str]) -> Obj:
+    """Require the pods of a workload (or a bare pod) to run on one of `nodes`."""
+    spec = obj["spec"]["template"]["spec"] if "template" in obj["spec"] else obj["spec"]
+    spec["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}
+                        ]
+                    }
+                ]
+            }
+        }
+    }
+    return obj
+
+
+def with_finalizer(obj: Obj, finalizer: str) -> Obj:
+    """A pod (or every pod of a workload: controllers copy the template's finalizers)."""
+    meta = obj["spec"]["template"]["metadata"] if "template" in obj["spec"] else obj["metadata"]
+    meta["finalizers"] = [finalizer]
+    return obj

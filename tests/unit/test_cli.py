@@ -56,7 +56,9 @@ def test_json_output_is_stable_shape() -> None:
         "nodesNotReady",
         "stuckPods",
         "podsOnFailedNodes",
+        "waitingForVolume",
         "terminatingElsewhere",
+        "heldByFinalizers",
     }
     first = data["pods"][0]
     for key in (

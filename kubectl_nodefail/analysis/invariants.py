@@ -1,0 +1,366 @@
+"""Consistency invariants: every way a Report could contradict itself, checked in one place.
+
+`check(report)` returns each self-contradiction found (an empty list for a consistent report).
+It is pure, so it runs on every recorded fixture, on every diagnosis the end-to-end tests make
+(`check_data` on the JSON output) and on generated reports. A check here never decides whether
+an explanation of Kubernetes is right (the real control plane does that); it decides whether the
+report's sentences agree with the report's own fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_nodefail.analysis import eviction, summary
+from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report, ZoneFinding
+from kubectl_nodefail.analysis.nodes import kubelet_alive
+from kubectl_nodefail.snapshot import parse_time
+
+
+@dataclass(frozen=True)
+class Violation:
+    code: str  # which invariant
+    subject: str  # node/NAME, pod/NS/NAME, zone/NAME or report
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.code} [{self.subject}]: {self.detail}"
+
+
+@dataclass
+class _View:
+    """The report with its look-ups built once."""
+
+    report: Report
+    nodes: dict[str, NodeFinding]
+    zones: dict[str, ZoneFinding]
+
+    def node_of(self, pod: PodFinding) -> NodeFinding | None:
+        return self.nodes.get(pod.node)
+
+    def zone_of(self, pod: PodFinding) -> ZoneFinding | None:
+        node = self.node_of(pod)
+        return self.zones.get(node.zone) if node else None
+
+
+def _pod(p: PodFinding) -> str:
+    return f"pod/{p.namespace}/{p.name}"
+
+
+def _has_noexecute(node: NodeFinding) -> bool:
+    return any(t.effect == "NoExecute" for t in node.taints)
+
+
+Check = Callable[[_View], Iterator[Violation]]
+CHECKS: dict[str, Check] = {}
+
+
+def _check(code: str) -> Callable[[Check], Check]:
+    def register(fn: Check) -> Check:
+        CHECKS[code] = fn
+        return fn
+
+    return register
+
+
+@_check("advice-claims-replacement-serves")
+def _replacement_serves(v: _View) -> Iterator[Violation]:
+    """An action saying a replacement serves (or the pod is cosmetic because of it) while no
+    replacement is running or finished."""
+    for p in v.report.pods:
+        text = p.action.summary.lower()
+        if ("replacement already serves" in text or "replacement already runs" in text) and (
+            p.replacement.state not in ("running", "finished")
+        ):
+            yield Violation(
+                "advice-claims-replacement-serves",
+                _pod(p),
+                f"action says the replacement serves; replacement.state is {p.replacement.state!r}",
+            )
+
+
+@_check("stale-lease-claim-on-fresh-lease")
+def _stale_lease(v: _View) -> Iterator[Violation]:
+    """A pod's text saying its node's lease went stale while that lease is fresh."""
+    for p in v.report.pods:
+        node = v.node_of(p)
+        if node is None:
+            continue
+        for field in ("meaning", "timeline", "explanation"):
+            if "lease went stale" in getattr(p, field) and node.lease_stale is not True:
+                yield Violation(
+                    "stale-lease-claim-on-fresh-lease",
+                    _pod(p),
+                    f"{field} says the lease went stale; node {node.name} lease_stale="
+                    f"{node.lease_stale}",
+                )
+
+
+@_check("unknown-state-on-live-kubelet")
+def _unknown_on_live(v: _View) -> Iterator[Violation]:
+    """A pod's state called unknown on a node whose kubelet is alive and reporting."""
+    for p in v.report.pods:
+        node = v.node_of(p)
+        if node is not None and kubelet_alive(node) and "state is unknown" in p.meaning:
+            yield Violation(
+                "unknown-state-on-live-kubelet",
+                _pod(p),
+                f"meaning says the state is unknown; node {node.name} is Ready=False with a "
+                "live kubelet",
+            )
+
+
+@_check("eviction-pending-while-stopped")
+def _pending_while_stopped(v: _View) -> Iterator[Violation]:
+    """NEXT says an eviction is pending while the pod's node has no NoExecute taint and its
+    zone's evictions are stopped; or NEXT contradicts the pod's own timeline."""
+    now = v.report.captured_at
+    for p in v.report.pods:
+        words = summary.next_step(p, now)
+        node, zone = v.node_of(p), v.zone_of(p)
+        if (
+            words == "eviction pending"
+            and node is not None
+            and not _has_noexecute(node)
+            and zone is not None
+            and zone.eviction == "stopped"
+        ):
+            yield Violation(
+                "eviction-pending-while-stopped",
+                _pod(p),
+                f"NEXT 'eviction pending' but node {node.name} has no NoExecute taint and "
+                f"zone {zone.zone} evictions are stopped",
+            )
+        if words in ("eviction pending", "never evicted") and (
+            eviction.PAUSED in p.timeline
+            or (words == "eviction pending" and eviction.NEVER in p.timeline)
+        ):
+            yield Violation(
+                "eviction-pending-while-stopped",
+                _pod(p),
+                f"NEXT {words!r} contradicts the timeline: {p.timeline}",
+            )
+        if words == "never evicted" and p.eviction_at is not None:
+            yield Violation(
+                "eviction-pending-while-stopped",
+                _pod(p),
+                "NEXT 'never evicted' while an eviction time is set",
+            )
+
+
+@_check("zone-text-contradicts-taints")
+def _zone_text(v: _View) -> Iterator[Violation]:
+    """A zone line saying its pods are not evicted while one of its failed nodes carries a
+    NoExecute taint (its pods are evicted by their tolerations)."""
+    for zone in v.report.zones:
+        text = zone.explanation
+        if "pods are not evicted" not in text and "evicts nothing" not in text:
+            continue
+        tainted = [
+            n.name for n in v.report.nodes if n.zone == zone.zone and n.failed and _has_noexecute(n)
+        ]
+        if tainted:
+            yield Violation(
+                "zone-text-contradicts-taints",
+                f"zone/{zone.zone}",
+                f"says pods are not evicted; NoExecute-tainted nodes: {', '.join(tainted)}",
+            )
+
+
+def _forces(p: PodFinding) -> bool:
+    a = p.action
+    return "--force" in a.kubectl or a.code in ("force-delete", "out-of-service")
+
+
+@_check("force-ignores-finalizers")
+def _force_finalizers(v: _View) -> Iterator[Violation]:
+    """A force-delete / out-of-service suggestion for a pod with finalizers that does not name
+    every one of them (they survive both)."""
+    for p in v.report.pods:
+        if p.finalizers and _forces(p):
+            missing = [f for f in p.finalizers if f not in p.action.summary]
+            if missing:
+                yield Violation(
+                    "force-ignores-finalizers",
+                    _pod(p),
+                    f"action {p.action.code} does not name finalizers {', '.join(missing)}",
+                )
+        if p.finalizers and p.node_failed and "removes the object" in p.if_node_returns:
+            unnamed = [f for f in p.finalizers if f not in p.if_node_returns]
+            if unnamed:
+                yield Violation(
+                    "force-ignores-finalizers",
+                    _pod(p),
+                    "if-the-node-returns text says the kubelet removes the object; "
+                    f"finalizers {', '.join(unnamed)} keep it",
+                )
+
+
+@_check("power-off-advice-on-live-kubelet")
+def _power_off_on_live(v: _View) -> Iterator[Violation]:
+    """Advice to confirm the machine is powered off and force, for a node whose kubelet is
+    alive and reporting (the machine runs)."""
+    for p in v.report.pods:
+        node = v.node_of(p)
+        if (
+            node is not None
+            and kubelet_alive(node)
+            and not node.shutdown_evidence
+            and ("powered off" in p.action.summary or "--force" in p.action.kubectl)
+        ):
+            yield Violation(
+                "power-off-advice-on-live-kubelet",
+                _pod(p),
+                f"action {p.action.code} asks for a powered-off machine; node {node.name}'s "
+                "kubelet is alive",
+            )
+
+
+@_check("node-returns-on-healthy-node")
+def _returns_on_healthy(v: _View) -> Iterator[Violation]:
+    """An 'if the node returns' text for a pod whose node never failed."""
+    for p in v.report.pods:
+        if p.if_node_returns and not p.node_failed:
+            yield Violation(
+                "node-returns-on-healthy-node",
+                _pod(p),
+                f"if-the-node-returns text on a pod of a node that did not fail: "
+                f"{p.if_node_returns}",
+            )
+
+
+@_check("rows-disagree")
+def _rows(v: _View) -> Iterator[Violation]:
+    """Headline counts that disagree with the rows, and rows that disagree with their node."""
+    c = summary.counts(v.report)
+    failed_nodes = {n.name for n in v.report.nodes if n.failed}
+    by_hand = {
+        "nodes_not_ready": len(failed_nodes),
+        "on_failed_nodes": sum(1 for p in v.report.pods if p.node in failed_nodes),
+        "waiting_for_volume": sum(
+            1 for p in v.report.pods if p.category == summary.WAITING_FOR_VOLUME
+        ),
+        "elsewhere": sum(
+            1
+            for p in v.report.pods
+            if p.node not in failed_nodes and p.category != summary.WAITING_FOR_VOLUME
+        ),
+    }
+    for key, value in by_hand.items():
+        if getattr(c, key) != value:
+            yield Violation(
+                "rows-disagree", "report", f"{key}: headline {getattr(c, key)}, rows {value}"
+            )
+    if c.node_failure + c.elsewhere != len(v.report.pods):
+        yield Violation(
+            "rows-disagree",
+            "report",
+            f"headline counts {c.node_failure}+{c.elsewhere} pods, rows {len(v.report.pods)}",
+        )
+    for p in v.report.pods:
+        on_failed = p.node in failed_nodes
+        if p.node_failed != on_failed or (p.category in summary.ON_FAILED) != on_failed:
+            yield Violation(
+                "rows-disagree",
+                _pod(p),
+                f"category {p.category}, node_failed {p.node_failed}, but node {p.node} "
+                f"{'failed' if on_failed else 'did not fail'}",
+            )
+        node = v.node_of(p)
+        if p.node_failed and node is not None and node.pod_count < 1:
+            yield Violation("rows-disagree", _pod(p), f"node {node.name} counts no pod")
+
+
+@_check("volume-wait-without-holder")
+def _volume_wait(v: _View) -> Iterator[Violation]:
+    """A pod said to wait for a failed node's volume names a failed node holding it."""
+    failed_nodes = {n.name for n in v.report.nodes if n.failed}
+    for p in v.report.pods:
+        if p.category != summary.WAITING_FOR_VOLUME:
+            continue
+        named = set(re.findall(r"attached to (\S+) \(VolumeAttachment", " ".join(p.storage)))
+        if not named or not named <= failed_nodes:
+            yield Violation(
+                "volume-wait-without-holder",
+                _pod(p),
+                f"waits for a volume on {sorted(named) or 'no node'}; failed nodes "
+                f"{sorted(failed_nodes)}",
+            )
+
+
+def check(report: Report) -> list[Violation]:
+    """Every self-contradiction of the report (empty when consistent)."""
+    view = _View(
+        report,
+        {n.name: n for n in report.nodes},
+        {z.zone: z for z in report.zones},
+    )
+    found: list[Violation] = []
+    for fn in CHECKS.values():
+        found.extend(fn(view))
+    return found
+
+
+# --- the JSON output back into a Report, so the checks run on what the CLI printed ---
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _decode(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _decode(inner[0], value)
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        return [_decode(item, v) for v in value]
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        hints = typing.get_type_hints(tp)
+        return tp(
+            **{
+                f.name: _decode(hints[f.name], value[_camel(f.name)])
+                for f in dataclasses.fields(tp)
+                if _camel(f.name) in value
+            }
+        )
+    if getattr(tp, "__name__", "") == "datetime":
+        return parse_time(value)
+    return value
+
+
+def report_from_data(data: dict[str, Any]) -> Report:
+    """A Report from `diagnose -o json` output (the inverse of render.report_data)."""
+    return typing.cast(Report, _decode(Report, data))
+
+
+def check_data(data: dict[str, Any]) -> list[Violation]:
+    """check() on JSON output; also checks the JSON summary against the rows."""
+    report = report_from_data(data)
+    found = check(report)
+    c = summary.counts(report)
+    expected = {
+        "nodesNotReady": c.nodes_not_ready,
+        "stuckPods": len(report.pods),
+        "podsOnFailedNodes": c.on_failed_nodes,
+        "waitingForVolume": c.waiting_for_volume,
+        "terminatingElsewhere": c.elsewhere,
+        "heldByFinalizers": c.held_by_finalizers,
+    }
+    for key, value in expected.items():
+        shown = (data.get("summary") or {}).get(key)
+        if shown != value:
+            found.append(
+                Violation("rows-disagree", "summary", f"{key}: summary {shown}, rows {value}")
+            )
+    return found

@@ -1,0 +1,105 @@
+"""What a report adds up to: the headline counts, the NEXT words of each pod, and the groups
+pods Terminating on healthy nodes are shown in.
+
+Pure functions over a Report; the renderer shows them and the invariants check them, so the
+table, the JSON summary and the checks can never count differently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from kubectl_nodefail.analysis import eviction
+from kubectl_nodefail.analysis.findings import PodFinding, Report
+from kubectl_nodefail.analysis.text import ago
+
+ON_FAILED = ("on-failed-node", "terminating-on-failed-node")
+WAITING_FOR_VOLUME = "waiting-for-volume"
+ELSEWHERE = "terminating-elsewhere"
+
+
+@dataclass
+class Counts:
+    """The headline numbers. `node_failure` counts pods stuck because a node failed (on it,
+    or waiting for its volume); `elsewhere` pods are Terminating on nodes that did not fail."""
+
+    nodes_total: int
+    nodes_not_ready: int
+    on_failed_nodes: int
+    waiting_for_volume: int
+    elsewhere: int
+    held_by_finalizers: int  # of `elsewhere`
+
+    @property
+    def node_failure(self) -> int:
+        return self.on_failed_nodes + self.waiting_for_volume
+
+
+def counts(report: Report) -> Counts:
+    elsewhere = [p for p in report.pods if p.category == ELSEWHERE]
+    return Counts(
+        nodes_total=report.nodes_total,
+        nodes_not_ready=sum(1 for n in report.nodes if n.failed),
+        on_failed_nodes=sum(1 for p in report.pods if p.category in ON_FAILED),
+        waiting_for_volume=sum(1 for p in report.pods if p.category == WAITING_FOR_VOLUME),
+        elsewhere=len(elsewhere),
+        held_by_finalizers=sum(1 for p in elsewhere if p.finalizers),
+    )
+
+
+def next_step(pod: PodFinding, now: datetime) -> str:
+    """What happens next to the pod, in a few words (the NEXT column)."""
+    if pod.category == WAITING_FOR_VOLUME:
+        return "waits for volume"
+    if not pod.node_failed:
+        return "held (finalizers)" if pod.finalizers else "kubelet slow"
+    if not pod.terminating:
+        if pod.eviction_at is not None:
+            return f"evicted {ago((now - pod.eviction_at).total_seconds())}"
+        if eviction.NEVER in pod.timeline:
+            return "never evicted"
+        if eviction.PAUSED in pod.timeline:
+            return "not evicted (zone)"
+        return "eviction pending"
+    return {
+        "running": "replaced",
+        "finished": "replaced",
+        "pending": "replacement Pending",
+        "blocked": "BLOCKED",
+        "none": "lost",
+        "missing": "no replacement",
+    }.get(pod.replacement.state, pod.replacement.state)
+
+
+@dataclass
+class PodGroup:
+    """Pods Terminating on healthy nodes for the same reason: one finalizer set, one owner."""
+
+    namespace: str
+    finalizers: tuple[str, ...]
+    owner: str  # Kind/name of the top owner, or (none)
+    pods: list[PodFinding] = field(default_factory=list)
+
+    @property
+    def nodes(self) -> list[str]:
+        return sorted({p.node for p in self.pods if p.node})
+
+
+def owner_of(pod: PodFinding) -> str:
+    if not pod.owner_chain:
+        return "(none)" if pod.controller != "mirror" else "Node (static)"
+    top = pod.owner_chain[-1]
+    return f"{top.kind}/{top.name}"
+
+
+def elsewhere_groups(report: Report) -> list[PodGroup]:
+    """Pods Terminating on nodes that did not fail, grouped by namespace, finalizers and owner
+    (in the order first seen)."""
+    groups: dict[tuple[str, tuple[str, ...], str], PodGroup] = {}
+    for pod in report.pods:
+        if pod.category != ELSEWHERE:
+            continue
+        key = (pod.namespace, tuple(pod.finalizers), owner_of(pod))
+        groups.setdefault(key, PodGroup(*key)).pods.append(pod)
+    return list(groups.values())

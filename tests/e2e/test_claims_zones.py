@@ -1,0 +1,322 @@
+"""Claims about live kubelets and zones, proven on the real node lifecycle controller (issue 8:
+3, 4, and the zone states only unit-tested before).
+
+- a kubelet alive but reporting Ready=False: pod states are reported, not unknown;
+- a zone in PartialDisruption: a node tainted before the brake has its pods evicted, a node
+  failing after it keeps them (whether a pod is evicted is decided per node);
+- one zone in FullDisruption while another is healthy: evictions proceed;
+- every zone down: master disruption mode, no NoExecute taint, nothing evicted;
+- a zone of more than 50 nodes in PartialDisruption: tainting slowed, not stopped (one kwok
+  process plays the kubelets of the whole failing group).
+
+Every node these tests add is Ready again (or deleted) when they end: the control plane is
+shared by the whole session.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kubectl_nodefail.analysis import summary
+from kubectl_nodefail.analysis.invariants import report_from_data
+from tests.e2e import workloads as w
+from tests.e2e.conftest import Plugin
+from tests.e2e.controlplane import ControlPlane, KubeletReportingProblem, wait_for
+from tests.e2e.helpers import (
+    pod_on,
+    ready,
+    taint_keys,
+    terminating,
+    wait_node_ready,
+    wait_node_unknown,
+    wait_running_on,
+    wait_terminating_on,
+)
+
+pytestmark = pytest.mark.e2e
+NS = "scenario-zones"
+UNREACHABLE = ("node.kubernetes.io/unreachable", "NoExecute")
+EXCLUDE = "node.kubernetes.io/exclude-disruption"
+
+
+def _pod(d: Any, name: str) -> Any:
+    found = [p for p in d["pods"] if p["namespace"] == NS and p["name"] == name]
+    assert found, f"{name} missing: {[p['name'] for p in d['pods']]}"
+    return found[0]
+
+
+def _next(d: Any, name: str) -> str:
+    report = report_from_data(d)
+    pod = next(p for p in report.pods if p.namespace == NS and p.name == name)
+    return summary.next_step(pod, report.captured_at)
+
+
+def _zone(d: Any, zone: str) -> Any:
+    return next(z for z in d["zones"] if z["zone"] == f"e2e/{zone}")
+
+
+def _controller_log(cp: ControlPlane) -> list[str]:
+    return (cp.cluster_dir / "logs" / "kube-controller-manager.log").read_text().splitlines()
+
+
+def _zone_state_logged(cp: ControlPlane, zone: str, state: str) -> bool:
+    return any(
+        zone in line and f'newState="{state}"' in line
+        for line in _controller_log(cp)
+        if "Controller detected that zone is now in new state" in line
+    )
+
+
+def _noexecute_tainted(cp: ControlPlane, names: list[str]) -> list[str]:
+    return [n for n in names if UNREACHABLE in taint_keys(cp, n)]
+
+
+def _failable(cp: ControlPlane, names: list[str], zone: str) -> None:
+    for node in names:
+        cp.add_failable_node(node, zone)
+    for node in names:
+        wait_node_ready(cp, node)
+
+
+def _restore(cp: ControlPlane, names: list[str]) -> None:
+    for node in names:
+        cp.start_kubelet(node)
+    for node in names:
+        wait_node_ready(cp, node, timeout=90)
+
+
+@pytest.fixture(scope="module")
+def ns(control_plane: ControlPlane) -> Iterator[str]:
+    control_plane.apply(w.namespace(NS))
+    yield NS
+    control_plane.kubectl("delete", "namespace", NS, "--wait=false")
+
+
+def test_kubelet_alive_reporting_not_ready_pods_are_reported_not_unknown(
+    control_plane: ControlPlane, plugin: Plugin, ns: str
+) -> None:
+    cp, node = control_plane, "flaky-l"
+    _failable(cp, [node], "zone-a")
+    cp.apply(w.deployment(NS, "steady", prefer=node, toleration_seconds=None))
+    wait_running_on(cp, NS, "steady", node)
+    cp.stop_kubelet(node)
+    conditions = [
+        {
+            "type": "Ready",
+            "status": "False",
+            "reason": "KubeletNotReady",
+            "message": "container runtime is down: rpc error: connection refused",
+        }
+    ]
+    try:
+        with KubeletReportingProblem(cp, node, conditions):
+            wait_for("Ready=False", lambda: ready(cp, node)["status"] == "False", 30)
+            wait_for(
+                "not-ready NoExecute taint",
+                lambda: ("node.kubernetes.io/not-ready", "NoExecute") in taint_keys(cp, node),
+                30,
+            )
+            steady = pod_on(cp, NS, "steady", node)
+            assert steady is not None and not terminating(steady)  # tolerates 300 s
+            plugin.record(
+                "kubelet-alive-runtime-down", "kubelet alive, runtime down", "pods not evicted"
+            )
+            code, d = plugin.diagnose_json("-n", NS)
+            lease = cp.get("lease", node, namespace="kube-node-lease")
+    finally:
+        _restore(cp, [node])
+    assert code == 3 and lease["spec"]["renewTime"]
+    found = next(n for n in d["nodes"] if n["name"] == node)
+    assert found["cause"]["code"] == "runtime-down" and found["leaseStale"] is False
+    p = _pod(d, steady["metadata"]["name"])
+    assert "state is unknown" not in p["meaning"] and "lease went stale" not in p["meaning"]
+    assert "kubelet is alive" in p["meaning"] and "reported by that kubelet" in p["meaning"]
+    assert p["action"]["code"] == "investigate" and "powered off" not in p["action"]["summary"]
+
+
+def test_zone_brake_is_per_node_tainted_nodes_evict_late_ones_do_not(
+    control_plane: ControlPlane, plugin: Plugin, ns: str
+) -> None:
+    cp, zone = control_plane, "zone-p"
+    first, middle, late = "flaky-p1", ["flaky-p2", "flaky-p3"], "flaky-p4"
+    nodes = [first, *middle, late]
+    cp.add_node("healthy-p", zone)
+    wait_node_ready(cp, "healthy-p")
+    _failable(cp, nodes, zone)
+    cp.apply(*[w.bare_pod(NS, f"zp-{n[-1]}", pin=n, toleration_seconds=5, grace=5) for n in nodes])
+    for n in nodes:
+        wait_running_on(cp, NS, f"zp-{n[-1]}", n)
+    try:
+        cp.stop_kubelet(first)  # 1 of 5: Normal, tainted and evicted at the normal rate
+        wait_node_unknown(cp, first)
+        wait_terminating_on(cp, NS, "zp-1", first, timeout=60)
+        for n in middle:
+            cp.stop_kubelet(n)
+        for n in middle:
+            wait_node_unknown(cp, n)
+        wait_for(
+            "zone-p in PartialDisruption",
+            lambda: _zone_state_logged(cp, zone, "PartialDisruption"),
+            30,
+        )
+        cp.stop_kubelet(late)
+        wait_node_unknown(cp, late)
+        wait_for(
+            "unreachable NoSchedule on the late node",
+            lambda: ("node.kubernetes.io/unreachable", "NoSchedule") in taint_keys(cp, late),
+            30,
+        )
+        time.sleep(8)  # at 10 nodes/s the late node would be tainted, its pod evicted after 5 s
+        assert UNREACHABLE not in taint_keys(cp, late)
+        late_pod = pod_on(cp, NS, "zp-4", late)
+        assert late_pod is not None and not terminating(late_pod)
+        tainted = _noexecute_tainted(cp, nodes)
+        assert first in tainted and late not in tainted
+        plugin.record("zone-brake-per-node", "zone brake", "node tainted before the brake")
+        code, d = plugin.diagnose_json("-n", NS)
+        assert _noexecute_tainted(cp, nodes) == tainted  # nothing moved while diagnosing
+    finally:
+        _restore(cp, nodes)
+    assert code == 3
+    z = _zone(d, zone)
+    assert z["state"] == "PartialDisruption" and z["eviction"] == "stopped"
+    assert f"the {len(tainted)} node(s) tainted before the brake still evict" in z["explanation"]
+    assert "pods are not evicted" not in z["explanation"]
+    late_row = _pod(d, "zp-4")
+    assert "tainting is stopped" in late_row["timeline"]
+    assert _next(d, "zp-4") == "not evicted (zone)"
+    assert late_row["action"]["code"] == "investigate"
+    evicted = _pod(d, "zp-1")
+    assert evicted["terminating"] and evicted["category"] == "terminating-on-failed-node"
+
+
+def test_full_disruption_of_one_zone_while_another_is_healthy_evicts(
+    control_plane: ControlPlane, plugin: Plugin, ns: str
+) -> None:
+    cp, zone, node = control_plane, "zone-f", "flaky-f1"
+    _failable(cp, [node], zone)
+    cp.apply(w.bare_pod(NS, "zf", pin=node, toleration_seconds=5, grace=5))
+    wait_running_on(cp, NS, "zf", node)
+    try:
+        cp.stop_kubelet(node)
+        wait_node_unknown(cp, node)
+        wait_for(
+            "zone-f in FullDisruption",
+            lambda: _zone_state_logged(cp, zone, "FullDisruption"),
+            30,
+        )
+        wait_terminating_on(cp, NS, "zf", node, timeout=60)  # evictions proceed
+        assert UNREACHABLE in taint_keys(cp, node)
+        plugin.record("zone-full-disruption", "one zone fully down", "others healthy")
+        code, d = plugin.diagnose_json("-n", NS)
+    finally:
+        _restore(cp, [node])
+    assert code == 3
+    z = _zone(d, zone)
+    assert z["state"] == "FullDisruption" and z["eviction"] == "proceeding"
+    assert "evictions proceed" in z["explanation"]
+    assert not any("master disruption" in note for note in d["cluster"])
+    assert _pod(d, "zf")["terminating"]
+
+
+def test_every_zone_down_is_master_disruption_mode(
+    control_plane: ControlPlane, plugin: Plugin, ns: str
+) -> None:
+    """Every other node is excluded from the zone states (the exclude-disruption label), so the
+    one zone of two failing nodes is every zone there is. The first node fails alone (zone
+    Normal: it is tainted); when the second fails, the controller enters master disruption mode,
+    removes the first node's taint (its pod is not evicted) and taints nothing more. A node
+    tainted in the very pass the mode begins may keep its taint (the controller removes taints
+    it finds in its cache), and the taint-eviction controller then still evicts its pods: the
+    diagnosis follows the taints, node by node."""
+    cp, zone, first, second = control_plane, "zone-m", "flaky-m1", "flaky-m2"
+    nodes = [first, second]
+    others = [
+        n["metadata"]["name"]
+        for n in cp.get("nodes")["items"]
+        if n["metadata"]["labels"].get("topology.kubernetes.io/zone") != zone
+    ]
+    _failable(cp, nodes, zone)
+    cp.apply(w.bare_pod(NS, "zm", pin=first, toleration_seconds=60, grace=5))
+    wait_running_on(cp, NS, "zm", first)
+    cp.kubectl("label", "node", *others, f"{EXCLUDE}=true", "--overwrite")
+    try:
+        cp.stop_kubelet(first)
+        wait_node_unknown(cp, first)
+        wait_for("the first node tainted", lambda: _noexecute_tainted(cp, [first]), 30)
+        cp.stop_kubelet(second)
+        wait_node_unknown(cp, second)
+        wait_for(
+            "master disruption mode",
+            lambda: any("master disruption mode" in line for line in _controller_log(cp)),
+            30,
+        )
+        wait_for("the first node's taint removed", lambda: not _noexecute_tainted(cp, [first]), 30)
+        kept = _noexecute_tainted(cp, nodes)
+        time.sleep(8)
+        assert _noexecute_tainted(cp, nodes) == kept  # no new tainting
+        zm = pod_on(cp, NS, "zm", first)
+        assert zm is not None and not terminating(zm)
+        plugin.record("master-disruption", "every zone down", "master disruption mode")
+        code, d = plugin.diagnose_json("-n", NS)
+    finally:
+        cp.kubectl("label", "node", *others, f"{EXCLUDE}-")
+        _restore(cp, nodes)
+    assert code == 3
+    assert any("master disruption mode" in note for note in d["cluster"])
+    z = _zone(d, zone)
+    assert z["state"] == "FullDisruption" and z["eviction"] == "stopped"
+    if kept:
+        assert f"{len(kept)} node(s) here still carry one" in z["explanation"]
+    else:
+        assert "Pods on nodes without the NoExecute taint are not evicted" in z["explanation"]
+    assert "every zone is down" in _pod(d, "zm")["timeline"]
+    assert _next(d, "zm") == "not evicted (zone)"
+
+
+def test_large_zone_partial_disruption_slows_tainting_without_stopping_it(
+    control_plane: ControlPlane, plugin: Plugin
+) -> None:
+    """60 nodes in zone-l: 25 stay up, 35 (one kwok process) fail: 58 % >= 55 % and more than
+    50 nodes, so NoExecute tainting goes on at --secondary-node-eviction-rate."""
+    cp, zone, group = control_plane, "zone-l", "group-l"
+    keep = {"key": "e2e.nodefail/large-zone", "value": "true", "effect": "NoSchedule"}
+    up = [f"large-up-{i}" for i in range(25)]
+    down = [f"large-down-{i}" for i in range(35)]
+    cp.apply(*[cp.node_manifest(n, zone, "fake", [keep]) for n in up])
+    cp.add_node_group(down, zone, group, [keep])
+    try:
+        for n in up + down:
+            wait_node_ready(cp, n, timeout=120)
+        cp.stop_kubelet(group)
+        for n in down:
+            wait_node_unknown(cp, n, timeout=90)
+        wait_for(
+            "zone-l in PartialDisruption",
+            lambda: _zone_state_logged(cp, zone, "PartialDisruption"),
+            30,
+        )
+        at_brake = len(_noexecute_tainted(cp, down))
+        assert at_brake < len(down)  # not every node tainted at once
+        wait_for(
+            "more nodes tainted after the zone entered PartialDisruption",
+            lambda: len(_noexecute_tainted(cp, down)) > at_brake,
+            30,
+        )
+        plugin.record("large-zone-partial", "60-node zone, 35 down", "tainting slowed")
+        code, d = plugin.diagnose_json()
+    finally:
+        cp.start_kubelet(group)
+        for n in down:
+            wait_node_ready(cp, n, timeout=120)
+        cp.kubectl("delete", "node", *up, *down, "--wait=false")
+        cp.stop_kubelet(group)
+    assert code == 3
+    z = _zone(d, zone)
+    assert z["nodes"] == 60 and z["notReady"] == 35
+    assert z["state"] == "PartialDisruption" and z["eviction"] == "slowed"
+    assert "evictions continue, one node at a time" in z["explanation"]
