@@ -19,17 +19,44 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "hack" / "build-control-plane.sh"
-BINARIES = {
-    "kubernetes": (
-        "K8S_VERSION",
-        "kubernetes",
-        ["kube-apiserver", "kube-controller-manager", "kube-scheduler"],
-    ),
-    "etcd": ("ETCD_VERSION", "etcd", ["etcd", "etcdctl", "etcdutl"]),
-    "kwok": ("KWOK_VERSION", None, ["kwok", "kwokctl"]),
-    "kubectl": ("K8S_VERSION", "kubernetes", ["kubectl"]),
-    "krew": ("KREW_VERSION", None, ["krew"]),
-}
+WRAPPERS = ROOT / "hack" / "controlplane"
+
+
+def _required(go_mod: Path, module: str) -> str:
+    """The version go.mod requires of module (the script reads the wrapper modules the same way)."""
+    found = re.search(
+        rf"^\s*(?:require )?{re.escape(module)} (v[0-9.]+)$", go_mod.read_text(), re.M
+    )
+    assert found, f"{go_mod} requires no {module}"
+    return found.group(1)
+
+
+def _sum(go_sum: Path) -> str:
+    return hashlib.sha256(go_sum.read_bytes()).hexdigest()[:12]
+
+
+def cache_folders() -> dict[str, list[str]]:
+    """The cache folders a finished build of the default minor leaves, and their binaries."""
+    text = SCRIPT.read_text()
+    versions = dict(re.findall(r"^(\w+_VERSION|DEFAULT_K8S_MINOR)=(\S+)", text, flags=re.M))
+    k8s_module = WRAPPERS / f"kubernetes-v{versions['DEFAULT_K8S_MINOR']}"
+    etcd_module = WRAPPERS / "etcd-v3.6"
+    k8s = _required(k8s_module / "go.mod", "k8s.io/kubernetes")
+    if "k8s.io/legacy-cloud-providers" in (k8s_module / "go.mod").read_text():
+        k8s += "-providerless"
+    etcd = _required(etcd_module / "go.mod", "go.etcd.io/etcd/server/v3")
+    k8s_sum, etcd_sum = _sum(k8s_module / "go.sum"), _sum(etcd_module / "go.sum")
+    return {
+        f"kubernetes-{k8s}-{k8s_sum}": [
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+        ],
+        f"etcd-{etcd}-{etcd_sum}": ["etcd", "etcdctl", "etcdutl"],
+        f"kwok-{versions['KWOK_VERSION']}": ["kwok", "kwokctl"],
+        f"kubectl-{k8s}-{k8s_sum}": ["kubectl"],
+        f"krew-{versions['KREW_VERSION']}": ["krew"],
+    }
 
 
 def _executable(path: Path, body: str) -> None:
@@ -39,18 +66,12 @@ def _executable(path: Path, body: str) -> None:
 
 def warm_cache(tmp: Path) -> dict[str, str]:
     """A cache as a finished build leaves it; returns the environment that points at it."""
-    text = SCRIPT.read_text()
-    versions = dict(re.findall(r"^(\w+_VERSION)=(\S+)", text, flags=re.MULTILINE))
     bindir = tmp / "cache" / "bin"
-    for name, (version_var, module, binaries) in BINARIES.items():
-        folder = f"{name}-{versions[version_var]}"
-        if module:
-            go_sum = (ROOT / "hack" / "controlplane" / module / "go.sum").read_bytes()
-            folder += "-" + hashlib.sha256(go_sum).hexdigest()[:12]
+    for folder, binaries in cache_folders().items():
         dest = bindir / folder
         dest.mkdir(parents=True)
         for binary in binaries:
-            _executable(dest / binary, f"echo {binary} {versions[version_var]}")
+            _executable(dest / binary, f"echo {binary} {folder}")
     fake_bin = tmp / "fakebin"
     fake_bin.mkdir()
     _executable(fake_bin / "go", "echo 'go must not run: the cache is warm' >&2; exit 1")
@@ -101,7 +122,7 @@ def test_a_folder_in_use_is_never_removed_or_replaced(tmp_path: Path) -> None:
         assert rebuilt != first  # a new folder for the new content ...
         assert in_use.stat().st_ino == inode  # ... and the one in use untouched
         assert sorted(p.name for p in in_use.iterdir()) == sorted(
-            b for _, _, binaries in BINARIES.values() for b in binaries
+            b for binaries in cache_folders().values() for b in binaries
         )
         assert subprocess.run([in_use / "kube-apiserver"], check=True, capture_output=True)
     finally:
