@@ -243,11 +243,13 @@ OWNER = obj(
     metadata=OWNER_METADATA,
     spec=obj(
         replicas=INT,
+        ordinals=obj(start=INT),
         podManagementPolicy=STR,
         podReplacementPolicy=STR,
         podFailurePolicy=ANY,
         selector=ANY,
     ),
+    status=obj(currentRevision=STR, updateRevision=STR),
 )
 ITEM = obj(kind=STR)  # checked first: the kind picks the schema
 UNSORTED = obj(("metadata",), metadata=METADATA)  # no kind: left out of the snapshot
