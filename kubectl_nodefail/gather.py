@@ -159,7 +159,9 @@ def gather(
     for pod in _full_pods(cluster, candidates, focus_set, pods):
         pods.setdefault(pod["metadata"]["uid"], pod)
 
-    owners, siblings = _owners_and_siblings(cluster, reader, list(pods.values()), progress)
+    owners, siblings = _owners_and_siblings(
+        cluster, reader, list(pods.values()), progress, cluster_wide=not namespaces
+    )
     for pod in siblings:
         pods.setdefault(pod["metadata"]["uid"], pod)
     pvcs, pvs = _claims(cluster, reader, list(pods.values()))
@@ -313,66 +315,68 @@ def _read_owners(
     reader: _Reader,
     todo: set[tuple[str, str, str]],
     hashes: dict[tuple[str, str, str], str],
+    cluster_wide: bool,
 ) -> dict[tuple[str, str, str], Obj]:
-    """Each wanted owner once, in as few requests as the labels and namespaces allow."""
+    """Each wanted owner once, in as few requests as the labels and namespaces allow:
+    ReplicaSets by their pods' pod-template-hash across namespaces (when cluster_wide), then
+    per kind and namespace one list where several are wanted, else one GET."""
     found: dict[tuple[str, str, str], Obj] = {}
 
-    def keep_wanted(obj: Obj) -> Obj | None:
-        key = (obj.get("kind", ""), obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-        return obj if key in todo else None
+    def key_of(obj: Obj) -> tuple[str, str, str]:
+        return (obj.get("kind", ""), obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
 
-    # (kind, path, label selector or None for a GET of one object)
-    reads: list[tuple[str, str, str | None]] = []
-    by_hash = {key: h for key, h in hashes.items() if key in todo}
-    for selector in _selector_chunks("pod-template-hash", by_hash.values()):
-        reads.append(("ReplicaSet", "/apis/apps/v1/replicasets", selector))
+    def keep_wanted(obj: Obj) -> Obj | None:
+        return obj if key_of(obj) in todo else None
+
+    hashed = sorted({h for key, h in hashes.items() if key in todo})
+    if cluster_wide and hashed:
+        try:
+            for batch in kube.parallel(
+                lambda selector: cluster.list_all(
+                    "/apis/apps/v1/replicasets",
+                    "ReplicaSet",
+                    keep=keep_wanted,
+                    labelSelector=selector,
+                ),
+                _selector_chunks("pod-template-hash", hashed),
+            ):
+                found.update((key_of(obj), obj) for obj in batch)
+        except NodefailError as exc:
+            # A namespaced role, or the list broke twice: read them per namespace below.
+            if not isinstance(exc, Forbidden) and not getattr(exc, "mid_list", False):
+                raise
     groups: dict[tuple[str, str], list[str]] = {}
     for kind, ns, name in sorted(todo):
-        if (kind, ns, name) not in by_hash and kube.owner_path(kind, ns, name):
+        if (kind, ns, name) not in found and kube.owner_path(kind, ns, name):
             groups.setdefault((kind, ns), []).append(name)
-    for (kind, ns), names in groups.items():
-        if len(names) == 1:
-            reads.append((kind, kube.owner_path(kind, ns, names[0]) or "", None))
-        else:
-            reads.append((kind, _collection(kind, ns) or "", ""))
 
-    def read(item: tuple[str, str, str | None]) -> list[Obj]:
-        kind, path, selector = item
-        if selector is None:
+    def read(group: tuple[tuple[str, str], list[str]]) -> list[Obj]:
+        (kind, ns), names = group
+        if len(names) == 1:
+            path = kube.owner_path(kind, ns, names[0]) or ""
             obj = reader.optional(f"{kind} objects", lambda: cluster.get(path), None)
-            if obj is not None:
-                obj.setdefault("kind", kind)
-            return [obj] if obj is not None else []
+            if obj is None:
+                return []
+            obj.setdefault("kind", kind)
+            return [kube.trim(obj)]
+        path = _collection(kind, ns) or ""
         return list(
             reader.optional(
-                f"{kind} objects",
-                lambda: cluster.list_all(
-                    path, kind, keep=keep_wanted, labelSelector=selector or None
-                ),
-                [],
+                f"{kind} objects", lambda: cluster.list_all(path, kind, keep=keep_wanted), []
             )
         )
 
-    for batch in kube.parallel(read, reads):
-        for obj in batch:
-            if not obj.get("kind"):
-                continue
-            kube.trim(obj)
-            found[(obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])] = (
-                obj
-            )
-    # A ReplicaSet the label did not find (its pods' hash label edited away): one GET each.
-    retry = [(k[0], kube.owner_path(*k) or "", None) for k in by_hash if k not in found]
-    for batch in kube.parallel(read, retry):
-        for obj in batch:
-            found[(obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])] = (
-                kube.trim(obj)
-            )
+    for batch in kube.parallel(read, sorted(groups.items())):
+        found.update((key_of(obj), obj) for obj in batch)
     return found
 
 
 def _owners_and_siblings(
-    cluster: kube.Cluster, reader: _Reader, pods: list[Obj], progress: Progress
+    cluster: kube.Cluster,
+    reader: _Reader,
+    pods: list[Obj],
+    progress: Progress,
+    cluster_wide: bool = True,
 ) -> tuple[list[Obj], list[Obj]]:
     """Owner objects up the chain, and the other pods of each owner (to find replacements)."""
     owners: dict[tuple[str, str, str], Obj] = {}
@@ -388,28 +392,31 @@ def _owners_and_siblings(
         todo = {k for k in wanted if k not in owners and kube.owner_path(*k)}
         if not todo:
             break
-        got = _read_owners(cluster, reader, todo, hashes)
+        got = _read_owners(cluster, reader, todo, hashes, cluster_wide)
         for key in todo:
             owners[key] = got.get(key) or {}
         for obj in got.values():
             wanted.update(_owner_refs(obj))
     found = [o for o in owners.values() if o]
     progress(f"{len(found)} owners read; looking for replacements")
-    return found, _siblings(cluster, reader, found)
+    return found, _siblings(cluster, reader, found, cluster_wide)
 
 
-def _siblings(cluster: kube.Cluster, reader: _Reader, owners: list[Obj]) -> list[Obj]:
+def _siblings(
+    cluster: kube.Cluster, reader: _Reader, owners: list[Obj], cluster_wide: bool = True
+) -> list[Obj]:
     """The pods of the given owners, in few lists: owners whose selectors share a label that
     names them uniquely (pod-template-hash, a Job's controller-uid) in one list across
-    namespaces; the rest grouped by namespace and selector keys into one `key in (...)` list
-    each. Such a list may match more than asked: only pods an owner of interest owns are kept."""
+    namespaces (per namespace when only some namespaces are read); the rest grouped by
+    namespace and selector keys into one `key in (...)` list each. Such a list may match more
+    than asked: only pods an owner of interest owns are kept."""
     uids = {o["metadata"].get("uid") for o in owners}
 
     def keep(pod: Obj) -> Obj | None:
         refs = pod["metadata"].get("ownerReferences") or []
         return pod if any(r.get("uid") in uids for r in refs) else None
 
-    unique: dict[str, set[str]] = {}
+    unique: dict[tuple[str, str], set[str]] = {}  # (label, namespace or "" for all): values
     grouped: dict[tuple[str, tuple[str, ...]], dict[str, set[str]]] = {}
     single: list[tuple[str, str]] = []  # selectors with expressions: one list each
     for owner in owners:
@@ -425,7 +432,7 @@ def _siblings(cluster: kube.Cluster, reader: _Reader, owners: list[Obj]) -> list
         ns = owner["metadata"].get("namespace", "")
         key = next((k for k in UNIQUE_LABELS if k in labels), None)
         if key is not None:
-            unique.setdefault(key, set()).add(str(labels[key]))
+            unique.setdefault((key, "" if cluster_wide else ns), set()).add(str(labels[key]))
         elif labels and not sel.get("matchExpressions"):
             group = grouped.setdefault((ns, tuple(sorted(labels))), {})
             for k, v in labels.items():
@@ -435,8 +442,9 @@ def _siblings(cluster: kube.Cluster, reader: _Reader, owners: list[Obj]) -> list
             if selector:
                 single.append((kube.pod_path(ns), selector))
     lists: list[tuple[str, str]] = []
-    for label, values in sorted(unique.items()):
-        lists += [("/api/v1/pods", chunk) for chunk in _selector_chunks(label, values)]
+    for (label, ns), values in sorted(unique.items()):
+        path = kube.pod_path(ns) if ns else "/api/v1/pods"
+        lists += [(path, chunk) for chunk in _selector_chunks(label, values)]
     for (ns, keys), by_key in sorted(grouped.items()):
         lists.append(
             (kube.pod_path(ns), ",".join(f"{k} in ({','.join(sorted(by_key[k]))})" for k in keys))
