@@ -37,11 +37,18 @@ REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(
     os.environ.get("NODEFAIL_BENCH_CACHE", Path.home() / ".cache" / "kubectl-nodefail-bench")
 )
-SEED_FORMAT = 3  # bump when the seeded objects change: old caches are then ignored
+SEED_FORMAT = 4  # bump when the seeded objects change: old caches are then ignored
 TOKEN = "nodefail-bench-token"
 NAMESPACES = 100
 ZONES = ("zone-a", "zone-b", "zone-c")
 FINALIZER_HELD = 50  # Terminating pods on healthy nodes, held by a finalizer
+
+
+def reserve(n_nodes: int) -> int:
+    """The last nodes never fail: they hold the finalizer-held pods and keep the cluster up."""
+    return max(1, min(50, n_nodes // 2))
+
+
 UTC = timezone.utc
 
 Obj = dict[str, Any]
@@ -915,7 +922,7 @@ def seed_objects(n_nodes: int, n_pods: int, created: datetime) -> list[Obj]:
             extra = None
             # Finalizer-held Terminating pods on healthy nodes (the last nodes never fail).
             if wl.kind == "Deployment" and held < FINALIZER_HELD and ordinal % 97 == 5:
-                node = f"node-{n_nodes - 1 - held % 50:05d}"
+                node = f"node-{n_nodes - 1 - held % reserve(n_nodes):05d}"
                 deleted = created + timedelta(seconds=60)
                 extra = {
                     "deletionTimestamp": ts(deleted),
@@ -928,6 +935,15 @@ def seed_objects(n_nodes: int, n_pods: int, created: datetime) -> list[Obj]:
     return objs
 
 
+def manifest_path(data: Path) -> Path:
+    """What was seeded (counts the benchmark checks the diagnosis against)."""
+    return data.with_name(data.name + ".json")
+
+
+def manifest(n_nodes: int, n_pods: int) -> dict[str, int]:
+    return dict(json.loads(manifest_path(cache_dir(n_nodes, n_pods)).read_text()))
+
+
 def cache_dir(n_nodes: int, n_pods: int) -> Path:
     return CACHE / f"etcd-v{SEED_FORMAT}-{n_nodes}n-{n_pods}p"
 
@@ -935,7 +951,7 @@ def cache_dir(n_nodes: int, n_pods: int) -> Path:
 def seeded_etcd(bindir: Path, n_nodes: int, n_pods: int, log: Any = print) -> Path:
     """The etcd data folder of a seeded cluster of this size (seeded once, then cached)."""
     target = cache_dir(n_nodes, n_pods)
-    if (target / "member").exists():
+    if (target / "member").exists() and manifest_path(target).exists():
         return target
     CACHE.mkdir(parents=True, exist_ok=True)
     work = target.with_name(target.name + ".tmp")
@@ -949,6 +965,10 @@ def seeded_etcd(bindir: Path, n_nodes: int, n_pods: int, log: Any = print) -> Pa
         objs = seed_objects(n_nodes, n_pods, created)
         kvs = [(etcd_key(o), json.dumps(o, separators=(",", ":")).encode()) for o in objs]
         server.etcd_put_all(kvs)
+        held = sum(1 for o in objs if o["metadata"].get("deletionTimestamp"))
+        manifest_path(target).write_text(
+            json.dumps({"nodes": n_nodes, "pods": n_pods, "terminatingElsewhere": held}) + "\n"
+        )
         log(
             f"seeded {len(objs)} objects ({sum(len(v) for _, v in kvs) / 2**20:.0f} MiB) "
             f"in {time.monotonic() - t0:.0f}s"
@@ -981,7 +1001,7 @@ def fail_nodes(server: Server, n_nodes: int, count: int, already: int = 0) -> No
     (Terminating: no kubelet confirms)."""
     now = datetime.now(UTC)
     stale = now - timedelta(minutes=6)
-    names = [f"node-{i:05d}" for i in range(already, min(count, n_nodes - 50))]
+    names = [f"node-{i:05d}" for i in range(already, min(count, n_nodes - reserve(n_nodes)))]
 
     def fail(name: str) -> None:
         node = server.get(f"/api/v1/nodes/{name}")

@@ -146,6 +146,31 @@ def floor(server: cluster.Server, runs: int) -> dict[str, Any]:
     }
 
 
+def consistency(nf: list[str], env: dict[str, str], dump_path: Path) -> dict[str, Any]:
+    """The live diagnosis, and whether the dump gives the same one (summary and stuck pods)."""
+
+    def diagnose(*extra: str) -> dict[str, Any]:
+        proc = subprocess.run(
+            [*nf, "diagnose", "-o", "json", *extra], env=env, capture_output=True, check=False
+        )
+        return dict(json.loads(proc.stdout or b"{}"))
+
+    def essence(doc: dict[str, Any]) -> Any:
+        pods = [
+            (p["namespace"], p["name"], p["category"], (p.get("replacement") or {}).get("state"))
+            for p in doc.get("pods") or []
+        ]
+        nodes = [
+            (n["name"], n["status"], (n.get("cause") or {}).get("code"))
+            for n in doc.get("nodes") or []
+        ]
+        return doc.get("summary"), sorted(pods), sorted(nodes)
+
+    live = diagnose()
+    offline = diagnose("--from-file", str(dump_path))
+    return {"summary": live.get("summary") or {}, "same": essence(live) == essence(offline)}
+
+
 def bench_size(
     args: argparse.Namespace, bindir: Path, n_nodes: int, n_pods: int, failed: list[int]
 ) -> list[dict[str, Any]]:
@@ -188,20 +213,29 @@ def bench_size(
                 f"  {res['tool']:30s} {res['wall']:7.2f} s  ({res['bytes'] / 2**20:.1f} MiB)",
                 flush=True,
             )
-            diag = json.loads(
-                subprocess.run(
-                    [*nf, "diagnose", "-o", "json"], env=env, capture_output=True, check=False
-                ).stdout
-                or b"{}"
+            check = consistency(nf, env, dump_path)
+            expected = {
+                "nodesNotReady": min(count, n_nodes - cluster.reserve(n_nodes)),
+                **{
+                    k: v
+                    for k, v in cluster.manifest(n_nodes, n_pods).items()
+                    if k not in ("nodes", "pods")
+                },
+            }
+            print(
+                f"  diagnosis {check['summary']}; expected {expected}; live == --from-file: "
+                f"{check['same']}",
+                flush=True,
             )
-            summary = diag.get("summary") or {}
             for res in results:
                 res.update(
                     nodes=n_nodes,
                     pods=n_pods,
                     failed=count,
                     dump_bytes=dump_path.stat().st_size if dump_path.exists() else 0,
-                    diagnosis=summary,
+                    diagnosis=check["summary"],
+                    expected=expected,
+                    live_equals_file=check["same"],
                 )
             rows += results
     finally:
@@ -272,7 +306,11 @@ def main() -> None:
         rows += small(args, bindir)
     for n_nodes, n_pods in parse_sizes(args.sizes):
         rows += bench_size(
-            args, bindir, n_nodes, n_pods, [f for f in failed if f < n_nodes - 50] or [1]
+            args,
+            bindir,
+            n_nodes,
+            n_pods,
+            [f for f in failed if f <= n_nodes - cluster.reserve(n_nodes)] or [1],
         )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
