@@ -228,6 +228,18 @@ def _leases(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> list[Ob
 Candidate = tuple["str | None", str, str]
 
 
+def _table_columns(columns: list[str]) -> tuple[int, int, int]:
+    """Where NAME, STATUS and NODE are in the pods Table (kubectl's printer columns)."""
+    col = {name.lower(): i for i, name in enumerate(columns)}
+    return col.get("name", 0), col.get("status", 2), col.get("node", 6)
+
+
+def _deleting_row(columns: list[str], cells: list[Any]) -> bool:
+    """A pods Table row printed Terminating, or Unknown (a deleted pod of the NodeLost era)."""
+    i_status = columns.index("Status") if "Status" in columns else 2
+    return len(cells) == len(columns) and cells[i_status] in ("Terminating", "Unknown")
+
+
 def _deleting_candidates(
     cluster: kube.Cluster, namespaces: Collection[str], skip: bool
 ) -> list[Candidate]:
@@ -239,15 +251,11 @@ def _deleting_candidates(
         return []
     found: dict[tuple[str | None, str, str], None] = {}
     for ns, path in _pod_paths(namespaces):
-        columns, rows = cluster.list_table(path)
-        col = {name.lower(): i for i, name in enumerate(columns)}
-        i_name, i_status, i_node = col.get("name", 0), col.get("status", 2), col.get("node", 6)
+        columns, rows = cluster.list_table(path, keep=_deleting_row)
+        i_name, _, i_node = _table_columns(columns)
         for cells in rows:
-            if len(cells) <= max(i_name, i_status, i_node):
-                continue
-            if cells[i_status] in ("Terminating", "Unknown"):
-                node = str(cells[i_node] or "")
-                found[(ns, str(cells[i_name]), "" if node == "<none>" else node)] = None
+            node = str(cells[i_node] or "")
+            found[(ns, str(cells[i_name]), "" if node == "<none>" else node)] = None
         for meta_obj in cluster.list_metadata(
             path,
             keep=lambda o: o if o["metadata"].get("deletionTimestamp") else None,

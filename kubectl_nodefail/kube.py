@@ -344,9 +344,15 @@ class Cluster:
             path, "PartialObjectMetadata", accept=METADATA_ONLY, keep=keep, **query
         )
 
-    def list_table(self, path: str, **query: Any) -> tuple[list[str], list[list[Any]]]:
-        """A server-side Table without objects: (column names, rows of cells). The cheapest
-        way to scan a big collection (~150 bytes a pod); rows carry no namespace."""
+    def list_table(
+        self,
+        path: str,
+        keep: Callable[[list[str], list[Any]], bool] | None = None,
+        **query: Any,
+    ) -> tuple[list[str], list[list[Any]]]:
+        """A server-side Table without objects: (column names, rows of cells), the rows
+        filtered by keep(columns, cells) as pages arrive. The cheapest way to scan a big
+        collection (~150 bytes a pod); rows carry no namespace. Retried as `_read_list` says."""
 
         def read(pages: list[int]) -> tuple[list[str], list[list[Any]]]:
             columns: list[str] = []
@@ -359,7 +365,7 @@ class Cluster:
                     columns = [str(c.get("name", "")) for c in page.get("columnDefinitions") or []]
                 for row in page.get("rows") or []:
                     cells = row.get("cells") if isinstance(row, dict) else None
-                    if isinstance(cells, list):
+                    if isinstance(cells, list) and (keep is None or keep(columns, cells)):
                         rows.append(cells)
             return columns, rows
 
