@@ -767,7 +767,11 @@ class Server:
                     "clusters": [
                         {
                             "name": "bench",
-                            "cluster": {"server": self.url, "insecure-skip-tls-verify": True},
+                            # kube-apiserver's self-signed serving certificate (--cert-dir)
+                            "cluster": {
+                                "server": self.url,
+                                "certificate-authority": str(pki / "apiserver.crt"),
+                            },
                         }
                     ],
                     "users": [{"name": "bench", "user": {"token": TOKEN}}],
@@ -896,6 +900,18 @@ def etcd_key(obj: Obj) -> str:
     return f"/registry/{resource}/{meta['name']}"
 
 
+def _unique_name(prefix: str, r: int, taken: set[str]) -> str:
+    """A controller-like random suffix (5 characters), unique like the API server makes it."""
+    salt = 0
+    while True:
+        suffix = hashlib.sha256(f"{prefix}/{r}/{salt}".encode()).hexdigest()[:5]
+        name = f"{prefix}-{suffix}"
+        if name not in taken:
+            taken.add(name)
+            return name
+        salt += 1
+
+
 def seed_objects(n_nodes: int, n_pods: int, created: datetime) -> list[Obj]:
     random.seed(n_nodes * 1_000_003 + n_pods)
     objs: list[Obj] = [namespace_obj(f"team-{k:03d}", created) for k in range(NAMESPACES)]
@@ -904,6 +920,7 @@ def seed_objects(n_nodes: int, n_pods: int, created: datetime) -> list[Obj]:
     ordinal = 0
     node_of = 0
     held = 0
+    taken: set[str] = set()
     for wl in workloads(n_pods, n_nodes, created):
         objs += wl.objects
         for r in range(wl.replicas):
@@ -917,8 +934,7 @@ def seed_objects(n_nodes: int, n_pods: int, created: datetime) -> list[Obj]:
                 elif wl.kind == "bare":
                     name = wl.name
                 else:
-                    suffix = hashlib.sha256(f"{wl.name}/{r}".encode()).hexdigest()[:5]
-                    name = f"{wl.pod_owner_name}-{suffix}"
+                    name = _unique_name(wl.pod_owner_name, r, taken)
             extra = None
             # Finalizer-held Terminating pods on healthy nodes (the last nodes never fail).
             if wl.kind == "Deployment" and held < FINALIZER_HELD and ordinal % 97 == 5:

@@ -120,7 +120,7 @@ def gather(
     with ThreadPoolExecutor(max_workers=4) as pool:
         # Independent reads overlap: the node list, the Terminating scan, attachments, events.
         f_version = pool.submit(cluster.server_version)
-        f_nodes = pool.submit(cluster.list_all, kube.node_path(), "Node")
+        f_nodes = pool.submit(cluster.list_all, kube.node_path(), "Node", limit=kube.NODE_PAGE_SIZE)
         f_scan = pool.submit(_deleting_candidates, cluster, namespaces, bool(only_nodes))
         f_attach = pool.submit(
             reader.optional,

@@ -35,6 +35,9 @@ METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v
 # A server-side Table (the columns `kubectl get` prints) with rows only, no objects: ~150 bytes a
 # pod instead of ~5 KB of PartialObjectMetadata (managedFields, labels, annotations).
 TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1,application/json"
+# Bigger pages for the two scans every diagnosis makes: each page costs the API server a fixed
+# ~0.1 s on top (5,000 nodes: 1.3-1.9 s in pages of 500, 0.7 s in pages of 2,000, measured).
+NODE_PAGE_SIZE = 2000
 TABLE_PAGE_SIZE = 10000  # rows are small: fewer round trips, bounded server memory
 # A list that breaks mid-way (410 Gone: the continue token expired; the API server restarting)
 # is read again from the start, once.
