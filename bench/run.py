@@ -305,14 +305,14 @@ def main() -> None:
         print("start-up:", flush=True)
         rows += small(args, bindir)
     for n_nodes, n_pods in parse_sizes(args.sizes):
-        rows += bench_size(
-            args,
-            bindir,
-            n_nodes,
-            n_pods,
-            [f for f in failed if f <= n_nodes - cluster.reserve(n_nodes)] or [1],
-        )
-    out = Path(args.out)
+        failed_here = [f for f in failed if f <= n_nodes - cluster.reserve(n_nodes)] or [1]
+        rows += bench_size(args, bindir, n_nodes, n_pods, failed_here)
+        write(Path(args.out), rows, started)  # after each size: a long run keeps what it got
+    write(Path(args.out), rows, started)
+    print(f"wrote {args.out}/results.md, results.json, plot.svg")
+
+
+def write(out: Path, rows: list[dict[str, Any]], started: datetime) -> None:
     out.mkdir(parents=True, exist_ok=True)
     meta = {
         "machine": machine(),
@@ -323,7 +323,6 @@ def main() -> None:
     (out / "results.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     (out / "results.md").write_text(plot.markdown(rows, meta))
     (out / "plot.svg").write_text(plot.svg(rows))
-    print(f"wrote {out}/results.md, results.json, plot.svg")
 
 
 def _has_orjson() -> bool:
