@@ -48,6 +48,9 @@ def nodefail_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "kubectl_nodefail"]
 
 
+NON_RESOURCE = re.compile(r'[{,]resource=""')
+
+
 def metrics(server: cluster.Server) -> tuple[int, float]:
     """(resource requests served, response bytes of reads) so far, from the API server's own
     metrics. Non-resource requests (/metrics itself, /version, discovery) are left out."""
@@ -56,7 +59,7 @@ def metrics(server: cluster.Server) -> tuple[int, float]:
     requests = 0
     size = 0.0
     for line in text.splitlines():
-        if 'resource=""' in line:
+        if NON_RESOURCE.search(line):
             continue
         if line.startswith("apiserver_request_total{"):
             requests += int(float(line.rsplit(" ", 1)[1]))
@@ -306,8 +309,12 @@ def main() -> None:
     parser.add_argument("--no-small", action="store_true", help="skip --help and the 10-node run")
     parser.add_argument("--out", default=str(REPO / "bench" / "results"))
     parser.add_argument("--keep", action="store_true", help="keep the work folders")
+    parser.add_argument(
+        "--bindir",
+        help="the control-plane binaries (default: built or found by hack/build-control-plane.sh)",
+    )
     args = parser.parse_args()
-    bindir = cluster.binaries()
+    bindir = Path(args.bindir) if args.bindir else cluster.binaries()
     failed = [int(x) for x in args.failed.split(",")]
     rows: list[dict[str, Any]] = []
     started = datetime.now(timezone.utc)
