@@ -2,10 +2,44 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
 MB = 2**20
+
+
+def summary(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per cluster and failed-node count: every tool side by side."""
+    lines = [
+        "| cluster | failed | diagnose | dump | --from-file | kubectl get nodes | "
+        "kubectl get pods -A | floor | diagnose / get nodes |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (nodes, pods, failed), group in _groups(rows).items():
+        by = {r["tool"]: r for r in group}
+
+        def cell(tool: str, req: bool = False, by: dict[str, Any] = by) -> str:
+            r = by.get(tool)
+            if not r:
+                return "not run"
+            text = f"{r['wall']:.1f} s"
+            if r["rss"]:
+                text += f", {r['rss'] / MB:,.0f} MB"
+            if req and r["requests"]:
+                text += f", {r['requests']} req, {r['bytes'] / MB:.1f} MiB"
+            return text
+
+        diag, kn = by.get("diagnose -o json"), by.get("kubectl get nodes -o json")
+        ratio = f"{diag['wall'] / kn['wall']:.2f}x" if diag and kn else "-"
+        lines.append(
+            f"| {nodes:,} / {pods:,} | {failed} | {cell('diagnose -o json', True)} | "
+            f"{cell('dump')} | {cell('--from-file')} | {cell('kubectl get nodes -o json')} | "
+            f"{cell('kubectl get pods -A -o json')} | {cell('floor (raw reads)')} | {ratio} |"
+        )
+    return lines
 
 
 def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
@@ -13,6 +47,10 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"Machine: {meta['machine']}; started {meta['started']}; load average at the end "
         f"{', '.join(f'{x:.1f}' for x in meta['load'])}; "
         f"orjson {'installed' if meta['orjson'] else 'absent'}.",
+        "",
+        *summary(rows),
+        "",
+        "All measurements:",
         "",
         "| cluster | failed | tool | wall (median) | peak RSS | requests | bytes read |",
         "|---|---|---|---|---|---|---|",
@@ -134,3 +172,10 @@ def svg(rows: list[dict[str, Any]]) -> str:
         )
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":  # regenerate results.md and plot.svg from a results.json
+    src = Path(sys.argv[1] if len(sys.argv) > 1 else "bench/results/results.json")
+    doc = json.loads(src.read_text())
+    (src.parent / "results.md").write_text(markdown(doc["rows"], doc["meta"]))
+    (src.parent / "plot.svg").write_text(svg(doc["rows"]))
