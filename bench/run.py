@@ -310,6 +310,9 @@ def main() -> None:
     parser.add_argument("--out", default=str(REPO / "bench" / "results"))
     parser.add_argument("--keep", action="store_true", help="keep the work folders")
     parser.add_argument(
+        "--append", action="store_true", help="add to the rows already in --out/results.json"
+    )
+    parser.add_argument(
         "--bindir",
         help="the control-plane binaries (default: built or found by hack/build-control-plane.sh)",
     )
@@ -317,6 +320,9 @@ def main() -> None:
     bindir = Path(args.bindir) if args.bindir else cluster.binaries()
     failed = [int(x) for x in args.failed.split(",")]
     rows: list[dict[str, Any]] = []
+    previous = Path(args.out) / "results.json"
+    if args.append and previous.exists():
+        rows = list(json.loads(previous.read_text())["rows"])
     started = datetime.now(timezone.utc)
     if not args.no_small:
         print("start-up:", flush=True)
