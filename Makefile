@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: diagnose test unit e2e lint record controlplane clean test-matrix record-matrix controlplane-matrix
+.PHONY: diagnose test unit e2e lint record controlplane clean test-matrix record-matrix controlplane-matrix bench
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,7 +46,7 @@ record-matrix: $(STAMP) controlplane-matrix
 	done
 
 lint: $(STAMP)
-	$(BIN)/ruff check kubectl_nodefail tests
+	$(BIN)/ruff check kubectl_nodefail tests bench
 	$(BIN)/mypy
 
 ## Everything: lint, types, unit tests and the end-to-end scenarios on the real control plane
@@ -65,6 +65,12 @@ e2e: $(STAMP) controlplane
 record: $(STAMP) controlplane
 	NODEFAIL_RECORD=1 $(BIN)/pytest tests/e2e
 	cp tests/fixtures/node-down-after-eviction.json kubectl_nodefail/examples/statefulset-node-down.json
+
+## The scale benchmark (minutes; not a test): 500/5,000 nodes, 15k-120k pods, 1/20/200 failed.
+## Writes bench/results/{results.md,results.json,plot.svg}. BENCH_ARGS="--sizes 50x500" for a quick one.
+bench: $(STAMP) controlplane
+	$(BIN)/pip install --quiet -e '.[fast]'
+	nice -n 10 $(BIN)/python -m bench.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .e2e-logs

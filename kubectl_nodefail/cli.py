@@ -444,8 +444,7 @@ def dump(
     out: str,
 ) -> int:
     """Write what diagnose reads as one JSON file, for offline analysis (--from-file)."""
-    import json
-
+    from kubectl_nodefail.dumpfile import write_dump
     from kubectl_nodefail.gather import gather
 
     conn = Connection(kubeconfig, context, request_timeout, verbose)
@@ -454,12 +453,12 @@ def dump(
         snap = gather(cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(verbose))
     finally:
         cluster.close()
-    text = json.dumps(snap.to_dump(), indent=1, sort_keys=True) + "\n"
     if out == "-":
-        click.echo(text, nl=False)
+        write_dump(snap, sys.stdout)
+        sys.stdout.flush()
     else:
         with open(out, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            write_dump(snap, fh)
         click.echo(f"wrote {out}: {len(snap.nodes)} nodes, {len(snap.pods)} pods", err=True)
     return Exit.OK
 

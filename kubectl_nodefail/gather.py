@@ -1,24 +1,38 @@
 """Build a Snapshot from a live cluster, reading only what the diagnosis needs.
 
-Cost follows the affected nodes and pods, not the cluster size: all nodes (needed for zone
-states), then per failed node its lease and its pods (field selector spec.nodeName), a cheap
-metadata-only scan for Terminating pods cluster-wide, and the owners, sibling pods, claims,
-volume attachments and events of just those pods. Per-node and per-owner requests run
-concurrently. Optional reads that are forbidden become stated gaps; objects that vanish
-mid-scan are simply absent.
+Cost follows the affected nodes and pods, not the cluster size:
+- all nodes (zone states need them), trimmed as pages arrive;
+- Terminating pods found by a server-side Table scan (rows of ~150 bytes, no objects) plus a
+  metadata scan of finished pods only (a deleted Succeeded/Failed pod does not print as
+  Terminating), then full objects of just those;
+- per examined node its lease, its pods (field selector spec.nodeName, indexed by the API
+  server's cache) and its events;
+- each owner once: by a label selector across namespaces where a label names it
+  (pod-template-hash), else one list per kind and namespace where several are wanted, else a GET;
+- sibling pods (replacements) with one label-selector list per group of owners, kept only if an
+  owner of interest owns them; claims, volumes and attachments of just those pods.
+Independent reads run concurrently. Optional reads that are forbidden, or whose list broke twice
+mid-way, become stated gaps; objects that vanish mid-scan are simply absent.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
 
 from kubectl_nodefail import kube
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.nodes import has_problem_condition, is_ready, shutdown_evidence
-from kubectl_nodefail.errors import Forbidden, MalformedResponse, NotFound, ServerError
+from kubectl_nodefail.errors import (
+    Forbidden,
+    MalformedResponse,
+    NodefailError,
+    NotFound,
+    ServerError,
+)
 from kubectl_nodefail.snapshot import Obj, Snapshot
 
 Progress = Callable[[str], None]
@@ -29,8 +43,8 @@ def _quiet(_: str) -> None:
 
 
 class _Reader:
-    """Optional reads: a 403, a 5xx or a malformed answer is recorded as a gap, a 404 as
-    'vanished'."""
+    """Optional reads: a 403, a 5xx, a malformed answer or a list that broke off twice is
+    recorded as a gap, a 404 as 'vanished'."""
 
     def __init__(self, cluster: kube.Cluster) -> None:
         self.cluster = cluster
@@ -45,12 +59,27 @@ class _Reader:
                 self.gaps.append(gap)
             return default
         except (ServerError, MalformedResponse) as exc:
-            failure = "sent a malformed answer" if exc.status is None else f"answered {exc.status}"
+            if getattr(exc, "mid_list", False):
+                failure = f"broke off twice mid-way ({exc})"
+            elif exc.status is None:
+                failure = "sent a malformed answer"
+            else:
+                failure = f"answered {exc.status}"
             gap = f"{what}: the API server {failure}, so the diagnosis goes without them"
             if gap not in self.gaps:
                 self.gaps.append(gap)
             return default
         except NotFound:
+            return default
+        except NodefailError as exc:
+            if not getattr(exc, "mid_list", False):
+                raise
+            gap = (
+                f"{what}: the list broke off twice mid-way ({exc}), so the diagnosis goes "
+                "without them"
+            )
+            if gap not in self.gaps:
+                self.gaps.append(gap)
             return default
 
 
@@ -84,6 +113,18 @@ def focus_nodes(nodes: list[Obj], requested: Collection[str]) -> list[str]:
     ]
 
 
+# Owner kinds whose pods the analysis looks through for replacements (a DaemonSet has one pod
+# per node: other nodes' pods are not replacements).
+SIBLING_KINDS = ("ReplicaSet", "StatefulSet", "Job", "ReplicationController")
+# Pod labels naming their owner uniquely across the cluster (set by the controllers), so one
+# label-selector list finds the pods (and ReplicaSets) of many owners in every namespace.
+UNIQUE_LABELS = ("pod-template-hash", "batch.kubernetes.io/controller-uid", "controller-uid")
+SELECTOR_CHUNK = 100  # values per `key in (...)`: keeps URLs short
+MANY_NODES = 30  # examining more nodes than this: one list of leases / node events, not one each
+TERMINAL = "status.phase!=Running,status.phase!=Pending,status.phase!=Unknown"
+NODE_LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{facts.NODE_LEASE_NAMESPACE}/leases"
+
+
 def gather(
     cluster: kube.Cluster,
     now: Callable[[], datetime] | None = None,
@@ -93,56 +134,57 @@ def gather(
 ) -> Snapshot:
     clock = now or (lambda: datetime.now(timezone.utc))
     reader = _Reader(cluster)
-    version = cluster.server_version()
-    progress("reading nodes")
-    nodes = cluster.list_all(kube.node_path(), "Node")
+    progress("reading nodes; scanning pods for Terminating ones")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        # Independent reads overlap: the node list, the Terminating scan, attachments, events.
+        f_version = pool.submit(cluster.server_version)
+        f_nodes = pool.submit(cluster.list_all, kube.node_path(), "Node", limit=kube.NODE_PAGE_SIZE)
+        f_scan = pool.submit(_deleting_candidates, cluster, namespaces, bool(only_nodes))
+        f_attach = pool.submit(
+            reader.optional,
+            "volumeattachments",
+            lambda: cluster.list_all(
+                "/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"
+            ),
+            [],
+        )
+        f_events = pool.submit(
+            reader.optional,
+            "events",
+            lambda: cluster.list_all(
+                "/api/v1/events", "Event", fieldSelector="reason=FailedAttachVolume"
+            ),
+            [],
+        )
+        version = f_version.result()
+        nodes = f_nodes.result()
+        candidates = f_scan.result()
+        attachments = f_attach.result()
+        events = f_events.result()
     missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
     if missing:
         reader.gaps.append(f"nodes not found: {', '.join(sorted(missing))}")
     focus = focus_nodes(nodes, only_nodes)
-    progress(f"{len(nodes)} nodes, {len(focus)} to examine")
+    focus_set = set(focus)
+    progress(f"{len(nodes)} nodes, {len(focus)} to examine, {len(candidates)} Terminating pods")
 
-    def lease(name: str) -> Obj | None:
-        obj = reader.optional(
-            "node leases",
-            lambda: cluster.get(
-                "/apis/coordination.k8s.io/v1/namespaces/"
-                f"{facts.NODE_LEASE_NAMESPACE}/leases/{name}"
-            ),
-            None,
-        )
-        if obj is not None:
-            obj.setdefault("kind", "Lease")
-        return obj
-
-    leases = [x for x in kube.parallel(lease, focus) if x]
-
-    def pods_on(name: str) -> list[Obj]:
-        paths = [kube.pod_path(ns) for ns in namespaces] if namespaces else ["/api/v1/pods"]
-        out: list[Obj] = []
-        for path in paths:
-            out += cluster.list_all(path, "Pod", fieldSelector=f"spec.nodeName={name}")
-        return out
-
+    leases = _leases(cluster, reader, focus)
     pods: dict[str, Obj] = {}
-    for batch in kube.parallel(pods_on, focus):
+    for batch in kube.parallel(lambda name: _pods_on(cluster, namespaces, name), focus):
         for pod in batch:
             pods[pod["metadata"]["uid"]] = pod
-    progress(f"{len(pods)} pods on examined nodes; scanning for Terminating pods")
-    pods.update(_terminating_elsewhere(cluster, namespaces, pods, only_nodes))
-    events = _events(cluster, reader, focus)
+    progress(f"{len(pods)} pods on examined nodes; reading Terminating pods elsewhere")
+    for pod in _full_pods(cluster, candidates, focus_set, pods):
+        pods.setdefault(pod["metadata"]["uid"], pod)
     pods.update(_waiting_for_attach(cluster, reader, events, namespaces, pods))
 
-    owners, siblings = _owners_and_siblings(cluster, reader, list(pods.values()), progress)
+    owners, siblings = _owners_and_siblings(
+        cluster, reader, list(pods.values()), progress, cluster_wide=not namespaces
+    )
     for pod in siblings:
         pods.setdefault(pod["metadata"]["uid"], pod)
     pvcs, pvs = _claims(cluster, reader, list(pods.values()))
-    attachments = reader.optional(
-        "volumeattachments",
-        lambda: cluster.list_all("/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"),
-        [],
-    )
-    focus_set = set(focus)
+    events += _node_events(cluster, reader, focus)
     return Snapshot(
         captured_at=clock(),
         server_version=version,
@@ -161,32 +203,199 @@ def gather(
     )
 
 
-def _terminating_elsewhere(
+def _pod_paths(namespaces: Collection[str]) -> list[tuple[str | None, str]]:
+    """(namespace or None for all, collection path) of the pods to read."""
+    if namespaces:
+        return [(ns, kube.pod_path(ns)) for ns in namespaces]
+    return [(None, "/api/v1/pods")]
+
+
+def _pods_on(cluster: kube.Cluster, namespaces: Collection[str], node: str) -> list[Obj]:
+    out: list[Obj] = []
+    for _, path in _pod_paths(namespaces):
+        out += cluster.list_all(path, "Pod", fieldSelector=f"spec.nodeName={node}")
+    return out
+
+
+def _leases(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> list[Obj]:
+    """The examined nodes' leases: one GET each, or one list when there are many."""
+    if len(focus) > MANY_NODES:
+        wanted = set(focus)
+        return list(
+            reader.optional(
+                "node leases",
+                lambda: cluster.list_all(
+                    NODE_LEASES,
+                    "Lease",
+                    keep=lambda o: o if o["metadata"].get("name") in wanted else None,
+                ),
+                [],
+            )
+        )
+
+    def lease(name: str) -> Obj | None:
+        obj = reader.optional("node leases", lambda: cluster.get(f"{NODE_LEASES}/{name}"), None)
+        if obj is not None:
+            obj.setdefault("kind", "Lease")
+            kube.trim(obj)
+        return obj
+
+    return [x for x in kube.parallel(lease, focus) if x]
+
+
+# A Terminating pod still to read: (namespace or None when only its name is known, name, node).
+Candidate = tuple["str | None", str, str]
+
+
+def _table_columns(columns: list[str]) -> tuple[int, int, int]:
+    """Where NAME, STATUS and NODE are in the pods Table (kubectl's printer columns)."""
+    col = {name.lower(): i for i, name in enumerate(columns)}
+    return col.get("name", 0), col.get("status", 2), col.get("node", 6)
+
+
+def _deleting_row(columns: list[str], cells: list[Any]) -> bool:
+    """A pods Table row printed Terminating, or Unknown (a deleted pod of the NodeLost era)."""
+    i_status = columns.index("Status") if "Status" in columns else 2
+    return len(cells) == len(columns) and cells[i_status] in ("Terminating", "Unknown")
+
+
+def _deleting_candidates(
+    cluster: kube.Cluster, namespaces: Collection[str], skip: bool
+) -> list[Candidate]:
+    """Pods whose deletion was requested, from a Table scan of every pod (STATUS prints
+    Terminating, or Unknown for the pre-1.27 NodeLost era, for any non-finished pod with a
+    deletionTimestamp) and a metadata scan of the finished pods only (the few a Table cannot
+    tell apart: a deleted Succeeded/Failed pod prints Completed/Error)."""
+    if skip:
+        return []
+    found: dict[tuple[str | None, str, str], None] = {}
+    for ns, path in _pod_paths(namespaces):
+        columns, rows = cluster.list_table(path, keep=_deleting_row)
+        i_name, _, i_node = _table_columns(columns)
+        for cells in rows:
+            node = str(cells[i_node] or "")
+            found[(ns, str(cells[i_name]), "" if node == "<none>" else node)] = None
+        for meta_obj in cluster.list_metadata(
+            path,
+            keep=lambda o: o if o["metadata"].get("deletionTimestamp") else None,
+            fieldSelector=TERMINAL,
+        ):
+            meta = meta_obj["metadata"]
+            found[(meta.get("namespace", ""), meta.get("name", ""), "")] = None
+    return list(found)
+
+
+def _full_pods(
     cluster: kube.Cluster,
-    namespaces: Collection[str],
+    candidates: list[Candidate],
+    focus: set[str],
     known: dict[str, Obj],
-    only_nodes: Collection[str],
-) -> dict[str, Obj]:
-    """Metadata-only scan of every pod; full objects only for those being deleted."""
-    if only_nodes:
-        return {}
-    paths = [kube.pod_path(ns) for ns in namespaces] if namespaces else ["/api/v1/pods"]
-    deleting = []
-    for path in paths:
-        for meta_obj in cluster.list_metadata(path):
-            meta = meta_obj.get("metadata") or {}
-            if meta.get("deletionTimestamp") and meta.get("uid") not in known:
-                deleting.append((meta.get("namespace", ""), meta["name"]))
+) -> list[Obj]:
+    """Full objects of the Terminating pods not already read with their node's pods. A name
+    without its namespace is looked up across namespaces by name (and node: the API server's
+    cache indexes pods by node)."""
+    todo = [c for c in candidates if not (c[2] and c[2] in focus)]
 
-    def full(key: tuple[str, str]) -> Obj | None:
+    def read(cand: Candidate) -> list[Obj]:
+        ns, name, node = cand
+        fields = f"metadata.name={name}" + (f",spec.nodeName={node}" if node else "")
+        path = kube.pod_path(ns) if ns else "/api/v1/pods"
+        return cluster.list_all(
+            path,
+            "Pod",
+            keep=lambda p: (
+                p
+                if p["metadata"].get("deletionTimestamp") and p["metadata"].get("uid") not in known
+                else None
+            ),
+            fieldSelector=fields,
+        )
+
+    out: list[Obj] = []
+    for batch in kube.parallel(read, todo):
+        out += batch
+    return out
+
+
+def _owner_refs(obj: Obj) -> Iterable[tuple[str, str, str]]:
+    ns = obj["metadata"].get("namespace", "")
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        yield (ref.get("kind", ""), ns, ref.get("name", ""))
+
+
+def _collection(kind: str, namespace: str) -> str | None:
+    """The namespaced collection path of an owner kind (its item path minus the name)."""
+    path = kube.owner_path(kind, namespace, "x")
+    return path[: -len("/x")] if path else None
+
+
+def _selector_chunks(key: str, values: Iterable[str]) -> list[str]:
+    ordered = sorted(set(values))
+    return [
+        f"{key} in ({','.join(ordered[i : i + SELECTOR_CHUNK])})"
+        for i in range(0, len(ordered), SELECTOR_CHUNK)
+    ]
+
+
+def _read_owners(
+    cluster: kube.Cluster,
+    reader: _Reader,
+    todo: set[tuple[str, str, str]],
+    hashes: dict[tuple[str, str, str], str],
+    cluster_wide: bool,
+) -> dict[tuple[str, str, str], Obj]:
+    """Each wanted owner once, in as few requests as the labels and namespaces allow:
+    ReplicaSets by their pods' pod-template-hash across namespaces (when cluster_wide), then
+    per kind and namespace one list where several are wanted, else one GET."""
+    found: dict[tuple[str, str, str], Obj] = {}
+
+    def key_of(obj: Obj) -> tuple[str, str, str]:
+        return (obj.get("kind", ""), obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+
+    def keep_wanted(obj: Obj) -> Obj | None:
+        return obj if key_of(obj) in todo else None
+
+    hashed = sorted({h for key, h in hashes.items() if key in todo})
+    if cluster_wide and hashed:
         try:
-            pod = cluster.get(kube.pod_path(*key))
-        except NotFound:
-            return None  # finished deleting while we looked
-        pod.setdefault("kind", "Pod")
-        return pod
+            for batch in kube.parallel(
+                lambda selector: cluster.list_all(
+                    "/apis/apps/v1/replicasets",
+                    "ReplicaSet",
+                    keep=keep_wanted,
+                    labelSelector=selector,
+                ),
+                _selector_chunks("pod-template-hash", hashed),
+            ):
+                found.update((key_of(obj), obj) for obj in batch)
+        except NodefailError as exc:
+            # A namespaced role, or the list broke twice: read them per namespace below.
+            if not isinstance(exc, Forbidden) and not getattr(exc, "mid_list", False):
+                raise
+    groups: dict[tuple[str, str], list[str]] = {}
+    for kind, ns, name in sorted(todo):
+        if (kind, ns, name) not in found and kube.owner_path(kind, ns, name):
+            groups.setdefault((kind, ns), []).append(name)
 
-    return {p["metadata"]["uid"]: p for p in kube.parallel(full, deleting) if p}
+    def read(group: tuple[tuple[str, str], list[str]]) -> list[Obj]:
+        (kind, ns), names = group
+        if len(names) == 1:
+            path = kube.owner_path(kind, ns, names[0]) or ""
+            obj = reader.optional(f"{kind} objects", lambda: cluster.get(path), None)
+            if obj is None:
+                return []
+            obj.setdefault("kind", kind)
+            return [kube.trim(obj)]
+        path = _collection(kind, ns) or ""
+        return list(
+            reader.optional(
+                f"{kind} objects", lambda: cluster.list_all(path, kind, keep=keep_wanted), []
+            )
+        )
+
+    for batch in kube.parallel(read, sorted(groups.items())):
+        found.update((key_of(obj), obj) for obj in batch)
+    return found
 
 
 def _waiting_for_attach(
@@ -220,65 +429,99 @@ def _waiting_for_attach(
 
 
 def _owners_and_siblings(
-    cluster: kube.Cluster, reader: _Reader, pods: list[Obj], progress: Progress
+    cluster: kube.Cluster,
+    reader: _Reader,
+    pods: list[Obj],
+    progress: Progress,
+    cluster_wide: bool = True,
 ) -> tuple[list[Obj], list[Obj]]:
     """Owner objects up the chain, and the other pods of each owner (to find replacements)."""
     owners: dict[tuple[str, str, str], Obj] = {}
-    wanted = set()
+    wanted: set[tuple[str, str, str]] = set()
+    hashes: dict[tuple[str, str, str], str] = {}
     for pod in pods:
-        for ref in pod["metadata"].get("ownerReferences") or []:
-            wanted.add(
-                (ref.get("kind", ""), pod["metadata"].get("namespace", ""), ref.get("name", ""))
-            )
+        for key in _owner_refs(pod):
+            wanted.add(key)
+            label = (pod["metadata"].get("labels") or {}).get("pod-template-hash")
+            if key[0] == "ReplicaSet" and label:
+                hashes[key] = label
     for _ in range(3):  # Pod -> ReplicaSet -> Deployment, Pod -> Job -> CronJob
-        todo = [k for k in wanted if k not in owners and kube.owner_path(*k)]
+        todo = {k for k in wanted if k not in owners and kube.owner_path(*k)}
         if not todo:
             break
-
-        def read(key: tuple[str, str, str]) -> tuple[tuple[str, str, str], Obj | None]:
-            path = kube.owner_path(*key)
-            obj = reader.optional(f"{key[0]} objects", lambda: cluster.get(path or ""), None)
-            if obj is not None:
-                obj.setdefault("kind", key[0])
-            return key, obj
-
-        for key, obj in kube.parallel(read, todo):
-            owners[key] = obj or {}
-            for ref in (obj or {}).get("metadata", {}).get("ownerReferences") or []:
-                wanted.add((ref.get("kind", ""), key[1], ref.get("name", "")))
+        got = _read_owners(cluster, reader, todo, hashes, cluster_wide)
+        for key in todo:
+            owners[key] = got.get(key) or {}
+        for obj in got.values():
+            wanted.update(_owner_refs(obj))
     found = [o for o in owners.values() if o]
     progress(f"{len(found)} owners read; looking for replacements")
+    return found, _siblings(cluster, reader, found, cluster_wide)
 
-    def siblings(owner: Obj) -> list[Obj]:
-        if owner.get("kind") not in (
-            "ReplicaSet",
-            "StatefulSet",
-            "Job",
-            "DaemonSet",
-            "ReplicationController",
-        ):
-            return []
-        spec = owner.get("spec") or {}
-        sel = spec.get("selector")
-        selector = _label_selector(
-            sel if owner.get("kind") != "ReplicationController" else {"matchLabels": sel}
+
+def _siblings(
+    cluster: kube.Cluster, reader: _Reader, owners: list[Obj], cluster_wide: bool = True
+) -> list[Obj]:
+    """The pods of the given owners, in few lists: owners whose selectors share a label that
+    names them uniquely (pod-template-hash, a Job's controller-uid) in one list across
+    namespaces (per namespace when only some namespaces are read); the rest grouped by
+    namespace and selector keys into one `key in (...)` list each. Such a list may match more
+    than asked: only pods an owner of interest owns are kept."""
+    uids = {o["metadata"].get("uid") for o in owners}
+
+    def keep(pod: Obj) -> Obj | None:
+        refs = pod["metadata"].get("ownerReferences") or []
+        return pod if any(r.get("uid") in uids for r in refs) else None
+
+    unique: dict[tuple[str, str], set[str]] = {}  # (label, namespace or "" for all): values
+    grouped: dict[tuple[str, tuple[str, ...]], dict[str, set[str]]] = {}
+    single: list[tuple[str, str]] = []  # selectors with expressions: one list each
+    for owner in owners:
+        kind = owner.get("kind")
+        if kind not in SIBLING_KINDS:
+            continue
+        sel = (owner.get("spec") or {}).get("selector")
+        if kind == "ReplicationController":
+            sel = {"matchLabels": sel} if sel else None
+        if not isinstance(sel, dict):
+            continue
+        labels = sel.get("matchLabels") or {}
+        ns = owner["metadata"].get("namespace", "")
+        key = next((k for k in UNIQUE_LABELS if k in labels), None)
+        if key is not None:
+            unique.setdefault((key, "" if cluster_wide else ns), set()).add(str(labels[key]))
+        elif labels and not sel.get("matchExpressions"):
+            group = grouped.setdefault((ns, tuple(sorted(labels))), {})
+            for k, v in labels.items():
+                group.setdefault(k, set()).add(str(v))
+        else:
+            selector = _label_selector(sel)
+            if selector:
+                single.append((kube.pod_path(ns), selector))
+    lists: list[tuple[str, str]] = []
+    for (label, ns), values in sorted(unique.items()):
+        path = kube.pod_path(ns) if ns else "/api/v1/pods"
+        lists += [(path, chunk) for chunk in _selector_chunks(label, values)]
+    for (ns, keys), by_key in sorted(grouped.items()):
+        lists.append(
+            (kube.pod_path(ns), ",".join(f"{k} in ({','.join(sorted(by_key[k]))})" for k in keys))
         )
-        if not selector:
-            return []
-        if owner.get("kind") == "DaemonSet":
-            return []  # one per node: other nodes' pods are not replacements
-        return reader.optional(
-            "pods of the same owner",
-            lambda: cluster.list_all(
-                kube.pod_path(owner["metadata"]["namespace"]), "Pod", labelSelector=selector
-            ),
-            [],
+    lists += single
+
+    def read(item: tuple[str, str]) -> list[Obj]:
+        path, selector = item
+        return list(
+            reader.optional(
+                "pods of the same owner",
+                lambda: cluster.list_all(path, "Pod", keep=keep, labelSelector=selector),
+                [],
+            )
         )
 
-    sib: list[Obj] = []
-    for batch in kube.parallel(siblings, found):
-        sib += batch
-    return found, sib
+    out: list[Obj] = []
+    for batch in kube.parallel(read, lists):
+        out += batch
+    return out
 
 
 def _claims(cluster: kube.Cluster, reader: _Reader, pods: list[Obj]) -> tuple[list[Obj], list[Obj]]:
@@ -297,6 +540,7 @@ def _claims(cluster: kube.Cluster, reader: _Reader, pods: list[Obj]) -> tuple[li
         )
         if obj is not None:
             obj.setdefault("kind", "PersistentVolumeClaim")
+            kube.trim(obj)
         return obj
 
     claims = [c for c in kube.parallel(pvc, sorted(keys)) if c]
@@ -310,20 +554,30 @@ def _claims(cluster: kube.Cluster, reader: _Reader, pods: list[Obj]) -> tuple[li
         )
         if obj is not None:
             obj.setdefault("kind", "PersistentVolume")
+            kube.trim(obj)
         return obj
 
     return claims, [v for v in kube.parallel(pv, names) if v]
 
 
-def _events(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> list[Obj]:
-    """Multi-Attach errors cluster-wide, and the events of each examined node."""
-    events = reader.optional(
-        "events",
-        lambda: cluster.list_all(
-            "/api/v1/events", "Event", fieldSelector="reason=FailedAttachVolume"
-        ),
-        [],
-    )
+def _node_events(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> list[Obj]:
+    """The events of each examined node (one list for all node events when there are many)."""
+    if len(focus) > MANY_NODES:
+        wanted = set(focus)
+        return list(
+            reader.optional(
+                "events",
+                lambda: cluster.list_all(
+                    "/api/v1/events",
+                    "Event",
+                    keep=lambda e: (
+                        e if (e.get("involvedObject") or {}).get("name") in wanted else None
+                    ),
+                    fieldSelector="involvedObject.kind=Node",
+                ),
+                [],
+            )
+        )
 
     def node_events(name: str) -> list[Obj]:
         return list(
@@ -338,9 +592,10 @@ def _events(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> list[Ob
             )
         )
 
+    events: list[Obj] = []
     for batch in kube.parallel(node_events, focus):
         events += batch
-    return list(events)
+    return events
 
 
 def stderr_progress(message: str) -> None:

@@ -1,0 +1,181 @@
+"""The benchmark's table (markdown) and plot (an SVG written by hand: no plotting dependency)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+MB = 2**20
+
+
+def summary(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per cluster and failed-node count: every tool side by side."""
+    lines = [
+        "| cluster | failed | diagnose | dump | --from-file | kubectl get nodes | "
+        "kubectl get pods -A | floor | diagnose / get nodes |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (nodes, pods, failed), group in _groups(rows).items():
+        by = {r["tool"]: r for r in group}
+
+        def cell(tool: str, req: bool = False, by: dict[str, Any] = by) -> str:
+            r = by.get(tool)
+            if not r:
+                return "not run"
+            text = f"{r['wall']:.1f} s"
+            if r["rss"]:
+                text += f", {r['rss'] / MB:,.0f} MB"
+            if req and r["requests"]:
+                text += f", {r['requests']} req, {r['bytes'] / MB:.1f} MiB"
+            return text
+
+        diag, kn = by.get("diagnose -o json"), by.get("kubectl get nodes -o json")
+        ratio = f"{diag['wall'] / kn['wall']:.2f}x" if diag and kn else "-"
+        lines.append(
+            f"| {nodes:,} / {pods:,} | {failed} | {cell('diagnose -o json', True)} | "
+            f"{cell('dump')} | {cell('--from-file')} | {cell('kubectl get nodes -o json')} | "
+            f"{cell('kubectl get pods -A -o json')} | {cell('floor (raw reads)')} | {ratio} |"
+        )
+    return lines
+
+
+def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [
+        f"Machine: {meta['machine']}; started {meta['started']}; load average at the end "
+        f"{', '.join(f'{x:.1f}' for x in meta['load'])}; "
+        f"orjson {'installed' if meta['orjson'] else 'absent'}.",
+        "",
+        *summary(rows),
+        "",
+        "All measurements:",
+        "",
+        "| cluster | failed | tool | wall (median) | peak RSS | requests | bytes read |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        size = f"{r['nodes']:,} nodes / {r['pods']:,} pods" if r["nodes"] else "-"
+        rss = f"{r['rss'] / MB:,.0f} MB" if r["rss"] else "-"
+        req = f"{r['requests']:,}" if r["requests"] else "-"
+        size_read = f"{r['bytes'] / MB:,.1f} MiB" if r["bytes"] else "-"
+        wall = f"{r['wall']:.3f} s" if r["wall"] < 1 else f"{r['wall']:.2f} s"
+        failed = r["failed"] or "-"
+        lines.append(f"| {size} | {failed} | {r['tool']} | {wall} | {rss} | {req} | {size_read} |")
+    lines += ["", "Ratios (same run):", ""]
+    for (nodes, pods, failed), group in _groups(rows).items():
+        by = {r["tool"]: r for r in group}
+        diag, nodes_k = by.get("diagnose -o json"), by.get("kubectl get nodes -o json")
+        if not diag or not nodes_k:
+            continue
+        parts = [f"diagnose / kubectl get nodes = {diag['wall'] / nodes_k['wall']:.2f}x"]
+        if "dump" in by:
+            parts.append(f"dump / diagnose = {by['dump']['wall'] / diag['wall']:.2f}x")
+        if "floor (raw reads)" in by:
+            parts.append(
+                f"diagnose / floor = {diag['wall'] / by['floor (raw reads)']['wall']:.2f}x"
+            )
+        s = diag.get("diagnosis") or {}
+        parts.append(
+            f"found {s.get('nodesNotReady', '?')} NotReady nodes, "
+            f"{s.get('stuckPods', '?')} stuck pods"
+        )
+        lines.append(f"- {nodes:,} nodes / {pods:,} pods, {failed} failed: " + "; ".join(parts))
+    return "\n".join(lines) + "\n"
+
+
+def _groups(rows: list[dict[str, Any]]) -> dict[tuple[int, int, int], list[dict[str, Any]]]:
+    out: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["nodes"]:
+            out.setdefault((r["nodes"], r["pods"], r["failed"]), []).append(r)
+    return out
+
+
+COLORS = {
+    "diagnose -o json": "#1f77b4",
+    "dump": "#ff7f0e",
+    "--from-file": "#2ca02c",
+    "kubectl get nodes -o json": "#7f7f7f",
+    "kubectl get pods -A -o json": "#d62728",
+    "floor (raw reads)": "#17becf",
+}
+
+
+def svg(rows: list[dict[str, Any]]) -> str:
+    """Two panels of grouped bars (wall time, peak RSS), one group per cluster size and
+    failed-node count. Bars past the axis (kubectl get pods) are clipped and labelled."""
+    groups = [g for g in _groups(rows).items() if g[0][0] >= 100]
+    tools = [t for t in COLORS if any(r["tool"] == t for _, g in groups for r in g)]
+    width, panel_h, left, top = 140 + 90 * max(1, len(groups)), 260, 60, 30
+    height = top + 2 * (panel_h + 70) + 20 * len(tools)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        'font-family="sans-serif" font-size="11">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+    ]
+    for p, (metric, unit, scale) in enumerate((("wall", "s", 1.0), ("rss", "MB", MB))):
+        y0 = top + p * (panel_h + 70)
+        values = [
+            r[metric] / scale
+            for _, g in groups
+            for r in g
+            if r["tool"] != "kubectl get pods -A -o json" and r[metric]
+        ]
+        vmax = max(values or [1.0]) * 1.15
+        out.append(
+            f'<text x="{left}" y="{y0 - 8}" font-weight="bold">'
+            f"{'wall time (median)' if metric == 'wall' else 'peak RSS'} [{unit}]</text>"
+        )
+        out.append(
+            f'<line x1="{left}" y1="{y0 + panel_h}" x2="{width - 20}" y2="{y0 + panel_h}" '
+            'stroke="black"/>'
+        )
+        for k in range(5):
+            v = vmax * k / 4
+            y = y0 + panel_h - panel_h * k / 4
+            out.append(
+                f'<text x="{left - 5}" y="{y + 4:.0f}" text-anchor="end">{v:,.0f}</text>'
+                f'<line x1="{left}" y1="{y:.0f}" x2="{width - 20}" y2="{y:.0f}" stroke="#ddd"/>'
+            )
+        for gi, ((nodes, pods, failed), group) in enumerate(groups):
+            gx = left + 10 + gi * 90
+            by = {r["tool"]: r for r in group}
+            bw = 80 / max(1, len(tools))
+            for ti, tool in enumerate(tools):
+                r = by.get(tool)
+                if not r or not r[metric]:
+                    continue
+                v = r[metric] / scale
+                h = min(panel_h, panel_h * v / vmax)
+                x = gx + ti * bw
+                out.append(
+                    f'<rect x="{x:.1f}" y="{y0 + panel_h - h:.1f}" width="{bw - 1:.1f}" '
+                    f'height="{h:.1f}" fill="{COLORS[tool]}"><title>{escape(tool)}: '
+                    f"{v:,.2f} {unit}</title></rect>"
+                )
+                if v > vmax:
+                    out.append(f'<text x="{x:.1f}" y="{y0 - 1}" font-size="9">{v:,.0f}</text>')
+            label = f"{nodes // 1000 if nodes >= 1000 else nodes}{'k' if nodes >= 1000 else ''}n/"
+            label += f"{pods // 1000}kp" if pods >= 1000 else f"{pods}p"
+            out.append(
+                f'<text x="{gx + 40}" y="{y0 + panel_h + 14}" text-anchor="middle">{label}</text>'
+                f'<text x="{gx + 40}" y="{y0 + panel_h + 27}" text-anchor="middle">'
+                f"{failed} failed</text>"
+            )
+    ly = top + 2 * (panel_h + 70) - 20
+    for ti, tool in enumerate(tools):
+        out.append(
+            f'<rect x="{left}" y="{ly + 20 * ti}" width="12" height="12" fill="{COLORS[tool]}"/>'
+            f'<text x="{left + 18}" y="{ly + 20 * ti + 10}">{escape(tool)}</text>'
+        )
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":  # regenerate results.md and plot.svg from a results.json
+    src = Path(sys.argv[1] if len(sys.argv) > 1 else "bench/results/results.json")
+    doc = json.loads(src.read_text())
+    (src.parent / "results.md").write_text(markdown(doc["rows"], doc["meta"]))
+    (src.parent / "plot.svg").write_text(svg(doc["rows"]))

@@ -1,0 +1,81 @@
+"""The scale benchmark keeps working: a small run (50 nodes / 500 pods) of the very code
+`make bench` runs, on its own etcd + kube-apiserver. It checks the results are sane (the
+diagnosis finds exactly the nodes failed and the finalizer-held pods seeded, the dump gives the
+same diagnosis, every tool was measured), never how fast anything was: timings are the
+benchmark's business, not a test's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.controlplane import REPO
+
+pytestmark = pytest.mark.e2e
+
+
+def test_small_benchmark_run(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    env = {**os.environ, "NODEFAIL_BENCH_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.run",
+            "--sizes",
+            "50x500",
+            "--failed",
+            "1,5",
+            "--runs",
+            "1",
+            "--kubectl-pods-max",
+            "1000",
+            "--no-small",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    tools = {
+        "diagnose -o json",
+        "dump",
+        "--from-file",
+        "kubectl get nodes -o json",
+        "kubectl get pods -A -o json",
+        "floor (raw reads)",
+    }
+    for failed in (1, 5):
+        step = [r for r in rows if r["failed"] == failed]
+        assert {r["tool"] for r in step} == tools
+        diag = next(r for r in step if r["tool"] == "diagnose -o json")
+        summary, expected = diag["diagnosis"], diag["expected"]
+        assert summary["nodesNotReady"] == expected["nodesNotReady"] == failed
+        assert summary["terminatingElsewhere"] == expected["terminatingElsewhere"] > 0
+        assert summary["podsOnFailedNodes"] > 0
+        assert summary["stuckPods"] >= summary["podsOnFailedNodes"]
+        assert diag["live_equals_file"] is True
+        for r in step:
+            assert r["wall"] > 0
+            if r["tool"] != "floor (raw reads)":
+                assert r["rss"] > 10 * 2**20, r  # a real process was measured
+            if r["tool"] not in ("--from-file", "floor (raw reads)"):
+                assert r["requests"] > 0 and r["bytes"] > 0, r
+        from_file = next(r for r in step if r["tool"] == "--from-file")
+        assert from_file["requests"] == 0  # offline: no API request at all
+        assert diag["dump_bytes"] > 0
+    table = (out / "results.md").read_text()
+    assert "| 50 nodes / 500 pods | 5 | diagnose -o json |" in table
+    svg = (out / "plot.svg").read_text()
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>") and "<rect" in svg
