@@ -368,9 +368,10 @@ def _read_owners(
                 _selector_chunks("pod-template-hash", hashed),
             ):
                 found.update((key_of(obj), obj) for obj in batch)
+        except (Forbidden, NotFound, ServerError, MalformedResponse):
+            pass  # a namespaced role, no such list, a broken answer: per namespace below
         except NodefailError as exc:
-            # A namespaced role, or the list broke twice: read them per namespace below.
-            if not isinstance(exc, Forbidden) and not getattr(exc, "mid_list", False):
+            if not getattr(exc, "mid_list", False):  # the list broke twice: per namespace too
                 raise
     groups: dict[tuple[str, str], list[str]] = {}
     for kind, ns, name in sorted(todo):

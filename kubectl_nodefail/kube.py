@@ -399,6 +399,9 @@ class Cluster:
             raise MalformedResponse(
                 f"{what}: the API server sent a JSON {type(doc).__name__}, not an object"
             )
+        problem = _shape_problem(doc)
+        if problem:
+            raise MalformedResponse(f"{what}: malformed answer from the API server: {problem}")
         return doc
 
     def list_pages(
@@ -600,6 +603,8 @@ def _shape_problem(doc: Obj) -> str | None:
     """What the readers rely on in every answer: metadata objects; lists of named objects."""
     if "metadata" in doc and not isinstance(doc["metadata"], dict):
         return "metadata is not an object"
+    if "rows" in doc and not isinstance(doc["rows"], list):
+        return "rows is not a list"
     if "items" not in doc:
         return None
     items = doc["items"]
