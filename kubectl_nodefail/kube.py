@@ -87,10 +87,21 @@ class Cluster:
         self._api = client.ApiClient(cfg)
         from kubectl_nodefail import __version__
 
-        self._api.user_agent = f"kubectl-nodefail/{__version__}"
-        from kubernetes.client import rest
+        self._cfg = cfg
+        self._pool = self._api.rest_client.pool_manager
+        self._user_agent = f"kubectl-nodefail/{__version__}"
 
-        self._api_exception = rest.ApiException
+    def _auth_headers(self) -> dict[str, str]:
+        """The bearer token (refreshed by exec plugins / token files through the client's
+        hook) as a header; client certificates live in the connection pool's TLS settings.
+
+        Only the client's Configuration and its urllib3 pool are used, not its generated
+        request code: that code changed shape across client generations, the pool did not."""
+        headers = {"User-Agent": self._user_agent}
+        for auth in self._cfg.auth_settings().values():
+            if auth.get("in") == "header" and auth.get("value"):
+                headers[auth["key"]] = auth["value"]
+        return headers
 
     # --- plain requests ---
 
@@ -111,18 +122,16 @@ class Cluster:
         if body is not None:
             headers["Content-Type"] = content_type
         url_path = path + ("?" + urlencode(query) if query else "")
+        payload = None if body is None else json.dumps(body).encode()
         try:
-            req = self._api.param_serialize(
-                method=method,
-                resource_path=url_path,
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
+            headers.update(self._auth_headers())
+            resp = self._pool.request(
+                method,
+                self.host + url_path,
+                body=payload,
+                headers=headers,
+                timeout=urllib3.Timeout(connect=min(self.timeout, 10), read=self.timeout),
             )
-            resp = self._api.call_api(*req, _request_timeout=(min(self.timeout, 10), self.timeout))
-            resp.read()
-        except self._api_exception as exc:
-            raise self._api_error(exc.status, exc.body, method, path) from exc
         except (
             urllib3.exceptions.MaxRetryError,
             urllib3.exceptions.TimeoutError,
