@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: diagnose test unit e2e lint record controlplane clean
+.PHONY: diagnose test unit e2e lint record controlplane clean release release-check
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,release]'
 	touch $@
 
 ## Install, then diagnose the current kubeconfig's cluster, or the bundled demo without one.
@@ -26,7 +26,7 @@ controlplane:
 	bash hack/build-control-plane.sh >/dev/null
 
 lint: $(STAMP)
-	$(BIN)/ruff check kubectl_nodefail tests
+	$(BIN)/ruff check kubectl_nodefail tests release
 	$(BIN)/mypy
 
 ## Everything: lint, types, unit tests and the end-to-end scenarios on the real control plane.
@@ -43,6 +43,15 @@ e2e: $(STAMP) controlplane
 record: $(STAMP) controlplane
 	NODEFAIL_RECORD=1 $(BIN)/pytest tests/e2e
 	cp tests/fixtures/node-down-after-eviction.json kubectl_nodefail/examples/statefulset-node-down.json
+
+## The release: wheel, sdist, the krew archive (a zipapp that runs on a bare python3) and
+## krew-manifest.yaml with its sha256, in dist/ (see release/build.py).
+release: $(STAMP)
+	$(BIN)/python release/build.py
+
+## Fail if krew-manifest.yaml disagrees with a build of this commit.
+release-check: $(STAMP)
+	$(BIN)/python release/build.py --check
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .e2e-logs
