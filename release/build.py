@@ -266,6 +266,11 @@ def main() -> int:
     )
     parser.add_argument("--allow-dirty", action="store_true", help="build uncommitted changes")
     parser.add_argument(
+        "--keep-manifest",
+        action="store_true",
+        help="write the manifest only into --out, not into the repository (tests)",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="build into a temporary folder and fail if krew-manifest.yaml disagrees",
@@ -292,9 +297,10 @@ def main() -> int:
         print("release: krew-manifest.yaml matches a build of this checkout", file=sys.stderr)
         return 0
     built = build(args.out, args.wheel_cache)
-    MANIFEST.write_text(built["manifest"].read_text())
+    if not args.keep_manifest:
+        MANIFEST.write_text(built["manifest"].read_text())
     print((args.out / "SHA256SUMS").read_text(), end="")
-    print(f"release: wrote {args.out} and krew-manifest.yaml", file=sys.stderr)
+    print(f"release: wrote {args.out}", file=sys.stderr)
     return 0
 
 
