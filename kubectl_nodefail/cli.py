@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from kubectl_nodefail import __version__
+from kubectl_nodefail import __version__, color, completion, progress
 from kubectl_nodefail.errors import Exit, NodefailError
 
 OUTPUTS = ["table", "wide", "json", "yaml"]
@@ -45,6 +45,86 @@ Exit codes:
 """
 
 
+DIAGNOSE_EXAMPLES = """
+\b
+Examples:
+  # every failed node and stuck pod of the current context
+  kubectl nodefail diagnose
+  # one node, and the full reasoning for it (with its incident timeline)
+  kubectl nodefail diagnose worker-3 --explain worker-3
+  # why one pod is stuck
+  kubectl nodefail diagnose --explain shop/db-0
+  # for a runbook: branch on the exit code (3 = problems found), read the JSON
+  kubectl nodefail diagnose -o json | jq '.nodes[].cause.code'
+  # another cluster, pods of one namespace only
+  kubectl nodefail diagnose --context prod-eu -n shop
+  # offline: a dump taken earlier (kubectl nodefail dump -f incident.json)
+  kubectl nodefail diagnose --from-file incident.json
+"""
+REMEDIATE_EXAMPLES = """
+\b
+Examples:
+  # the plan for one node (changes nothing)
+  kubectl nodefail remediate worker-3
+  # the machine is confirmed powered off: carry the plan out
+  kubectl nodefail remediate worker-3 --node-shutdown-confirmed worker-3 --confirm
+  # save the plan for review, then execute exactly that plan
+  kubectl nodefail remediate worker-3 --node-shutdown-confirmed worker-3 --plan-out plan.json
+  kubectl nodefail remediate --plan-in plan.json --confirm --log-file remediate.log
+"""
+DUMP_EXAMPLES = """
+\b
+Examples:
+  kubectl nodefail dump -f incident.json            # everything diagnose reads
+  kubectl nodefail dump worker-3 -f worker-3.json   # just what one node's diagnosis needs
+  kubectl nodefail diagnose --from-file incident.json
+"""
+VERSION_EXAMPLES = """
+\b
+Examples:
+  kubectl nodefail version                 # plugin and server version
+  kubectl nodefail version --client        # the plugin only, no cluster read
+  kubectl nodefail version -o json
+"""
+COMPLETION_HELP = """Print a shell completion script (bash, zsh, fish, or kubectl's).
+
+\b
+Completes commands, options, node names, namespaces and NAMESPACE/POD for --explain, read
+from the cluster of the kubeconfig (and --context) typed so far.
+
+\b
+For `kubectl nodefail <TAB>` (kubectl 1.26+ asks an executable kubectl_complete-nodefail
+on PATH; next to the plugin is a good place):
+  kubectl nodefail completion kubectl > ~/.krew/bin/kubectl_complete-nodefail
+  chmod +x ~/.krew/bin/kubectl_complete-nodefail
+For the kubectl-nodefail command itself (pip users):
+  bash:  source <(kubectl nodefail completion bash)    # in ~/.bashrc
+  zsh:   source <(kubectl nodefail completion zsh)     # in ~/.zshrc, after compinit
+  fish:  kubectl nodefail completion fish | source     # in ~/.config/fish/config.fish
+"""
+
+
+def program_name(env: dict[str, str] | None = None) -> str:
+    """How usage lines name the command: `kubectl nodefail`, as kubectl users type it.
+    kubectl sets KUBECTL_PLUGINS_CALLER to its own path when it runs a plugin; a differently
+    named caller (an `oc` or a renamed kubectl) is named instead."""
+    import os
+
+    caller = (os.environ if env is None else env).get("KUBECTL_PLUGINS_CALLER", "")
+    base = os.path.basename(caller) if caller else ""
+    return f"{base or 'kubectl'} nodefail"
+
+
+class PluginGroup(click.Group):
+    """The command group, named as kubectl users type it; completion's variable fixed (click
+    would derive it from the program name, which has a space)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("prog_name", program_name())
+        kwargs.setdefault("complete_var", completion.COMPLETE_VAR)
+        return super().main(*args, **kwargs)
+
+
 @dataclass
 class Connection:
     kubeconfig: str | None
@@ -67,7 +147,12 @@ def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 metavar="PATH",
                 help="Path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config).",
             ),
-            click.option("--context", metavar="NAME", help="The kubeconfig context to use."),
+            click.option(
+                "--context",
+                metavar="NAME",
+                help="The kubeconfig context to use.",
+                shell_complete=completion.contexts,
+            ),
             click.option(
                 "--request-timeout",
                 type=float,
@@ -120,7 +205,10 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=PluginGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, "--version", prog_name="kubectl-nodefail")
 def main() -> None:
     """Explain failed nodes and stuck pods, and fix them safely.
@@ -129,19 +217,44 @@ def main() -> None:
       kubectl nodefail diagnose            what is wrong, why, what happens next
       kubectl nodefail remediate NODE      the safe plan (changes nothing)
       kubectl nodefail remediate NODE --confirm   carry the plan out
+      kubectl nodefail completion bash     shell completion (see its --help)
     """
 
 
-@main.command()
-def version() -> None:
-    """Print the version."""
-    click.echo(f"kubectl-nodefail {__version__}")
+@main.command(epilog=VERSION_EXAMPLES)
+@connection_options
+@click.option("--client", is_flag=True, help="The plugin's version only; no cluster read.")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
+@handle_errors
+def version(
+    kubeconfig: str | None,
+    context: str | None,
+    request_timeout: float,
+    verbose: int,
+    client: bool,
+    output: str,
+) -> int:
+    """Print the plugin's version and the Kubernetes version of the server it sees.
+
+    Without a reachable cluster it says why, and still exits 0. The server is asked for at
+    most 5 seconds unless --request-timeout says less.
+    """
+    from kubectl_nodefail.versioninfo import describe
+
+    conn = Connection(kubeconfig, context, min(request_timeout, 5.0), verbose)
+    info = describe(None if client else conn)
+    click.echo(info.json() if output == "json" else info.text(), nl=False)
+    return Exit.OK
+
+
+@main.command("completion", help=COMPLETION_HELP)
+@click.argument("shell", type=click.Choice(completion.SHELLS))
+def completion_command(shell: str) -> None:
+    click.echo(completion.script(main, shell), nl=False)
 
 
 def _progress(verbose: int) -> Callable[[str], None]:
-    from kubectl_nodefail.gather import stderr_progress
-
-    return stderr_progress if verbose else (lambda _: None)
+    return progress.reporter(verbose)
 
 
 def load_snapshot(
@@ -170,11 +283,12 @@ def load_snapshot(
             cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(conn.verbose)
         )
     finally:
+        progress.done()
         cluster.close()
 
 
-@main.command(epilog=EXIT_CODES_HELP)
-@click.argument("nodes", nargs=-1, metavar="[NODE]...")
+@main.command(epilog=DIAGNOSE_EXAMPLES + EXIT_CODES_HELP)
+@click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
 @connection_options
 @click.option(
     "-n",
@@ -183,6 +297,7 @@ def load_snapshot(
     multiple=True,
     metavar="NS",
     help="Only pods in this namespace (repeatable). Nodes are always examined.",
+    shell_complete=completion.namespaces,
 )
 @click.option("-A", "--all-namespaces", is_flag=True, help="Pods of every namespace (default).")
 @click.option("-o", "--output", type=click.Choice(OUTPUTS), default="table", show_default=True)
@@ -202,7 +317,9 @@ def load_snapshot(
     "explain",
     metavar="NAME",
     help="Print the full reasoning for one node, or one pod as NAMESPACE/NAME.",
+    shell_complete=completion.explain_targets,
 )
+@color.no_color_option
 @handle_errors
 def diagnose(
     nodes: tuple[str, ...],
@@ -231,18 +348,20 @@ def diagnose(
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
     if from_file and demo:
         raise click.UsageError("--from-file and --demo exclude each other")
+    progress.machine_output(output)
     conn = Connection(kubeconfig, context, request_timeout, verbose)
     snap = load_snapshot(conn, from_file, demo, nodes, namespaces)
     report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
     for gap in report.gaps:
         click.echo(f"warning: {gap}", err=True)
     if explain:
-        click.echo(_explain(report, explain), nl=False)
+        click.echo(color.style_for_terminal(_explain(report, explain)), nl=False)
     elif output in ("json", "yaml"):
         data = render.report_data(report)
         click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
     else:
-        click.echo(render.table(report, wide=output == "wide" or verbose > 0), nl=False)
+        table = render.table(report, wide=output == "wide" or verbose > 0)
+        click.echo(color.style_for_terminal(table), nl=False)
     return Exit.PROBLEMS_FOUND if report.problems else Exit.OK
 
 
@@ -277,10 +396,17 @@ def _explain(report: Any, name: str) -> str:
     raise click.UsageError(f"{name!r} is neither a failed node nor a stuck pod in this diagnosis")
 
 
-@main.command(epilog=EXIT_CODES_HELP)
-@click.argument("nodes", nargs=-1, metavar="[NODE]...")
+@main.command(epilog=DUMP_EXAMPLES + EXIT_CODES_HELP)
+@click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
 @connection_options
-@click.option("-n", "--namespace", "namespaces", multiple=True, metavar="NS")
+@click.option(
+    "-n",
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    metavar="NS",
+    shell_complete=completion.namespaces,
+)
 @click.option(
     "-f",
     "--file",
@@ -321,8 +447,8 @@ def dump(
     return Exit.OK
 
 
-@main.command(epilog=STRATEGY_HELP + EXIT_CODES_HELP)
-@click.argument("nodes", nargs=-1, metavar="[NODE]...")
+@main.command(epilog=REMEDIATE_EXAMPLES + STRATEGY_HELP + EXIT_CODES_HELP)
+@click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
 @connection_options
 @click.option("-o", "--output", type=click.Choice(OUTPUTS), default="table", show_default=True)
 @click.option("--confirm", is_flag=True, help="Execute the plan. Without it nothing is changed.")
@@ -381,6 +507,7 @@ def dump(
     type=click.Path(dir_okay=False),
     help="Execute exactly this saved plan (with --confirm), re-checking every step.",
 )
+@color.no_color_option
 @handle_errors
 def remediate(
     nodes: tuple[str, ...],
@@ -421,6 +548,7 @@ def remediate(
         )
     if confirm and from_file:
         raise click.UsageError("--confirm acts on a live cluster; not with --from-file")
+    progress.machine_output(output)
     conn = Connection(kubeconfig, context, request_timeout, verbose)
     opts = Options(
         strategy=strategy,
@@ -447,7 +575,8 @@ def remediate(
         data = render.plan_data(plan, confirm, counts)
         click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
     else:
-        click.echo(render.plan_table(plan, confirm, wide=output == "wide"), nl=False)
+        plan_text = render.plan_table(plan, confirm, wide=output == "wide")
+        click.echo(color.style_for_terminal(plan_text), nl=False)
     return plan.exit_code() if not confirm else plan.result_code()
 
 
@@ -465,7 +594,10 @@ def _make_plan(cluster: Any, from_file: str | None, opts: Any, verbose: int) -> 
     else:
         from kubectl_nodefail.gather import gather
 
-        snap = gather(cluster, only_nodes=opts.only_nodes, progress=_progress(verbose))
+        try:
+            snap = gather(cluster, only_nodes=opts.only_nodes, progress=_progress(verbose))
+        finally:
+            progress.done()
     unknown = set(opts.attested) - {n["metadata"]["name"] for n in snap.nodes}
     if unknown:
         raise click.UsageError(
