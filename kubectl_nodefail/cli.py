@@ -300,7 +300,14 @@ def load_snapshot(
     shell_complete=completion.namespaces,
 )
 @click.option("-A", "--all-namespaces", is_flag=True, help="Pods of every namespace (default).")
-@click.option("-o", "--output", type=click.Choice(OUTPUTS), default="table", show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice([*OUTPUTS, "markdown"]),
+    default="table",
+    show_default=True,
+    help="markdown: the diagnosis and each failed node's timeline, for an incident channel.",
+)
 @click.option(
     "--from-file",
     metavar="PATH",
@@ -340,6 +347,9 @@ def diagnose(
     cause and zone state, and every pod on them or stuck Terminating anywhere: what kubectl shows,
     what it really means, why it is stuck for its controller, its replacement, storage blockers,
     when eviction happens, what happens if the node returns, and the safe fix.
+
+    --explain NODE adds the node's incident timeline (last lease renewal, Ready transition,
+    taints, evictions, replacements, volumes, recovery), as JSON too (nodes[].timeline).
     """
     from kubectl_nodefail import render
     from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
@@ -354,11 +364,22 @@ def diagnose(
     report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
     for gap in report.gaps:
         click.echo(f"warning: {gap}", err=True)
-    if explain:
-        click.echo(color.style_for_terminal(_explain(report, explain)), nl=False)
-    elif output in ("json", "yaml"):
-        data = render.report_data(report)
-        click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
+    if output in ("json", "yaml", "markdown"):
+        from kubectl_nodefail import incident
+
+        data = incident.report_with_timelines(report, snap)
+        if explain:
+            data = incident.explained(data, explain)
+        if output == "markdown":
+            text = incident.markdown(data, snap)
+        else:
+            text = render.as_json(data) if output == "json" else render.as_yaml(data)
+        click.echo(text, nl=False)
+    elif explain:
+        from kubectl_nodefail import incident
+
+        text = _explain(report, explain) + incident.timeline_text(snap, explain)
+        click.echo(color.style_for_terminal(text), nl=False)
     else:
         table = render.table(report, wide=output == "wide" or verbose > 0)
         click.echo(color.style_for_terminal(table), nl=False)
