@@ -63,9 +63,7 @@ def nodes(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[C
     return [CompletionItem(n) for n in names if n.startswith(incomplete) and n not in given]
 
 
-def namespaces(
-    ctx: click.Context, param: click.Parameter, incomplete: str
-) -> list[CompletionItem]:
+def namespaces(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     names = _read(ctx, lambda c: _names(c.list_metadata("/api/v1/namespaces")))
     return [CompletionItem(n) for n in names if n.startswith(incomplete)]
 
@@ -79,9 +77,7 @@ def explain_targets(
 
     if "/" in incomplete:
         ns = incomplete.split("/", 1)[0]
-        pods = _read(
-            ctx, lambda c: _names(c.list_metadata(f"/api/v1/namespaces/{quote(ns)}/pods"))
-        )
+        pods = _read(ctx, lambda c: _names(c.list_metadata(f"/api/v1/namespaces/{quote(ns)}/pods")))
         return [CompletionItem(f"{ns}/{p}") for p in pods if f"{ns}/{p}".startswith(incomplete)]
 
     def both(c: Any) -> list[str]:

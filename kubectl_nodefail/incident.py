@@ -48,7 +48,9 @@ def timeline_text(snap: Snapshot, name: str) -> str:
 
     if not any(n["metadata"]["name"] == name for n in snap.nodes):
         return ""
-    return "\n" + timeline_view.text(timeline.node_timeline(snap, name), snap.captured_at)
+    entries = timeline.node_timeline(snap, name)
+    untimed = timeline.untimed_taints(snap, name)
+    return "\n" + timeline_view.text(entries, snap.captured_at, untimed)
 
 
 def markdown(data: Obj, snap: Snapshot) -> str:

@@ -50,7 +50,10 @@ def _line(entry: Entry, objects: list[str]) -> str:
     return f"{subject}: {entry.summary}"
 
 
-def text(entries: list[Entry], now: datetime) -> str:
+UNTIMED = "Also present, with no time recorded (no timeAdded): taint {}"
+
+
+def text(entries: list[Entry], now: datetime, untimed: list[str] | None = None) -> str:
     if not entries:
         return "Timeline: nothing recorded (no such node in this snapshot)\n"
     out = ["Timeline (from what the API still records; times UTC):"]

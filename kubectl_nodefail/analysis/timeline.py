@@ -137,16 +137,48 @@ def _node_entries(node: Obj, snap: Snapshot) -> list[Entry]:
                 )
             )
     for taint in (node.get("spec") or {}).get("taints") or []:
-        added = parse_time(taint.get("timeAdded"))
+        added, source = _taint_time(node, taint)
         if not added:
             continue
-        value = f"={taint['value']}" if taint.get("value") else ""
-        summary = f"taint {taint['key']}{value}:{taint['effect']} added"
+        summary = f"taint {_taint_name(taint)} added"
         if taint["key"] == TAINT_OUT_OF_SERVICE:
             by = (node["metadata"].get("annotations") or {}).get(OUT_OF_SERVICE_BY)
-            summary += f" (by {by})" if by else ""
-        out.append(Entry(added, "taint-added", summary, ref, "Node spec.taints[].timeAdded"))
+            summary += f" (by {by.split(' at ')[0]})" if by else ""
+        out.append(Entry(added, "taint-added", summary, ref, source))
     return out
+
+
+def _taint_name(taint: Obj) -> str:
+    value = f"={taint['value']}" if taint.get("value") else ""
+    return f"{taint['key']}{value}:{taint['effect']}"
+
+
+def _taint_time(node: Obj, taint: Obj) -> tuple[datetime | None, str]:
+    """When a taint was added: its timeAdded (the node lifecycle controller writes it; a taint
+    added with kubectl has none, as recorded on 1.36), else, for the out-of-service taint
+    that remediate applied, the time in remediate's annotation."""
+    added = parse_time(taint.get("timeAdded"))
+    if added:
+        return added, "Node spec.taints[].timeAdded"
+    if taint["key"] == TAINT_OUT_OF_SERVICE:
+        by = (node["metadata"].get("annotations") or {}).get(OUT_OF_SERVICE_BY) or ""
+        if " at " in by:
+            when = parse_time(by.split(" at ", 1)[1].split(" ", 1)[0])
+            if when:
+                return when, f"Node annotation {OUT_OF_SERVICE_BY}"
+    return None, ""
+
+
+def untimed_taints(snap: Snapshot, node_name: str) -> list[str]:
+    """Taints on the node whose time nothing records (not placed in the timeline)."""
+    node = next((n for n in snap.nodes if n["metadata"]["name"] == node_name), None)
+    if node is None:
+        return []
+    return [
+        _taint_name(t)
+        for t in (node.get("spec") or {}).get("taints") or []
+        if _taint_time(node, t)[0] is None
+    ]
 
 
 def _pod_entries(pod: Obj, since: datetime | None) -> list[Entry]:

@@ -187,7 +187,7 @@ def test_bash_completion_of_commands_and_choices() -> None:
             "COMP_CWORD": "3",
         }
     )
-    assert out.split() == ["plain,table", "plain,wide", "plain,json", "plain,yaml"]
+    assert out.split() == [f"plain,{o}" for o in ("table", "wide", "json", "yaml", "markdown")]
 
 
 def test_kubectl_plugin_completion_protocol() -> None:
