@@ -326,6 +326,21 @@ def load_snapshot(
     help="Print the full reasoning for one node, or one pod as NAMESPACE/NAME.",
     shell_complete=completion.explain_targets,
 )
+@click.option(
+    "-w",
+    "--watch",
+    is_flag=True,
+    help="Follow the incident: read again every --interval seconds, show it again on a change "
+    "(redrawn in place on a terminal). Ctrl-C stops.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.5),
+    default=2.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How often --watch reads the cluster.",
+)
 @color.no_color_option
 @handle_errors
 def diagnose(
@@ -340,6 +355,8 @@ def diagnose(
     from_file: str | None,
     demo: bool,
     explain: str | None,
+    watch: bool,
+    interval: float,
 ) -> int:
     """Explain every failed node and every stuck pod, by controller type.
 
@@ -358,32 +375,50 @@ def diagnose(
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
     if from_file and demo:
         raise click.UsageError("--from-file and --demo exclude each other")
-    progress.machine_output(output)
+    if watch and (from_file or demo):
+        raise click.UsageError("--watch follows a live cluster: not with --from-file or --demo")
+    progress.machine_output("json" if watch else output)
     conn = Connection(kubeconfig, context, request_timeout, verbose)
-    snap = load_snapshot(conn, from_file, demo, nodes, namespaces)
-    report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
-    for gap in report.gaps:
-        click.echo(f"warning: {gap}", err=True)
-    if output in ("json", "yaml", "markdown"):
-        from kubectl_nodefail import incident
 
-        data = incident.report_with_timelines(report, snap)
+    def show(snap: Any) -> tuple[str, int]:
+        report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
+        for gap in report.gaps:
+            click.echo(f"warning: {gap}", err=True)
+        code = Exit.PROBLEMS_FOUND if report.problems else Exit.OK
+        if output in ("json", "yaml", "markdown"):
+            from kubectl_nodefail import incident
+
+            data = incident.report_with_timelines(report, snap)
+            if explain:
+                data = incident.explained(data, explain)
+            if output == "markdown":
+                return incident.markdown(data, snap), code
+            return (render.as_json(data) if output == "json" else render.as_yaml(data)), code
         if explain:
-            data = incident.explained(data, explain)
-        if output == "markdown":
-            text = incident.markdown(data, snap)
-        else:
-            text = render.as_json(data) if output == "json" else render.as_yaml(data)
-        click.echo(text, nl=False)
-    elif explain:
-        from kubectl_nodefail import incident
+            from kubectl_nodefail import incident
 
-        text = _explain(report, explain) + incident.timeline_text(snap, explain)
-        click.echo(color.style_for_terminal(text), nl=False)
-    else:
+            text = _explain(report, explain) + incident.timeline_text(snap, explain)
+            return color.style_for_terminal(text), code
         table = render.table(report, wide=output == "wide" or verbose > 0)
-        click.echo(color.style_for_terminal(table), nl=False)
-    return Exit.PROBLEMS_FOUND if report.problems else Exit.OK
+        return color.style_for_terminal(table), code
+
+    if watch:
+        from kubectl_nodefail import watch as watching
+
+        out = sys.stdout
+        return watching.run(
+            lambda: load_snapshot(conn, None, False, nodes, namespaces),
+            show,
+            interval,
+            out,
+            sys.stderr,
+            tty=out.isatty(),
+            title=f"{program_name()} diagnose {' '.join(nodes)}".rstrip(),
+            one_line=output == "json",
+        )
+    text, code = show(load_snapshot(conn, from_file, demo, nodes, namespaces))
+    click.echo(text, nl=False)
+    return code
 
 
 def _load_plan(path: str) -> Any:
