@@ -5,6 +5,7 @@ live test (a node dying and returning during the watch) is tests/e2e/test_watch.
 from __future__ import annotations
 
 import io
+
 import pytest
 from click.testing import CliRunner
 
