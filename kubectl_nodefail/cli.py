@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from kubectl_nodefail import __version__, color, completion, progress
+from kubectl_nodefail import __version__, color, completion, contexts, progress
 from kubectl_nodefail.errors import Exit, NodefailError
 
 OUTPUTS = ["table", "wide", "json", "yaml"]
@@ -58,6 +58,11 @@ Examples:
   kubectl nodefail diagnose -o json | jq '.nodes[].cause.code'
   # another cluster, pods of one namespace only
   kubectl nodefail diagnose --context prod-eu -n shop
+  # several clusters at once, grouped; the exit code is the worst of them
+  kubectl nodefail diagnose --context prod-eu --context prod-us
+  kubectl nodefail diagnose --all-contexts -o json
+  # follow the incident live (Ctrl-C stops)
+  kubectl nodefail diagnose worker-3 --watch
   # offline: a dump taken earlier (kubectl nodefail dump -f incident.json)
   kubectl nodefail diagnose --from-file incident.json
 """
@@ -289,6 +294,7 @@ def load_snapshot(
 
 @main.command(epilog=DIAGNOSE_EXAMPLES + EXIT_CODES_HELP)
 @click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
+@contexts.repeatable_context
 @connection_options
 @click.option(
     "-n",
@@ -345,8 +351,9 @@ def load_snapshot(
 @handle_errors
 def diagnose(
     nodes: tuple[str, ...],
+    all_contexts: bool,
     kubeconfig: str | None,
-    context: str | None,
+    context: tuple[str, ...],
     request_timeout: float,
     verbose: int,
     namespaces: tuple[str, ...],
@@ -377,8 +384,13 @@ def diagnose(
         raise click.UsageError("--from-file and --demo exclude each other")
     if watch and (from_file or demo):
         raise click.UsageError("--watch follows a live cluster: not with --from-file or --demo")
-    progress.machine_output("json" if watch else output)
-    conn = Connection(kubeconfig, context, request_timeout, verbose)
+    many = all_contexts or len(context) > 1
+    progress.machine_output("json" if watch or many else output)
+    if many and (watch or from_file or demo or explain or output == "markdown"):
+        raise click.UsageError(
+            "several contexts: not with --watch, --from-file, --demo, --explain or -o markdown"
+        )
+    conn = Connection(kubeconfig, context[0] if context else None, request_timeout, verbose)
 
     def show(snap: Any) -> tuple[str, int]:
         report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
@@ -416,6 +428,18 @@ def diagnose(
             title=f"{program_name()} diagnose {' '.join(nodes)}".rstrip(),
             one_line=output == "json",
         )
+    if many:
+        names = list(dict.fromkeys(context)) or contexts.kubeconfig_contexts(kubeconfig)
+        if all_contexts and context:
+            raise click.UsageError("--context and --all-contexts exclude each other")
+
+        def one(name: str) -> tuple[str, int]:
+            per = Connection(kubeconfig, name, request_timeout, 0)
+            return show(load_snapshot(per, None, False, nodes, namespaces))
+
+        results = contexts.run_many(names, one)
+        click.echo(contexts.render(results, output), nl=False)
+        return contexts.worst([r.code for r in results])
     text, code = show(load_snapshot(conn, from_file, demo, nodes, namespaces))
     click.echo(text, nl=False)
     return code
