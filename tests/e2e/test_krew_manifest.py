@@ -119,8 +119,10 @@ def test_krew_installed_plugin_diagnoses_and_plans_a_dead_node(krew: Krew) -> No
         assert plan.returncode == 4, plan.stderr
         data = json.loads(plan.stdout)
         assert data["kind"] == "RemediationPlan" and data["confirmed"] is False
-        refused = [s for s in data["steps"] if not s["allowed"]]
-        assert any(s["target"] == f"pod/{NS}/db-0" for s in refused), data["steps"]
+        steps = {s["target"]: s for s in data["steps"]}
+        assert steps[f"pod/{NS}/db-0"]["action"] == "wait"
+        # the out-of-service taint waits for an attestation that the machine is off
+        assert steps[f"node/{NODE}"]["allowed"] is False, data["steps"]
         table = krew.kubectl("nodefail", "remediate", NODE)
         assert table.returncode == 4, table.stderr
         assert "DRY RUN" in table.stdout and "REFUSED" in table.stdout
