@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kubectl_nodefail import __version__
 from tests.e2e import workloads as w
@@ -39,6 +40,7 @@ class Krew:
             capture_output=True,
             text=True,
             env=self.env,
+            stdin=subprocess.DEVNULL,
             check=False,
         )
 
@@ -53,6 +55,11 @@ def krew(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) 
     tools.mkdir()
     (tools / "kubectl-krew").symlink_to(control_plane.bindir / "krew")
     root = tmp / "krew-root"
+    # krew's list/uninstall refuse to run before an index exists (`krew update` clones one
+    # from the network); offline, an empty git repository stands in as the default index
+    index = root / "index" / "default"
+    index.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(index)], check=True)
     env = {
         "PATH": os.pathsep.join([str(bare), str(root / "bin"), str(tools), "/usr/bin", "/bin"]),
         "HOME": str(tmp / "home"),
@@ -75,26 +82,43 @@ def test_a_corrupted_archive_is_refused(krew: Krew, tmp_path: Path) -> None:
     data = bytearray(rel.archive.read_bytes())
     data[len(data) // 2] ^= 0xFF
     bad.write_bytes(bytes(data))
-    proc = krew.kubectl("krew", "install", f"--manifest={rel.manifest}", f"--archive={bad}")
+    alone = Krew(krew.cp, tmp_path / "root", {**krew.env, "KREW_ROOT": str(tmp_path / "root")})
+    proc = alone.kubectl("krew", "install", f"--manifest={rel.manifest}", f"--archive={bad}")
     assert proc.returncode != 0
-    assert "sha256" in (proc.stderr + proc.stdout).lower(), proc.stderr
-    assert not (krew.root / "bin" / "kubectl-nodefail").exists()
+    sha = rel.manifest_data()["spec"]["platforms"][0]["sha256"]
+    assert f"checksum does not match, want: {sha}, got " in proc.stderr, proc.stderr
+    assert not (alone.root / "bin" / "kubectl-nodefail").exists()
 
 
-def test_krew_installs_and_the_plugin_runs_on_a_bare_python(krew: Krew) -> None:
+@pytest.fixture(scope="module")
+def installed(krew: Krew) -> subprocess.CompletedProcess[str]:
+    """`kubectl krew install --manifest --archive`, offline, once for the module."""
     rel = built_release()
-    proc = krew.kubectl("krew", "install", f"--manifest={rel.manifest}", f"--archive={rel.archive}")
+    return krew.kubectl("krew", "install", f"--manifest={rel.manifest}", f"--archive={rel.archive}")
+
+
+def test_krew_installs_and_the_plugin_runs_on_a_bare_python(
+    krew: Krew, installed: subprocess.CompletedProcess[str]
+) -> None:
+    proc = installed
     assert proc.returncode == 0, proc.stderr
     assert "Installed plugin: nodefail" in proc.stderr + proc.stdout
     assert (krew.root / "bin" / "kubectl-nodefail").exists()
+    receipt = yaml.safe_load((krew.root / "receipts" / "nodefail.yaml").read_text())
+    assert receipt["spec"]["version"] == f"v{__version__}"
     proc = krew.kubectl("krew", "list")
-    assert proc.returncode == 0 and "nodefail" in proc.stdout, proc.stderr
+    # installed from a manifest file, not an index: krew calls it "detached"
+    assert proc.returncode == 0 and proc.stdout.split() == ["detached/nodefail"], proc.stderr
     proc = krew.kubectl("nodefail", "version")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(f"kubectl-nodefail {__version__}")
+    assert proc.stdout.startswith(f"kubectl-nodefail {__version__} (Python 3.")
+    assert "Server: v1.36.1" in proc.stdout
 
 
-def test_krew_installed_plugin_diagnoses_and_plans_a_dead_node(krew: Krew) -> None:
+def test_krew_installed_plugin_diagnoses_and_plans_a_dead_node(
+    krew: Krew, installed: subprocess.CompletedProcess[str]
+) -> None:
+    assert installed.returncode == 0, installed.stderr
     cp = krew.cp
     cp.add_failable_node(NODE)
     wait_node_ready(cp, NODE)
@@ -120,7 +144,7 @@ def test_krew_installed_plugin_diagnoses_and_plans_a_dead_node(krew: Krew) -> No
         data = json.loads(plan.stdout)
         assert data["kind"] == "RemediationPlan" and data["confirmed"] is False
         steps = {s["target"]: s for s in data["steps"]}
-        assert steps[f"pod/{NS}/db-0"]["action"] == "wait"
+        assert steps.get(f"pod/{NS}/db-0", {}).get("action") == "wait", data
         # the out-of-service taint waits for an attestation that the machine is off
         assert steps[f"node/{NODE}"]["allowed"] is False, data["steps"]
         table = krew.kubectl("nodefail", "remediate", NODE)
@@ -132,9 +156,10 @@ def test_krew_installed_plugin_diagnoses_and_plans_a_dead_node(krew: Krew) -> No
         cp.kubectl("delete", "namespace", NS, "--wait=false")
 
 
-def test_krew_uninstall_removes_the_plugin(krew: Krew) -> None:
-    if not (krew.root / "bin" / "kubectl-nodefail").exists():
-        pytest.fail("the install test did not leave the plugin installed")
+def test_krew_uninstall_removes_the_plugin(
+    krew: Krew, installed: subprocess.CompletedProcess[str]
+) -> None:
+    assert installed.returncode == 0 and (krew.root / "bin" / "kubectl-nodefail").exists()
     proc = krew.kubectl("krew", "uninstall", "nodefail")
     assert proc.returncode == 0, proc.stderr
     assert "Uninstalled plugin: nodefail" in proc.stderr + proc.stdout
