@@ -41,7 +41,10 @@ def _read(ctx: click.Context, fetch: Callable[[Any], list[str]]) -> list[str]:
     try:
         from kubectl_nodefail.kube import Cluster
 
-        cluster = Cluster(params.get("kubeconfig"), params.get("context"), TIMEOUT)
+        context = params.get("context")
+        if isinstance(context, (tuple, list)):  # diagnose's --context is repeatable
+            context = context[0] if context else None
+        cluster = Cluster(params.get("kubeconfig"), context, TIMEOUT)
     except Exception:
         return []
     try:
