@@ -3,6 +3,7 @@ is stopped and is reported in its own group (exit 11) without hiding the other."
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import tempfile
@@ -27,6 +28,13 @@ def _renamed(kubeconfig: Path, name: str) -> dict[str, Any]:
             item["name"] = name
     for item in config["contexts"]:
         item["context"]["cluster"] = item["context"]["user"] = name
+    # inline the certificates: a stopped cluster's files go with it, its kubeconfig must not
+    for section, key in (("clusters", "cluster"), ("users", "user")):
+        for item in config[section]:
+            for field in ("certificate-authority", "client-certificate", "client-key"):
+                if field in item[key]:
+                    data = Path(item[key].pop(field)).read_bytes()
+                    item[key][f"{field}-data"] = base64.b64encode(data).decode()
     return dict(config)
 
 

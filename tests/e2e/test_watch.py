@@ -71,7 +71,10 @@ def test_watch_follows_a_node_dying_and_returning(
         )
         wait_for(
             "the watch showing the evicted pod Terminating and its replacement",
-            lambda: any("Terminating" in b and "replacement Running" in b for b in follow.blocks()),
+            lambda: any(
+                "Terminating" in b and "Deployment/web" in b and "replaced" in b
+                for b in follow.blocks()
+            ),
             90,
         )
         shown = len(follow.blocks())
@@ -89,5 +92,8 @@ def test_watch_follows_a_node_dying_and_returning(
         cp.kubectl("delete", "namespace", NS, "--wait=false")
     follow.thread.join(timeout=5)
     stderr = proc.stderr.read() if proc.stderr else ""
+    for stream in (proc.stdout, proc.stderr):
+        if stream:
+            stream.close()
     assert code == 0, stderr  # the last diagnosis: nothing wrong
     assert "Traceback" not in stderr and "interrupted" not in stderr
