@@ -57,11 +57,16 @@ def archive_name(ver: str) -> str:
 
 
 def source_date_epoch() -> int:
-    """The last commit's time: every timestamp in the zipapp and the archive."""
+    """Every timestamp in the zipapp and the archive: the time of the last commit that changed
+    anything but the manifest (committing the manifest must not change the archive it names)."""
     if os.environ.get("SOURCE_DATE_EPOCH"):
         return int(os.environ["SOURCE_DATE_EPOCH"])
     out = subprocess.run(
-        ["git", "log", "-1", "--format=%ct"], cwd=REPO, capture_output=True, text=True, check=True
+        ["git", "log", "-1", "--format=%ct", "--", ".", ":(exclude)krew-manifest.yaml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return int(out.stdout.strip())
 
