@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: diagnose test unit e2e lint record controlplane clean test-matrix record-matrix controlplane-matrix bench
+.PHONY: diagnose test unit e2e lint record controlplane clean test-matrix record-matrix controlplane-matrix bench release release-check
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,release]'
 	touch $@
 
 ## Install, then diagnose the current kubeconfig's cluster, or the bundled demo without one.
@@ -46,7 +46,7 @@ record-matrix: $(STAMP) controlplane-matrix
 	done
 
 lint: $(STAMP)
-	$(BIN)/ruff check kubectl_nodefail tests bench
+	$(BIN)/ruff check kubectl_nodefail tests bench release
 	$(BIN)/mypy
 
 ## Everything: lint, types, unit tests and the end-to-end scenarios on the real control plane
@@ -71,6 +71,15 @@ record: $(STAMP) controlplane
 bench: $(STAMP) controlplane
 	$(BIN)/pip install --quiet -e '.[fast]'
 	nice -n 10 $(BIN)/python -m bench.run $(BENCH_ARGS)
+
+## The release: wheel, sdist, the krew archive (a zipapp that runs on a bare python3) and
+## krew-manifest.yaml with its sha256, in dist/ (see release/build.py).
+release: $(STAMP)
+	$(BIN)/python release/build.py
+
+## Fail if krew-manifest.yaml disagrees with a build of this commit.
+release-check: $(STAMP)
+	$(BIN)/python release/build.py --check
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .e2e-logs

@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from kubectl_nodefail import __version__
+from kubectl_nodefail import __version__, color, completion, contexts, progress
 from kubectl_nodefail.errors import Exit, NodefailError
 
 OUTPUTS = ["table", "wide", "json", "yaml"]
@@ -82,6 +82,91 @@ class Duration(click.ParamType):
         return seconds
 
 
+DIAGNOSE_EXAMPLES = """
+\b
+Examples:
+  # every failed node and stuck pod of the current context
+  kubectl nodefail diagnose
+  # one node, and the full reasoning for it (with its incident timeline)
+  kubectl nodefail diagnose worker-3 --explain worker-3
+  # why one pod is stuck
+  kubectl nodefail diagnose --explain shop/db-0
+  # for a runbook: branch on the exit code (3 = problems found), read the JSON
+  kubectl nodefail diagnose -o json | jq '.nodes[].cause.code'
+  # another cluster, pods of one namespace only
+  kubectl nodefail diagnose --context prod-eu -n shop
+  # several clusters at once, grouped; the exit code is the worst of them
+  kubectl nodefail diagnose --context prod-eu --context prod-us
+  kubectl nodefail diagnose --all-contexts -o json
+  # follow the incident live (Ctrl-C stops)
+  kubectl nodefail diagnose worker-3 --watch
+  # offline: a dump taken earlier (kubectl nodefail dump -f incident.json)
+  kubectl nodefail diagnose --from-file incident.json
+"""
+REMEDIATE_EXAMPLES = """
+\b
+Examples:
+  # the plan for one node (changes nothing)
+  kubectl nodefail remediate worker-3
+  # the machine is confirmed powered off: carry the plan out
+  kubectl nodefail remediate worker-3 --node-shutdown-confirmed worker-3 --confirm
+  # save the plan for review, then execute exactly that plan
+  kubectl nodefail remediate worker-3 --node-shutdown-confirmed worker-3 --plan-out plan.json
+  kubectl nodefail remediate --plan-in plan.json --confirm --log-file remediate.log
+"""
+DUMP_EXAMPLES = """
+\b
+Examples:
+  kubectl nodefail dump -f incident.json            # everything diagnose reads
+  kubectl nodefail dump worker-3 -f worker-3.json   # just what one node's diagnosis needs
+  kubectl nodefail diagnose --from-file incident.json
+"""
+VERSION_EXAMPLES = """
+\b
+Examples:
+  kubectl nodefail version                 # plugin and server version
+  kubectl nodefail version --client        # the plugin only, no cluster read
+  kubectl nodefail version -o json
+"""
+COMPLETION_HELP = """Print a shell completion script (bash, zsh, fish, or kubectl's).
+
+\b
+Completes commands, options, node names, namespaces and NAMESPACE/POD for --explain, read
+from the cluster of the kubeconfig (and --context) typed so far.
+
+\b
+For `kubectl nodefail <TAB>` (kubectl 1.26+ asks an executable kubectl_complete-nodefail
+on PATH; next to the plugin is a good place):
+  kubectl nodefail completion kubectl > ~/.krew/bin/kubectl_complete-nodefail
+  chmod +x ~/.krew/bin/kubectl_complete-nodefail
+For the kubectl-nodefail command itself (pip users):
+  bash:  source <(kubectl nodefail completion bash)    # in ~/.bashrc
+  zsh:   source <(kubectl nodefail completion zsh)     # in ~/.zshrc, after compinit
+  fish:  kubectl nodefail completion fish | source     # in ~/.config/fish/config.fish
+"""
+
+
+def program_name(env: dict[str, str] | None = None) -> str:
+    """How usage lines name the command: `kubectl nodefail`, as kubectl users type it.
+    kubectl sets KUBECTL_PLUGINS_CALLER to its own path when it runs a plugin; a differently
+    named caller (an `oc` or a renamed kubectl) is named instead."""
+    import os
+
+    caller = (os.environ if env is None else env).get("KUBECTL_PLUGINS_CALLER", "")
+    base = os.path.basename(caller) if caller else ""
+    return f"{base or 'kubectl'} nodefail"
+
+
+class PluginGroup(click.Group):
+    """The command group, named as kubectl users type it; completion's variable fixed (click
+    would derive it from the program name, which has a space)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("prog_name", program_name())
+        kwargs.setdefault("complete_var", completion.COMPLETE_VAR)
+        return super().main(*args, **kwargs)
+
+
 @dataclass
 class Connection:
     kubeconfig: str | None
@@ -99,6 +184,7 @@ class Connection:
 
 DEADLINE_KEY = "kubectl_nodefail.deadline"  # the run's time.monotonic() deadline, in ctx.meta
 WATCHDOG_KEY = "kubectl_nodefail.watchdog"  # lifted while remediate executes (see _execute)
+DEADLINE_SECONDS_KEY = "kubectl_nodefail.deadline_seconds"  # --deadline, for --watch
 
 
 def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -110,7 +196,12 @@ def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 metavar="PATH",
                 help="Path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config).",
             ),
-            click.option("--context", metavar="NAME", help="The kubeconfig context to use."),
+            click.option(
+                "--context",
+                metavar="NAME",
+                help="The kubeconfig context to use.",
+                shell_complete=completion.contexts,
+            ),
             click.option(
                 "--request-timeout",
                 type=Duration(),
@@ -159,6 +250,7 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
             click.get_current_context().meta[DEADLINE_KEY] = time.monotonic() + seconds
             watchdog = _Watchdog(seconds)
             click.get_current_context().meta[WATCHDOG_KEY] = watchdog
+            click.get_current_context().meta[DEADLINE_SECONDS_KEY] = seconds
         try:
             code = fn(*args, **kwargs)
         except NodefailError as exc:
@@ -263,7 +355,10 @@ def _quiet_libraries(verbose: int) -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=PluginGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, "--version", prog_name="kubectl-nodefail")
 def main() -> None:
     """Explain failed nodes and stuck pods, and fix them safely.
@@ -272,19 +367,44 @@ def main() -> None:
       kubectl nodefail diagnose            what is wrong, why, what happens next
       kubectl nodefail remediate NODE      the safe plan (changes nothing)
       kubectl nodefail remediate NODE --confirm   carry the plan out
+      kubectl nodefail completion bash     shell completion (see its --help)
     """
 
 
-@main.command()
-def version() -> None:
-    """Print the version."""
-    click.echo(f"kubectl-nodefail {__version__}")
+@main.command(epilog=VERSION_EXAMPLES)
+@connection_options
+@click.option("--client", is_flag=True, help="The plugin's version only; no cluster read.")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
+@handle_errors
+def version(
+    kubeconfig: str | None,
+    context: str | None,
+    request_timeout: float,
+    verbose: int,
+    client: bool,
+    output: str,
+) -> int:
+    """Print the plugin's version and the Kubernetes version of the server it sees.
+
+    Without a reachable cluster it says why, and still exits 0. The server is asked for at
+    most 5 seconds unless --request-timeout says less.
+    """
+    from kubectl_nodefail.versioninfo import describe
+
+    conn = Connection(kubeconfig, context, min(request_timeout, 5.0), verbose)
+    info = describe(None if client else conn)
+    click.echo(info.json() if output == "json" else info.text(), nl=False)
+    return Exit.OK
+
+
+@main.command("completion", help=COMPLETION_HELP)
+@click.argument("shell", type=click.Choice(completion.SHELLS))
+def completion_command(shell: str) -> None:
+    click.echo(completion.script(main, shell), nl=False)
 
 
 def _progress(verbose: int) -> Callable[[str], None]:
-    from kubectl_nodefail.gather import stderr_progress
-
-    return stderr_progress if verbose else (lambda _: None)
+    return progress.reporter(verbose)
 
 
 def load_snapshot(
@@ -315,6 +435,7 @@ def load_snapshot(
             )
         )
     finally:
+        progress.done()
         cluster.close()
 
 
@@ -329,8 +450,9 @@ def checked(snap: Any) -> Any:
     return snap
 
 
-@main.command(epilog=EXIT_CODES_HELP)
-@click.argument("nodes", nargs=-1, metavar="[NODE]...")
+@main.command(epilog=DIAGNOSE_EXAMPLES + EXIT_CODES_HELP)
+@click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
+@contexts.repeatable_context
 @connection_options
 @click.option(
     "-n",
@@ -339,9 +461,17 @@ def checked(snap: Any) -> Any:
     multiple=True,
     metavar="NS",
     help="Only pods in this namespace (repeatable). Nodes are always examined.",
+    shell_complete=completion.namespaces,
 )
 @click.option("-A", "--all-namespaces", is_flag=True, help="Pods of every namespace (default).")
-@click.option("-o", "--output", type=click.Choice(OUTPUTS), default="table", show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice([*OUTPUTS, "markdown"]),
+    default="table",
+    show_default=True,
+    help="markdown: the diagnosis and each failed node's timeline, for an incident channel.",
+)
 @click.option(
     "--from-file",
     metavar="PATH",
@@ -358,12 +488,30 @@ def checked(snap: Any) -> Any:
     "explain",
     metavar="NAME",
     help="Print the full reasoning for one node, or one pod as NAMESPACE/NAME.",
+    shell_complete=completion.explain_targets,
 )
+@click.option(
+    "-w",
+    "--watch",
+    is_flag=True,
+    help="Follow the incident: read again every --interval seconds, show it again on a change "
+    "(redrawn in place on a terminal). Ctrl-C stops.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.5),
+    default=2.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How often --watch reads the cluster.",
+)
+@color.no_color_option
 @handle_errors
 def diagnose(
     nodes: tuple[str, ...],
+    all_contexts: bool,
     kubeconfig: str | None,
-    context: str | None,
+    context: tuple[str, ...],
     request_timeout: float,
     verbose: int,
     namespaces: tuple[str, ...],
@@ -372,6 +520,8 @@ def diagnose(
     from_file: str | None,
     demo: bool,
     explain: str | None,
+    watch: bool,
+    interval: float,
 ) -> int:
     """Explain every failed node and every stuck pod, by controller type.
 
@@ -379,6 +529,9 @@ def diagnose(
     cause and zone state, and every pod on them or stuck Terminating anywhere: what kubectl shows,
     what it really means, why it is stuck for its controller, its replacement, storage blockers,
     when eviction happens, what happens if the node returns, and the safe fix.
+
+    --explain NODE adds the node's incident timeline (last lease renewal, Ready transition,
+    taints, evictions, replacements, volumes, recovery), as JSON too (nodes[].timeline).
     """
     from kubectl_nodefail import render
     from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
@@ -387,19 +540,86 @@ def diagnose(
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
     if from_file and demo:
         raise click.UsageError("--from-file and --demo exclude each other")
-    conn = Connection(kubeconfig, context, request_timeout, verbose)
-    snap = load_snapshot(conn, from_file, demo, nodes, namespaces)
-    report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
-    for gap in report.gaps:
-        click.echo(f"warning: {gap}", err=True)
-    if explain:
-        click.echo(_explain(report, explain), nl=False)
-    elif output in ("json", "yaml"):
-        data = render.report_data(report)
-        click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
-    else:
-        click.echo(render.table(report, wide=output == "wide" or verbose > 0), nl=False)
-    return Exit.PROBLEMS_FOUND if report.problems else Exit.OK
+    if watch and (from_file or demo):
+        raise click.UsageError("--watch follows a live cluster: not with --from-file or --demo")
+    many = all_contexts or len(context) > 1
+    progress.machine_output("json" if watch or many else output)
+    if many and (watch or from_file or demo or explain or output == "markdown"):
+        raise click.UsageError(
+            "several contexts: not with --watch, --from-file, --demo, --explain or -o markdown"
+        )
+    conn = Connection(kubeconfig, context[0] if context else None, request_timeout, verbose)
+
+    def show(snap: Any) -> tuple[str, int]:
+        report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
+        for gap in report.gaps:
+            click.echo(f"warning: {gap}", err=True)
+        code = Exit.PROBLEMS_FOUND if report.problems else Exit.OK
+        if output in ("json", "yaml", "markdown"):
+            from kubectl_nodefail import incident
+
+            data = incident.report_with_timelines(report, snap)
+            if explain:
+                data = incident.explained(data, explain)
+            if output == "markdown":
+                return incident.markdown(data, snap), code
+            return (render.as_json(data) if output == "json" else render.as_yaml(data)), code
+        if explain:
+            from kubectl_nodefail import incident
+
+            text = _explain(report, explain) + incident.timeline_text(snap, explain)
+            return color.style_for_terminal(text), code
+        table = render.table(report, wide=output == "wide" or verbose > 0)
+        return color.style_for_terminal(table), code
+
+    if watch:
+        from kubectl_nodefail import watch as watching
+
+        out = sys.stdout
+
+        def refresh() -> Any:
+            _renew_deadline()
+            return load_snapshot(conn, None, False, nodes, namespaces)
+
+        return watching.run(
+            refresh,
+            show,
+            interval,
+            out,
+            sys.stderr,
+            tty=out.isatty(),
+            title=f"{program_name()} diagnose {' '.join(nodes)}".rstrip(),
+            one_line=output == "json",
+        )
+    if many:
+        names = list(dict.fromkeys(context)) or contexts.kubeconfig_contexts(kubeconfig)
+        if all_contexts and context:
+            raise click.UsageError("--context and --all-contexts exclude each other")
+
+        def one(name: str) -> tuple[str, int]:
+            per = Connection(kubeconfig, name, request_timeout, 0)
+            return show(load_snapshot(per, None, False, nodes, namespaces))
+
+        results = contexts.run_many(names, one)
+        click.echo(contexts.render(results, output), nl=False)
+        return contexts.worst([r.code for r in results])
+    text, code = show(load_snapshot(conn, from_file, demo, nodes, namespaces))
+    click.echo(text, nl=False)
+    return code
+
+
+def _renew_deadline() -> None:
+    """--watch runs until Ctrl-C: the overall deadline (and its watchdog) bounds each refresh
+    of the cluster, not the whole watch."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return
+    watchdog = ctx.meta.pop(WATCHDOG_KEY, None)
+    if watchdog is not None:
+        watchdog.cancel()
+    seconds = ctx.meta.get(DEADLINE_SECONDS_KEY)
+    if seconds:
+        ctx.meta[DEADLINE_KEY] = time.monotonic() + seconds
 
 
 def _explain(report: Any, name: str) -> str:
@@ -420,10 +640,17 @@ def _explain(report: Any, name: str) -> str:
     raise click.UsageError(f"{name!r} is neither a failed node nor a stuck pod in this diagnosis")
 
 
-@main.command(epilog=EXIT_CODES_HELP)
-@click.argument("nodes", nargs=-1, metavar="[NODE]...")
+@main.command(epilog=DUMP_EXAMPLES + EXIT_CODES_HELP)
+@click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
 @connection_options
-@click.option("-n", "--namespace", "namespaces", multiple=True, metavar="NS")
+@click.option(
+    "-n",
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    metavar="NS",
+    shell_complete=completion.namespaces,
+)
 @click.option(
     "-f",
     "--file",
@@ -463,8 +690,8 @@ def dump(
     return Exit.OK
 
 
-@main.command(epilog=STRATEGY_HELP + EXIT_CODES_HELP)
-@click.argument("nodes", nargs=-1, metavar="[NODE]...")
+@main.command(epilog=REMEDIATE_EXAMPLES + STRATEGY_HELP + EXIT_CODES_HELP)
+@click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
 @connection_options
 @click.option("-o", "--output", type=click.Choice(OUTPUTS), default="table", show_default=True)
 @click.option("--confirm", is_flag=True, help="Execute the plan. Without it nothing is changed.")
@@ -525,6 +752,7 @@ def dump(
     help="Narrow to this saved plan: run (with --confirm) only its steps that a plan "
     "computed from the live cluster now allows too.",
 )
+@color.no_color_option
 @handle_errors
 def remediate(
     nodes: tuple[str, ...],
@@ -573,6 +801,7 @@ def remediate(
     saved = planfile.read(plan_in) if plan_in else None
     _check_writable("--plan-out", plan_out)
     _check_writable("--log-file", log_file)
+    progress.machine_output(output)
     conn = Connection(kubeconfig, context, request_timeout, verbose)
     opts = Options(
         strategy=saved.strategy if saved else strategy,
@@ -612,7 +841,8 @@ def remediate(
         )
         click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
     else:
-        click.echo(render.plan_table(plan, confirm, wide=output == "wide"), nl=False)
+        plan_text = render.plan_table(plan, confirm, wide=output == "wide")
+        click.echo(color.style_for_terminal(plan_text), nl=False)
     code = plan.exit_code() if not confirm else plan.result_code()
     if code == Exit.INTERRUPTED:
         done = counts.get("done", 0)
@@ -674,7 +904,10 @@ def _make_plan(
     else:
         from kubectl_nodefail.gather import gather
 
-        snap = checked(gather(cluster, only_nodes=opts.only_nodes, progress=_progress(verbose)))
+        try:
+            snap = checked(gather(cluster, only_nodes=opts.only_nodes, progress=_progress(verbose)))
+        finally:
+            progress.done()
     unknown = set(opts.attested) - {n["metadata"]["name"] for n in snap.nodes}
     if unknown and strict_attested:
         raise click.UsageError(

@@ -142,7 +142,21 @@ class Cluster:
         self._api = client.ApiClient(cfg)
         from kubectl_nodefail import __version__
 
-        self._api.user_agent = f"kubectl-nodefail/{__version__}"
+        self._cfg = cfg
+        self._pool = self._api.rest_client.pool_manager
+        self._user_agent = f"kubectl-nodefail/{__version__}"
+
+    def _auth_headers(self) -> dict[str, str]:
+        """The bearer token (refreshed by exec plugins / token files through the client's
+        hook) as a header; client certificates live in the connection pool's TLS settings.
+
+        Only the client's Configuration and its urllib3 pool are used, not its generated
+        request code: that code changed shape across client generations, the pool did not."""
+        headers = {"User-Agent": self._user_agent}
+        for auth in self._cfg.auth_settings().values():
+            if auth.get("in") == "header" and auth.get("value"):
+                headers[auth["key"]] = auth["value"]
+        return headers
 
     # --- plain requests ---
 
@@ -243,21 +257,16 @@ class Cluster:
         if body is not None:
             headers["Content-Type"] = content_type
         try:
-            _, url, headers, _, _ = self._api.param_serialize(
-                method=method,
-                resource_path=url_path,
-                header_params=headers,
-                auth_settings=["BearerToken"],
-            )
+            headers.update(self._auth_headers())
         except Exception as exc:  # exec plugins and token refreshers fail in many ways
             raise AuthError(
                 f"could not get credentials for context {self.context!r}: {_short(exc)}",
                 hint="log in again",
             ) from exc
         try:
-            resp = self._api.rest_client.pool_manager.request(
+            resp = self._pool.request(
                 method,
-                url,
+                self.host + url_path,
                 body=None if body is None else json.dumps(body),
                 headers=headers,
                 timeout=urllib3.Timeout(connect=timeout, read=timeout),

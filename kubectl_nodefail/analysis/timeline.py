@@ -1,0 +1,413 @@
+"""The incident timeline of one node: what happened, in order, with times, from what the API
+already holds. Pure: a Snapshot and `now` in, entries out.
+
+Sources, each entry naming its own (so a reader can check it):
+  Lease spec.renewTime                      the kubelet's last heartbeat
+  Node Ready condition                      lastHeartbeatTime (last status posted) and
+                                            lastTransitionTime (became Unknown/False, or back)
+  Node spec.taints[].timeAdded              NoExecute / NoSchedule / out-of-service taints
+  Node annotation kubectl-nodefail.io/out-of-service-by   who applied the taint with remediate
+  Pod DisruptionTarget condition            eviction decided (taint manager, PodGC, ...)
+  Pod deletionTimestamp - grace period      deletion requested; deletionTimestamp: grace ends
+  Pod Ready condition on the failed node    marked not ready by the node lifecycle controller
+  sibling pods (same controller) elsewhere  replacement created (creationTimestamp), scheduled
+                                            (PodScheduled), ready (Ready)
+  VolumeAttachment                          attach requested (creationTimestamp), detach
+                                            requested (deletionTimestamp)
+  Events about the node and these pods      e.g. NodeNotReady, Multi-Attach error, attached
+
+The API keeps no history: a transition later overwritten (a node that flapped twice) shows only
+its last occurrence, and events expire (1 h by default). The timeline says what the objects
+still record, nothing more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kubectl_nodefail.analysis.facts import TAINT_OUT_OF_SERVICE
+from kubectl_nodefail.snapshot import Snapshot, parse_time
+
+Obj = dict[str, Any]
+OUT_OF_SERVICE_BY = "kubectl-nodefail.io/out-of-service-by"
+
+# Order of entries that share a second: cause before effect.
+ORDER = [
+    "lease-renewed",
+    "status-posted",
+    "node-not-ready",
+    "pod-not-ready",
+    "taint-added",
+    "event",
+    "pod-evicted",
+    "pod-deletion-requested",
+    "replacement-created",
+    "replacement-scheduled",
+    "replacement-pending",
+    "replacement-ready",
+    "pod-grace-ended",
+    "volume-detach-requested",
+    "volume-attach-requested",
+    "node-back",
+]
+
+
+@dataclass(frozen=True)
+class Entry:
+    time: datetime
+    kind: str  # one of ORDER
+    summary: str
+    object: str  # "node/NAME", "pod/NS/NAME", "volumeattachment/NAME"
+    source: str  # the field or event the time comes from
+
+
+def _condition(obj: Obj, ctype: str) -> Obj | None:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == ctype:
+            return dict(cond)
+    return None
+
+
+def _pod_ref(pod: Obj) -> str:
+    meta = pod["metadata"]
+    return f"pod/{meta.get('namespace', '')}/{meta['name']}"
+
+
+def _controller_uid(pod: Obj) -> str | None:
+    for ref in pod["metadata"].get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("uid"))
+    refs = pod["metadata"].get("ownerReferences") or []
+    return str(refs[0].get("uid")) if refs else None
+
+
+def _node_entries(node: Obj, snap: Snapshot) -> list[Entry]:
+    name = node["metadata"]["name"]
+    ref = f"node/{name}"
+    out: list[Entry] = []
+    lease = snap.lease(name)
+    renewed = parse_time(((lease or {}).get("spec") or {}).get("renewTime"))
+    ready = _condition(node, "Ready") or {}
+    status = ready.get("status")
+    if renewed:
+        note = "" if status == "True" else " (none since)"
+        out.append(
+            Entry(
+                renewed,
+                "lease-renewed",
+                f"kubelet renewed its lease for the last time{note}",
+                ref,
+                f"Lease kube-node-lease/{name} spec.renewTime",
+            )
+        )
+    heartbeat = parse_time(ready.get("lastHeartbeatTime"))
+    if heartbeat and status != "True":
+        out.append(
+            Entry(
+                heartbeat,
+                "status-posted",
+                "kubelet posted node status for the last time",
+                ref,
+                "Node Ready condition lastHeartbeatTime",
+            )
+        )
+    transition = parse_time(ready.get("lastTransitionTime"))
+    if transition:
+        why = ": ".join(x for x in (ready.get("reason"), ready.get("message")) if x)
+        if status == "True":
+            out.append(
+                Entry(
+                    transition,
+                    "node-back",
+                    f"node Ready again{f' ({why})' if why else ''}",
+                    ref,
+                    "Node Ready condition lastTransitionTime",
+                )
+            )
+        else:
+            out.append(
+                Entry(
+                    transition,
+                    "node-not-ready",
+                    f"Ready became {status}{f' ({why})' if why else ''}",
+                    ref,
+                    "Node Ready condition lastTransitionTime",
+                )
+            )
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        added, source = _taint_time(node, taint)
+        if not added:
+            continue
+        summary = f"taint {_taint_name(taint)} added"
+        if taint["key"] == TAINT_OUT_OF_SERVICE:
+            by = (node["metadata"].get("annotations") or {}).get(OUT_OF_SERVICE_BY)
+            summary += f" (by {by.split(' at ')[0]})" if by else ""
+        out.append(Entry(added, "taint-added", summary, ref, source))
+    return out
+
+
+def _taint_name(taint: Obj) -> str:
+    value = f"={taint['value']}" if taint.get("value") else ""
+    return f"{taint['key']}{value}:{taint['effect']}"
+
+
+def _taint_time(node: Obj, taint: Obj) -> tuple[datetime | None, str]:
+    """When a taint was added: its timeAdded (the node lifecycle controller writes it; a taint
+    added with kubectl has none, as recorded on 1.36), else, for the out-of-service taint
+    that remediate applied, the time in remediate's annotation."""
+    added = parse_time(taint.get("timeAdded"))
+    if added:
+        return added, "Node spec.taints[].timeAdded"
+    if taint["key"] == TAINT_OUT_OF_SERVICE:
+        by = (node["metadata"].get("annotations") or {}).get(OUT_OF_SERVICE_BY) or ""
+        if " at " in by:
+            when = parse_time(by.split(" at ", 1)[1].split(" ", 1)[0])
+            if when:
+                return when, f"Node annotation {OUT_OF_SERVICE_BY}"
+    return None, ""
+
+
+def untimed_taints(snap: Snapshot, node_name: str) -> list[str]:
+    """Taints on the node whose time nothing records (not placed in the timeline)."""
+    node = next((n for n in snap.nodes if n["metadata"]["name"] == node_name), None)
+    if node is None:
+        return []
+    return [
+        _taint_name(t)
+        for t in (node.get("spec") or {}).get("taints") or []
+        if _taint_time(node, t)[0] is None
+    ]
+
+
+def _pod_entries(pod: Obj, since: datetime | None) -> list[Entry]:
+    ref = _pod_ref(pod)
+    out: list[Entry] = []
+    ready = _condition(pod, "Ready") or {}
+    not_ready = parse_time(ready.get("lastTransitionTime"))
+    if ready.get("status") == "False" and not_ready and (since is None or not_ready >= since):
+        out.append(
+            Entry(
+                not_ready,
+                "pod-not-ready",
+                "marked not ready (its node is not Ready)",
+                ref,
+                "Pod Ready condition",
+            )
+        )
+    target = _condition(pod, "DisruptionTarget") or {}
+    evicted = parse_time(target.get("lastTransitionTime"))
+    if target.get("status") == "True" and evicted:
+        why = target.get("reason") or "unknown reason"
+        out.append(
+            Entry(
+                evicted,
+                "pod-evicted",
+                f"evicted: {why}",
+                ref,
+                "Pod DisruptionTarget condition",
+            )
+        )
+    meta = pod["metadata"]
+    deadline = parse_time(meta.get("deletionTimestamp"))
+    if deadline:
+        grace = int(meta.get("deletionGracePeriodSeconds") or 0)
+        requested = deadline.timestamp() - grace
+        out.append(
+            Entry(
+                datetime.fromtimestamp(requested, deadline.tzinfo),
+                "pod-deletion-requested",
+                f"deletion requested (grace period {grace}s)",
+                ref,
+                "Pod deletionTimestamp - deletionGracePeriodSeconds",
+            )
+        )
+        if grace:
+            out.append(
+                Entry(
+                    deadline,
+                    "pod-grace-ended",
+                    "grace period over: the object stays until its kubelet confirms",
+                    ref,
+                    "Pod deletionTimestamp",
+                )
+            )
+    return out
+
+
+def _replacement_entries(pod: Obj, replaced: str) -> list[Entry]:
+    ref = _pod_ref(pod)
+    out: list[Entry] = []
+    created = parse_time(pod["metadata"].get("creationTimestamp"))
+    if created:
+        out.append(
+            Entry(
+                created,
+                "replacement-created",
+                f"replacement created (for {replaced})",
+                ref,
+                "Pod metadata.creationTimestamp",
+            )
+        )
+    scheduled = _condition(pod, "PodScheduled") or {}
+    when = parse_time(scheduled.get("lastTransitionTime"))
+    if when and scheduled.get("status") == "True":
+        node = (pod.get("spec") or {}).get("nodeName") or "?"
+        out.append(
+            Entry(
+                when,
+                "replacement-scheduled",
+                f"replacement scheduled on {node}",
+                ref,
+                "Pod PodScheduled condition",
+            )
+        )
+    elif when:
+        why = ": ".join(x for x in (scheduled.get("reason"), scheduled.get("message")) if x)
+        out.append(
+            Entry(
+                when,
+                "replacement-pending",
+                f"replacement cannot be scheduled{f' ({why})' if why else ''}",
+                ref,
+                "Pod PodScheduled condition",
+            )
+        )
+    ready = _condition(pod, "Ready") or {}
+    ready_at = parse_time(ready.get("lastTransitionTime"))
+    if ready_at and ready.get("status") == "True":
+        out.append(
+            Entry(ready_at, "replacement-ready", "replacement ready", ref, "Pod Ready condition")
+        )
+    return out
+
+
+def _volume_entries(snap: Snapshot, node_name: str, pv_names: set[str]) -> list[Entry]:
+    out: list[Entry] = []
+    for va in snap.volume_attachments:
+        spec = va.get("spec") or {}
+        pv = (spec.get("source") or {}).get("persistentVolumeName") or ""
+        on_node = spec.get("nodeName") == node_name
+        if not on_node and pv not in pv_names:
+            continue
+        ref = f"volumeattachment/{va['metadata']['name']}"
+        gone = parse_time(va["metadata"].get("deletionTimestamp"))
+        if on_node and gone:
+            out.append(
+                Entry(
+                    gone,
+                    "volume-detach-requested",
+                    f"detach of {pv or 'a volume'} from {node_name} requested",
+                    ref,
+                    "VolumeAttachment deletionTimestamp",
+                )
+            )
+        created = parse_time(va["metadata"].get("creationTimestamp"))
+        if not on_node and created:
+            attached = (va.get("status") or {}).get("attached")
+            state = "attached" if attached else "not attached yet"
+            out.append(
+                Entry(
+                    created,
+                    "volume-attach-requested",
+                    f"attach of {pv} to {spec.get('nodeName')} requested ({state})",
+                    ref,
+                    "VolumeAttachment creationTimestamp",
+                )
+            )
+    return out
+
+
+def _event_entries(snap: Snapshot, refs: dict[tuple[str, str, str], str]) -> list[Entry]:
+    out: list[Entry] = []
+    for ev in snap.events:
+        inv = ev.get("involvedObject") or ev.get("regarding") or {}
+        key = (inv.get("kind", ""), inv.get("namespace", "") or "", inv.get("name", ""))
+        if key not in refs:
+            continue
+        when = parse_time(
+            ev.get("lastTimestamp")
+            or ev.get("eventTime")
+            or (ev.get("series") or {}).get("lastObservedTime")
+            or ev["metadata"].get("creationTimestamp")
+        )
+        if not when:
+            continue
+        count = int(ev.get("count") or (ev.get("series") or {}).get("count") or 1)
+        times = f" ({count} times)" if count > 1 else ""
+        message = " ".join(str(ev.get("message") or ev.get("note") or "").split())
+        out.append(
+            Entry(
+                when,
+                "event",
+                f"event {ev.get('reason', '')}: {message}{times}",
+                refs[key],
+                f"Event {ev['metadata'].get('name', '')} ({ev.get('type', 'Normal')})",
+            )
+        )
+    return out
+
+
+def node_timeline(snap: Snapshot, node_name: str) -> list[Entry]:
+    """Everything the snapshot records about the failure of `node_name`, oldest first.
+    Empty when the snapshot has no such node."""
+    node = next((n for n in snap.nodes if n["metadata"]["name"] == node_name), None)
+    if node is None:
+        return []
+    entries = _node_entries(node, snap)
+    failed_at = next((e.time for e in entries if e.kind == "node-not-ready"), None)
+    on_node = [p for p in snap.pods if (p.get("spec") or {}).get("nodeName") == node_name]
+    refs: dict[tuple[str, str, str], str] = {("Node", "", node_name): f"node/{node_name}"}
+    pv_names: set[str] = set()
+    replaced_uids: dict[str, str] = {}
+    for pod in on_node:
+        entries += _pod_entries(pod, failed_at)
+        meta = pod["metadata"]
+        refs[("Pod", meta.get("namespace", ""), meta["name"])] = _pod_ref(pod)
+        owner = _controller_uid(pod)
+        if owner:
+            replaced_uids.setdefault(owner, _pod_ref(pod))
+        for vol in (pod.get("spec") or {}).get("volumes") or []:
+            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+            pvc = snap.pvc(meta.get("namespace", ""), claim) if claim else None
+            if pvc and (pvc.get("spec") or {}).get("volumeName"):
+                pv_names.add(pvc["spec"]["volumeName"])
+    # replacements: pods of the same controllers, elsewhere, created since the node failed
+    on_node_uids = {p["metadata"].get("uid") for p in on_node}
+    for pod in snap.pods:
+        meta = pod["metadata"]
+        if meta.get("uid") in on_node_uids:
+            continue
+        owner = _controller_uid(pod)
+        created = parse_time(meta.get("creationTimestamp"))
+        if not owner or owner not in replaced_uids or not created:
+            continue
+        if failed_at is not None and created < failed_at:
+            continue
+        entries += _replacement_entries(pod, replaced_uids[owner])
+        refs[("Pod", meta.get("namespace", ""), meta["name"])] = _pod_ref(pod)
+    entries += _volume_entries(snap, node_name, pv_names)
+    entries += _event_entries(snap, refs)
+    rank = {kind: i for i, kind in enumerate(ORDER)}
+    return sorted(
+        entries,
+        key=lambda e: (e.time, rank.get(e.kind, len(ORDER)), e.object),
+    )
+
+
+def to_data(entries: list[Entry], now: datetime) -> list[Obj]:
+    """JSON-ready entries: times in RFC 3339 (UTC) and seconds before `now`."""
+    from kubectl_nodefail.snapshot import format_time
+
+    return [
+        {
+            "time": format_time(e.time),
+            "secondsAgo": round((now - e.time).total_seconds()),
+            "kind": e.kind,
+            "summary": e.summary,
+            "object": e.object,
+            "source": e.source,
+        }
+        for e in entries
+    ]

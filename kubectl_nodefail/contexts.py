@@ -1,0 +1,123 @@
+"""Many clusters at once: `diagnose --context A --context B` or `--all-contexts`.
+
+Each context is diagnosed on its own thread with its own connection; results are printed
+grouped by context, in the order asked (the kubeconfig's order for --all-contexts). A cluster
+that cannot be read (unreachable, credentials rejected) is reported in its own group with its
+error and exit code, without hiding the others. The exit code is the worst across clusters:
+any error (10-14, the highest number) over problems found (3) over nothing wrong (0).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from kubectl_nodefail.errors import ConfigError, NodefailError
+
+WORKERS = 4
+
+
+@dataclass
+class ClusterResult:
+    context: str
+    code: int
+    text: str = ""  # the diagnosis as the chosen output renders it
+    error: str = ""  # the one-line error when the cluster could not be diagnosed
+
+
+def repeatable_context(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Make the `--context` that connection_options added repeatable, and add
+    `--all-contexts`. Written above @connection_options (decorators apply bottom-up)."""
+    from kubectl_nodefail import completion
+
+    params = getattr(fn, "__click_params__", [])
+    for i, param in enumerate(params):
+        if param.name == "context":
+            params[i] = click.Option(
+                ["--context"],
+                multiple=True,
+                metavar="NAME",
+                help="The kubeconfig context to use; repeat it to diagnose several clusters.",
+                shell_complete=completion.contexts,
+            )
+    return click.option(
+        "--all-contexts",
+        is_flag=True,
+        help="Diagnose every context of the kubeconfig, concurrently, grouped by context.",
+    )(fn)
+
+
+def kubeconfig_contexts(kubeconfig: str | None) -> list[str]:
+    """The context names of the kubeconfig, in its order."""
+    from kubectl_nodefail.kube import _kubeconfig_paths
+
+    paths = [p for p in _kubeconfig_paths(kubeconfig) if p]
+    try:
+        from kubernetes import config
+
+        found, _ = config.list_kube_config_contexts(paths[0])
+    except Exception as exc:
+        raise ConfigError(f"cannot list the contexts of {paths[0]}: {exc}") from exc
+    names = [c["name"] for c in found or []]
+    if not names:
+        raise ConfigError(f"no contexts in {paths[0]}")
+    return names
+
+
+def run_many(contexts: list[str], one: Callable[[str], tuple[str, int]]) -> list[ClusterResult]:
+    """Diagnose every context concurrently; an error stays in its cluster's result."""
+
+    def attempt(context: str) -> ClusterResult:
+        try:
+            text, code = one(context)
+            return ClusterResult(context, int(code), text)
+        except NodefailError as exc:
+            return ClusterResult(context, int(exc.exit_code), error=exc.line())
+
+    with ThreadPoolExecutor(max_workers=min(WORKERS, len(contexts))) as pool:
+        return list(pool.map(attempt, contexts))
+
+
+def worst(codes: list[int]) -> int:
+    """Errors (highest number first) over problems found (3) over nothing wrong (0)."""
+    return max(codes, key=lambda c: (0 if c == 0 else 1 if c == 3 else 2, c), default=0)
+
+
+def render(results: list[ClusterResult], output: str) -> str:
+    if output in ("json", "yaml"):
+        clusters = []
+        for r in results:
+            entry: dict[str, Any] = {"context": r.context, "exitCode": r.code}
+            if r.error:
+                entry["error"] = r.error
+            else:
+                entry["diagnosis"] = json.loads(r.text) if output == "json" else r.text
+            clusters.append(entry)
+        data = {
+            "apiVersion": "kubectl-nodefail/v1",
+            "kind": "MultiClusterDiagnosis",
+            "exitCode": worst([r.code for r in results]),
+            "clusters": clusters,
+        }
+        if output == "json":
+            return json.dumps(data, indent=2) + "\n"
+        import yaml
+
+        for entry in clusters:
+            if "diagnosis" in entry:
+                entry["diagnosis"] = yaml.safe_load(entry["diagnosis"])
+        return str(yaml.safe_dump(data, sort_keys=False))
+    out = []
+    for r in results:
+        head = f"=== context {r.context}: "
+        if r.error:
+            out.append(f"{head}error (exit {r.code})\n{r.error}\n")
+        else:
+            state = "problems found" if r.code == 3 else "nothing wrong" if r.code == 0 else ""
+            out.append(f"{head}{state} (exit {r.code})\n{r.text}")
+    return "\n".join(out)

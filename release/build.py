@@ -1,0 +1,313 @@
+"""Build a release of kubectl-nodefail from this checkout, in one go.
+
+Produces, in --out (default dist/):
+  kubectl_nodefail-V-py3-none-any.whl, kubectl_nodefail-V.tar.gz   (pip / pipx users)
+  kubectl-nodefail                 the plugin as one executable zipapp (shiv) that runs on a
+                                   bare python3 (3.10+): every dependency inside, pure Python
+  kubectl-nodefail-vV.tar.gz       the krew archive: that zipapp and LICENSE
+  krew-manifest.yaml               with the archive's sha256 (also written to the repository)
+  SHA256SUMS
+
+The version comes from one place, kubectl_nodefail/__init__.py. The archive is reproducible
+(fixed timestamps from the last commit, sorted entries, pinned dependencies), so the manifest's
+sha256 and a rebuild of the same commit agree; `--check` proves the committed manifest does.
+
+Usage: python release/build.py [--out DIR] [--wheel-cache DIR] [--allow-dirty] [--check]
+Only the standard library here; the tools it runs (build, shiv, pip) are pinned in setup.cfg's
+`release` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+REQUIREMENTS = REPO / "release" / "zipapp-requirements.txt"
+MANIFEST = REPO / "krew-manifest.yaml"
+PLUGIN = "kubectl-nodefail"
+DOWNLOAD = "https://github.com/kubectl-nodefail/kubectl-nodefail/releases/download"
+COMPILED = (".so", ".pyd", ".dylib")
+# Written by pip into each .dist-info and different on every machine or run.
+UNSTABLE_METADATA = ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")
+# Never imported by the plugin, and unusable without aiohttp (left out of the zipapp).
+UNUSED = ("kubernetes/aio",)
+
+
+def version() -> str:
+    text = (REPO / "kubectl_nodefail" / "__init__.py").read_text()
+    match = re.search(r'^__version__ = "([^"]+)"$', text, re.M)
+    if not match:
+        sys.exit("release: no __version__ in kubectl_nodefail/__init__.py")
+    return match.group(1)
+
+
+def archive_name(ver: str) -> str:
+    return f"{PLUGIN}-v{ver}-krew.tar.gz"
+
+
+def source_date_epoch() -> int:
+    """Every timestamp in the zipapp and the archive: the time of the last commit that changed
+    anything but the manifest (committing the manifest must not change the archive it names)."""
+    if os.environ.get("SOURCE_DATE_EPOCH"):
+        return int(os.environ["SOURCE_DATE_EPOCH"])
+    out = subprocess.run(
+        ["git", "log", "-1", "--format=%ct", "--", ".", ":(exclude)krew-manifest.yaml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout.strip())
+
+
+def dirty_files() -> list[str]:
+    """Changed or untracked files, except the manifest this script writes."""
+    out = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    return [
+        line[3:] for line in out.stdout.splitlines() if line[3:].strip() != "krew-manifest.yaml"
+    ]
+
+
+def run(cmd: list[str], **kwargs: object) -> None:
+    print("+", " ".join(cmd), file=sys.stderr)
+    subprocess.run(cmd, check=True, **kwargs)  # type: ignore[call-overload]
+
+
+def python_dists(out: Path, epoch: int) -> Path:
+    """The sdist and the wheel, with the pinned setuptools of this environment (no download)."""
+    run(
+        [sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "-o", str(out)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "SOURCE_DATE_EPOCH": str(epoch)},
+    )
+    wheels = sorted(out.glob("kubectl_nodefail-*.whl"))
+    if len(wheels) != 1:
+        sys.exit(f"release: expected one wheel in {out}, found {wheels}")
+    return wheels[0]
+
+
+def dependency_wheels(cache: Path, site: Path) -> None:
+    """Install the pinned dependencies into `site`: offline from `cache` when it has them,
+    else download them into `cache` first (once)."""
+    install = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--target",
+        str(site),
+        "--no-deps",
+        "--no-compile",
+        "--only-binary=:all:",
+        "--no-index",
+        "--find-links",
+        str(cache),
+        "-r",
+        str(REQUIREMENTS),
+    ]
+    if subprocess.run(install, capture_output=True, check=False).returncode == 0:
+        return
+    cache.mkdir(parents=True, exist_ok=True)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--dest",
+            str(cache),
+            "-r",
+            str(REQUIREMENTS),
+        ]
+    )
+    shutil.rmtree(site, ignore_errors=True)
+    run(install)
+
+
+def strip_site(site: Path) -> list[str]:
+    """Remove what a zipapp must not carry; return the compiled files removed.
+
+    Compiled extensions cannot be imported from a zip and are built for one platform and one
+    Python: without them, PyYAML and charset-normalizer use their pure-Python code."""
+    removed = []
+    for path in sorted(site.rglob("*")):
+        if path.is_file() and (path.name.endswith(COMPILED) or ".so." in path.name):
+            removed.append(str(path.relative_to(site)))
+            path.unlink()
+    for path in list(site.rglob("__pycache__")) + [site / "bin"] + [site / u for u in UNUSED]:
+        shutil.rmtree(path, ignore_errors=True)
+    for info in site.glob("*.dist-info"):
+        for name in UNSTABLE_METADATA:
+            (info / name).unlink(missing_ok=True)
+    return removed
+
+
+def zipapp(site: Path, target: Path, epoch: int) -> None:
+    """The executable: shiv's bootstrap, which unpacks the zip once into ~/.shiv (SHIV_ROOT) so
+    later runs import from files with cached bytecode."""
+    env = {**os.environ, "SOURCE_DATE_EPOCH": str(epoch)}
+    run(
+        [
+            sys.executable,
+            "-m",
+            "shiv",
+            "--site-packages",
+            str(site),
+            "--entry-point",
+            "kubectl_nodefail.cli:main",
+            "--output-file",
+            str(target),
+            "--python",
+            "/usr/bin/env python3",
+            "--reproducible",
+            "--compressed",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def krew_archive(exe: Path, target: Path, epoch: int) -> None:
+    """A reproducible .tar.gz: sorted entries, root-owned, fixed mtimes, no gzip timestamp."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, src, mode in ((PLUGIN, exe, 0o755), ("LICENSE", REPO / "LICENSE", 0o644)):
+            data = src.read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), mode, epoch
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            tar.addfile(info, io.BytesIO(data))
+    with (
+        open(target, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz,
+    ):
+        gz.write(buf.getvalue())
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def manifest_text(current: str, ver: str, digest: str) -> str:
+    """krew-manifest.yaml with this release's version, download address and sha256."""
+    text = re.sub(r"(?m)^(  version: ).*$", rf"\g<1>v{ver}", current, count=1)
+    text = re.sub(
+        r"(?m)^(    uri: ).*$", rf"\g<1>{DOWNLOAD}/v{ver}/{archive_name(ver)}", text, count=1
+    )
+    text = re.sub(r"(?m)^(    sha256: ).*$", rf'\g<1>"{digest}"', text, count=1)
+    return text
+
+
+def build(out: Path, cache: Path) -> dict[str, Path]:
+    ver, epoch = version(), source_date_epoch()
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*"):
+        if old.is_file():
+            old.unlink()
+    wheel = python_dists(out, epoch)
+    with tempfile.TemporaryDirectory(prefix="nodefail-release-") as tmp:
+        site = Path(tmp) / "site"
+        dependency_wheels(cache, site)
+        shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts: not needed
+        run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--target",
+                str(site),
+                "--no-deps",
+                "--no-compile",
+                "--no-index",
+                str(wheel),
+            ]
+        )
+        removed = strip_site(site)
+        print(f"release: compiled files left out: {', '.join(removed) or 'none'}", file=sys.stderr)
+        exe = out / PLUGIN
+        zipapp(site, exe, epoch)
+    archive = out / archive_name(ver)
+    krew_archive(exe, archive, epoch)
+    manifest = manifest_text(MANIFEST.read_text(), ver, sha256(archive))
+    (out / "krew-manifest.yaml").write_text(manifest)
+    sums = [f"{sha256(p)}  {p.name}" for p in sorted(out.iterdir()) if p.is_file()]
+    (out / "SHA256SUMS").write_text("\n".join(sums) + "\n")
+    return {"archive": archive, "manifest": out / "krew-manifest.yaml", "wheel": wheel, "exe": exe}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=REPO / "dist")
+    parser.add_argument(
+        "--wheel-cache",
+        type=Path,
+        default=Path(os.environ.get("NODEFAIL_CACHE", Path.home() / ".cache/kubectl-nodefail"))
+        / "wheels",
+        help="downloaded dependency wheels, reused offline",
+    )
+    parser.add_argument("--allow-dirty", action="store_true", help="build uncommitted changes")
+    parser.add_argument(
+        "--keep-manifest",
+        action="store_true",
+        help="write the manifest only into --out, not into the repository (tests)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="build into a temporary folder and fail if krew-manifest.yaml disagrees",
+    )
+    args = parser.parse_args()
+    dirty = dirty_files()
+    if dirty and not args.allow_dirty:
+        print(
+            f"release: uncommitted changes ({', '.join(dirty[:5])}): commit them, or pass "
+            "--allow-dirty (the archive's timestamps come from the last commit)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.check:
+        with tempfile.TemporaryDirectory(prefix="nodefail-check-") as tmp:
+            built = build(Path(tmp), args.wheel_cache)
+            if built["manifest"].read_text() != MANIFEST.read_text():
+                print(
+                    "release: krew-manifest.yaml disagrees with a build of this checkout: "
+                    "run make release and commit it",
+                    file=sys.stderr,
+                )
+                return 1
+        print("release: krew-manifest.yaml matches a build of this checkout", file=sys.stderr)
+        return 0
+    built = build(args.out, args.wheel_cache)
+    if not args.keep_manifest:
+        MANIFEST.write_text(built["manifest"].read_text())
+    print((args.out / "SHA256SUMS").read_text(), end="")
+    print(f"release: wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""The release as `make release` builds it (once per test session), and bare Pythons to run it.
+
+A "bare" Python is an empty virtual environment (no pip, no packages) of the oldest Python 3.10+
+found: its interpreter, run with -I, sees nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.e2e.controlplane import REPO
+
+SUPPORTED = ("3.10", "3.11", "3.12", "3.13", "3.14")
+
+
+@dataclass(frozen=True)
+class Release:
+    out: Path
+    archive: Path
+    manifest: Path
+    wheel: Path
+    sdist: Path
+    zipapp: Path
+
+    def manifest_data(self) -> dict[str, Any]:
+        return dict(yaml.safe_load(self.manifest.read_text()))
+
+
+@functools.lru_cache(maxsize=1)
+def built_release() -> Release:
+    """Run release/build.py into a temporary folder; the checkout (dist/, krew-manifest.yaml)
+    is left alone."""
+    out = Path(tempfile.mkdtemp(prefix="nodefail-release-"))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "release" / "build.py"),
+            "--allow-dirty",
+            "--keep-manifest",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"release/build.py failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    archives = list(out.glob("kubectl-nodefail-v*-krew.tar.gz"))
+    wheels = list(out.glob("kubectl_nodefail-*.whl"))
+    sdists = list(out.glob("kubectl_nodefail-*.tar.gz")) + list(
+        out.glob("kubectl-nodefail-[0-9]*.tar.gz")
+    )
+    assert len(archives) == len(wheels) == len(sdists) == 1, sorted(p.name for p in out.iterdir())
+    return Release(
+        out, archives[0], out / "krew-manifest.yaml", wheels[0], sdists[0], out / "kubectl-nodefail"
+    )
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def pythons() -> list[Path]:
+    """Every supported CPython on this machine (at least the one running the tests)."""
+    found: dict[str, Path] = {}
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    for ver in SUPPORTED:
+        installed = sorted(pyenv.glob(f"{ver}.*/bin/python{ver}"))
+        exe = str(installed[-1]) if installed else shutil.which(f"python{ver}")
+        if exe:
+            probe = subprocess.run(
+                [exe, "-c", "import sys; print(sys.version_info[:2] >= (3, 10))"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if probe.returncode == 0 and probe.stdout.strip() == "True":
+                found[ver] = Path(exe)
+    current = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    found.setdefault(current, Path(sys.executable))
+    return [found[v] for v in sorted(found, key=lambda v: tuple(map(int, v.split("."))))]
+
+
+def bare_venv(python: Path, where: Path) -> Path:
+    """An empty virtual environment (no pip): returns its bin folder (python3 inside)."""
+    subprocess.run([str(python), "-m", "venv", "--without-pip", str(where)], check=True)
+    return where / "bin"

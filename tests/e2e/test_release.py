@@ -1,0 +1,173 @@
+"""`make release` (release/build.py): the krew archive, its manifest and the wheel agree; the
+zipapp inside runs on a bare python3 with every dependency's pure-Python code; the wheel
+installs into an empty virtual environment. Needs no control plane."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kubectl_nodefail import __version__
+from tests.e2e.controlplane import REPO
+from tests.e2e.release import bare_venv, built_release, pythons, sha256
+
+pytestmark = pytest.mark.e2e
+
+# Run inside the unpacked zipapp by a bare python -I: imports everything the plugin uses,
+# exercises the two packages whose compiled part was stripped, and lists every compiled
+# module loaded from outside the interpreter's own standard library.
+IMPORT_CHECK = """
+import json, sys, sysconfig
+sys.path.insert(0, sys.argv[1])
+import kubectl_nodefail.actions, kubectl_nodefail.cli, kubectl_nodefail.gather
+import kubectl_nodefail.kube, kubectl_nodefail.plan, kubectl_nodefail.render
+import kubectl_nodefail.analysis.diagnose, kubectl_nodefail.snapshot
+import kubernetes.client, kubernetes.config, kubernetes.client.rest
+import certifi, charset_normalizer, click, dateutil.parser, oauthlib.oauth2, requests
+import requests_oauthlib, tabulate, urllib3, websocket, yaml
+assert yaml.safe_load("a: [1, 2]") == {"a": [1, 2]}
+assert str(charset_normalizer.from_bytes("déjà vu, naïve".encode()).best()) == "déjà vu, naïve"
+stdlib = tuple(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib"))
+compiled = sorted(
+    f"{name}: {m.__file__}"
+    for name, m in list(sys.modules.items())
+    if str(getattr(m, "__file__", "") or "").endswith((".so", ".pyd", ".dylib"))
+    and not str(m.__file__).startswith(stdlib)
+)
+print(json.dumps({"libyaml": yaml.__with_libyaml__, "compiled": compiled,
+                  "kubernetes": kubernetes.__version__, "modules": len(sys.modules)}))
+"""
+
+
+def test_archive_manifest_and_wheel_agree() -> None:
+    rel = built_release()
+    manifest = rel.manifest_data()
+    platform = manifest["spec"]["platforms"][0]
+    assert platform["sha256"] == sha256(rel.archive)
+    assert manifest["spec"]["version"] == f"v{__version__}"
+    assert platform["uri"].endswith(f"/v{__version__}/{rel.archive.name}")
+    assert rel.wheel.name == f"kubectl_nodefail-{__version__}-py3-none-any.whl"
+    assert __version__ in rel.sdist.name
+    with tarfile.open(rel.archive) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+        assert set(members) == {"kubectl-nodefail", "LICENSE"}
+        assert members["kubectl-nodefail"].mode == 0o755
+        exe = tar.extractfile("kubectl-nodefail")
+        assert exe is not None and exe.read() == rel.zipapp.read_bytes()
+    # the manifest the script wrote into the repository is the one it put beside the archive,
+    # apart from the placeholder fields a development checkout may carry
+    committed = (REPO / "krew-manifest.yaml").read_text().splitlines()
+    written = rel.manifest.read_text().splitlines()
+    assert len(committed) == len(written)
+    differ = [a for a, b in zip(committed, written, strict=True) if a != b]
+    assert [line for line in differ if "sha256" not in line] == []
+
+
+def test_zipapp_carries_no_compiled_code() -> None:
+    rel = built_release()
+    assert rel.zipapp.read_bytes().startswith(b"#!/usr/bin/env python3\n")
+    with zipfile.ZipFile(rel.zipapp) as zf:
+        names = zf.namelist()
+    assert any(n.endswith("kubectl_nodefail/cli.py") for n in names)
+    assert any(n.endswith("kubernetes/client/api_client.py") for n in names)
+    assert any(n.endswith("yaml/constructor.py") for n in names)
+    compiled = [n for n in names if n.endswith((".so", ".pyd", ".dylib")) or ".so." in n]
+    assert compiled == []
+
+
+@pytest.mark.parametrize("python", pythons(), ids=lambda p: p.name)
+def test_zipapp_runs_on_a_bare_python(python: Path, tmp_path: Path) -> None:
+    rel = built_release()
+    bindir = bare_venv(python, tmp_path / "venv")
+    py = str(bindir / "python3")
+    empty = subprocess.run(
+        [py, "-I", "-c", "import yaml"], capture_output=True, text=True, check=False
+    )
+    assert empty.returncode != 0, "the bare Python is not bare: it imports yaml"
+    env = {
+        "PATH": f"{bindir}{os.pathsep}/usr/bin:/bin",
+        "HOME": str(tmp_path / "home"),
+        "SHIV_ROOT": str(tmp_path / "shiv"),
+    }
+    run = {"capture_output": True, "text": True, "env": env, "check": False}
+    # the shebang finds the bare python3 first on PATH
+    proc = subprocess.run([str(rel.zipapp), "version"], **run)  # type: ignore[call-overload]
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"kubectl-nodefail {__version__}")
+    proc = subprocess.run([py, "-I", str(rel.zipapp), "diagnose", "--demo", "-o", "json"], **run)  # type: ignore[call-overload]
+    assert proc.returncode == 3, proc.stderr
+    assert json.loads(proc.stdout)["summary"]["nodesNotReady"] == 1
+    # the kubeconfig loader and the HTTP path, against a port nobody listens on: exit 11
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: abc}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    proc = subprocess.run(
+        [py, "-I", str(rel.zipapp), "diagnose", "--kubeconfig", str(kubeconfig)], **run
+    )  # type: ignore[call-overload]
+    assert proc.returncode == 11, proc.stderr
+    assert proc.stderr.startswith("error: cannot reach the API server at https://127.0.0.1:9")
+    # every module the plugin uses imports from the unpacked zipapp, none of them compiled
+    sites = list((tmp_path / "shiv").glob("kubectl-nodefail_*/site-packages"))
+    assert len(sites) == 1
+    proc = subprocess.run([py, "-I", "-c", IMPORT_CHECK, str(sites[0])], **run)  # type: ignore[call-overload]
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["compiled"] == [] and report["libyaml"] is False
+    assert report["kubernetes"].startswith("36.")
+
+
+def test_wheel_installs_into_an_empty_venv(tmp_path: Path) -> None:
+    """pip install of the released wheel into a fresh venv: offline from a wheel cache
+    (filled from the package index once, on the first run), then the console script runs."""
+    rel = built_release()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    cache = Path(os.environ.get("NODEFAIL_CACHE", Path.home() / ".cache/kubectl-nodefail"))
+    cache = cache / "wheels-pip"
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
+    offline = [*pip, "install", "--no-index", "--find-links", str(cache), str(rel.wheel)]
+    if subprocess.run(offline, capture_output=True, check=False).returncode != 0:
+        subprocess.run([*pip, "download", "--dest", str(cache), str(rel.wheel)], check=True)
+        subprocess.run(offline, check=True)
+    proc = subprocess.run(
+        [str(venv / "bin" / "kubectl-nodefail"), "version"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"kubectl-nodefail {__version__}")
+
+
+def test_release_is_reproducible(tmp_path: Path) -> None:
+    """A second build of the same checkout gives a byte-identical zipapp and archive: the
+    manifest's sha256 and a rebuild can never disagree."""
+    rel = built_release()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "release" / "build.py"),
+            "--allow-dirty",
+            "--keep-manifest",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert sha256(tmp_path / rel.archive.name) == sha256(rel.archive)
+    assert (tmp_path / "krew-manifest.yaml").read_text() == rel.manifest.read_text()

@@ -1,0 +1,99 @@
+"""`diagnose --watch` on the real control plane: started while the node is healthy, it shows
+the node go NotReady, its pod evicted (Terminating) and replaced, and the node come back; then
+Ctrl-C ends it cleanly."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from tests.e2e import workloads as w
+from tests.e2e.conftest import Plugin
+from tests.e2e.controlplane import ControlPlane, wait_for
+from tests.e2e.helpers import wait_node_ready, wait_running_on
+
+pytestmark = pytest.mark.e2e
+NS = "scenario-watch"
+NODE = "watch-a"
+
+
+class Follow:
+    """The output of a running process, read line by line as it comes."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.lines: list[str] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def blocks(self) -> list[str]:
+        return "".join(self.lines).split("--- ")[1:]
+
+
+def test_watch_follows_a_node_dying_and_returning(
+    control_plane: ControlPlane, plugin: Plugin
+) -> None:
+    cp = control_plane
+    cp.add_failable_node(NODE)
+    wait_node_ready(cp, NODE)
+    cp.apply(
+        w.namespace(NS),
+        w.deployment(NS, "web", prefer=NODE, toleration_seconds=5, grace=5),
+    )
+    wait_running_on(cp, NS, "web", NODE)
+    proc = subprocess.Popen(
+        [str(cp.bindir / "kubectl"), "nodefail", "diagnose", NODE, "--watch", "--interval", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=plugin.env,
+    )
+    follow = Follow(proc)
+    try:
+        wait_for("a first, healthy block", lambda: follow.blocks(), 30)
+        assert "Nothing to do." in follow.blocks()[0]
+        time.sleep(4)  # four more reads of an unchanged cluster (heartbeats only): no new block
+        assert len(follow.blocks()) == 1, follow.blocks()
+        cp.stop_kubelet(NODE)
+        wait_for(
+            "the watch showing the node NotReady",
+            lambda: any(f"{NODE}  NotReady" in b for b in follow.blocks()),
+            90,
+        )
+        wait_for(
+            "the watch showing the evicted pod Terminating and its replacement",
+            lambda: any(
+                "Terminating" in b and "Deployment/web" in b and "replaced" in b
+                for b in follow.blocks()
+            ),
+            90,
+        )
+        shown = len(follow.blocks())
+        cp.start_kubelet(NODE)
+        wait_for(
+            "the watch showing the node back",
+            lambda: any("Nothing to do." in b for b in follow.blocks()[shown:]),
+            90,
+        )
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)  # Ctrl-C
+        code = proc.wait(timeout=20)
+        cp.start_kubelet(NODE)
+        cp.kubectl("delete", "namespace", NS, "--wait=false")
+    follow.thread.join(timeout=5)
+    stderr = proc.stderr.read() if proc.stderr else ""
+    for stream in (proc.stdout, proc.stderr):
+        if stream:
+            stream.close()
+    assert code == 0, stderr  # the last diagnosis: nothing wrong
+    assert "Traceback" not in stderr and "interrupted" not in stderr
