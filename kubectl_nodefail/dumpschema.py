@@ -234,6 +234,12 @@ SCHEMAS: dict[str, Object] = {
         involvedObject=obj(kind=STR, name=STR, namespace=STR),
         lastTimestamp=TIME,
         eventTime=TIME,
+        type=STR,
+        count=INT,
+        # events.k8s.io/v1 spellings (the timeline reads both)
+        regarding=obj(kind=STR, name=STR, namespace=STR),
+        note=STR,
+        series=obj(count=INT, lastObservedTime=TIME),
     ),
 }
 # Any other kind is an owner (ReplicaSet, StatefulSet, Job, ..., or one no rule knows).

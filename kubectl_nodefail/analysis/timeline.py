@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from kubectl_nodefail.analysis.facts import TAINT_OUT_OF_SERVICE
-from kubectl_nodefail.snapshot import Snapshot, parse_time
+from kubectl_nodefail.snapshot import Snapshot, parse_time, shifted
 
 Obj = dict[str, Any]
 OUT_OF_SERVICE_BY = "kubectl-nodefail.io/out-of-service-by"
@@ -213,10 +213,9 @@ def _pod_entries(pod: Obj, since: datetime | None) -> list[Entry]:
     deadline = parse_time(meta.get("deletionTimestamp"))
     if deadline:
         grace = int(meta.get("deletionGracePeriodSeconds") or 0)
-        requested = deadline.timestamp() - grace
         out.append(
             Entry(
-                datetime.fromtimestamp(requested, deadline.tzinfo),
+                shifted(deadline, -grace),
                 "pod-deletion-requested",
                 f"deletion requested (grace period {grace}s)",
                 ref,

@@ -1,7 +1,8 @@
-"""dumpschema cuts every object to the fields it names (the analysis reads nothing else). This
-proves it on every recorded fixture: the diagnosis and the plan of a cut snapshot are identical
-to those of the same objects uncut. A field the analysis starts reading without a line in the
-schema makes this fail, instead of silently reading "absent" in production."""
+"""dumpschema cuts every object to the fields it names (the analysis reads nothing else).
+This proves it on every recorded fixture: the diagnosis (with the nodes' timelines) and the plan
+of a cut snapshot are identical to those of the same objects uncut. A field the analysis starts
+reading without a line in the schema makes this fail, instead of silently reading "absent" in
+production."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_nodefail import render
+from kubectl_nodefail import incident, render
 from kubectl_nodefail.analysis.diagnose import diagnose, server_minor
 from kubectl_nodefail.plan import Options, make_plan
 from kubectl_nodefail.snapshot import from_items, load_dump, parse_time
@@ -44,7 +45,7 @@ def _outputs(snap) -> tuple[str, str]:  # type: ignore[no-untyped-def]
     )
     plan = make_plan(report, opts)
     return (
-        render.as_json(render.report_data(report)),
+        render.as_json(incident.report_with_timelines(report, snap)),
         render.as_json(render.plan_data(plan, False, {})),
     )
 
