@@ -390,28 +390,9 @@ class Cluster:
         )
 
     def get_json(self, path: str, query: dict[str, Any] | None = None, accept: str = "") -> Obj:
-        """GET and decode (orjson when installed); a body that is not a JSON object is a
-        MalformedResponse (exit 14; a gap for optional reads)."""
-        data = self.get_bytes(path, query, accept)
-        what = f"GET {path}"
-        try:
-            doc = decode_json(data or b"{}")
-        except RecursionError as exc:
-            raise MalformedResponse(
-                f"{what}: the API server's answer is nested too deeply"
-            ) from exc
-        except ValueError as exc:
-            raise MalformedResponse(
-                f"{what}: the API server sent something that is not JSON"
-            ) from exc
-        if not isinstance(doc, dict):
-            raise MalformedResponse(
-                f"{what}: the API server sent a JSON {type(doc).__name__}, not an object"
-            )
-        problem = _shape_problem(doc)
-        if problem:
-            raise MalformedResponse(f"{what}: malformed answer from the API server: {problem}")
-        return doc
+        """GET and decode (orjson when installed); a body that is not a JSON object of the
+        expected shape is a MalformedResponse (exit 14; a gap for optional reads)."""
+        return _decode(self.get_bytes(path, query, accept), f"GET {path}", decode_json)
 
     def list_pages(
         self, path: str, accept: str = "", limit: int = PAGE_SIZE, **query: Any
@@ -590,10 +571,10 @@ def _parse_retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
-def _decode(data: bytes, what: str) -> Obj:
+def _decode(data: bytes, what: str, loads: Callable[[bytes], Any] = json.loads) -> Obj:
     """A 2xx body as a JSON object of the expected shape, or MalformedResponse (exit 14)."""
     try:
-        doc = json.loads(data or b"{}")
+        doc = loads(data or b"{}")
     except RecursionError as exc:
         raise MalformedResponse(f"{what}: the API server's answer is nested too deeply") from exc
     except ValueError as exc:
