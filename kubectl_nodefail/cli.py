@@ -790,9 +790,10 @@ def remediate(
     from kubectl_nodefail.errors import InterruptedRun
     from kubectl_nodefail.plan import Options
 
-    if plan_in and (nodes or attested or from_file):
+    if plan_in and (nodes or attested or from_file or strategy != "auto"):
         raise click.UsageError(
-            "--plan-in replays a saved plan: give no nodes, attestations or --from-file with it"
+            "--plan-in replays a saved plan (its own strategy and attestations): give no nodes, "
+            "--strategy, attestations or --from-file with it"
         )
     if confirm and from_file:
         raise click.UsageError("--confirm acts on a live cluster; not with --from-file")
