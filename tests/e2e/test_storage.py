@@ -35,21 +35,6 @@ OOS = "node.kubernetes.io/out-of-service"
 ATTACHABLE = [NODE, "healthy-0", "healthy-1", "healthy-2"]
 
 
-def _only_on(sts: Any, nodes: list[str]) -> Any:
-    """Keep the pod (and its replacement) on nodes whose volumes the controller manages."""
-    affinity = sts["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
-    affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
-        "nodeSelectorTerms": [
-            {
-                "matchExpressions": [
-                    {"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}
-                ]
-            }
-        ]
-    }
-    return sts
-
-
 def _attachments(cp: ControlPlane) -> list[Any]:
     data = cp.get("volumeattachments")
     return [
@@ -115,7 +100,7 @@ def test_rwo_volume_blocks_then_moves_with_out_of_service(
                 "claimRef": {"namespace": NS, "name": "data-db-v1-0"},
             },
         },
-        _only_on(
+        w.only_on(
             w.statefulset(NS, "db-v1", volume=True, prefer=NODE, toleration_seconds=5, grace=5),
             ATTACHABLE,
         ),

@@ -236,18 +236,17 @@ def forever_tolerations() -> list[Obj]:
 def only_on(obj: Obj, nodes: list[str]) -> Obj:
     """Require the pods of a workload (or a bare pod) to run on one of `nodes`."""
     spec = obj["spec"]["template"]["spec"] if "template" in obj["spec"] else obj["spec"]
-    spec["affinity"] = {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [
-                    {
-                        "matchExpressions": [
-                            {"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}
-                        ]
-                    }
+    # Added to the node affinity already there: a `prefer=` (preferred term) must survive, or
+    # the scheduler picks among `nodes` at random.
+    affinity = spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+    affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+        "nodeSelectorTerms": [
+            {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}
                 ]
             }
-        }
+        ]
     }
     return obj
 
