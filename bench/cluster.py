@@ -42,11 +42,46 @@ TOKEN = "nodefail-bench-token"
 NAMESPACES = 100
 ZONES = ("zone-a", "zone-b", "zone-c")
 FINALIZER_HELD = 50  # Terminating pods on healthy nodes, held by a finalizer
+MAX_FAILED = 200  # the most nodes the benchmark fails (node-00000 ... node-00199)
 
 
 def reserve(n_nodes: int) -> int:
     """The last nodes never fail: they hold the finalizer-held pods and keep the cluster up."""
     return max(1, min(50, n_nodes // 2))
+
+
+@dataclass(frozen=True)
+class Size:
+    """A seeded cluster: `nodes` nodes carrying `pods` pods spread over all of them, plus `extra`
+    pods on the nodes that never fail (from node MAX_FAILED on).
+
+    `5000x60000+60000` doubles the healthy pods of `5000x60000` while every node that can fail
+    keeps exactly the pods it has there (the same objects: the base is seeded identically), so
+    the pair measures what the healthy part of a cluster costs at a fixed failed set."""
+
+    nodes: int
+    pods: int
+    extra: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> Size:
+        """`NODESxPODS` or `NODESxPODS+EXTRA`."""
+        nodes, _, rest = text.strip().lower().partition("x")
+        pods, _, extra = rest.partition("+")
+        return cls(int(nodes), int(pods), int(extra or 0))
+
+    @property
+    def total(self) -> int:
+        return self.pods + self.extra
+
+    @property
+    def label(self) -> str:
+        base = f"{self.nodes:,} / {self.pods:,}"
+        return f"{base} + {self.extra:,} on healthy nodes" if self.extra else base
+
+    @property
+    def key(self) -> str:
+        return f"{self.nodes}n-{self.pods}p" + (f"+{self.extra}h" if self.extra else "")
 
 
 UTC = timezone.utc
@@ -465,10 +500,13 @@ def _template(labels: dict[str, str]) -> Obj:
     }
 
 
-def workloads(n_pods: int, n_nodes: int, created: datetime) -> list[Workload]:
-    """Owners of every kind: one DaemonSet (a pod per node), then Deployments (80% of the rest),
-    StatefulSets (10%), Jobs (7%), bare pods (3%), spread over NAMESPACES namespaces."""
-    rnd = random.Random(42)
+def workloads(
+    n_pods: int, n_nodes: int, created: datetime, tag: str = "", daemonset: bool = True
+) -> list[Workload]:
+    """Owners of every kind: one DaemonSet (a pod per node; not with `daemonset=False`), then
+    Deployments (80% of the rest), StatefulSets (10%), Jobs (7%), bare pods (3%), spread over
+    NAMESPACES namespaces. `tag` keeps the names and UIDs of a second set apart."""
+    rnd = random.Random(f"42{tag}" if tag else 42)
     out: list[Workload] = []
     when = ts(created)
 
@@ -505,8 +543,9 @@ def workloads(n_pods: int, n_nodes: int, created: datetime) -> list[Workload]:
             "status": {"desiredNumberScheduled": n_nodes, "numberReady": n_nodes},
         }
     )
-    out.append(ds)
-    rest = max(0, n_pods - n_nodes)
+    if daemonset:
+        out.append(ds)
+    rest = max(0, n_pods - n_nodes) if daemonset else n_pods
     budget = {
         "Deployment": int(rest * 0.80),
         "StatefulSet": int(rest * 0.10),
@@ -525,7 +564,7 @@ def workloads(n_pods: int, n_nodes: int, created: datetime) -> list[Workload]:
             }[kind]
             size = min(size, total)
             total -= size
-            name = f"{kind.lower()}-{k:05d}"
+            name = f"{kind.lower()}-{tag}{k:05d}"
             k += 1
             if kind == "Deployment":
                 d_uid, rs_uid = uid(), uid()
@@ -912,8 +951,9 @@ def _unique_name(prefix: str, r: int, taken: set[str]) -> str:
         salt += 1
 
 
-def seed_objects(n_nodes: int, n_pods: int, created: datetime) -> list[Obj]:
-    random.seed(n_nodes * 1_000_003 + n_pods)
+def seed_objects(size: Size, created: datetime) -> list[Obj]:
+    n_nodes = size.nodes
+    random.seed(n_nodes * 1_000_003 + size.pods)
     objs: list[Obj] = [namespace_obj(f"team-{k:03d}", created) for k in range(NAMESPACES)]
     objs += [node_obj(i, created) for i in range(n_nodes)]
     objs += [lease_obj(i, created) for i in range(n_nodes)]
@@ -921,7 +961,7 @@ def seed_objects(n_nodes: int, n_pods: int, created: datetime) -> list[Obj]:
     node_of = 0
     held = 0
     taken: set[str] = set()
-    for wl in workloads(n_pods, n_nodes, created):
+    for wl in workloads(size.pods, n_nodes, created):
         objs += wl.objects
         for r in range(wl.replicas):
             if wl.kind == "DaemonSet":
@@ -929,12 +969,7 @@ def seed_objects(n_nodes: int, n_pods: int, created: datetime) -> list[Obj]:
             else:
                 node = f"node-{node_of % n_nodes:05d}"
                 node_of += 1
-                if wl.kind == "StatefulSet":
-                    name = f"{wl.name}-{r}"
-                elif wl.kind == "bare":
-                    name = wl.name
-                else:
-                    name = _unique_name(wl.pod_owner_name, r, taken)
+                name = _pod_name(wl, r, taken)
             extra = None
             # Finalizer-held Terminating pods on healthy nodes (the last nodes never fail).
             if wl.kind == "Deployment" and held < FINALIZER_HELD and ordinal % 97 == 5:
@@ -948,7 +983,24 @@ def seed_objects(n_nodes: int, n_pods: int, created: datetime) -> list[Obj]:
                 held += 1
             objs.append(pod_obj(wl, name, node, created, ordinal, extra))
             ordinal += 1
+    # The extra healthy pods: only on nodes the benchmark never fails.
+    healthy = list(range(min(MAX_FAILED, n_nodes - reserve(n_nodes)), n_nodes))
+    for wl in workloads(size.extra, n_nodes, created, tag="x", daemonset=False):
+        objs += wl.objects
+        for r in range(wl.replicas):
+            node = f"node-{healthy[node_of % len(healthy)]:05d}"
+            node_of += 1
+            objs.append(pod_obj(wl, _pod_name(wl, r, taken), node, created, ordinal))
+            ordinal += 1
     return objs
+
+
+def _pod_name(wl: Workload, replica: int, taken: set[str]) -> str:
+    if wl.kind == "StatefulSet":
+        return f"{wl.name}-{replica}"
+    if wl.kind == "bare":
+        return wl.name
+    return _unique_name(wl.pod_owner_name, replica, taken)
 
 
 def manifest_path(data: Path) -> Path:
@@ -956,17 +1008,17 @@ def manifest_path(data: Path) -> Path:
     return data.with_name(data.name + ".json")
 
 
-def manifest(n_nodes: int, n_pods: int) -> dict[str, int]:
-    return dict(json.loads(manifest_path(cache_dir(n_nodes, n_pods)).read_text()))
+def manifest(size: Size) -> dict[str, int]:
+    return dict(json.loads(manifest_path(cache_dir(size)).read_text()))
 
 
-def cache_dir(n_nodes: int, n_pods: int) -> Path:
-    return CACHE / f"etcd-v{SEED_FORMAT}-{n_nodes}n-{n_pods}p"
+def cache_dir(size: Size) -> Path:
+    return CACHE / f"etcd-v{SEED_FORMAT}-{size.key}"
 
 
-def seeded_etcd(bindir: Path, n_nodes: int, n_pods: int, log: Any = print) -> Path:
+def seeded_etcd(bindir: Path, size: Size, log: Any = print) -> Path:
     """The etcd data folder of a seeded cluster of this size (seeded once, then cached)."""
-    target = cache_dir(n_nodes, n_pods)
+    target = cache_dir(size)
     if (target / "member").exists() and manifest_path(target).exists():
         return target
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -978,12 +1030,13 @@ def seeded_etcd(bindir: Path, n_nodes: int, n_pods: int, log: Any = print) -> Pa
     server.start_etcd()
     try:
         created = datetime.now(UTC) - timedelta(days=3)
-        objs = seed_objects(n_nodes, n_pods, created)
+        objs = seed_objects(size, created)
         kvs = [(etcd_key(o), json.dumps(o, separators=(",", ":")).encode()) for o in objs]
         server.etcd_put_all(kvs)
         held = sum(1 for o in objs if o["metadata"].get("deletionTimestamp"))
         manifest_path(target).write_text(
-            json.dumps({"nodes": n_nodes, "pods": n_pods, "terminatingElsewhere": held}) + "\n"
+            json.dumps({"nodes": size.nodes, "pods": size.total, "terminatingElsewhere": held})
+            + "\n"
         )
         log(
             f"seeded {len(objs)} objects ({sum(len(v) for _, v in kvs) / 2**20:.0f} MiB) "
@@ -997,9 +1050,9 @@ def seeded_etcd(bindir: Path, n_nodes: int, n_pods: int, log: Any = print) -> Pa
     return target
 
 
-def start(bindir: Path, n_nodes: int, n_pods: int, workdir: Path, log: Any = print) -> Server:
+def start(bindir: Path, size: Size, workdir: Path, log: Any = print) -> Server:
     """A running etcd + kube-apiserver on a fresh copy of the cached seeded data."""
-    data = seeded_etcd(bindir, n_nodes, n_pods, log)
+    data = seeded_etcd(bindir, size, log)
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     shutil.copytree(data, workdir / "etcd")

@@ -18,7 +18,7 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
         "kubectl get pods -A | floor | diagnose / get nodes |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for (nodes, pods, failed), group in _groups(rows).items():
+    for (cluster, failed), group in _groups(rows).items():
         by = {r["tool"]: r for r in group}
 
         def cell(tool: str, req: bool = False, by: dict[str, Any] = by) -> str:
@@ -35,7 +35,7 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
         diag, kn = by.get("diagnose -o json"), by.get("kubectl get nodes -o json")
         ratio = f"{diag['wall'] / kn['wall']:.2f}x" if diag and kn else "-"
         lines.append(
-            f"| {nodes:,} / {pods:,} | {failed} | {cell('diagnose -o json', True)} | "
+            f"| {cluster} | {failed} | {cell('diagnose -o json', True)} | "
             f"{cell('dump')} | {cell('--from-file')} | {cell('kubectl get nodes -o json')} | "
             f"{cell('kubectl get pods -A -o json')} | {cell('floor (raw reads)')} | {ratio} |"
         )
@@ -56,7 +56,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        size = f"{r['nodes']:,} nodes / {r['pods']:,} pods" if r["nodes"] else "-"
+        size = f"{cluster_label(r)} pods" if r["nodes"] else "-"
         rss = f"{r['rss'] / MB:,.0f} MB" if r["rss"] else "-"
         req = f"{r['requests']:,}" if r["requests"] else "-"
         size_read = f"{r['bytes'] / MB:,.1f} MiB" if r["bytes"] else "-"
@@ -64,7 +64,8 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         failed = r["failed"] or "-"
         lines.append(f"| {size} | {failed} | {r['tool']} | {wall} | {rss} | {req} | {size_read} |")
     lines += ["", "Ratios (same run):", ""]
-    for (nodes, pods, failed), group in _groups(rows).items():
+    groups = _groups(rows)
+    for (cluster, failed), group in groups.items():
         by = {r["tool"]: r for r in group}
         diag, nodes_k = by.get("diagnose -o json"), by.get("kubectl get nodes -o json")
         if not diag or not nodes_k:
@@ -81,15 +82,50 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"found {s.get('nodesNotReady', '?')} NotReady nodes, "
             f"{s.get('stuckPods', '?')} stuck pods"
         )
-        lines.append(f"- {nodes:,} nodes / {pods:,} pods, {failed} failed: " + "; ".join(parts))
+        lines.append(f"- {cluster} pods, {failed} failed: " + "; ".join(parts))
+    lines += healthy_growth(rows)
     return "\n".join(lines) + "\n"
 
 
-def _groups(rows: list[dict[str, Any]]) -> dict[tuple[int, int, int], list[dict[str, Any]]]:
-    out: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
+def healthy_growth(rows: list[dict[str, Any]]) -> list[str]:
+    """For each `N x P + E` cluster measured next to its `N x P` base (same failed count): what
+    the extra healthy pods cost diagnose, the failed nodes and their pods being the same."""
+    diag = {
+        (r["nodes"], r["pods"] - r.get("extra", 0), r.get("extra", 0), r["failed"]): r
+        for r in rows
+        if r["nodes"] and r["tool"] == "diagnose -o json"
+    }
+    out = []
+    for (nodes, base, extra, failed), grown in diag.items():
+        before = diag.get((nodes, base, 0, failed))
+        if not extra or not before:
+            continue
+        out.append(
+            f"- healthy pods {base:,} -> {base + extra:,} on {nodes:,} nodes, the same {failed} "
+            f"failed nodes and their pods: diagnose {grown['wall'] / before['wall']:.2f}x time, "
+            f"{grown['rss'] / max(before['rss'], 1):.2f}x peak RSS, "
+            f"{grown['requests']} vs {before['requests']} requests"
+        )
+    return ["", "Healthy pods added at a fixed failed set (same run):", "", *out] if out else []
+
+
+def cluster_label(r: dict[str, Any], short: bool = False) -> str:
+    """`5,000 / 60,000` or, with extra pods on healthy nodes, `5,000 / 60,000 + 60,000 healthy`."""
+    extra = r.get("extra", 0)
+    if short:
+        nodes, pods = r["nodes"], r["pods"] - extra
+        text = f"{nodes // 1000}kn/" if nodes >= 1000 else f"{nodes}n/"
+        text += f"{pods // 1000}kp" if pods >= 1000 else f"{pods}p"
+        return text + (f"+{extra // 1000}k" if extra else "")
+    text = f"{r['nodes']:,} / {r['pods'] - extra:,}"
+    return text + (f" + {extra:,} healthy" if extra else "")
+
+
+def _groups(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    out: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for r in rows:
         if r["nodes"]:
-            out.setdefault((r["nodes"], r["pods"], r["failed"]), []).append(r)
+            out.setdefault((cluster_label(r), r["failed"]), []).append(r)
     return out
 
 
@@ -106,7 +142,7 @@ COLORS = {
 def svg(rows: list[dict[str, Any]]) -> str:
     """Two panels of grouped bars (wall time, peak RSS), one group per cluster size and
     failed-node count. Bars past the axis (kubectl get pods) are clipped and labelled."""
-    groups = [g for g in _groups(rows).items() if g[0][0] >= 100]
+    groups = [g for g in _groups(rows).items() if g[1][0]["nodes"] >= 100]
     tools = [t for t in COLORS if any(r["tool"] == t for _, g in groups for r in g)]
     width, panel_h, left, top = 140 + 90 * max(1, len(groups)), 260, 60, 30
     height = top + 2 * (panel_h + 70) + 20 * len(tools)
@@ -139,7 +175,7 @@ def svg(rows: list[dict[str, Any]]) -> str:
                 f'<text x="{left - 5}" y="{y + 4:.0f}" text-anchor="end">{v:,.0f}</text>'
                 f'<line x1="{left}" y1="{y:.0f}" x2="{width - 20}" y2="{y:.0f}" stroke="#ddd"/>'
             )
-        for gi, ((nodes, pods, failed), group) in enumerate(groups):
+        for gi, ((_, failed), group) in enumerate(groups):
             gx = left + 10 + gi * 90
             by = {r["tool"]: r for r in group}
             bw = 80 / max(1, len(tools))
@@ -157,8 +193,7 @@ def svg(rows: list[dict[str, Any]]) -> str:
                 )
                 if v > vmax:
                     out.append(f'<text x="{x:.1f}" y="{y0 - 1}" font-size="9">{v:,.0f}</text>')
-            label = f"{nodes // 1000 if nodes >= 1000 else nodes}{'k' if nodes >= 1000 else ''}n/"
-            label += f"{pods // 1000}kp" if pods >= 1000 else f"{pods}p"
+            label = cluster_label(group[0], short=True)
             out.append(
                 f'<text x="{gx + 40}" y="{y0 + panel_h + 14}" text-anchor="middle">{label}</text>'
                 f'<text x="{gx + 40}" y="{y0 + panel_h + 27}" text-anchor="middle">'

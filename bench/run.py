@@ -31,16 +31,12 @@ from typing import Any
 from bench import cluster, plot
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_SIZES = "500x15000,5000x60000,5000x120000"
+DEFAULT_SIZES = "500x15000,5000x60000,5000x120000,5000x60000+60000"
 DEFAULT_FAILED = "1,20,200"
 
 
-def parse_sizes(text: str) -> list[tuple[int, int]]:
-    out = []
-    for part in text.split(","):
-        nodes, pods = part.lower().split("x")
-        out.append((int(nodes), int(pods)))
-    return out
+def parse_sizes(text: str) -> list[cluster.Size]:
+    return [cluster.Size.parse(part) for part in text.split(",")]
 
 
 def nodefail_cmd() -> list[str]:
@@ -185,11 +181,12 @@ def consistency(nf: list[str], env: dict[str, str], dump_path: Path) -> dict[str
 
 
 def bench_size(
-    args: argparse.Namespace, bindir: Path, n_nodes: int, n_pods: int, failed: list[int]
+    args: argparse.Namespace, bindir: Path, size: cluster.Size, failed: list[int]
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
+    n_nodes, n_pods = size.nodes, size.total
     work = Path(tempfile.mkdtemp(prefix=f"nodefail-bench-{n_nodes}-"))
-    server = cluster.start(bindir, n_nodes, n_pods, work / "cp", log=lambda m: print(f"  {m}"))
+    server = cluster.start(bindir, size, work / "cp", log=lambda m: print(f"  {m}"))
     env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
     kubectl = str(bindir / "kubectl")
     nf = nodefail_cmd()
@@ -200,7 +197,7 @@ def bench_size(
             cluster.fail_nodes(server, n_nodes, count, already=done)
             done = count
             time.sleep(1)
-            print(f"{n_nodes} nodes / {n_pods} pods, {count} failed:", flush=True)
+            print(f"{size.label} pods, {count} failed:", flush=True)
             tools = [
                 ("diagnose -o json", [*nf, "diagnose", "-o", "json"]),
                 ("dump", [*nf, "dump", "-f", str(dump_path)]),
@@ -229,11 +226,7 @@ def bench_size(
             check = consistency(nf, env, dump_path)
             expected = {
                 "nodesNotReady": min(count, n_nodes - cluster.reserve(n_nodes)),
-                **{
-                    k: v
-                    for k, v in cluster.manifest(n_nodes, n_pods).items()
-                    if k not in ("nodes", "pods")
-                },
+                **{k: v for k, v in cluster.manifest(size).items() if k not in ("nodes", "pods")},
             }
             print(
                 f"  diagnosis {check['summary']}; expected {expected}; live == --from-file: "
@@ -244,6 +237,7 @@ def bench_size(
                 res.update(
                     nodes=n_nodes,
                     pods=n_pods,
+                    extra=size.extra,
                     failed=count,
                     dump_bytes=dump_path.stat().st_size if dump_path.exists() else 0,
                     diagnosis=check["summary"],
@@ -273,7 +267,7 @@ def small(args: argparse.Namespace, bindir: Path) -> list[dict[str, Any]]:
         res.update(nodes=0, pods=0, failed=0)
         rows.append(res)
         print(f"  {name:30s} {res['wall']:7.3f} s {res['rss'] / 2**20:7.0f} MB", flush=True)
-    rows += bench_size(args, bindir, 10, 100, [1])
+    rows += bench_size(args, bindir, cluster.Size(10, 100), [1])
     return rows
 
 
@@ -327,9 +321,14 @@ def main() -> None:
     if not args.no_small:
         print("start-up:", flush=True)
         rows += small(args, bindir)
-    for n_nodes, n_pods in parse_sizes(args.sizes):
-        failed_here = [f for f in failed if f <= n_nodes - cluster.reserve(n_nodes)] or [1]
-        rows += bench_size(args, bindir, n_nodes, n_pods, failed_here)
+    for size in parse_sizes(args.sizes):
+        failed_here = [f for f in failed if f <= size.nodes - cluster.reserve(size.nodes)] or [1]
+        if size.extra and max(failed_here) > cluster.MAX_FAILED:
+            parser.error(
+                f"{size.key}: its extra pods sit on the nodes after the first "
+                f"{cluster.MAX_FAILED}; failing more would put them on failed nodes"
+            )
+        rows += bench_size(args, bindir, size, failed_here)
         write(Path(args.out), rows, started)  # after each size: a long run keeps what it got
     write(Path(args.out), rows, started)
     print(f"wrote {args.out}/results.md, results.json, plot.svg")
