@@ -76,7 +76,7 @@ class Size:
 
     @property
     def label(self) -> str:
-        base = f"{self.nodes:,} / {self.pods:,}"
+        base = f"{self.nodes:,} nodes / {self.pods:,} pods"
         return f"{base} + {self.extra:,} on healthy nodes" if self.extra else base
 
     @property

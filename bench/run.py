@@ -44,6 +44,17 @@ def nodefail_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "kubectl_nodefail"]
 
 
+def with_workers(n: int, *argv: str) -> list[str]:
+    """`diagnose` with kube.WORKERS (its request threads) set to n: the product has no knob for
+    it, so the benchmark sets the module constant before the command runs (--workers)."""
+    code = (
+        f"import kubectl_nodefail.kube as k; k.WORKERS = {n}; "
+        "from kubectl_nodefail.cli import main; import sys; "
+        f"sys.argv = ['kubectl-nodefail', 'diagnose', *{list(argv)!r}]; main()"
+    )
+    return [sys.executable, "-c", code]
+
+
 NON_RESOURCE = re.compile(r'[{,]resource=""')
 
 
@@ -197,7 +208,7 @@ def bench_size(
             cluster.fail_nodes(server, n_nodes, count, already=done)
             done = count
             time.sleep(1)
-            print(f"{size.label} pods, {count} failed:", flush=True)
+            print(f"{size.label}, {count} failed:", flush=True)
             tools = [
                 ("diagnose -o json", [*nf, "diagnose", "-o", "json"]),
                 ("dump", [*nf, "dump", "-f", str(dump_path)]),
@@ -208,6 +219,8 @@ def bench_size(
                 tools.append(
                     ("kubectl get pods -A -o json", [kubectl, "get", "pods", "-A", "-o", "json"])
                 )
+            for n in args.workers:
+                tools.append((f"diagnose -o json, {n} threads", with_workers(n, "-o", "json")))
             results = []
             for name, argv in tools:
                 res = measure(name, argv, None if name == "--from-file" else server, args.runs, env)
@@ -301,6 +314,12 @@ def main() -> None:
         help="skip `kubectl get pods -A` above this many pods",
     )
     parser.add_argument("--no-small", action="store_true", help="skip --help and the 10-node run")
+    parser.add_argument(
+        "--workers",
+        type=lambda text: [int(x) for x in text.split(",") if x],
+        default=[],
+        help="also measure diagnose with these request-thread counts, e.g. 1,2,4,8,16",
+    )
     parser.add_argument("--out", default=str(REPO / "bench" / "results"))
     parser.add_argument("--keep", action="store_true", help="keep the work folders")
     parser.add_argument(
