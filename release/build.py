@@ -100,27 +100,19 @@ def python_dists(out: Path, epoch: int) -> Path:
     return wheels[0]
 
 
+def pip_install(site: Path, *args: str) -> list[str]:
+    """pip installing into the folder `site` only: offline, no dependencies resolved, no .pyc."""
+    return [
+        *(sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"),
+        *("--target", str(site), "--no-deps", "--no-compile", "--no-index", *args),
+    ]
+
+
 def dependency_wheels(cache: Path, site: Path) -> None:
     """Install the pinned dependencies into `site`: offline from `cache` when it has them,
     else download them into `cache` first (once)."""
-    install = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--target",
-        str(site),
-        "--no-deps",
-        "--no-compile",
-        "--only-binary=:all:",
-        "--no-index",
-        "--find-links",
-        str(cache),
-        "-r",
-        str(REQUIREMENTS),
-    ]
+    install = pip_install(site, "--only-binary=:all:", "--find-links", str(cache))
+    install += ["-r", str(REQUIREMENTS)]
     if subprocess.run(install, capture_output=True, check=False).returncode == 0:
         return
     cache.mkdir(parents=True, exist_ok=True)
@@ -230,22 +222,7 @@ def build(out: Path, cache: Path) -> dict[str, Path]:
         site = Path(tmp) / "site"
         dependency_wheels(cache, site)
         shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts: not needed
-        run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--target",
-                str(site),
-                "--no-deps",
-                "--no-compile",
-                "--no-index",
-                str(wheel),
-            ]
-        )
+        run(pip_install(site, str(wheel)))
         removed = strip_site(site)
         print(f"release: compiled files left out: {', '.join(removed) or 'none'}", file=sys.stderr)
         exe = out / PLUGIN
