@@ -219,28 +219,41 @@ def _pods_on(cluster: kube.Cluster, namespaces: Collection[str], node: str) -> l
 
 def _leases(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> list[Obj]:
     """The examined nodes' leases: one GET each, or one list when there are many."""
-    if len(focus) > MANY_NODES:
-        wanted = set(focus)
-        return list(
-            reader.optional(
-                "node leases",
-                lambda: cluster.list_all(
-                    NODE_LEASES,
-                    "Lease",
-                    keep=lambda o: o if o["metadata"].get("name") in wanted else None,
-                ),
-                [],
-            )
-        )
 
-    def lease(name: str) -> Obj | None:
+    def lease(name: str) -> list[Obj]:
         obj = reader.optional("node leases", lambda: cluster.get(f"{NODE_LEASES}/{name}"), None)
-        if obj is not None:
-            obj.setdefault("kind", "Lease")
-            kube.trim(obj)
-        return obj
+        if obj is None:
+            return []
+        obj.setdefault("kind", "Lease")
+        kube.trim(obj)
+        return [obj]
 
-    return [x for x in kube.parallel(lease, focus) if x]
+    return _per_node(
+        reader,
+        "node leases",
+        focus,
+        lambda wanted: cluster.list_all(
+            NODE_LEASES, "Lease", keep=lambda o: o if o["metadata"].get("name") in wanted else None
+        ),
+        lease,
+    )
+
+
+def _per_node(
+    reader: _Reader,
+    what: str,
+    focus: list[str],
+    all_at_once: Callable[[set[str]], list[Obj]],
+    one: Callable[[str], list[Obj]],
+) -> list[Obj]:
+    """What the examined nodes need of one kind: a request per node (in parallel), or, past
+    MANY_NODES of them, one list kept to those nodes (a gap in the report if it fails)."""
+    if len(focus) > MANY_NODES:
+        return list(reader.optional(what, lambda: all_at_once(set(focus)), []))
+    out: list[Obj] = []
+    for batch in kube.parallel(one, focus):
+        out += batch
+    return out
 
 
 # A Terminating pod still to read: (namespace or None when only its name is known, name, node).
@@ -563,22 +576,6 @@ def _claims(cluster: kube.Cluster, reader: _Reader, pods: list[Obj]) -> tuple[li
 
 def _node_events(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> list[Obj]:
     """The events of each examined node (one list for all node events when there are many)."""
-    if len(focus) > MANY_NODES:
-        wanted = set(focus)
-        return list(
-            reader.optional(
-                "events",
-                lambda: cluster.list_all(
-                    "/api/v1/events",
-                    "Event",
-                    keep=lambda e: (
-                        e if (e.get("involvedObject") or {}).get("name") in wanted else None
-                    ),
-                    fieldSelector="involvedObject.kind=Node",
-                ),
-                [],
-            )
-        )
 
     def node_events(name: str) -> list[Obj]:
         return list(
@@ -593,10 +590,18 @@ def _node_events(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> li
             )
         )
 
-    events: list[Obj] = []
-    for batch in kube.parallel(node_events, focus):
-        events += batch
-    return events
+    return _per_node(
+        reader,
+        "events",
+        focus,
+        lambda wanted: cluster.list_all(
+            "/api/v1/events",
+            "Event",
+            keep=lambda e: e if (e.get("involvedObject") or {}).get("name") in wanted else None,
+            fieldSelector="involvedObject.kind=Node",
+        ),
+        node_events,
+    )
 
 
 def stderr_progress(message: str) -> None:
