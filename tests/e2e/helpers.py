@@ -100,3 +100,13 @@ def audit_writes(cp: ControlPlane) -> list[Obj]:
         and e.get("objectRef", {}).get("resource")
         not in ("selfsubjectaccessreviews", "selfsubjectreviews")
     ]
+
+
+def attested(
+    node: str, *extra: str, strategy: str | None = None, confirm: bool = True
+) -> list[str]:
+    """The arguments of `remediate NODE [--strategy S] --node-shutdown-confirmed NODE --confirm
+    EXTRA...`: the run of an on-call engineer who checked that the machine is off."""
+    chosen = ["--strategy", strategy] if strategy else []
+    go = ["--confirm"] if confirm else []
+    return ["remediate", node, *chosen, "--node-shutdown-confirmed", node, *go, *extra]

@@ -14,6 +14,7 @@ from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
 from tests.e2e.helpers import (
+    attested,
     pod_on,
     pods,
     taint_keys,
@@ -81,13 +82,7 @@ def test_statefulset_force_delete_needs_attestation(
     # Attested and confirmed: the StatefulSet pod is force-deleted and recreated elsewhere.
     log = tmp_path / "trail.jsonl"
     proc = plugin.run(
-        "remediate",
-        node,
-        "--strategy",
-        "force-delete",
-        "--node-shutdown-confirmed",
-        node,
-        "--confirm",
+        *attested(node, strategy="force-delete"),
         "--log-file",
         str(log),
         "-o",
@@ -121,11 +116,7 @@ def test_out_of_service_strategy_and_taint_removal(
     cp, node = control_plane, "flaky-r2"
     uids = _down(cp, node)
     proc = plugin.run(
-        "remediate",
-        node,
-        "--node-shutdown-confirmed",
-        node,
-        "--confirm",
+        *attested(node),
         "--wait-timeout",
         "90",
         "-o",
@@ -158,12 +149,7 @@ def test_rechecks_skip_a_returned_node_and_a_recreated_pod(
     for node in (back, renamed):
         plans[node] = tmp_path / f"{node}.json"
         proc = plugin.run(
-            "remediate",
-            node,
-            "--strategy",
-            "force-delete",
-            "--node-shutdown-confirmed",
-            node,
+            *attested(node, strategy="force-delete", confirm=False),
             "--plan-out",
             str(plans[node]),
         )
@@ -244,9 +230,7 @@ def test_zone_disruption_is_refused(control_plane: ControlPlane, plugin: Plugin)
         assert code == 3
         z = next(z for z in d["zones"] if z["zone"].endswith(zone))
         assert z["state"] == "PartialDisruption" and z["eviction"] == "stopped"
-        proc = plugin.run(
-            "remediate", late, "--node-shutdown-confirmed", late, "--confirm", "-o", "json"
-        )
+        proc = plugin.run(*attested(late, "-o", "json"))
         assert proc.returncode == 4, proc.stdout + proc.stderr
         data = _json(proc)
         assert any("PartialDisruption" in r for r in data["refusals"])
@@ -420,13 +404,7 @@ def test_delete_node_strategy_lets_podgc_clean_up(
     cp, node = control_plane, "flaky-r6"
     uids = _down(cp, node)
     proc = plugin.run(
-        "remediate",
-        node,
-        "--strategy",
-        "delete-node",
-        "--node-shutdown-confirmed",
-        node,
-        "--confirm",
+        *attested(node, strategy="delete-node"),
         "-o",
         "json",
     )

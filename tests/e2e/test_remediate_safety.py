@@ -26,6 +26,7 @@ from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin, Run, nodefail_bin
 from tests.e2e.controlplane import ControlPlane, wait_for
 from tests.e2e.helpers import (
+    attested,
     audit_writes,
     pod_on,
     running,
@@ -273,13 +274,7 @@ def test_unwritable_outputs_are_refused_before_any_change(
     start = _now()
     for flag in ("--log-file", "--plan-out"):
         proc = plugin.run(
-            "remediate",
-            node,
-            "--strategy",
-            "force-delete",
-            "--node-shutdown-confirmed",
-            node,
-            "--confirm",
+            *attested(node, strategy="force-delete"),
             flag,
             str(missing / "out.json"),
         )
@@ -305,13 +300,7 @@ def test_sigint_mid_run_keeps_the_trail_and_a_rerun_finishes(
     uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
     log = tmp_path / "trail.jsonl"
     args = (
-        "remediate",
-        node,
-        "--strategy",
-        "force-delete",
-        "--node-shutdown-confirmed",
-        node,
-        "--confirm",
+        *attested(node, strategy="force-delete"),
         "--log-file",
         str(log),
         "-o",
@@ -378,13 +367,7 @@ def test_two_runs_at_once_never_double_act(control_plane: ControlPlane, plugin: 
     pods = _fail_with_pods(cp, node, 30)
     names = {p["metadata"]["name"] for p in pods}
     args = (
-        "remediate",
-        node,
-        "--strategy",
-        "force-delete",
-        "--node-shutdown-confirmed",
-        node,
-        "--confirm",
+        *attested(node, strategy="force-delete"),
         "-o",
         "json",
     )
@@ -463,11 +446,7 @@ def test_a_finalizer_held_pod_is_named_and_never_waited_for(
         assert taint["action"] == "taint-out-of-service" and taint["allowed"]
         assert f"db-{node}-0" in taint["why"] and held not in taint["why"]
         proc = plugin.run(
-            "remediate",
-            node,
-            "--node-shutdown-confirmed",
-            node,
-            "--confirm",
+            *attested(node),
             "--wait-timeout",
             "120",
             "-o",
