@@ -54,18 +54,11 @@ def repeatable_context(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def kubeconfig_contexts(kubeconfig: str | None) -> list[str]:
     """The context names of the kubeconfig, in its order."""
-    from kubectl_nodefail.kube import _kubeconfig_paths
+    from kubectl_nodefail.kubeconfig import context_names, find
 
-    paths = [p for p in _kubeconfig_paths(kubeconfig) if p]
-    try:
-        from kubernetes import config
-
-        found, _ = config.list_kube_config_contexts(paths[0])
-    except Exception as exc:
-        raise ConfigError(f"cannot list the contexts of {paths[0]}: {exc}") from exc
-    names = [c["name"] for c in found or []]
+    names = context_names(kubeconfig)
     if not names:
-        raise ConfigError(f"no contexts in {paths[0]}")
+        raise ConfigError(f"no contexts in {find(kubeconfig)}")
     return names
 
 
