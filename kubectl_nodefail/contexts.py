@@ -15,8 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import click
-
 from kubectl_nodefail.errors import ConfigError, NodefailError
 
 WORKERS = 4
@@ -28,28 +26,6 @@ class ClusterResult:
     code: int
     text: str = ""  # the diagnosis as the chosen output renders it
     error: str = ""  # the one-line error when the cluster could not be diagnosed
-
-
-def repeatable_context(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Make the `--context` that connection_options added repeatable, and add
-    `--all-contexts`. Written above @connection_options (decorators apply bottom-up)."""
-    from kubectl_nodefail import completion
-
-    params = getattr(fn, "__click_params__", [])
-    for i, param in enumerate(params):
-        if param.name == "context":
-            params[i] = click.Option(
-                ["--context"],
-                multiple=True,
-                metavar="NAME",
-                help="The kubeconfig context to use; repeat it to diagnose several clusters.",
-                shell_complete=completion.contexts,
-            )
-    return click.option(
-        "--all-contexts",
-        is_flag=True,
-        help="Diagnose every context of the kubeconfig, concurrently, grouped by context.",
-    )(fn)
 
 
 def kubeconfig_contexts(kubeconfig: str | None) -> list[str]:
