@@ -182,6 +182,11 @@ def _version(n: int, method: str, path: str) -> Any:
     return json_answer(VERSION)
 
 
+def _auth(headers: dict[str, str]) -> str | None:
+    """The Authorization header as sent (header names are case-insensitive)."""
+    return {k.lower(): v for k, v in headers.items()}.get("authorization")
+
+
 def _version_seen(config: str) -> None:
     cluster = kube.Cluster(config, timeout=5)
     try:
@@ -197,14 +202,14 @@ def test_token_file_relative_to_the_kubeconfig_and_trimmed(tmp_path: Path) -> No
         config = _config(tmp_path, {"server": api.url}, {"tokenFile": "token"})
         (tmp_path / "kube" / "token").write_text("s3cret\n")
         _version_seen(config)
-    assert api.headers[0]["Authorization"] == "Bearer s3cret"
+    assert _auth(api.headers[0]) == "Bearer s3cret"
 
 
 def test_basic_credentials_reach_the_server(tmp_path: Path) -> None:
     with serve(_version) as api:
         _version_seen(_config(tmp_path, {"server": api.url}, {"username": "ü", "password": "p"}))
     expected = "Basic " + base64.b64encode("ü:p".encode()).decode()
-    assert api.headers[0]["Authorization"] == expected
+    assert _auth(api.headers[0]) == expected
 
 
 def test_client_certificate_and_ca_data_reach_the_server(
@@ -223,7 +228,7 @@ def test_client_certificate_and_ca_data_reach_the_server(
         cluster = {"server": api.url, "certificate-authority-data": data(server[0])}
         user = {"client-certificate-data": data(client_cert), "client-key-data": data(client_key)}
         _version_seen(_config(tmp_path, cluster, user))
-        assert "Authorization" not in api.headers[0]
+        assert _auth(api.headers[0]) is None
         # without the client certificate the server's handshake refuses: exit 11, one line
         result = CliRunner().invoke(
             main, ["diagnose", "--kubeconfig", _config(tmp_path, cluster, {})]
@@ -290,3 +295,23 @@ def test_diagnose_on_a_static_kubeconfig_never_imports_the_client(tmp_path: Path
         )
     assert proc.stdout.splitlines()[-2:] == ["exit 3", "False"], proc.stdout + proc.stderr
     assert "db-0" in proc.stdout
+
+
+def test_exec_users_are_delegated_to_the_official_client(tmp_path: Path) -> None:
+    """A credential plugin's token reaches the server: the client ran the plugin."""
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": "from-the-plugin"},
+    }
+    plugin = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": "sh",
+        "args": ["-c", f"echo '{json.dumps(credential)}'"],
+        "interactiveMode": "Never",
+    }
+    with serve(_version) as api:
+        config = _config(tmp_path, {"server": api.url}, {"exec": plugin})
+        assert kubeconfig.resolve(config, kubeconfig.read(config), None) is None
+        _version_seen(config)
+    assert _auth(api.headers[0]) == "Bearer from-the-plugin"
