@@ -1,26 +1,24 @@
 """`kubectl nodefail`: the click commands. Flags become options, errors become exit codes.
 
-Kept thin and light: heavy modules (the kubernetes client above all) are imported inside the
-commands, so `kubectl nodefail --help` stays fast.
+Kept thin and light: `kubectl nodefail --help` imports click and little else (it is measured
+against `python3 -c pass`); what only a command needs (the kubernetes client above all, but
+also logging, many-cluster runs, the analysis) is imported inside that command.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import wraps
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
-from kubectl_nodefail import __version__, color, completion, contexts, progress
+from kubectl_nodefail import __version__, color, completion, progress
 from kubectl_nodefail.errors import Exit, NodefailError
 
 OUTPUTS = ["table", "wide", "json", "yaml"]
@@ -167,8 +165,7 @@ class PluginGroup(click.Group):
         return super().main(*args, **kwargs)
 
 
-@dataclass
-class Connection:
+class Connection(NamedTuple):
     kubeconfig: str | None
     context: str | None
     request_timeout: float
@@ -232,6 +229,26 @@ def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def repeatable_context(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Make the `--context` that connection_options added repeatable, and add
+    `--all-contexts`. Written above @connection_options (decorators apply bottom-up)."""
+    params = getattr(fn, "__click_params__", [])
+    for i, param in enumerate(params):
+        if param.name == "context":
+            params[i] = click.Option(
+                ["--context"],
+                multiple=True,
+                metavar="NAME",
+                help="The kubeconfig context to use; repeat it to diagnose several clusters.",
+                shell_complete=completion.contexts,
+            )
+    return click.option(
+        "--all-contexts",
+        is_flag=True,
+        help="Diagnose every context of the kubeconfig, concurrently, grouped by context.",
+    )(fn)
+
+
 def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
     """Run a command body; map its result and the tool's errors onto exit codes.
 
@@ -255,7 +272,7 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
             code = fn(*args, **kwargs)
         except NodefailError as exc:
             if verbose >= 2:
-                traceback.print_exc()
+                _print_traceback()
             _fail(f"error: {exc.line()}", int(exc.exit_code), watchdog)
         except KeyboardInterrupt:
             _fail("interrupted", 130, watchdog)
@@ -263,7 +280,7 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
             raise
         except Exception as exc:  # a bug: one line unless asked for more
             if verbose:
-                traceback.print_exc()
+                _print_traceback()
             _fail(
                 f"error: internal error: {type(exc).__name__}: {_first_line(exc)} "
                 "(rerun with -v for the traceback)",
@@ -276,6 +293,12 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
         sys.exit(int(code))
 
     return wrapper
+
+
+def _print_traceback() -> None:
+    import traceback
+
+    traceback.print_exc()
 
 
 def _first_line(exc: BaseException) -> str:
@@ -345,6 +368,8 @@ def _quiet_libraries(verbose: int) -> None:
     (`logging.error`), which would print `ERROR:root:...` next to our message. With -vv their
     logs are shown.
     """
+    import logging
+
     root = logging.getLogger()
     if verbose >= 2:
         logging.basicConfig(level=logging.DEBUG if verbose > 2 else logging.WARNING)
@@ -452,7 +477,7 @@ def checked(snap: Any) -> Any:
 
 @main.command(epilog=DIAGNOSE_EXAMPLES + EXIT_CODES_HELP)
 @click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
-@contexts.repeatable_context
+@repeatable_context
 @connection_options
 @click.option(
     "-n",
@@ -592,6 +617,8 @@ def diagnose(
             one_line=output == "json",
         )
     if many:
+        from kubectl_nodefail import contexts
+
         names = list(dict.fromkeys(context)) or contexts.kubeconfig_contexts(kubeconfig)
         if all_contexts and context:
             raise click.UsageError("--context and --all-contexts exclude each other")

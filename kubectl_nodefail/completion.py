@@ -93,11 +93,9 @@ def explain_targets(
 def contexts(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Context names of the kubeconfig (no cluster read)."""
     try:
-        from kubernetes import config
+        from kubectl_nodefail.kubeconfig import context_names
 
-        path = _params(ctx).get("kubeconfig") or None
-        found, _ = config.list_kube_config_contexts(path)
-        names = sorted(c["name"] for c in found or [])
+        names = sorted(context_names(_params(ctx).get("kubeconfig") or None))
     except Exception:
         return []
     return [CompletionItem(n) for n in names if n.startswith(incomplete)]

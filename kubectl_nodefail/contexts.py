@@ -15,8 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import click
-
 from kubectl_nodefail.errors import ConfigError, NodefailError
 
 WORKERS = 4
@@ -30,42 +28,13 @@ class ClusterResult:
     error: str = ""  # the one-line error when the cluster could not be diagnosed
 
 
-def repeatable_context(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Make the `--context` that connection_options added repeatable, and add
-    `--all-contexts`. Written above @connection_options (decorators apply bottom-up)."""
-    from kubectl_nodefail import completion
-
-    params = getattr(fn, "__click_params__", [])
-    for i, param in enumerate(params):
-        if param.name == "context":
-            params[i] = click.Option(
-                ["--context"],
-                multiple=True,
-                metavar="NAME",
-                help="The kubeconfig context to use; repeat it to diagnose several clusters.",
-                shell_complete=completion.contexts,
-            )
-    return click.option(
-        "--all-contexts",
-        is_flag=True,
-        help="Diagnose every context of the kubeconfig, concurrently, grouped by context.",
-    )(fn)
-
-
 def kubeconfig_contexts(kubeconfig: str | None) -> list[str]:
     """The context names of the kubeconfig, in its order."""
-    from kubectl_nodefail.kube import _kubeconfig_paths
+    from kubectl_nodefail.kubeconfig import context_names, find
 
-    paths = [p for p in _kubeconfig_paths(kubeconfig) if p]
-    try:
-        from kubernetes import config
-
-        found, _ = config.list_kube_config_contexts(paths[0])
-    except Exception as exc:
-        raise ConfigError(f"cannot list the contexts of {paths[0]}: {exc}") from exc
-    names = [c["name"] for c in found or []]
+    names = context_names(kubeconfig)
     if not names:
-        raise ConfigError(f"no contexts in {paths[0]}")
+        raise ConfigError(f"no contexts in {find(kubeconfig)}")
     return names
 
 

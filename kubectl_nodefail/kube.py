@@ -1,7 +1,8 @@
-"""The only module that talks to the API server, and the only one importing `kubernetes`.
+"""The only module that talks to the API server.
 
-It loads the kubeconfig the way kubectl does (file, context, exec plugins), then sends plain
-HTTP requests and returns raw JSON dicts: bulk lists are never deserialised into client models
+It connects as the kubeconfig says (kubeconfig.py: file, context, credentials; the official
+client only for exec and auth-provider users), then sends plain HTTP requests and returns raw
+JSON dicts: bulk lists are never deserialised into client models
 (20,000 pods: 5.0 s through the models vs 0.7 s with json.loads, measured). Every failure is
 mapped onto the tool's own errors (errors.py) with a one-line message.
 """
@@ -9,7 +10,6 @@ mapped onto the tool's own errors (errors.py) with a one-line message.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -18,12 +18,11 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from typing import Any, TypeVar
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 from kubectl_nodefail.errors import (
     ApiError,
     AuthError,
-    ConfigError,
     Conflict,
     DeadlineExceeded,
     Forbidden,
@@ -91,15 +90,6 @@ def trim(obj: Obj) -> Obj:
     return obj
 
 
-def _kubeconfig_paths(explicit: str | None) -> list[str]:
-    if explicit:
-        return [explicit]
-    env = os.environ.get("KUBECONFIG")
-    if env:
-        return [p for p in env.split(os.pathsep) if p]
-    return [os.path.expanduser("~/.kube/config")]
-
-
 class Cluster:
     """A connection to one API server, chosen by kubeconfig and context.
 
@@ -120,43 +110,22 @@ class Cluster:
         timeout: float | None = 30.0,
         deadline: float | None = None,
     ) -> None:
-        from kubernetes import client
+        from kubectl_nodefail import __version__
+        from kubectl_nodefail.kubeconfig import connect
 
-        paths = _kubeconfig_paths(kubeconfig)
-        existing = [p for p in paths if os.path.exists(p)]
-        if not existing:
-            raise ConfigError(
-                f"no kubeconfig found at {', '.join(paths)}",
-                hint="pass --kubeconfig, set KUBECONFIG, or use --from-file to read a dump",
-            )
-        cfg = client.Configuration()
-        current = _load_kubeconfig(existing[0], context, cfg)
-        _check_server(existing[0], cfg)
-        cfg.connection_pool_maxsize = WORKERS * 2
-        cfg.retries = False  # request() retries itself: only GETs, within the deadline
-        self.context = context or current
-        self.host = cfg.host
+        self._conn = connect(kubeconfig, context, WORKERS * 2)
+        self.context = self._conn.context
+        self.host = self._conn.host
         self.timeout = timeout or None
         self.deadline = deadline
         self.sleep: Callable[[float], None] = time.sleep  # replaced by tests
-        self._api = client.ApiClient(cfg)
-        from kubectl_nodefail import __version__
-
-        self._cfg = cfg
-        self._pool = self._api.rest_client.pool_manager
+        self._pool = self._conn.pool
         self._user_agent = f"kubectl-nodefail/{__version__}"
 
     def _auth_headers(self) -> dict[str, str]:
-        """The bearer token (refreshed by exec plugins / token files through the client's
-        hook) as a header; client certificates live in the connection pool's TLS settings.
-
-        Only the client's Configuration and its urllib3 pool are used, not its generated
-        request code: that code changed shape across client generations, the pool did not."""
-        headers = {"User-Agent": self._user_agent}
-        for auth in self._cfg.auth_settings().values():
-            if auth.get("in") == "header" and auth.get("value"):
-                headers[auth["key"]] = auth["value"]
-        return headers
+        """The User-Agent and the credentials' header (a token from an exec plugin or
+        auth-provider is refreshed when due); client certificates live in the pool's TLS."""
+        return {"User-Agent": self._user_agent, **self._conn.auth_headers()}
 
     # --- plain requests ---
 
@@ -514,7 +483,7 @@ class Cluster:
         return self.request("POST", path, body=obj)
 
     def close(self) -> None:
-        self._api.close()
+        self._conn.close()
 
 
 def _short(exc: object) -> str:
@@ -608,90 +577,6 @@ def _shape_problem(doc: Obj) -> str | None:
         if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
             return f"items[{i}] is not an object with metadata.name"
     return None
-
-
-def _load_kubeconfig(path: str, context: str | None, cfg: Any) -> str:
-    """Read the kubeconfig into the client configuration; every failure is a ConfigError.
-
-    Returns the name of the context in use. The client library raises anything from YAML
-    parser errors to AttributeErrors on a wrong-typed field, so its whole load is guarded.
-    """
-    import yaml
-    from kubernetes import config
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ConfigError(f"kubeconfig {path} is not valid YAML{where}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read kubeconfig {path}: {_short(exc)}") from exc
-    problem = _kubeconfig_problem(doc)
-    if problem:
-        raise ConfigError(f"kubeconfig {path} is unusable: {problem}")
-    names = [c["name"] for c in doc.get("contexts") or []]
-    if context and context not in names:
-        raise ConfigError(
-            f"context {context!r} not found in {path}",
-            hint=f"known contexts: {', '.join(names) or 'none'}",
-        )
-    try:
-        config.load_kube_config_from_dict(
-            doc, context=context, client_configuration=cfg, persist_config=False
-        )
-    except Exception as exc:  # the library's own errors for a config it cannot use
-        raise ConfigError(f"kubeconfig {path} is unusable: {_short(exc)}") from exc
-    return context or str(doc.get("current-context") or "")
-
-
-def _kubeconfig_problem(doc: Any) -> str | None:
-    """The shape kubectl needs: named clusters, users and contexts, each a mapping."""
-    if not isinstance(doc, dict):
-        return "it is not a YAML mapping"
-    for section in ("clusters", "users", "contexts"):
-        entries = doc.get(section) or []
-        if not isinstance(entries, list):
-            return f"{section} is not a list"
-        for i, entry in enumerate(entries):
-            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-                return f"{section}[{i}] has no name"
-            body = entry.get(section[:-1])
-            if body is not None and not isinstance(body, dict):
-                return f"{section}[{i}] ({entry['name']}): {section[:-1]} is not a mapping"
-    if not isinstance(doc.get("current-context") or "", str):
-        return "current-context is not a string"
-    return None
-
-
-def _check_server(path: str, cfg: Any) -> None:
-    """The server URL and TLS material, checked now rather than failing on the first request."""
-    import ssl
-
-    try:
-        url = urlsplit(cfg.host)
-        port = url.port
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"kubeconfig {path}: server {cfg.host!r} is not a valid URL") from exc
-    if url.scheme not in ("http", "https") or not url.hostname or port == 0:
-        raise ConfigError(
-            f"kubeconfig {path}: server {cfg.host!r} is not an http(s) URL",
-            hint="expected e.g. https://10.0.0.1:6443",
-        )
-    if url.scheme != "https":
-        return
-    try:
-        ctx = ssl.create_default_context()
-        if cfg.ssl_ca_cert:
-            ctx.load_verify_locations(cafile=cfg.ssl_ca_cert)
-        if cfg.cert_file:
-            ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
-    except (ssl.SSLError, OSError, ValueError) as exc:
-        raise ConfigError(
-            f"kubeconfig {path}: the certificate data is unusable: {_short(exc)}",
-            hint="check certificate-authority(-data) and client-certificate/key(-data)",
-        ) from exc
 
 
 def pod_path(namespace: str, name: str = "") -> str:

@@ -23,11 +23,12 @@ Script = Callable[[int, str, str], Answer]
 
 
 class FakeApi:
-    """What one fake server saw: the requests, as (method, path)."""
+    """What one fake server saw: the requests, as (method, path), and their headers."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.requests: list[tuple[str, str]] = []
+        self.headers: list[dict[str, str]] = []
 
 
 def json_answer(doc: Any, status: int = 200, **headers: str) -> Answer:
@@ -52,8 +53,11 @@ def self_signed(tmp: Path) -> tuple[str, str]:
 
 
 @contextmanager
-def serve(script: Script, tls: tuple[str, str] | None = None) -> Iterator[FakeApi]:
-    """An HTTP(S) server on 127.0.0.1 answering each request as `script` says."""
+def serve(
+    script: Script, tls: tuple[str, str] | None = None, client_ca: str | None = None
+) -> Iterator[FakeApi]:
+    """An HTTP(S) server on 127.0.0.1 answering each request as `script` says; with
+    `client_ca`, the TLS handshake requires a client certificate signed by it."""
     stop = threading.Event()
     api = FakeApi("")
 
@@ -68,6 +72,7 @@ def serve(script: Script, tls: tuple[str, str] | None = None) -> Iterator[FakeAp
             if length:
                 self.rfile.read(length)
             api.requests.append((self.command, self.path))
+            api.headers.append(dict(self.headers))
             answer = script(len(api.requests) - 1, self.command, self.path)
             if answer is None:
                 stop.wait(60)  # never answer (until the test ends)
@@ -88,6 +93,9 @@ def serve(script: Script, tls: tuple[str, str] | None = None) -> Iterator[FakeAp
     if tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(*tls)
+        if client_ca:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(cafile=client_ca)
         server.socket = ctx.wrap_socket(server.socket, server_side=True)
         scheme = "https"
     api.url = f"{scheme}://127.0.0.1:{server.server_address[1]}"

@@ -1,0 +1,53 @@
+"""The real control plane's kubeconfig (kwokctl's: a CA and a client certificate in files) is
+resolved without the kubernetes client, to the settings the client itself derives, and a
+diagnosis through it never imports the client."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.controlplane import ControlPlane
+
+pytestmark = pytest.mark.e2e
+
+
+def test_live_kubeconfig_is_static_and_agrees_with_the_client(
+    control_plane: ControlPlane,
+) -> None:
+    from kubernetes import client, config
+
+    from kubectl_nodefail import kubeconfig
+
+    path = str(control_plane.kubeconfig)
+    ours = kubeconfig.resolve(path, kubeconfig.read(path), None)
+    assert ours is not None and ours.cert and ours.key and ours.ca  # static: client certificate
+    cfg = client.Configuration()
+    config.load_kube_config(config_file=path, client_configuration=cfg, persist_config=False)
+    assert (ours.host, ours.verify) == (cfg.host, cfg.verify_ssl)
+    assert ours.ca == Path(cfg.ssl_ca_cert).read_bytes()
+    assert (ours.cert, ours.key) == (
+        Path(cfg.cert_file).read_bytes(),
+        Path(cfg.key_file).read_bytes(),
+    )
+
+
+def test_live_diagnosis_never_imports_the_client(control_plane: ControlPlane) -> None:
+    code = (
+        "import sys\nfrom kubectl_nodefail.cli import main\n"
+        "try:\n    main(['diagnose', '-o', 'json', '--kubeconfig', sys.argv[1]])\n"
+        "except SystemExit as exc:\n    print('exit', exc.code)\n"
+        "print('kubernetes' in sys.modules)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(control_plane.kubeconfig)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    tail = proc.stdout.splitlines()[-2:]
+    assert tail[-1] == "False" and tail[0] in ("exit 0", "exit 3"), proc.stdout + proc.stderr
+    assert '"kind": "Diagnosis"' in proc.stdout

@@ -1,0 +1,317 @@
+"""kubeconfig.py: static kubeconfigs resolved without the kubernetes client, the same way.
+
+The differential property compares the loader with the official client's own (the reference
+this project used before) on generated kubeconfigs. The client's `load_kube_config` is given
+the file (not `load_kube_config_from_dict`): only with the file does it resolve relative paths
+against the kubeconfig's folder, as kubectl does. Local fake servers then check that what was
+resolved reaches the wire: the token or basic credentials, the client certificate, the CA,
+tls-server-name.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubectl_nodefail import kube, kubeconfig
+from kubectl_nodefail.cli import main
+from kubectl_nodefail.errors import ConfigError
+from tests.unit.fakeapi import json_answer, self_signed, serve
+
+SCALE = int(os.environ.get("NODEFAIL_PROPERTY_SCALE", "1"))
+SETTINGS = settings(
+    max_examples=60 * SCALE,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+VERSION = {"major": "1", "minor": "36", "gitVersion": "v1.36.1"}
+
+NAMES = st.sampled_from(["a", "b", "prod", "kind-kind"])
+WORD = st.text("abcdefghijklmnopqrstuvwxyz0123456789-._~+/=", min_size=1, max_size=24)
+ASCII = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=0, max_size=16)
+
+
+@st.composite
+def material(draw: st.DrawFn, key: str) -> dict[str, Any]:
+    """`key` as nothing, -data, an absolute file or a file relative to the kubeconfig."""
+    how = draw(st.sampled_from(["none", "data", "absolute", "relative", "relative-up"]))
+    content = draw(st.binary(min_size=1, max_size=64))
+    if how == "none":
+        return {}
+    if how == "data":
+        return {f"{key}-data": base64.b64encode(content).decode()}
+    return {key: {"file": how, "content": content}}
+
+
+@st.composite
+def kubeconfigs(draw: st.DrawFn) -> dict[str, Any]:
+    """Several contexts over clusters and users with every static field kubectl knows."""
+    names = draw(st.lists(NAMES, min_size=1, max_size=3, unique=True))
+    clusters, users, contexts = [], [], []
+    for name in names:
+        scheme = draw(st.sampled_from(["https", "https", "http"]))
+        port = draw(st.integers(1, 65535))
+        cluster: dict[str, Any] = {
+            "server": f"{scheme}://{draw(NAMES)}.example:{port}{draw(st.sampled_from(['', '/']))}"
+        }
+        cluster.update(draw(material("certificate-authority")))
+        skip = draw(st.sampled_from([None, True, False]))
+        if skip is not None:
+            cluster["insecure-skip-tls-verify"] = skip
+        if draw(st.booleans()):
+            cluster["tls-server-name"] = draw(WORD)
+        user: dict[str, Any] = {}
+        user.update(draw(material("client-certificate")))
+        user.update(draw(material("client-key")))
+        auth = draw(st.sampled_from(["none", "token", "tokenFile", "both", "basic", "all"]))
+        if auth in ("token", "both", "all"):
+            user["token"] = draw(WORD)
+        if auth in ("tokenFile", "both"):
+            user["tokenFile"] = {"file": "relative", "content": draw(WORD).encode()}
+        if auth in ("basic", "all"):
+            user["username"], user["password"] = draw(ASCII), draw(ASCII)
+        clusters.append({"name": name, "cluster": cluster})
+        users.append({"name": name, "user": user})
+        context = {"cluster": name, "user": name}
+        contexts.append({"name": f"ctx-{name}", "context": context})
+    current = draw(st.sampled_from(contexts))["name"]
+    chosen = draw(st.one_of(st.none(), st.sampled_from(contexts).map(lambda c: c["name"])))
+    return {
+        "doc": {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": current,
+            "clusters": clusters,
+            "users": users,
+            "contexts": contexts,
+        },
+        "context": chosen,
+    }
+
+
+def _write(root: Path, doc: dict[str, Any]) -> Path:
+    """The kubeconfig under root/home/.kube/, with its files placed where each says."""
+    folder = root / "home" / ".kube"
+    folder.mkdir(parents=True)
+    count = 0
+    for section, body in (("clusters", "cluster"), ("users", "user")):
+        for entry in doc[section]:
+            fields = entry[body]
+            for key, value in list(fields.items()):
+                if not isinstance(value, dict):
+                    continue
+                count += 1
+                where = {
+                    "absolute": str(root / f"abs-{count}.pem"),
+                    "relative": f"certs/{count}.pem",
+                    "relative-up": f"../up-{count}.pem",
+                }[value["file"]]
+                target = Path(where) if os.path.isabs(where) else folder / where
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(value["content"])
+                fields[key] = where
+    path = folder / "config"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _read(file: str | None) -> bytes | None:
+    return Path(file).read_bytes() if file else None
+
+
+@SETTINGS
+@given(case=kubeconfigs())
+def test_static_kubeconfigs_resolve_as_the_official_client_does(case: dict[str, Any]) -> None:
+    from kubernetes import client, config
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        path = _write(root, case["doc"])
+        doc = kubeconfig.read(str(path))
+        ours = kubeconfig.resolve(str(path), doc, case["context"])
+        assert ours is not None
+        cfg = client.Configuration()
+        temp = root / "client-temp"
+        temp.mkdir()
+        config.load_kube_config(
+            config_file=str(path),
+            context=case["context"],
+            client_configuration=cfg,
+            persist_config=False,
+            temp_file_path=str(temp),
+        )
+        assert ours.host == cfg.host
+        assert ours.context == (case["context"] or case["doc"]["current-context"])
+        assert ours.ca == _read(cfg.ssl_ca_cert)
+        assert ours.cert == _read(cfg.cert_file)
+        assert ours.key == _read(cfg.key_file)
+        assert ours.verify == cfg.verify_ssl
+        assert ours.tls_server_name == cfg.tls_server_name
+        assert ours.authorization == (cfg.api_key.get("BearerToken") or None)
+
+
+def _config(tmp: Path, cluster: dict[str, Any], user: dict[str, Any]) -> str:
+    path = tmp / "kube" / "config"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(
+        json.dumps(
+            {
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": cluster}],
+                "users": [{"name": "u", "user": user}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
+    return str(path)
+
+
+def _version(n: int, method: str, path: str) -> Any:
+    return json_answer(VERSION)
+
+
+def _auth(headers: dict[str, str]) -> str | None:
+    """The Authorization header as sent (header names are case-insensitive)."""
+    return {k.lower(): v for k, v in headers.items()}.get("authorization")
+
+
+def _version_seen(config: str) -> None:
+    cluster = kube.Cluster(config, timeout=5)
+    try:
+        assert cluster.server_version() == "v1.36.1"
+    finally:
+        cluster.close()
+
+
+def test_token_file_relative_to_the_kubeconfig_and_trimmed(tmp_path: Path) -> None:
+    """kubectl reads tokenFile relative to the kubeconfig's folder and trims the newline a
+    `echo TOKEN > file` leaves (the client sent it, which no HTTP library accepts)."""
+    with serve(_version) as api:
+        config = _config(tmp_path, {"server": api.url}, {"tokenFile": "token"})
+        (tmp_path / "kube" / "token").write_text("s3cret\n")
+        _version_seen(config)
+    assert _auth(api.headers[0]) == "Bearer s3cret"
+
+
+def test_basic_credentials_reach_the_server(tmp_path: Path) -> None:
+    with serve(_version) as api:
+        _version_seen(_config(tmp_path, {"server": api.url}, {"username": "ü", "password": "p"}))
+    expected = "Basic " + base64.b64encode("ü:p".encode()).decode()
+    assert _auth(api.headers[0]) == expected
+
+
+def test_client_certificate_and_ca_data_reach_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kube, "RETRIES", 0)
+    (tmp_path / "server").mkdir()
+    (tmp_path / "client").mkdir()
+    server = self_signed(tmp_path / "server")
+    client_cert, client_key = self_signed(tmp_path / "client")
+
+    def data(file: str) -> str:
+        return base64.b64encode(Path(file).read_bytes()).decode()
+
+    with serve(_version, tls=server, client_ca=client_cert) as api:
+        cluster = {"server": api.url, "certificate-authority-data": data(server[0])}
+        user = {"client-certificate-data": data(client_cert), "client-key-data": data(client_key)}
+        _version_seen(_config(tmp_path, cluster, user))
+        assert _auth(api.headers[0]) is None
+        # without the client certificate the server's handshake refuses: exit 11, one line
+        result = CliRunner().invoke(
+            main, ["diagnose", "--kubeconfig", _config(tmp_path, cluster, {})]
+        )
+    assert result.exit_code == 11, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert len(api.requests) == 1
+
+
+def test_tls_server_name_is_the_name_checked(tmp_path: Path) -> None:
+    """The certificate is for 127.0.0.1; the URL says localhost: only tls-server-name makes
+    the name check pass."""
+    server = self_signed(tmp_path)
+    with serve(_version, tls=server) as api:
+        url = api.url.replace("127.0.0.1", "localhost")
+        cluster = {"server": url, "certificate-authority": server[0]}
+        with pytest.raises(Exception, match="TLS with the API server"):
+            _version_seen(_config(tmp_path, cluster, {"token": "t"}))
+        _version_seen(_config(tmp_path, {**cluster, "tls-server-name": "127.0.0.1"}, {}))
+    assert len(api.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("cluster", "user", "message"),
+    [
+        ({}, {}, "its cluster has no server"),
+        ({"server": "https://x:1", "insecure-skip-tls-verify": "false"}, {}, "not true or false"),
+        ({"server": "https://x:1", "certificate-authority": "nope.pem"}, {}, "nope.pem"),
+        ({"server": "https://x:1", "certificate-authority-data": "a"}, {}, "is not base64"),
+        ({"server": "https://x:1"}, {"token": 12}, "token is not a string"),
+    ],
+)
+def test_unusable_static_fields_are_exit_10(
+    tmp_path: Path, cluster: dict[str, Any], user: dict[str, Any], message: str
+) -> None:
+    config = _config(tmp_path, cluster, user)
+    with pytest.raises(ConfigError, match=message):
+        kubeconfig.connect(config, None, 1)
+    result = CliRunner().invoke(main, ["diagnose", "--kubeconfig", config])
+    assert result.exit_code == 10, result.stderr
+    assert result.stderr.count("\n") == 1 and "kubeconfig" in result.stderr
+
+
+def test_missing_context_names_the_known_ones(tmp_path: Path) -> None:
+    config = _config(tmp_path, {"server": "https://x:1"}, {})
+    with pytest.raises(ConfigError, match="context 'nope' not found") as caught:
+        kubeconfig.connect(config, "nope", 1)
+    assert caught.value.hint == "known contexts: c"
+
+
+def test_diagnose_on_a_static_kubeconfig_never_imports_the_client(tmp_path: Path) -> None:
+    from tests.unit.test_bad_servers import _recorded_cluster
+
+    code = (
+        "import sys\nfrom kubectl_nodefail.cli import main\n"
+        "try:\n    main(['diagnose', '--kubeconfig', sys.argv[1]])\n"
+        "except SystemExit as exc:\n    print('exit', exc.code)\n"
+        "print('kubernetes' in sys.modules)\n"
+    )
+    with serve(_recorded_cluster) as api:
+        config = _config(tmp_path, {"server": api.url}, {"token": "t"})
+        proc = subprocess.run(
+            [sys.executable, "-c", code, config], capture_output=True, text=True, check=False
+        )
+    assert proc.stdout.splitlines()[-2:] == ["exit 3", "False"], proc.stdout + proc.stderr
+    assert "db-0" in proc.stdout
+
+
+def test_exec_users_are_delegated_to_the_official_client(tmp_path: Path) -> None:
+    """A credential plugin's token reaches the server: the client ran the plugin."""
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": "from-the-plugin"},
+    }
+    plugin = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": "sh",
+        "args": ["-c", f"echo '{json.dumps(credential)}'"],
+        "interactiveMode": "Never",
+    }
+    with serve(_version) as api:
+        config = _config(tmp_path, {"server": api.url}, {"exec": plugin})
+        assert kubeconfig.resolve(config, kubeconfig.read(config), None) is None
+        _version_seen(config)
+    assert _auth(api.headers[0]) == "Bearer from-the-plugin"
