@@ -135,11 +135,15 @@ def gather(
     clock = now or (lambda: datetime.now(timezone.utc))
     reader = _Reader(cluster)
     progress("reading nodes; scanning pods for Terminating ones")
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        # Independent reads overlap: the node list, the Terminating scan, attachments, events.
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        # Independent reads overlap: the node list, the two Terminating scans, attachments,
+        # events; then, once the nodes are known, the examined nodes' leases and pods while
+        # the scans (which grow with the whole cluster) still run.
         f_version = pool.submit(cluster.server_version)
         f_nodes = pool.submit(cluster.list_all, kube.node_path(), "Node", limit=kube.NODE_PAGE_SIZE)
-        f_scan = pool.submit(_deleting_candidates, cluster, namespaces, bool(only_nodes))
+        skip_scan = bool(only_nodes)
+        f_table = pool.submit(_terminating_rows, cluster, namespaces, skip_scan)
+        f_finished = pool.submit(_deleted_finished, cluster, namespaces, skip_scan)
         f_attach = pool.submit(
             reader.optional,
             "volumeattachments",
@@ -156,21 +160,26 @@ def gather(
             ),
             [],
         )
-        version = f_version.result()
         nodes = f_nodes.result()
-        candidates = f_scan.result()
+        focus = focus_nodes(nodes, only_nodes)
+        f_leases = pool.submit(_leases, cluster, reader, focus)
+        f_on_nodes = pool.submit(
+            kube.parallel, lambda name: _pods_on(cluster, namespaces, name), focus
+        )
+        version = f_version.result()
+        candidates = list(dict.fromkeys([*f_table.result(), *f_finished.result()]))
         attachments = f_attach.result()
         events = f_events.result()
+        leases = f_leases.result()
+        on_nodes = f_on_nodes.result()
     missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
     if missing:
         reader.gaps.append(f"nodes not found: {', '.join(sorted(missing))}")
-    focus = focus_nodes(nodes, only_nodes)
     focus_set = set(focus)
     progress(f"{len(nodes)} nodes, {len(focus)} to examine, {len(candidates)} Terminating pods")
 
-    leases = _leases(cluster, reader, focus)
     pods: dict[str, Obj] = {}
-    for batch in kube.parallel(lambda name: _pods_on(cluster, namespaces, name), focus):
+    for batch in on_nodes:
         for pod in batch:
             pods[pod["metadata"]["uid"]] = pod
     progress(f"{len(pods)} pods on examined nodes; reading Terminating pods elsewhere")
@@ -272,30 +281,41 @@ def _deleting_row(columns: list[str], cells: list[Any]) -> bool:
     return len(cells) == len(columns) and cells[i_status] in ("Terminating", "Unknown")
 
 
-def _deleting_candidates(
+def _terminating_rows(
     cluster: kube.Cluster, namespaces: Collection[str], skip: bool
 ) -> list[Candidate]:
-    """Pods whose deletion was requested, from a Table scan of every pod (STATUS prints
-    Terminating, or Unknown for the pre-1.27 NodeLost era, for any non-finished pod with a
-    deletionTimestamp) and a metadata scan of the finished pods only (the few a Table cannot
-    tell apart: a deleted Succeeded/Failed pod prints Completed/Error)."""
+    """Pods whose deletion was requested, from a Table scan of every pod: STATUS prints
+    Terminating (or Unknown, for the pre-1.27 NodeLost era) for any unfinished pod with a
+    deletionTimestamp. The finished ones print Completed/Error: see `_deleted_finished`."""
     if skip:
         return []
-    found: dict[tuple[str | None, str, str], None] = {}
+    found: list[Candidate] = []
     for ns, path in _pod_paths(namespaces):
         columns, rows = cluster.list_table(path, keep=_deleting_row)
         i_name, _, i_node = _table_columns(columns)
         for cells in rows:
             node = str(cells[i_node] or "")
-            found[(ns, str(cells[i_name]), "" if node == "<none>" else node)] = None
+            found.append((ns, str(cells[i_name]), "" if node == "<none>" else node))
+    return found
+
+
+def _deleted_finished(
+    cluster: kube.Cluster, namespaces: Collection[str], skip: bool
+) -> list[Candidate]:
+    """Finished (Succeeded/Failed) pods whose deletion was requested, from a metadata scan of
+    the finished pods only (the few a Table cannot tell apart)."""
+    if skip:
+        return []
+    found: list[Candidate] = []
+    for _, path in _pod_paths(namespaces):
         for meta_obj in cluster.list_metadata(
             path,
             keep=lambda o: o if o["metadata"].get("deletionTimestamp") else None,
             fieldSelector=TERMINAL,
         ):
             meta = meta_obj["metadata"]
-            found[(meta.get("namespace", ""), meta.get("name", ""), "")] = None
-    return list(found)
+            found.append((meta.get("namespace", ""), meta.get("name", ""), ""))
+    return found
 
 
 def _full_pods(
