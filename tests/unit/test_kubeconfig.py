@@ -11,6 +11,7 @@ tls-server-name.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from click.testing import CliRunner
@@ -56,63 +58,89 @@ def material(draw: st.DrawFn, key: str) -> dict[str, Any]:
 
 
 @st.composite
-def kubeconfigs(draw: st.DrawFn) -> dict[str, Any]:
-    """Several contexts over clusters and users with every static field kubectl knows."""
-    names = draw(st.lists(NAMES, min_size=1, max_size=3, unique=True))
-    clusters, users, contexts = [], [], []
-    for name in names:
-        scheme = draw(st.sampled_from(["https", "https", "http"]))
-        port = draw(st.integers(1, 65535))
-        cluster: dict[str, Any] = {
-            "server": f"{scheme}://{draw(NAMES)}.example:{port}{draw(st.sampled_from(['', '/']))}"
-        }
-        cluster.update(draw(material("certificate-authority")))
-        skip = draw(st.sampled_from([None, True, False]))
-        if skip is not None:
-            cluster["insecure-skip-tls-verify"] = skip
-        if draw(st.booleans()):
-            cluster["tls-server-name"] = draw(WORD)
-        user: dict[str, Any] = {}
-        user.update(draw(material("client-certificate")))
-        user.update(draw(material("client-key")))
-        auth = draw(st.sampled_from(["none", "token", "tokenFile", "both", "basic", "all"]))
-        if auth in ("token", "both", "all"):
-            user["token"] = draw(WORD)
-        if auth in ("tokenFile", "both"):
-            user["tokenFile"] = {"file": "relative", "content": draw(WORD).encode()}
-        if auth in ("basic", "all"):
-            user["username"], user["password"] = draw(ASCII), draw(ASCII)
-        clusters.append({"name": name, "cluster": cluster})
-        users.append({"name": name, "user": user})
-        context = {"cluster": name, "user": name}
-        contexts.append({"name": f"ctx-{name}", "context": context})
-    current = draw(st.sampled_from(contexts))["name"]
-    chosen = draw(st.one_of(st.none(), st.sampled_from(contexts).map(lambda c: c["name"])))
-    return {
-        "doc": {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": current,
-            "clusters": clusters,
-            "users": users,
-            "contexts": contexts,
-        },
-        "context": chosen,
+def clusters(draw: st.DrawFn) -> dict[str, Any]:
+    """A cluster with every static field kubectl knows."""
+    scheme = draw(st.sampled_from(["https", "https", "http"]))
+    port = draw(st.integers(1, 65535))
+    cluster: dict[str, Any] = {
+        "server": f"{scheme}://{draw(NAMES)}.example:{port}{draw(st.sampled_from(['', '/']))}"
     }
+    cluster.update(draw(material("certificate-authority")))
+    skip = draw(st.sampled_from([None, True, False]))
+    if skip is not None:
+        cluster["insecure-skip-tls-verify"] = skip
+    if draw(st.booleans()):
+        cluster["tls-server-name"] = draw(WORD)
+    return cluster
 
 
-def _write(root: Path, doc: dict[str, Any]) -> Path:
-    """The kubeconfig under root/home/.kube/, with its files placed where each says."""
-    folder = root / "home" / ".kube"
+@st.composite
+def users(draw: st.DrawFn) -> dict[str, Any]:
+    """A user with static credentials: certificates, token, token file, basic."""
+    user: dict[str, Any] = {}
+    user.update(draw(material("client-certificate")))
+    user.update(draw(material("client-key")))
+    auth = draw(st.sampled_from(["none", "token", "tokenFile", "both", "basic", "all"]))
+    if auth in ("token", "both", "all"):
+        user["token"] = draw(WORD)
+    if auth in ("tokenFile", "both"):
+        user["tokenFile"] = {"file": "relative", "content": draw(WORD).encode()}
+    if auth in ("basic", "all"):
+        user["username"], user["password"] = draw(ASCII), draw(ASCII)
+    return user
+
+
+@st.composite
+def kubeconfigs(draw: st.DrawFn) -> dict[str, Any]:
+    """1-3 kubeconfig files (each in its own folder) whose cluster, user and context names
+    overlap across files (unique within one: kubectl rejects a file repeating a name), whose
+    contexts may name a cluster or user of another file, each with its own current-context or
+    none; sometimes a missing file in the list."""
+    count = draw(st.integers(1, 3))
+    docs: list[dict[str, Any]] = []
+    for i in range(count):
+        last = i == count - 1  # the last file guarantees a cluster and a context somewhere
+        cluster_names = draw(st.lists(NAMES, min_size=int(last), max_size=3, unique=True))
+        user_names = draw(st.lists(NAMES, max_size=3, unique=True))
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": n, "cluster": draw(clusters())} for n in cluster_names],
+                "users": [{"name": n, "user": draw(users())} for n in user_names],
+            }
+        )
+    all_clusters = sorted({c["name"] for d in docs for c in d["clusters"]})
+    all_users = sorted({u["name"] for d in docs for u in d["users"]})
+    for i, doc in enumerate(docs):
+        names = draw(st.lists(NAMES, min_size=int(i == count - 1), max_size=3, unique=True))
+        doc["contexts"] = []
+        for name in names:
+            context = {"cluster": draw(st.sampled_from(all_clusters))}
+            if all_users and draw(st.booleans()):
+                context["user"] = draw(st.sampled_from(all_users))
+            doc["contexts"].append({"name": f"ctx-{name}", "context": context})
+    all_contexts = sorted({c["name"] for d in docs for c in d["contexts"]})
+    for doc in docs:
+        current = draw(st.sampled_from([None, "", *all_contexts]))
+        if current is not None:
+            doc["current-context"] = current
+    missing = draw(st.one_of(st.none(), st.integers(0, count)))
+    chosen = draw(st.one_of(st.none(), st.sampled_from(all_contexts)))
+    return {"docs": docs, "missing": missing, "context": chosen}
+
+
+def _write(root: Path, doc: dict[str, Any], folder: Path, counter: itertools.count[int]) -> Path:
+    """The kubeconfig as folder/config, with its files placed where each says (relative paths
+    against that folder)."""
     folder.mkdir(parents=True)
-    count = 0
     for section, body in (("clusters", "cluster"), ("users", "user")):
         for entry in doc[section]:
             fields = entry[body]
             for key, value in list(fields.items()):
                 if not isinstance(value, dict):
                     continue
-                count += 1
+                count = next(counter)
                 where = {
                     "absolute": str(root / f"abs-{count}.pem"),
                     "relative": f"certs/{count}.pem",
@@ -127,33 +155,72 @@ def _write(root: Path, doc: dict[str, Any]) -> Path:
     return path
 
 
+def _for_the_client(path: Path) -> Path:
+    """A copy of the kubeconfig beside it whose users' relative client-certificate and
+    client-key are absolute against its folder (kubectl's per-entry rule, which the client
+    does not follow when the user and the cluster come from different files)."""
+    doc = json.loads(path.read_text())
+    for entry in doc["users"]:
+        for key in ("client-certificate", "client-key"):
+            file = entry["user"].get(key)
+            if file and not os.path.isabs(file):
+                entry["user"][key] = os.path.normpath(path.parent / file)
+    copy = path.with_name("config-for-the-client")
+    copy.write_text(json.dumps(doc))
+    return copy
+
+
 def _read(file: str | None) -> bytes | None:
     return Path(file).read_bytes() if file else None
 
 
 @SETTINGS
 @given(case=kubeconfigs())
-def test_static_kubeconfigs_resolve_as_the_official_client_does(case: dict[str, Any]) -> None:
+def test_static_kubeconfigs_resolve_as_the_official_client_merges(case: dict[str, Any]) -> None:
+    """KUBECONFIG=a:b:c against the client's own merger (`load_kube_config` given the same
+    list): first file defining a name wins, relative paths against the defining file's folder,
+    missing files skipped. The client lets the LAST current-context win where kubectl lets the
+    first non-empty one win, so the client is handed the context kubectl would pick; and it
+    resolves a user's relative client-certificate/-key against the folder of the CLUSTER's file
+    where kubectl uses the user's own, so it is given those two already absolute."""
     from kubernetes import client, config
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        path = _write(root, case["doc"])
-        doc = kubeconfig.read(str(path))
-        ours = kubeconfig.resolve(str(path), doc, case["context"])
+        counter = itertools.count()
+        files = [
+            _write(root, doc, root / f"home{i}" / ".kube", counter)
+            for i, doc in enumerate(case["docs"])
+        ]
+        theirs = [_for_the_client(path) for path in files]
+        if case["missing"] is not None:
+            for some in (files, theirs):
+                some.insert(case["missing"], root / "nowhere" / "config")
+        listed = os.pathsep.join(map(str, files))
+        expected = case["context"] or next(
+            (d["current-context"] for d in case["docs"] if d.get("current-context")), ""
+        )
+        with mock.patch.dict(os.environ, {"KUBECONFIG": listed}):
+            merged = kubeconfig.load(None)
+            assert merged.files == [str(f) for f in files if f.exists()]
+            if not expected:
+                with pytest.raises(ConfigError, match="no current-context is set"):
+                    merged.resolve(case["context"])
+                return
+            ours = merged.resolve(case["context"])
         assert ours is not None
         cfg = client.Configuration()
         temp = root / "client-temp"
         temp.mkdir()
         config.load_kube_config(
-            config_file=str(path),
-            context=case["context"],
+            config_file=os.pathsep.join(map(str, theirs)),
+            context=expected,
             client_configuration=cfg,
             persist_config=False,
             temp_file_path=str(temp),
         )
         assert ours.host == cfg.host
-        assert ours.context == (case["context"] or case["doc"]["current-context"])
+        assert ours.context == expected
         assert ours.ca == _read(cfg.ssl_ca_cert)
         assert ours.cert == _read(cfg.cert_file)
         assert ours.key == _read(cfg.key_file)
