@@ -33,6 +33,8 @@ import binascii
 import os
 import ssl
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -179,8 +181,7 @@ class Kubeconfig:
             name, (cluster_file, cluster), (user_file, user) = self._pick(context)
             if any(key in user for key in DELEGATED):
                 return None
-            origin = cluster_file if user_file in ("", cluster_file) else self.label
-            return _settings(name, cluster, user, _folder(cluster_file), _folder(user_file), origin)
+            return _settings(name, cluster, user, cluster_file, user_file)
         except Problem as exc:
             raise ConfigError(f"kubeconfig {exc.path or self.label} is unusable: {exc}") from exc
 
@@ -232,35 +233,49 @@ def resolve(path: str, doc: dict[str, Any], context: str | None) -> Settings | N
 
 
 def _settings(
-    context: str,
-    cluster: dict[str, Any],
-    user: dict[str, Any],
-    cluster_base: str,
-    user_base: str,
-    origin: str,
+    context: str, cluster: dict[str, Any], user: dict[str, Any], cluster_file: str, user_file: str
 ) -> Settings:
-    server = cluster.get("server")
-    if server is None:
-        raise Problem(f"context {context!r}: its cluster has no server")
-    if not isinstance(server, str):
-        raise Problem(f"server {server!r} is not a string")
-    host = server.rstrip("/")
-    skip = cluster.get("insecure-skip-tls-verify")
-    if skip is not None and not isinstance(skip, bool):
-        raise Problem(f"insecure-skip-tls-verify is {skip!r}, not true or false")
-    tls_name = _string(cluster, "tls-server-name")
-    tls = host.startswith("https")  # as the client: TLS material is read for https only
+    """The settings from the cluster's and the user's fields; relative paths against the folder
+    of the file that defined each, problems blamed on that file."""
+    with _blame(cluster_file):
+        server = cluster.get("server")
+        if server is None:
+            raise Problem(f"context {context!r}: its cluster has no server")
+        if not isinstance(server, str):
+            raise Problem(f"server {server!r} is not a string")
+        host = server.rstrip("/")
+        skip = cluster.get("insecure-skip-tls-verify")
+        if skip is not None and not isinstance(skip, bool):
+            raise Problem(f"insecure-skip-tls-verify is {skip!r}, not true or false")
+        tls_name = _string(cluster, "tls-server-name")
+        tls = host.startswith("https")  # as the client: TLS material is read for https only
+        ca = _material(cluster, "certificate-authority", _folder(cluster_file)) if tls else None
+    with _blame(user_file):
+        user_base = _folder(user_file)
+        cert = _material(user, "client-certificate", user_base) if tls else None
+        key = _material(user, "client-key", user_base) if tls else None
+        authorization = _authorization(user, user_base)
     return Settings(
         context=context,
         host=host,
         verify=not skip,
-        ca=_material(cluster, "certificate-authority", cluster_base) if tls else None,
-        cert=_material(user, "client-certificate", user_base) if tls else None,
-        key=_material(user, "client-key", user_base) if tls else None,
+        ca=ca,
+        cert=cert,
+        key=key,
         tls_server_name=tls_name or None,
-        authorization=_authorization(user, user_base),
-        origin=origin,
+        authorization=authorization,
+        origin=cluster_file if user_file in ("", cluster_file) else f"{cluster_file}, {user_file}",
     )
+
+
+@contextmanager
+def _blame(path: str) -> Iterator[None]:
+    """Problems raised inside are about an entry of `path`."""
+    try:
+        yield
+    except Problem as exc:
+        exc.path = exc.path or path or None
+        raise
 
 
 def _string(body: dict[str, Any], key: str) -> str | None:

@@ -382,3 +382,191 @@ def test_exec_users_are_delegated_to_the_official_client(tmp_path: Path) -> None
         assert kubeconfig.resolve(config, kubeconfig.read(config), None) is None
         _version_seen(config)
     assert _auth(api.headers[0]) == "Bearer from-the-plugin"
+
+
+def _file(folder: Path, doc: dict[str, Any]) -> str:
+    """A kubeconfig document as folder/config (the folder created)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config").write_text(json.dumps(doc))
+    return str(folder / "config")
+
+
+def _named(section: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, section[:-1]: body}
+
+
+def _cli(args: list[str], listed: list[str]) -> Any:
+    return CliRunner().invoke(main, args, env={"KUBECONFIG": os.pathsep.join(listed)})
+
+
+def test_a_context_only_in_the_second_file_is_found_with_its_token_file(tmp_path: Path) -> None:
+    """The on-call case: KUBECONFIG=~/.kube/config:~/.kube/prod.yaml, the context in the
+    second; its relative tokenFile is read from the second file's folder, not the first's."""
+    first = _file(tmp_path / "home", {"current-context": "dev", "contexts": []})
+    (tmp_path / "prod" / "token").parent.mkdir()
+    (tmp_path / "prod" / "token").write_text("prod-token\n")
+    second = _file(
+        tmp_path / "prod",
+        {
+            "clusters": [_named("clusters", "p", {"server": "https://prod:6443"})],
+            "users": [_named("users", "p", {"tokenFile": "token"})],
+            "contexts": [_named("contexts", "prod", {"cluster": "p", "user": "p"})],
+        },
+    )
+    with mock.patch.dict(os.environ, {"KUBECONFIG": os.pathsep.join([first, second])}):
+        assert kubeconfig.context_names(None) == ["prod"]
+        settings = kubeconfig.load(None).resolve("prod")
+        with pytest.raises(ConfigError, match="context 'dev' not found"):
+            kubeconfig.load(None).resolve(None)  # the first file's current-context, nowhere
+    assert settings is not None
+    assert (settings.host, settings.authorization) == ("https://prod:6443", "Bearer prod-token")
+
+
+def test_current_context_comes_from_the_second_file_when_the_first_has_none(
+    tmp_path: Path,
+) -> None:
+    cluster = [_named("clusters", "c", {"server": "https://one:1"})]
+    contexts = [_named("contexts", "one", {"cluster": "c"}), _named("contexts", "two", {})]
+    doc = {"current-context": "", "clusters": cluster, "contexts": contexts}
+    first = _file(tmp_path / "a", doc)
+    second = _file(tmp_path / "b", {"current-context": "one"})
+    third = _file(tmp_path / "c", {"current-context": "two"})  # later: ignored, as in kubectl
+    merged = kubeconfig.Kubeconfig(
+        tuple((p, kubeconfig.read(p)) for p in (first, second, third))
+    )
+    assert merged.current_context() == "one"
+    settings = merged.resolve(None)
+    assert settings is not None and settings.context == "one"
+
+
+def test_a_missing_file_in_the_middle_is_skipped(tmp_path: Path) -> None:
+    doc = {
+        "current-context": "c",
+        "clusters": [_named("clusters", "c", {"server": "https://x:1"})],
+        "contexts": [_named("contexts", "c", {"cluster": "c"})],
+    }
+    first = _file(tmp_path / "a", {})
+    (tmp_path / "a" / "config").write_text("")  # empty: kubectl reads it as an empty config
+    listed = [first, str(tmp_path / "gone" / "config"), _file(tmp_path / "b", doc)]
+    with mock.patch.dict(os.environ, {"KUBECONFIG": os.pathsep.join(listed)}):
+        merged = kubeconfig.load(None)
+    assert merged.files == [listed[0], listed[2]]
+    settings = merged.resolve(None)
+    assert settings is not None and settings.host == "https://x:1"
+    result = _cli(["diagnose", "--context", "nope"], listed)
+    assert result.exit_code == 10, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert f"context 'nope' not found in {listed[0]}{os.pathsep}{listed[2]}" in result.stderr
+
+
+def test_a_name_in_two_files_is_the_first_files(tmp_path: Path) -> None:
+    """First file wins for a context, a cluster and a user alike; a name repeated within the
+    file that wins is an error naming that file (kubectl rejects such a file), while a later
+    file's repetitions of it are never read."""
+    first = _file(
+        tmp_path / "a",
+        {
+            "clusters": [_named("clusters", "c", {"server": "https://first:1"})],
+            "users": [_named("users", "u", {"token": "first"})],
+            "contexts": [_named("contexts", "x", {"cluster": "c", "user": "u"})],
+        },
+    )
+    again = {
+        "clusters": [_named("clusters", "c", {"server": "https://second:1"})] * 2,
+        "users": [_named("users", "u", {"token": "second"})] * 2,
+        "contexts": [_named("contexts", "x", {"cluster": "other"})] * 2,
+    }
+    second = _file(tmp_path / "b", again)
+    merged = kubeconfig.Kubeconfig(tuple((p, kubeconfig.read(p)) for p in (first, second)))
+    settings = merged.resolve("x")
+    assert settings is not None
+    assert (settings.host, settings.authorization) == ("https://first:1", "Bearer first")
+    assert merged.context_names() == ["x"]
+    twice = kubeconfig.Kubeconfig(tuple((p, kubeconfig.read(p)) for p in (second, first)))
+    with pytest.raises(ConfigError, match=f"kubeconfig {second} is unusable: contexts has 2"):
+        twice.resolve("x")
+
+
+def test_problems_name_the_file_defining_the_entry(tmp_path: Path) -> None:
+    first = _file(
+        tmp_path / "a", {"contexts": [_named("contexts", "x", {"cluster": "c", "user": "u"})]}
+    )
+    second = _file(tmp_path / "b", {"clusters": [_named("clusters", "c", {})]})
+    result = _cli(["diagnose", "--context", "x"], [first, second])
+    assert result.exit_code == 10, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert f"kubeconfig {second} is unusable: context 'x': its cluster has no server" in (
+        result.stderr
+    )
+
+
+def test_a_missing_explicit_kubeconfig_is_exit_10_even_with_kubeconfig_set(
+    tmp_path: Path,
+) -> None:
+    good = _config(tmp_path, {"server": "https://x:1"}, {})
+    gone = str(tmp_path / "gone")
+    result = _cli(["diagnose", "--kubeconfig", gone], [good])
+    assert result.exit_code == 10, result.stderr
+    assert result.stderr.count("\n") == 1 and f"no kubeconfig found at {gone}" in result.stderr
+
+
+def test_completion_and_all_contexts_see_the_merged_contexts(tmp_path: Path) -> None:
+    from kubectl_nodefail.contexts import kubeconfig_contexts
+
+    first = _file(tmp_path / "a", {"contexts": [_named("contexts", "b", {})]})
+    second = _file(
+        tmp_path / "b", {"contexts": [_named("contexts", "a", {}), _named("contexts", "b", {})]}
+    )
+    with mock.patch.dict(os.environ, {"KUBECONFIG": os.pathsep.join([first, second])}):
+        assert kubeconfig_contexts(None) == ["b", "a"]
+    assert kubeconfig_contexts(second) == ["a", "b"]
+
+
+def test_exec_users_of_a_later_file_are_delegated_with_the_merged_view(tmp_path: Path) -> None:
+    """The client is given every file and kubectl's context: the exec user lives in the second
+    file; the first file's current-context is the one kubectl uses (the client alone would take
+    the last file's)."""
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": "from-the-plugin"},
+    }
+    plugin = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": "sh",
+        "args": ["-c", f"echo '{json.dumps(credential)}'"],
+        "interactiveMode": "Never",
+    }
+    with serve(_version) as api:
+        first = _file(
+            tmp_path / "a",
+            {
+                "current-context": "exec",
+                "clusters": [_named("clusters", "c", {"server": api.url})],
+                "contexts": [_named("contexts", "exec", {"cluster": "c", "user": "e"})],
+            },
+        )
+        empty = _file(tmp_path / "empty", {})
+        (tmp_path / "empty" / "config").write_text("")  # the client alone refuses it
+        second = _file(
+            tmp_path / "b",
+            {
+                "current-context": "other",
+                "users": [_named("users", "e", {"exec": plugin})],
+                "contexts": [_named("contexts", "other", {"cluster": "nowhere"})],
+            },
+        )
+        with mock.patch.dict(os.environ, {"KUBECONFIG": os.pathsep.join([first, empty, second])}):
+            conn = kubeconfig.connect(None, None, 1)
+            try:
+                assert isinstance(conn, kubeconfig.ClientConnection)
+                assert conn.context == "exec"
+                assert _auth(conn.auth_headers()) == "Bearer from-the-plugin"
+            finally:
+                conn.close()
+            cluster = kube.Cluster(None, timeout=5)
+            try:
+                assert cluster.server_version() == "v1.36.1"
+            finally:
+                cluster.close()
+    assert _auth(api.headers[0]) == "Bearer from-the-plugin"
