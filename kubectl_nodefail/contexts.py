@@ -29,12 +29,13 @@ class ClusterResult:
 
 
 def kubeconfig_contexts(kubeconfig: str | None) -> list[str]:
-    """The context names of the kubeconfig, in its order."""
-    from kubectl_nodefail.kubeconfig import context_names, find
+    """The context names of the merged kubeconfig, in kubectl's order."""
+    from kubectl_nodefail.kubeconfig import load
 
-    names = context_names(kubeconfig)
+    merged = load(kubeconfig)
+    names = merged.context_names()
     if not names:
-        raise ConfigError(f"no contexts in {find(kubeconfig)}")
+        raise ConfigError(f"no contexts in {merged.label}")
     return names
 
 

@@ -1,20 +1,29 @@
-"""The kubeconfig: found, read, checked and resolved to a connection, in one place.
+"""The kubeconfig: found, read, merged, checked and resolved to a connection, in one place.
+
+Files are merged as kubectl merges them (client-go's ClientConfigLoadingRules.Load): every file
+of $KUBECONFIG in order, missing ones skipped (a missing --kubeconfig is an error); for clusters,
+users and contexts the first file defining a name wins and later ones are ignored; the first
+non-empty current-context wins. A name defined twice in the file that wins is an error, as
+kubectl rejects such a file (a later file's duplicates of an earlier name are never read).
 
 Static credentials are resolved here without importing the `kubernetes` client (importing it
 costs 0.5-0.7 s, most of a small cluster's diagnosis): the server URL, certificate-authority
 (file or -data), client-certificate / client-key (file or -data), token or tokenFile,
 username/password, insecure-skip-tls-verify and tls-server-name. Relative file paths are
-resolved against the kubeconfig file's folder, as kubectl does. The TLS context and the urllib3
-pool are built here.
+resolved against the folder of the file that defined the entry, as kubectl does. The TLS
+context and the urllib3 pool are built here.
 
 A user with `exec` (credential plugins) or `auth-provider` (oidc, gcp, azure) is handed to the
 official client, imported only then: it owns token refresh, caching and the plugin protocols.
+It is given the same files (its own merger reads a list joined by os.pathsep) and the context
+chosen here: its merger lets the last current-context win where kubectl lets the first.
 
 Where the client and kubectl differ, this follows kubectl: a token file's surrounding
 whitespace is trimmed, an empty `token` falls back to `tokenFile`, basic-auth credentials are
 UTF-8, and a cluster without `server` is an error rather than http://localhost. With no
 certificate authority the system's trusted roots are used. `proxy-url` is not read (the client
-never read it either). Every problem is a ConfigError (exit 10) naming the file.
+never read it either). Every problem is a ConfigError (exit 10) naming the file it comes
+from (all the files merged when no single one is to blame).
 """
 
 from __future__ import annotations
@@ -24,6 +33,8 @@ import binascii
 import os
 import ssl
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -44,20 +55,22 @@ def paths(explicit: str | None) -> list[str]:
     return [os.path.expanduser("~/.kube/config")]
 
 
-def find(explicit: str | None) -> str:
-    """The kubeconfig file in use: the first of `paths` that exists."""
-    candidates = paths(explicit)
-    for path in candidates:
-        if os.path.exists(path):
-            return path
-    raise ConfigError(
-        f"no kubeconfig found at {', '.join(candidates)}",
-        hint="pass --kubeconfig, set KUBECONFIG, or use --from-file to read a dump",
-    )
+def find(explicit: str | None) -> list[str]:
+    """The kubeconfig files in use, in kubectl's order: those of `paths` that exist (each once).
+    A missing --kubeconfig is an error even when other files exist, as in kubectl."""
+    candidates = list(dict.fromkeys(paths(explicit)))
+    found = [path for path in candidates if os.path.exists(path)]
+    if not found:
+        raise ConfigError(
+            f"no kubeconfig found at {', '.join(candidates)}",
+            hint="pass --kubeconfig, set KUBECONFIG, or use --from-file to read a dump",
+        )
+    return found
 
 
-def read(path: str) -> dict[str, Any]:
-    """The kubeconfig document, checked for the shape kubectl needs."""
+def read(path: str, empty_ok: bool = False) -> dict[str, Any]:
+    """The kubeconfig document, checked for the shape kubectl needs. With `empty_ok` an empty
+    file is an empty document (kubectl skips an empty file among several)."""
     import yaml
 
     try:
@@ -69,6 +82,8 @@ def read(path: str) -> dict[str, Any]:
         raise ConfigError(f"kubeconfig {path} is not valid YAML{where}") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read kubeconfig {path}: {_short(exc)}") from exc
+    if doc is None and empty_ok:
+        return {}
     problem = _shape_problem(doc)
     if problem:
         raise ConfigError(f"kubeconfig {path} is unusable: {problem}")
@@ -76,9 +91,8 @@ def read(path: str) -> dict[str, Any]:
 
 
 def context_names(explicit: str | None) -> list[str]:
-    """The context names of the kubeconfig in use, in its order."""
-    path = find(explicit)
-    return [c["name"] for c in read(path).get("contexts") or []]
+    """The context names of the merged kubeconfig, in kubectl's order (first file first)."""
+    return load(explicit).context_names()
 
 
 def _shape_problem(doc: Any) -> str | None:
@@ -112,84 +126,156 @@ class Settings:
     key: bytes | None = None
     tls_server_name: str | None = None
     authorization: str | None = None  # the Authorization header: "Bearer ..." or "Basic ..."
+    origin: str = ""  # the file(s) these settings come from, for messages
 
 
 class Problem(Exception):
-    """Why a kubeconfig cannot be used (the message, without the file's name)."""
+    """Why a kubeconfig cannot be used (the message, without the file's name), and the file
+    defining the entry at fault when one is."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+@dataclass(frozen=True)
+class Kubeconfig:
+    """The merged view of one or more kubeconfig documents, as kubectl sees them."""
+
+    docs: tuple[tuple[str, dict[str, Any]], ...]  # (file, document), in kubectl's order
+
+    @property
+    def files(self) -> list[str]:
+        return [path for path, _ in self.docs]
+
+    @property
+    def label(self) -> str:
+        """How messages name the kubeconfig: its file, or the files merged joined as in
+        $KUBECONFIG."""
+        return os.pathsep.join(self.files)
+
+    def current_context(self) -> str:
+        """The first non-empty current-context (kubectl's rule)."""
+        found = (d.get("current-context") for _, d in self.docs)
+        return next((str(name) for name in found if name), "")
+
+    def context_names(self) -> list[str]:
+        names = (c["name"] for _, d in self.docs for c in d.get("contexts") or [])
+        return list(dict.fromkeys(names))
+
+    def entry(self, section: str, name: str) -> tuple[str, dict[str, Any]] | None:
+        """The file and body of `name` in `section` from the first file defining it; a name
+        defined twice in that file is a Problem (kubectl rejects the file)."""
+        for path, doc in self.docs:
+            found = [e for e in doc.get(section) or [] if e["name"] == name]
+            if len(found) > 1:
+                raise Problem(f"{section} has {len(found)} entries named {name!r}", path)
+            if found:
+                return path, dict(found[0].get(section[:-1]) or {})
+        return None
+
+    def resolve(self, context: str | None) -> Settings | None:
+        """The settings of `context` (default: current-context), or None when its user needs
+        the official client (exec or auth-provider). Raises ConfigError."""
+        try:
+            name, (cluster_file, cluster), (user_file, user) = self._pick(context)
+            if any(key in user for key in DELEGATED):
+                return None
+            return _settings(name, cluster, user, cluster_file, user_file)
+        except Problem as exc:
+            raise ConfigError(f"kubeconfig {exc.path or self.label} is unusable: {exc}") from exc
+
+    def _pick(
+        self, context: str | None
+    ) -> tuple[str, tuple[str, dict[str, Any]], tuple[str, dict[str, Any]]]:
+        """The context's name, its cluster and its user (empty when it names none), each with
+        the file that defined it."""
+        names = self.context_names()
+        if context and context not in names:
+            raise ConfigError(
+                f"context {context!r} not found in {self.label}",
+                hint=f"known contexts: {', '.join(names) or 'none'}",
+            )
+        name = context or self.current_context()
+        if not name:
+            raise Problem("no current-context is set (pass --context)")
+        context_file, body = self._required("contexts", name)
+        cluster_name = body.get("cluster")
+        if not isinstance(cluster_name, str) or not cluster_name:
+            raise Problem(f"context {name!r} names no cluster", context_file)
+        cluster = self._required("clusters", cluster_name)
+        user_name = body.get("user")
+        user: tuple[str, dict[str, Any]] = ("", {})
+        if isinstance(user_name, str) and user_name:
+            user = self.entry("users", user_name) or user
+        return name, cluster, user
+
+    def _required(self, section: str, name: str) -> tuple[str, dict[str, Any]]:
+        found = self.entry(section, name)
+        if found is None:
+            raise Problem(f"{section[:-1]} {name!r} not found")
+        return found
+
+
+def _folder(path: str) -> str:
+    return os.path.dirname(os.path.abspath(path)) if path else ""
+
+
+def load(explicit: str | None) -> Kubeconfig:
+    """The merged kubeconfig of --kubeconfig/KUBECONFIG/~/.kube/config."""
+    files = find(explicit)
+    return Kubeconfig(tuple((path, read(path, empty_ok=len(files) > 1)) for path in files))
 
 
 def resolve(path: str, doc: dict[str, Any], context: str | None) -> Settings | None:
-    """The settings of `context` (default: current-context), or None when its user needs the
-    official client (exec or auth-provider). Raises ConfigError."""
-    try:
-        name, cluster, user = _pick(path, doc, context)
-        if any(key in user for key in DELEGATED):
-            return None
-        return _settings(name, cluster, user, os.path.dirname(os.path.abspath(path)))
-    except Problem as exc:
-        raise ConfigError(f"kubeconfig {path} is unusable: {exc}") from exc
+    """`Kubeconfig.resolve` for a single file already read."""
+    return Kubeconfig(((path, doc),)).resolve(context)
 
 
-def _pick(
-    path: str, doc: dict[str, Any], context: str | None
-) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """The context's name, its cluster and its user (empty when it names none)."""
-    contexts = doc.get("contexts") or []
-    names = [c["name"] for c in contexts]
-    if context and context not in names:
-        raise ConfigError(
-            f"context {context!r} not found in {path}",
-            hint=f"known contexts: {', '.join(names) or 'none'}",
-        )
-    name = context or doc.get("current-context") or ""
-    if not name:
-        raise Problem("no current-context is set (pass --context)")
-    body = _named(contexts, "contexts", name, required=True)
-    cluster_name = body.get("cluster")
-    if not isinstance(cluster_name, str) or not cluster_name:
-        raise Problem(f"context {name!r} names no cluster")
-    cluster = _named(doc.get("clusters") or [], "clusters", cluster_name, required=True)
-    user_name = body.get("user")
-    user = {}
-    if isinstance(user_name, str) and user_name:
-        user = _named(doc.get("users") or [], "users", user_name, required=False)
-    return name, cluster, user
-
-
-def _named(entries: list[Any], section: str, name: str, required: bool) -> dict[str, Any]:
-    """The body (cluster, user, context) of the one entry called `name` in `section`."""
-    found = [e for e in entries if e["name"] == name]
-    if len(found) > 1:
-        raise Problem(f"{section} has {len(found)} entries named {name!r}")
-    if not found:
-        if required:
-            raise Problem(f"{section[:-1]} {name!r} not found")
-        return {}
-    return dict(found[0].get(section[:-1]) or {})
-
-
-def _settings(context: str, cluster: dict[str, Any], user: dict[str, Any], base: str) -> Settings:
-    server = cluster.get("server")
-    if server is None:
-        raise Problem(f"context {context!r}: its cluster has no server")
-    if not isinstance(server, str):
-        raise Problem(f"server {server!r} is not a string")
-    host = server.rstrip("/")
-    skip = cluster.get("insecure-skip-tls-verify")
-    if skip is not None and not isinstance(skip, bool):
-        raise Problem(f"insecure-skip-tls-verify is {skip!r}, not true or false")
-    tls_name = _string(cluster, "tls-server-name")
-    tls = host.startswith("https")  # as the client: TLS material is read for https only
+def _settings(
+    context: str, cluster: dict[str, Any], user: dict[str, Any], cluster_file: str, user_file: str
+) -> Settings:
+    """The settings from the cluster's and the user's fields; relative paths against the folder
+    of the file that defined each, problems blamed on that file."""
+    with _blame(cluster_file):
+        server = cluster.get("server")
+        if server is None:
+            raise Problem(f"context {context!r}: its cluster has no server")
+        if not isinstance(server, str):
+            raise Problem(f"server {server!r} is not a string")
+        host = server.rstrip("/")
+        skip = cluster.get("insecure-skip-tls-verify")
+        if skip is not None and not isinstance(skip, bool):
+            raise Problem(f"insecure-skip-tls-verify is {skip!r}, not true or false")
+        tls_name = _string(cluster, "tls-server-name")
+        tls = host.startswith("https")  # as the client: TLS material is read for https only
+        ca = _material(cluster, "certificate-authority", _folder(cluster_file)) if tls else None
+    with _blame(user_file):
+        user_base = _folder(user_file)
+        cert = _material(user, "client-certificate", user_base) if tls else None
+        key = _material(user, "client-key", user_base) if tls else None
+        authorization = _authorization(user, user_base)
     return Settings(
         context=context,
         host=host,
         verify=not skip,
-        ca=_material(cluster, "certificate-authority", base) if tls else None,
-        cert=_material(user, "client-certificate", base) if tls else None,
-        key=_material(user, "client-key", base) if tls else None,
+        ca=ca,
+        cert=cert,
+        key=key,
         tls_server_name=tls_name or None,
-        authorization=_authorization(user, base),
+        authorization=authorization,
+        origin=cluster_file if user_file in ("", cluster_file) else f"{cluster_file}, {user_file}",
     )
+
+
+@contextmanager
+def _blame(path: str) -> Iterator[None]:
+    """Problems raised inside are about an entry of `path`."""
+    try:
+        yield
+    except Problem as exc:
+        exc.path = exc.path or path or None
+        raise
 
 
 def _string(body: dict[str, Any], key: str) -> str | None:
@@ -302,6 +388,7 @@ class StaticConnection(Connection):
     def __init__(self, path: str, settings: Settings, pool_size: int) -> None:
         import urllib3
 
+        path = settings.origin or path
         check_url(path, settings.host)
         self.context = settings.context
         self.host = settings.host
@@ -325,13 +412,17 @@ class ClientConnection(Connection):
     """exec and auth-provider users, through the official client's loader and pool: its
     `auth_settings()` runs the plugin or refreshes the token when it is due."""
 
-    def __init__(self, path: str, context: str | None, pool_size: int) -> None:
+    def __init__(self, kubeconfig: Kubeconfig, context: str, pool_size: int) -> None:
         from kubernetes import client, config
 
+        path = kubeconfig.label
+        # the same files (the client merges a list joined by os.pathsep; it refuses an empty
+        # file, which adds nothing) and the context chosen by kubectl's rules
+        files = os.pathsep.join(p for p, doc in kubeconfig.docs if doc)
         cfg = client.Configuration()
         try:
             config.load_kube_config(
-                config_file=path, context=context, client_configuration=cfg, persist_config=False
+                config_file=files, context=context, client_configuration=cfg, persist_config=False
             )
         except Exception as exc:  # the library's own errors for a config it cannot use
             raise ConfigError(f"kubeconfig {path} is unusable: {_short(exc)}") from exc
@@ -343,7 +434,7 @@ class ClientConnection(Connection):
             ssl_context(path, ca, cert, key)
         cfg.connection_pool_maxsize = pool_size
         cfg.retries = False  # kube.Cluster retries itself: only GETs, within the deadline
-        self.context = context or ""
+        self.context = context
         self.host = cfg.host
         self._cfg = cfg
         self._api = client.ApiClient(cfg)
@@ -369,14 +460,11 @@ def _file_bytes(path: str, file: str | None) -> bytes | None:
 
 def connect(explicit: str | None, context: str | None, pool_size: int) -> Connection:
     """The connection for --kubeconfig/KUBECONFIG and --context (default: current-context)."""
-    path = find(explicit)
-    doc = read(path)
-    settings = resolve(path, doc, context)
+    merged = load(explicit)
+    settings = merged.resolve(context)
     if settings is None:
-        conn: Connection = ClientConnection(path, context, pool_size)
-        conn.context = context or str(doc.get("current-context") or "")
-        return conn
-    return StaticConnection(path, settings, pool_size)
+        return ClientConnection(merged, context or merged.current_context(), pool_size)
+    return StaticConnection(merged.label, settings, pool_size)
 
 
 def _short(exc: object) -> str:

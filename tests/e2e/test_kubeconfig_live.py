@@ -4,12 +4,14 @@ diagnosis through it never imports the client."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane
 
 pytestmark = pytest.mark.e2e
@@ -51,3 +53,43 @@ def test_live_diagnosis_never_imports_the_client(control_plane: ControlPlane) ->
     tail = proc.stdout.splitlines()[-2:]
     assert tail[-1] == "False" and tail[0] in ("exit 0", "exit 3"), proc.stdout + proc.stderr
     assert '"kind": "Diagnosis"' in proc.stdout
+
+
+def test_live_diagnosis_of_a_context_in_the_second_kubeconfig_file(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """KUBECONFIG=decoy:missing:real, as an on-call engineer's ~/.kube/config:prod.yaml: the
+    context of the real control plane lives in the last file, the decoy's current-context
+    points at a dead port. `--context` reaches the real cluster, as kubectl does with the same
+    KUBECONFIG; without it both take the first file's current-context."""
+    import yaml
+
+    real = yaml.safe_load(control_plane.kubeconfig.read_text())
+    context = real["current-context"]
+    dead = {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}
+    decoy = tmp_path / "decoy.yaml"
+    decoy.write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "decoy",
+                "clusters": [{"name": "decoy", "cluster": dead}],
+                "users": [{"name": "decoy", "user": {"token": "decoy"}}],
+                "contexts": [{"name": "decoy", "context": {"cluster": "decoy", "user": "decoy"}}],
+            }
+        )
+    )
+    plugin = Plugin(control_plane)
+    listed = [str(decoy), str(tmp_path / "missing.yaml"), str(control_plane.kubeconfig)]
+    plugin.env["KUBECONFIG"] = os.pathsep.join(listed)
+
+    code, data = plugin.diagnose_json("--context", context)
+    assert code in (0, 3) and data["kind"] == "Diagnosis"
+    kubectl = [str(control_plane.bindir / "kubectl"), "get", "--raw", "/version"]
+    agreed = subprocess.run(
+        [*kubectl, "--context", context], capture_output=True, text=True, env=plugin.env
+    )
+    assert agreed.returncode == 0 and "gitVersion" in agreed.stdout, agreed.stderr
+
+    proc = plugin.run("diagnose")  # the decoy's current-context: unreachable, for kubectl too
+    assert proc.returncode == 11 and proc.stderr.count("\n") == 1, proc.stderr
+    assert subprocess.run(kubectl, capture_output=True, env=plugin.env).returncode != 0

@@ -11,6 +11,7 @@ tls-server-name.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from click.testing import CliRunner
@@ -56,63 +58,89 @@ def material(draw: st.DrawFn, key: str) -> dict[str, Any]:
 
 
 @st.composite
-def kubeconfigs(draw: st.DrawFn) -> dict[str, Any]:
-    """Several contexts over clusters and users with every static field kubectl knows."""
-    names = draw(st.lists(NAMES, min_size=1, max_size=3, unique=True))
-    clusters, users, contexts = [], [], []
-    for name in names:
-        scheme = draw(st.sampled_from(["https", "https", "http"]))
-        port = draw(st.integers(1, 65535))
-        cluster: dict[str, Any] = {
-            "server": f"{scheme}://{draw(NAMES)}.example:{port}{draw(st.sampled_from(['', '/']))}"
-        }
-        cluster.update(draw(material("certificate-authority")))
-        skip = draw(st.sampled_from([None, True, False]))
-        if skip is not None:
-            cluster["insecure-skip-tls-verify"] = skip
-        if draw(st.booleans()):
-            cluster["tls-server-name"] = draw(WORD)
-        user: dict[str, Any] = {}
-        user.update(draw(material("client-certificate")))
-        user.update(draw(material("client-key")))
-        auth = draw(st.sampled_from(["none", "token", "tokenFile", "both", "basic", "all"]))
-        if auth in ("token", "both", "all"):
-            user["token"] = draw(WORD)
-        if auth in ("tokenFile", "both"):
-            user["tokenFile"] = {"file": "relative", "content": draw(WORD).encode()}
-        if auth in ("basic", "all"):
-            user["username"], user["password"] = draw(ASCII), draw(ASCII)
-        clusters.append({"name": name, "cluster": cluster})
-        users.append({"name": name, "user": user})
-        context = {"cluster": name, "user": name}
-        contexts.append({"name": f"ctx-{name}", "context": context})
-    current = draw(st.sampled_from(contexts))["name"]
-    chosen = draw(st.one_of(st.none(), st.sampled_from(contexts).map(lambda c: c["name"])))
-    return {
-        "doc": {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": current,
-            "clusters": clusters,
-            "users": users,
-            "contexts": contexts,
-        },
-        "context": chosen,
+def clusters(draw: st.DrawFn) -> dict[str, Any]:
+    """A cluster with every static field kubectl knows."""
+    scheme = draw(st.sampled_from(["https", "https", "http"]))
+    port = draw(st.integers(1, 65535))
+    cluster: dict[str, Any] = {
+        "server": f"{scheme}://{draw(NAMES)}.example:{port}{draw(st.sampled_from(['', '/']))}"
     }
+    cluster.update(draw(material("certificate-authority")))
+    skip = draw(st.sampled_from([None, True, False]))
+    if skip is not None:
+        cluster["insecure-skip-tls-verify"] = skip
+    if draw(st.booleans()):
+        cluster["tls-server-name"] = draw(WORD)
+    return cluster
 
 
-def _write(root: Path, doc: dict[str, Any]) -> Path:
-    """The kubeconfig under root/home/.kube/, with its files placed where each says."""
-    folder = root / "home" / ".kube"
+@st.composite
+def users(draw: st.DrawFn) -> dict[str, Any]:
+    """A user with static credentials: certificates, token, token file, basic."""
+    user: dict[str, Any] = {}
+    user.update(draw(material("client-certificate")))
+    user.update(draw(material("client-key")))
+    auth = draw(st.sampled_from(["none", "token", "tokenFile", "both", "basic", "all"]))
+    if auth in ("token", "both", "all"):
+        user["token"] = draw(WORD)
+    if auth in ("tokenFile", "both"):
+        user["tokenFile"] = {"file": "relative", "content": draw(WORD).encode()}
+    if auth in ("basic", "all"):
+        user["username"], user["password"] = draw(ASCII), draw(ASCII)
+    return user
+
+
+@st.composite
+def kubeconfigs(draw: st.DrawFn) -> dict[str, Any]:
+    """1-3 kubeconfig files (each in its own folder) whose cluster, user and context names
+    overlap across files (unique within one: kubectl rejects a file repeating a name), whose
+    contexts may name a cluster or user of another file, each with its own current-context or
+    none; sometimes a missing file in the list."""
+    count = draw(st.integers(1, 3))
+    docs: list[dict[str, Any]] = []
+    for i in range(count):
+        last = i == count - 1  # the last file guarantees a cluster and a context somewhere
+        cluster_names = draw(st.lists(NAMES, min_size=int(last), max_size=3, unique=True))
+        user_names = draw(st.lists(NAMES, max_size=3, unique=True))
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": n, "cluster": draw(clusters())} for n in cluster_names],
+                "users": [{"name": n, "user": draw(users())} for n in user_names],
+            }
+        )
+    all_clusters = sorted({c["name"] for d in docs for c in d["clusters"]})
+    all_users = sorted({u["name"] for d in docs for u in d["users"]})
+    for i, doc in enumerate(docs):
+        names = draw(st.lists(NAMES, min_size=int(i == count - 1), max_size=3, unique=True))
+        doc["contexts"] = []
+        for name in names:
+            context = {"cluster": draw(st.sampled_from(all_clusters))}
+            if all_users and draw(st.booleans()):
+                context["user"] = draw(st.sampled_from(all_users))
+            doc["contexts"].append({"name": f"ctx-{name}", "context": context})
+    all_contexts = sorted({c["name"] for d in docs for c in d["contexts"]})
+    for doc in docs:
+        current = draw(st.sampled_from([None, "", *all_contexts]))
+        if current is not None:
+            doc["current-context"] = current
+    missing = draw(st.one_of(st.none(), st.integers(0, count)))
+    chosen = draw(st.one_of(st.none(), st.sampled_from(all_contexts)))
+    return {"docs": docs, "missing": missing, "context": chosen}
+
+
+def _write(root: Path, doc: dict[str, Any], folder: Path, counter: itertools.count[int]) -> Path:
+    """The kubeconfig as folder/config, with its files placed where each says (relative paths
+    against that folder)."""
     folder.mkdir(parents=True)
-    count = 0
     for section, body in (("clusters", "cluster"), ("users", "user")):
         for entry in doc[section]:
             fields = entry[body]
             for key, value in list(fields.items()):
                 if not isinstance(value, dict):
                     continue
-                count += 1
+                count = next(counter)
                 where = {
                     "absolute": str(root / f"abs-{count}.pem"),
                     "relative": f"certs/{count}.pem",
@@ -127,33 +155,72 @@ def _write(root: Path, doc: dict[str, Any]) -> Path:
     return path
 
 
+def _for_the_client(path: Path) -> Path:
+    """A copy of the kubeconfig beside it whose users' relative client-certificate and
+    client-key are absolute against its folder (kubectl's per-entry rule, which the client
+    does not follow when the user and the cluster come from different files)."""
+    doc = json.loads(path.read_text())
+    for entry in doc["users"]:
+        for key in ("client-certificate", "client-key"):
+            file = entry["user"].get(key)
+            if file and not os.path.isabs(file):
+                entry["user"][key] = os.path.normpath(path.parent / file)
+    copy = path.with_name("config-for-the-client")
+    copy.write_text(json.dumps(doc))
+    return copy
+
+
 def _read(file: str | None) -> bytes | None:
     return Path(file).read_bytes() if file else None
 
 
 @SETTINGS
 @given(case=kubeconfigs())
-def test_static_kubeconfigs_resolve_as_the_official_client_does(case: dict[str, Any]) -> None:
+def test_static_kubeconfigs_resolve_as_the_official_client_merges(case: dict[str, Any]) -> None:
+    """KUBECONFIG=a:b:c against the client's own merger (`load_kube_config` given the same
+    list): first file defining a name wins, relative paths against the defining file's folder,
+    missing files skipped. The client lets the LAST current-context win where kubectl lets the
+    first non-empty one win, so the client is handed the context kubectl would pick; and it
+    resolves a user's relative client-certificate/-key against the folder of the CLUSTER's file
+    where kubectl uses the user's own, so it is given those two already absolute."""
     from kubernetes import client, config
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        path = _write(root, case["doc"])
-        doc = kubeconfig.read(str(path))
-        ours = kubeconfig.resolve(str(path), doc, case["context"])
+        counter = itertools.count()
+        files = [
+            _write(root, doc, root / f"home{i}" / ".kube", counter)
+            for i, doc in enumerate(case["docs"])
+        ]
+        theirs = [_for_the_client(path) for path in files]
+        if case["missing"] is not None:
+            for some in (files, theirs):
+                some.insert(case["missing"], root / "nowhere" / "config")
+        listed = os.pathsep.join(map(str, files))
+        expected = case["context"] or next(
+            (d["current-context"] for d in case["docs"] if d.get("current-context")), ""
+        )
+        with mock.patch.dict(os.environ, {"KUBECONFIG": listed}):
+            merged = kubeconfig.load(None)
+            assert merged.files == [str(f) for f in files if f.exists()]
+            if not expected:
+                with pytest.raises(ConfigError, match="no current-context is set"):
+                    merged.resolve(case["context"])
+                return
+            ours = merged.resolve(case["context"])
         assert ours is not None
         cfg = client.Configuration()
         temp = root / "client-temp"
         temp.mkdir()
         config.load_kube_config(
-            config_file=str(path),
-            context=case["context"],
+            config_file=os.pathsep.join(map(str, theirs)),
+            context=expected,
             client_configuration=cfg,
             persist_config=False,
             temp_file_path=str(temp),
         )
         assert ours.host == cfg.host
-        assert ours.context == (case["context"] or case["doc"]["current-context"])
+        assert ours.context == expected
         assert ours.ca == _read(cfg.ssl_ca_cert)
         assert ours.cert == _read(cfg.cert_file)
         assert ours.key == _read(cfg.key_file)
@@ -314,4 +381,192 @@ def test_exec_users_are_delegated_to_the_official_client(tmp_path: Path) -> None
         config = _config(tmp_path, {"server": api.url}, {"exec": plugin})
         assert kubeconfig.resolve(config, kubeconfig.read(config), None) is None
         _version_seen(config)
+    assert _auth(api.headers[0]) == "Bearer from-the-plugin"
+
+
+def _file(folder: Path, doc: dict[str, Any]) -> str:
+    """A kubeconfig document as folder/config (the folder created)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config").write_text(json.dumps(doc))
+    return str(folder / "config")
+
+
+def _named(section: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, section[:-1]: body}
+
+
+def _cli(args: list[str], listed: list[str]) -> Any:
+    return CliRunner().invoke(main, args, env={"KUBECONFIG": os.pathsep.join(listed)})
+
+
+def test_a_context_only_in_the_second_file_is_found_with_its_token_file(tmp_path: Path) -> None:
+    """The on-call case: KUBECONFIG=~/.kube/config:~/.kube/prod.yaml, the context in the
+    second; its relative tokenFile is read from the second file's folder, not the first's."""
+    first = _file(tmp_path / "home", {"current-context": "dev", "contexts": []})
+    (tmp_path / "prod" / "token").parent.mkdir()
+    (tmp_path / "prod" / "token").write_text("prod-token\n")
+    second = _file(
+        tmp_path / "prod",
+        {
+            "clusters": [_named("clusters", "p", {"server": "https://prod:6443"})],
+            "users": [_named("users", "p", {"tokenFile": "token"})],
+            "contexts": [_named("contexts", "prod", {"cluster": "p", "user": "p"})],
+        },
+    )
+    with mock.patch.dict(os.environ, {"KUBECONFIG": os.pathsep.join([first, second])}):
+        assert kubeconfig.context_names(None) == ["prod"]
+        settings = kubeconfig.load(None).resolve("prod")
+        with pytest.raises(ConfigError, match="context 'dev' not found"):
+            kubeconfig.load(None).resolve(None)  # the first file's current-context, nowhere
+    assert settings is not None
+    assert (settings.host, settings.authorization) == ("https://prod:6443", "Bearer prod-token")
+
+
+def test_current_context_comes_from_the_second_file_when_the_first_has_none(
+    tmp_path: Path,
+) -> None:
+    cluster = [_named("clusters", "c", {"server": "https://one:1"})]
+    contexts = [_named("contexts", "one", {"cluster": "c"}), _named("contexts", "two", {})]
+    doc = {"current-context": "", "clusters": cluster, "contexts": contexts}
+    first = _file(tmp_path / "a", doc)
+    second = _file(tmp_path / "b", {"current-context": "one"})
+    third = _file(tmp_path / "c", {"current-context": "two"})  # later: ignored, as in kubectl
+    merged = kubeconfig.Kubeconfig(
+        tuple((p, kubeconfig.read(p)) for p in (first, second, third))
+    )
+    assert merged.current_context() == "one"
+    settings = merged.resolve(None)
+    assert settings is not None and settings.context == "one"
+
+
+def test_a_missing_file_in_the_middle_is_skipped(tmp_path: Path) -> None:
+    doc = {
+        "current-context": "c",
+        "clusters": [_named("clusters", "c", {"server": "https://x:1"})],
+        "contexts": [_named("contexts", "c", {"cluster": "c"})],
+    }
+    first = _file(tmp_path / "a", {})
+    (tmp_path / "a" / "config").write_text("")  # empty: kubectl reads it as an empty config
+    listed = [first, str(tmp_path / "gone" / "config"), _file(tmp_path / "b", doc)]
+    with mock.patch.dict(os.environ, {"KUBECONFIG": os.pathsep.join(listed)}):
+        merged = kubeconfig.load(None)
+    assert merged.files == [listed[0], listed[2]]
+    settings = merged.resolve(None)
+    assert settings is not None and settings.host == "https://x:1"
+    result = _cli(["diagnose", "--context", "nope"], listed)
+    assert result.exit_code == 10, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert f"context 'nope' not found in {listed[0]}{os.pathsep}{listed[2]}" in result.stderr
+
+
+def test_a_name_in_two_files_is_the_first_files(tmp_path: Path) -> None:
+    """First file wins for a context, a cluster and a user alike; a name repeated within the
+    file that wins is an error naming that file (kubectl rejects such a file), while a later
+    file's repetitions of it are never read."""
+    first = _file(
+        tmp_path / "a",
+        {
+            "clusters": [_named("clusters", "c", {"server": "https://first:1"})],
+            "users": [_named("users", "u", {"token": "first"})],
+            "contexts": [_named("contexts", "x", {"cluster": "c", "user": "u"})],
+        },
+    )
+    again = {
+        "clusters": [_named("clusters", "c", {"server": "https://second:1"})] * 2,
+        "users": [_named("users", "u", {"token": "second"})] * 2,
+        "contexts": [_named("contexts", "x", {"cluster": "other"})] * 2,
+    }
+    second = _file(tmp_path / "b", again)
+    merged = kubeconfig.Kubeconfig(tuple((p, kubeconfig.read(p)) for p in (first, second)))
+    settings = merged.resolve("x")
+    assert settings is not None
+    assert (settings.host, settings.authorization) == ("https://first:1", "Bearer first")
+    assert merged.context_names() == ["x"]
+    twice = kubeconfig.Kubeconfig(tuple((p, kubeconfig.read(p)) for p in (second, first)))
+    with pytest.raises(ConfigError, match=f"kubeconfig {second} is unusable: contexts has 2"):
+        twice.resolve("x")
+
+
+def test_problems_name_the_file_defining_the_entry(tmp_path: Path) -> None:
+    first = _file(
+        tmp_path / "a", {"contexts": [_named("contexts", "x", {"cluster": "c", "user": "u"})]}
+    )
+    second = _file(tmp_path / "b", {"clusters": [_named("clusters", "c", {})]})
+    result = _cli(["diagnose", "--context", "x"], [first, second])
+    assert result.exit_code == 10, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert f"kubeconfig {second} is unusable: context 'x': its cluster has no server" in (
+        result.stderr
+    )
+
+
+def test_a_missing_explicit_kubeconfig_is_exit_10_even_with_kubeconfig_set(
+    tmp_path: Path,
+) -> None:
+    good = _config(tmp_path, {"server": "https://x:1"}, {})
+    gone = str(tmp_path / "gone")
+    result = _cli(["diagnose", "--kubeconfig", gone], [good])
+    assert result.exit_code == 10, result.stderr
+    assert result.stderr.count("\n") == 1 and f"no kubeconfig found at {gone}" in result.stderr
+
+
+def test_completion_and_all_contexts_see_the_merged_contexts(tmp_path: Path) -> None:
+    from kubectl_nodefail.contexts import kubeconfig_contexts
+
+    first = _file(tmp_path / "a", {"contexts": [_named("contexts", "b", {})]})
+    second = _file(
+        tmp_path / "b", {"contexts": [_named("contexts", "a", {}), _named("contexts", "b", {})]}
+    )
+    with mock.patch.dict(os.environ, {"KUBECONFIG": os.pathsep.join([first, second])}):
+        assert kubeconfig_contexts(None) == ["b", "a"]
+    assert kubeconfig_contexts(second) == ["a", "b"]
+
+
+def test_exec_users_of_a_later_file_are_delegated_with_the_merged_view(tmp_path: Path) -> None:
+    """The client is given every file and kubectl's context: the exec user lives in the second
+    file; the first file's current-context is the one kubectl uses (the client alone would take
+    the last file's)."""
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": "from-the-plugin"},
+    }
+    plugin = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": "sh",
+        "args": ["-c", f"echo '{json.dumps(credential)}'"],
+        "interactiveMode": "Never",
+    }
+    with serve(_version) as api:
+        first = _file(
+            tmp_path / "a",
+            {
+                "current-context": "exec",
+                "clusters": [_named("clusters", "c", {"server": api.url})],
+                "contexts": [_named("contexts", "exec", {"cluster": "c", "user": "e"})],
+            },
+        )
+        empty = _file(tmp_path / "empty", {})
+        (tmp_path / "empty" / "config").write_text("")  # the client alone refuses it
+        second = _file(
+            tmp_path / "b",
+            {
+                "current-context": "other",
+                "users": [_named("users", "e", {"exec": plugin})],
+                "contexts": [_named("contexts", "other", {"cluster": "nowhere"})],
+            },
+        )
+        with mock.patch.dict(os.environ, {"KUBECONFIG": os.pathsep.join([first, empty, second])}):
+            conn = kubeconfig.connect(None, None, 1)
+            try:
+                assert isinstance(conn, kubeconfig.ClientConnection)
+                assert conn.context == "exec"
+                assert _auth(conn.auth_headers()) == "Bearer from-the-plugin"
+            finally:
+                conn.close()
+            cluster = kube.Cluster(None, timeout=5)
+            try:
+                assert cluster.server_version() == "v1.36.1"
+            finally:
+                cluster.close()
     assert _auth(api.headers[0]) == "Bearer from-the-plugin"
