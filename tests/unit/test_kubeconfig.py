@@ -364,19 +364,24 @@ def test_diagnose_on_a_static_kubeconfig_never_imports_the_client(tmp_path: Path
     assert "db-0" in proc.stdout
 
 
-def test_exec_users_are_delegated_to_the_official_client(tmp_path: Path) -> None:
-    """A credential plugin's token reaches the server: the client ran the plugin."""
+def _exec_plugin(token: str) -> dict[str, Any]:
+    """An exec credential plugin (a shell one-liner) that prints an ExecCredential."""
     credential = {
         "apiVersion": "client.authentication.k8s.io/v1",
         "kind": "ExecCredential",
-        "status": {"token": "from-the-plugin"},
+        "status": {"token": token},
     }
-    plugin = {
+    return {
         "apiVersion": "client.authentication.k8s.io/v1",
         "command": "sh",
         "args": ["-c", f"echo '{json.dumps(credential)}'"],
         "interactiveMode": "Never",
     }
+
+
+def test_exec_users_are_delegated_to_the_official_client(tmp_path: Path) -> None:
+    """A credential plugin's token reaches the server: the client ran the plugin."""
+    plugin = _exec_plugin("from-the-plugin")
     with serve(_version) as api:
         config = _config(tmp_path, {"server": api.url}, {"exec": plugin})
         assert kubeconfig.resolve(config, kubeconfig.read(config), None) is None
@@ -526,17 +531,7 @@ def test_exec_users_of_a_later_file_are_delegated_with_the_merged_view(tmp_path:
     """The client is given every file and kubectl's context: the exec user lives in the second
     file; the first file's current-context is the one kubectl uses (the client alone would take
     the last file's)."""
-    credential = {
-        "apiVersion": "client.authentication.k8s.io/v1",
-        "kind": "ExecCredential",
-        "status": {"token": "from-the-plugin"},
-    }
-    plugin = {
-        "apiVersion": "client.authentication.k8s.io/v1",
-        "command": "sh",
-        "args": ["-c", f"echo '{json.dumps(credential)}'"],
-        "interactiveMode": "Never",
-    }
+    plugin = _exec_plugin("from-the-plugin")
     with serve(_version) as api:
         first = _file(
             tmp_path / "a",
