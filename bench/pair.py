@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ def main() -> None:
                 f"floor {walls['a:floor'][-1]:.2f} s / {walls['b:floor'][-1]:.2f} s",
                 flush=True,
             )
+        summaries = [_summary(nf, server) for server in servers]
     finally:
         for server in servers:
             server.stop()
@@ -72,6 +74,7 @@ def main() -> None:
         "diagnose_ratio": med["b:nf"] / med["a:nf"],
         "floor_ratio": med["b:floor"] / med["a:floor"],
         "rss_ratio": rss["b"] / max(rss["a"], 1),
+        "summaries": summaries,
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -83,6 +86,23 @@ def main() -> None:
         f"{med['b:floor']:.2f} s ({result['floor_ratio']:.2f}x), peak RSS "
         f"{rss['a'] / 2**20:.0f} -> {rss['b'] / 2**20:.0f} MB ({result['rss_ratio']:.2f}x)"
     )
+
+    same = {k: v for k, v in summaries[0].items() if k in STUCK} == {
+        k: v for k, v in summaries[1].items() if k in STUCK
+    }
+    print(f"same failed nodes and stuck pods in both: {same}")
+
+
+# What a fixed failed set keeps equal between the two clusters.
+STUCK = ("nodesNotReady", "stuckPods", "podsOnFailedNodes", "terminatingElsewhere")
+
+
+def _summary(nf: list[str], server: cluster.Server) -> dict[str, Any]:
+    env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
+    proc = subprocess.run(
+        [*nf, "diagnose", "-o", "json"], env=env, capture_output=True, check=False
+    )
+    return dict(json.loads(proc.stdout or b"{}").get("summary") or {})
 
 
 if __name__ == "__main__":

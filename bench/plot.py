@@ -56,7 +56,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        size = f"{cluster_label(r)} pods" if r["nodes"] else "-"
+        size = cluster_label(r) if r["nodes"] else "-"
         rss = f"{r['rss'] / MB:,.0f} MB" if r["rss"] else "-"
         req = f"{r['requests']:,}" if r["requests"] else "-"
         size_read = f"{r['bytes'] / MB:,.1f} MiB" if r["bytes"] else "-"
@@ -82,7 +82,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"found {s.get('nodesNotReady', '?')} NotReady nodes, "
             f"{s.get('stuckPods', '?')} stuck pods"
         )
-        lines.append(f"- {cluster} pods, {failed} failed: " + "; ".join(parts))
+        lines.append(f"- {cluster}, {failed} failed: " + "; ".join(parts))
     lines += healthy_growth(rows)
     return "\n".join(lines) + "\n"
 
@@ -110,15 +110,15 @@ def healthy_growth(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def cluster_label(r: dict[str, Any], short: bool = False) -> str:
-    """`5,000 / 60,000` or, with extra pods on healthy nodes, `5,000 / 60,000 + 60,000 healthy`."""
+    """`5,000 nodes / 60,000 pods`, with extra pods `... + 60,000 on healthy nodes`."""
     extra = r.get("extra", 0)
     if short:
         nodes, pods = r["nodes"], r["pods"] - extra
         text = f"{nodes // 1000}kn/" if nodes >= 1000 else f"{nodes}n/"
         text += f"{pods // 1000}kp" if pods >= 1000 else f"{pods}p"
         return text + (f"+{extra // 1000}k" if extra else "")
-    text = f"{r['nodes']:,} / {r['pods'] - extra:,}"
-    return text + (f" + {extra:,} healthy" if extra else "")
+    text = f"{r['nodes']:,} nodes / {r['pods'] - extra:,} pods"
+    return text + (f" + {extra:,} on healthy nodes" if extra else "")
 
 
 def _groups(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str, Any]]]:

@@ -79,3 +79,31 @@ def test_small_benchmark_run(tmp_path: Path) -> None:
     assert "| 50 nodes / 500 pods | 5 | diagnose -o json |" in table
     svg = (out / "plot.svg").read_text()
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>") and "<rect" in svg
+
+
+def test_small_pair_run_keeps_the_failed_set_fixed(tmp_path: Path) -> None:
+    """`bench.pair` on two small clusters, the second with extra pods on its healthy nodes: both
+    diagnoses find the same failed nodes and the same stuck pods (the experiment is fair), and
+    every round was measured."""
+    out = tmp_path / "pair"
+    env = {**os.environ, "NODEFAIL_BENCH_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench.pair", "30x300", "30x300+300"),
+            *("--failed", "2", "--runs", "2", "--out", str(out)),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    doc = json.loads((out / "pair.json").read_text())
+    a, b = doc["summaries"]
+    assert a["nodesNotReady"] == b["nodesNotReady"] == 2
+    assert a["stuckPods"] == b["stuckPods"] > 0
+    assert a["podsOnFailedNodes"] == b["podsOnFailedNodes"] > 0
+    assert all(len(walls) == 2 and min(walls) > 0 for walls in doc["walls"].values())
+    assert "same failed nodes and stuck pods in both: True" in proc.stdout
