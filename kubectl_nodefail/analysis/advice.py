@@ -293,8 +293,15 @@ def for_node(node: NodeFinding, server_minor: int | None) -> Action:
             kubectl=f"kubectl taint node {node.name} {facts.TAINT_OUT_OF_SERVICE}-",
             remediate=remediate_cmd(node.name, "--confirm"),
         )
-    if node.cause.code in ("kubelet-returning", "healthy"):
+    if node.cause.code == "healthy":
         return Action("wait", "the kubelet is reporting again", "none")
+    if node.cause.code == "kubelet-returning":
+        return Action(
+            "wait",
+            "the kubelet renews its lease again: wait for it to post node status (if Ready "
+            "stays Unknown, the kubelet cannot update its Node: check its log)",
+            "none",
+        )
     if node.cause.code == "conditions":
         return Action(
             "investigate",
