@@ -131,7 +131,14 @@ def test_causes_reported_by_a_live_kubelet(control_plane: ControlPlane, plugin: 
         cases: list[tuple[str, list[dict[str, Any]], str, str]] = [
             (
                 "pleg-unhealthy",
-                [{"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": PLEG}],
+                [
+                    {
+                        "type": "Ready",
+                        "status": "False",
+                        "reason": "KubeletNotReady",
+                        "message": PLEG,
+                    }
+                ],
                 "pleg-unhealthy",
                 "kubelet is alive but its pod lifecycle event generator is unhealthy "
                 "(runtime slow or hung)",
@@ -174,15 +181,18 @@ def test_causes_reported_by_a_live_kubelet(control_plane: ControlPlane, plugin: 
             with KubeletReportingProblem(cp, node, conditions):
                 wait_for(
                     f"Ready=False ({message[:20]})",
-                    lambda m=message: (r := ready(cp, node))["status"] == "False"
-                    and r.get("message") == m,
+                    lambda m=message: (
+                        (r := ready(cp, node))["status"] == "False" and r.get("message") == m
+                    ),
                     30,
                 )
                 if code_expected == "resource-pressure":
                     wait_for(
                         "memory-pressure taint",
-                        lambda: ("node.kubernetes.io/memory-pressure", "NoSchedule")
-                        in taint_keys(cp, node),
+                        lambda: (
+                            ("node.kubernetes.io/memory-pressure", "NoSchedule")
+                            in taint_keys(cp, node)
+                        ),
                         30,
                     )
                 plugin.record(fixture, f"kubelet alive: {message}", "Ready=False")
@@ -353,8 +363,9 @@ def test_replicaset_scaled_to_zero_wants_no_replacement(dead: Dead) -> None:
     cp.kubectl("scale", "deployment", "shrink", "-n", NS, "--replicas=0")
     wait_for(
         "only the stuck shrink pod left",
-        lambda: [p["metadata"]["name"] for p in pods(cp, NS, "shrink")]
-        == [stuck["metadata"]["name"]],
+        lambda: (
+            [p["metadata"]["name"] for p in pods(cp, NS, "shrink")] == [stuck["metadata"]["name"]]
+        ),
         30,
     )
     assert terminating(pod_on(cp, NS, "shrink", dead.node))
