@@ -378,3 +378,61 @@ def test_replicaset_scaled_to_zero_wants_no_replacement(dead: Dead) -> None:
         "the ReplicaSet was scaled to 0 (rollout or scale-down): no replacement is wanted"
     )
     assert not any(running(p) for p in pods(cp, NS, "shrink"))
+
+
+@pytest.fixture(scope="module")
+def slow_tainting() -> Iterator[ControlPlane]:
+    """A control plane of its own whose zones taint one node per 20 s (--node-eviction-rate
+    0.05; the shared one taints ten a second, too fast to see the queue)."""
+    from tests.e2e.conftest import running_control_plane
+    from tests.e2e.controlplane import requested_version
+
+    with running_control_plane(
+        requested_version(), controller_manager_args={"node-eviction-rate": "0.05"}
+    ) as cp:
+        yield cp
+
+
+def test_not_tainted_yet_while_the_zone_queue_waits(slow_tainting: ControlPlane) -> None:
+    """Two nodes of a Normal zone fail at once: both are Unknown, the first is tainted at once,
+    the second waits for the zone's rate limiter (its pod's eviction not started)."""
+    cp, zone = slow_tainting, "zone-q"
+    plugin = Plugin(cp)
+    failing = ["flaky-q1", "flaky-q2"]
+    cp.add_node("healthy-q", zone)
+    wait_node_ready(cp, "healthy-q")
+    cp.add_node_group(failing, zone, "group-q")
+    for node in failing:
+        wait_node_ready(cp, node)
+    cp.apply(
+        w.namespace(NS),
+        *[w.bare_pod(NS, f"q-{n[-1]}", pin=n, toleration_seconds=5, grace=5) for n in failing],
+    )
+    for n in failing:
+        wait_running_on(cp, NS, f"q-{n[-1]}", n)
+    cp.stop_kubelet("group-q")
+    for n in failing:
+        wait_node_unknown(cp, n)
+    first = wait_for(
+        "one node NoExecute-tainted",
+        lambda: [n for n in failing if UNREACHABLE in taint_keys(cp, n)],
+        30,
+    )
+    assert len(first) == 1, first  # one token: the other waits 20 s
+    late = next(n for n in failing if n not in first)
+    plugin.record("eviction-rate-limited", "two nodes fail at once, 0.05 nodes/s", "one tainted")
+    code, d = plugin.diagnose_json("-n", NS)
+    assert UNREACHABLE not in taint_keys(cp, late)  # still in the queue while diagnosing
+    assert code == 3
+    late_pod = pod_on(cp, NS, f"q-{late[-1]}", late)
+    assert late_pod is not None and not terminating(late_pod)
+    row = _pod(d, NS, f"q-{late[-1]}")
+    assert row["timeline"] == (
+        "the NoExecute taint is not on the node yet (rate-limited per zone); eviction follows "
+        "its tolerationSeconds after that"
+    )
+    z = next(z for z in d["zones"] if z["zone"] == f"e2e/{zone}")
+    assert z["state"] == "Normal" and z["eviction"] == "proceeding"
+    # and the queue does move on: tainted one token later, then its pod evicted
+    wait_for("the late node tainted", lambda: UNREACHABLE in taint_keys(cp, late), 40)
+    wait_terminating_on(cp, NS, f"q-{late[-1]}", late, timeout=30)
