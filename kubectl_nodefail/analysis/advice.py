@@ -162,6 +162,14 @@ def _not_evicted(
             "not force pods",
             "none",
         )
+    if state == "not-evicting":
+        return _free_it(
+            node,
+            kind,
+            holds_rwo,
+            "the taint-eviction controller is not evicting it (check kube-controller-manager's "
+            "--controllers and health), so nothing replaces it: free it",
+        )
     # Never evicted: nothing replaces it, nothing serves in its place.
     return _free_it(
         node,
