@@ -286,7 +286,8 @@ def for_waiting_pod(holder: NodeFinding) -> Action:
         "statefulset",
         True,
         f"wait: Kubernetes force-detaches the volume from {holder.name} "
-        f"{facts.FORCE_DETACH_SECONDS // 60} minutes after no pod object uses it there. To "
+        f"{facts.FORCE_DETACH_SECONDS // 60} minutes after no pod object uses it there "
+        "(unless kube-controller-manager runs with --disable-force-detach-on-timeout). To "
         "detach now",
     )
 
