@@ -449,8 +449,7 @@ def _eviction_contradicts(v: _View, timelines: Timelines) -> Iterator[Violation]
                     yield Violation(
                         "timeline-eviction-contradicts-pod",
                         _pod(row),
-                        f"timeline: {e.get('summary')!r} at {e.get('time')}; NEXT says "
-                        f"{words!r}",
+                        f"timeline: {e.get('summary')!r} at {e.get('time')}; NEXT says {words!r}",
                     )
 
 
