@@ -426,8 +426,8 @@ def _ready_contradicts(v: _View, timelines: Timelines) -> Iterator[Violation]:
 @_timeline_check("timeline-eviction-contradicts-pod")
 def _eviction_contradicts(v: _View, timelines: Timelines) -> Iterator[Violation]:
     """A pod the timeline shows deleted is Terminating in its row; a pod the timeline shows
-    evicted has no NEXT saying it was not (never evicted, not evicted, eviction pending); and a
-    row's pod on that node is not evicted in the timeline at a time its NEXT puts later."""
+    evicted has no NEXT saying it was not, or not yet (never evicted, not evicted, eviction
+    pending, evicted in …)."""
     rows = {_pod(p): p for p in v.report.pods}
     now = v.report.captured_at
     for name, entries in timelines.items():
