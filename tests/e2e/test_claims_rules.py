@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -28,7 +29,12 @@ import pytest
 from kubectl_nodefail.snapshot import parse_time
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
-from tests.e2e.controlplane import ControlPlane, KubeletReportingProblem, wait_for
+from tests.e2e.controlplane import (
+    NODE_MONITOR_PERIOD_MS,
+    ControlPlane,
+    KubeletReportingProblem,
+    wait_for,
+)
 from tests.e2e.helpers import (
     pod_on,
     pods,
@@ -114,9 +120,16 @@ def test_causes_reported_by_a_live_kubelet(control_plane: ControlPlane, plugin: 
         with LeaseRenewing(cp, node):
             wait_for("a fresh lease", lambda: _lease_age(cp, node) < 3, 20)
             # The controller never sets Ready back by itself: it stays Unknown until the
-            # kubelet posts status, however fresh the lease (several monitor periods here).
-            for _ in range(3):
-                wait_for("another lease renewal", lambda: _lease_age(cp, node) < 1.5, 10)
+            # kubelet posts status, however fresh the lease (five monitor periods here).
+            since = time.monotonic()
+            wait_for(
+                "five monitor periods under a fresh lease",
+                lambda: (
+                    time.monotonic() - since > 5 * NODE_MONITOR_PERIOD_MS / 1000
+                    and _lease_age(cp, node) < 3
+                ),
+                20,
+            )
             assert ready(cp, node)["status"] == "Unknown"
             plugin.record("kubelet-returning", "lease renewed, no status posted", "Ready=Unknown")
             code, d = plugin.diagnose_json()
