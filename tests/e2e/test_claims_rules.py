@@ -111,7 +111,7 @@ def _lease_age(cp: ControlPlane, node: str) -> float:
 
 def test_causes_reported_by_a_live_kubelet(control_plane: ControlPlane, plugin: Plugin) -> None:
     """One node, one silent kubelet, then four things a live kubelet can report."""
-    cp, node = control_plane, "flaky-r1"
+    cp, node = control_plane, "rules-live"
     cp.add_failable_node(node)
     wait_node_ready(cp, node)
     cp.stop_kubelet(node)
@@ -235,7 +235,7 @@ def test_causes_reported_by_a_live_kubelet(control_plane: ControlPlane, plugin: 
 def test_node_object_without_a_kubelet(control_plane: ControlPlane, plugin: Plugin) -> None:
     """A Node created with no kubelet behind it (by hand, an autoscaler, a provisioner): no
     Ready condition at all, then NodeStatusNeverUpdated once the startup grace is over."""
-    cp, node = control_plane, "ghost-r2"
+    cp, node = control_plane, "rules-ghost"
     cp.add_node(node, "zone-a", managed_by=node)  # no kwok process plays it
     try:
         assert ready(cp, node)["status"] == "(none yet)"
@@ -280,7 +280,7 @@ def _intolerant_tolerations() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def dead(control_plane: ControlPlane, plugin: Plugin) -> Iterator[Dead]:
-    cp, node = control_plane, "flaky-r3"
+    cp, node = control_plane, "rules-dead"
     cp.apply(w.namespace(NS), w.namespace(NS_QUOTA))
     cp.apply(
         {

@@ -18,7 +18,7 @@ def _node(report: Report, name: str) -> NodeFinding:
 
 
 def test_lease_renewed_while_ready_unknown_is_not_promised_to_heal() -> None:
-    node = _node(report_of("kubelet-returning"), "flaky-r1")
+    node = _node(report_of("kubelet-returning"), "rules-live")
     assert node.ready is not None and node.ready.status == "Unknown"
     assert node.lease_stale is False
     assert node.cause.code == "kubelet-returning"
@@ -45,7 +45,7 @@ def test_live_kubelet_causes_by_their_ready_message() -> None:
         ),
     }
     for fixture, (code, text) in expected.items():
-        node = _node(report_of(fixture), "flaky-r1")
+        node = _node(report_of(fixture), "rules-live")
         assert node.ready is not None and node.ready.status == "False", fixture
         assert node.lease_stale is False, fixture
         assert (node.cause.code, node.cause.summary) == (code, text), fixture
@@ -53,11 +53,11 @@ def test_live_kubelet_causes_by_their_ready_message() -> None:
 
 
 def test_node_object_without_a_kubelet() -> None:
-    fresh = _node(report_of("node-without-status"), "ghost-r2")
+    fresh = _node(report_of("node-without-status"), "rules-ghost")
     assert fresh.ready is None and fresh.failed
     assert fresh.cause.code == "no-ready-condition"
     assert fresh.cause.summary == "node has never reported a Ready condition"
-    later = _node(report_of("node-never-updated"), "ghost-r2")
+    later = _node(report_of("node-never-updated"), "rules-ghost")
     assert later.ready is not None and later.ready.reason == "NodeStatusNeverUpdated"
     assert later.cause.code == "never-registered"
     assert later.cause.summary == "kubelet registered the node but never posted status"
@@ -87,7 +87,7 @@ def test_replicaset_scaled_to_zero_wants_no_replacement() -> None:
 def test_intolerant_pod_was_deleted_at_the_taint_time() -> None:
     snap = load("intolerant-pod-evicted")
     raw = next(p for p in snap.pods if p["metadata"]["name"] == "intolerant")
-    node = next(n for n in snap.nodes if n["metadata"]["name"] == "flaky-r3")
+    node = next(n for n in snap.nodes if n["metadata"]["name"] == "rules-dead")
     taint = next(
         t
         for t in node["spec"]["taints"]
@@ -112,7 +112,7 @@ def test_intolerant_pod_wording_fresh_and_stale() -> None:
     snap = load("intolerant-pod-evicted")
     raw = next(p for p in snap.pods if p["metadata"]["name"] == "intolerant")
     del raw["metadata"]["deletionTimestamp"]
-    node = _node(diagnose(snap, snap.captured_at), "flaky-r3")
+    node = _node(diagnose(snap, snap.captured_at), "rules-dead")
     added = next(t.time_added for t in node.taints if t.effect == "NoExecute")
     assert added is not None
     fresh = eviction.eviction_time(raw, node.taints, None, False, added + timedelta(seconds=1))
