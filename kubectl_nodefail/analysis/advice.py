@@ -162,6 +162,14 @@ def _not_evicted(
             "not force pods",
             "none",
         )
+    if state == "not-evicting":
+        return _free_it(
+            node,
+            kind,
+            holds_rwo,
+            "the taint-eviction controller is not evicting it (check kube-controller-manager's "
+            "--controllers and health), so nothing replaces it: free it",
+        )
     # Never evicted: nothing replaces it, nothing serves in its place.
     return _free_it(
         node,
@@ -278,7 +286,8 @@ def for_waiting_pod(holder: NodeFinding) -> Action:
         "statefulset",
         True,
         f"wait: Kubernetes force-detaches the volume from {holder.name} "
-        f"{facts.FORCE_DETACH_SECONDS // 60} minutes after no pod object uses it there. To "
+        f"{facts.FORCE_DETACH_SECONDS // 60} minutes after no pod object uses it there "
+        "(unless kube-controller-manager runs with --disable-force-detach-on-timeout). To "
         "detach now",
     )
 
@@ -293,8 +302,15 @@ def for_node(node: NodeFinding, server_minor: int | None) -> Action:
             kubectl=f"kubectl taint node {node.name} {facts.TAINT_OUT_OF_SERVICE}-",
             remediate=remediate_cmd(node.name, "--confirm"),
         )
-    if node.cause.code in ("kubelet-returning", "healthy"):
+    if node.cause.code == "healthy":
         return Action("wait", "the kubelet is reporting again", "none")
+    if node.cause.code == "kubelet-returning":
+        return Action(
+            "wait",
+            "the kubelet renews its lease again: wait for it to post node status (if Ready "
+            "stays Unknown, the kubelet cannot update its Node: check its log)",
+            "none",
+        )
     if node.cause.code == "conditions":
         return Action(
             "investigate",

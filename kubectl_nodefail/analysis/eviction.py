@@ -30,11 +30,19 @@ def tolerates(toleration: Obj, taint: TaintView) -> bool:
 NEVER = "never evicted"
 PAUSED = "no eviction while"
 PENDING = "the NoExecute taint is not on the node yet"
+NOT_EVICTING = "the taint-eviction controller is not evicting"
+
+# The taint-eviction controller deletes a pod that does not tolerate a NoExecute taint as soon
+# as it handles the node update: on the real control plane the deletion carries the taint's own
+# second (tests/e2e/test_claims_rules.py). Such a pod without a deletionTimestamp is either that
+# instant or a controller that does not run; past this many seconds, it is the latter.
+EVICTION_LAG_SECONDS = 30
 
 
 @dataclass
 class EvictionTime:
-    state: str  # evicted | scheduled | never | immediate | pending-taint | paused | not-applicable
+    state: str  # evicted | scheduled | never | immediate | not-evicting | pending-taint | paused
+    # | not-applicable
     at: datetime | None
     text: str
 
@@ -56,6 +64,16 @@ def eviction_time(
     for taint in noexec:
         matching = [t for t in tolerations if tolerates(t, taint)]
         if not matching:
+            age = (now - taint.time_added).total_seconds() if taint.time_added else 0.0
+            if age > EVICTION_LAG_SECONDS:
+                return EvictionTime(
+                    "not-evicting",
+                    None,
+                    f"does not tolerate {taint.key}:NoExecute, added {ago(age)}: the "
+                    "taint-eviction controller deletes such a pod within moments, so "
+                    f"{NOT_EVICTING} (disabled in kube-controller-manager --controllers, or the "
+                    "manager is down or overloaded)",
+                )
             return EvictionTime(
                 "immediate",
                 taint.time_added,

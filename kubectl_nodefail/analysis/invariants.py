@@ -174,7 +174,11 @@ def _zone_text(v: _View) -> Iterator[Violation]:
 
 
 def _forces(p: PodFinding) -> bool:
+    """The action force-deletes this pod (a pod waiting for a volume is not touched by the
+    out-of-service taint suggested for the node that holds the volume)."""
     a = p.action
+    if p.category == summary.WAITING_FOR_VOLUME:
+        return "--force" in a.kubectl
     return "--force" in a.kubectl or a.code in ("force-delete", "out-of-service")
 
 
@@ -307,6 +311,157 @@ def check(report: Report) -> list[Violation]:
     return found
 
 
+# --- the incident timeline (nodes[].timeline of the JSON output) against the report ---
+#
+# The Report holds no timeline (incident.report_with_timelines adds it to the output), so
+# these checks take the report and each node's timeline entries as the JSON carries them.
+
+Timelines = dict[str, list[dict[str, Any]]]
+TimelineCheck = Callable[[_View, Timelines], Iterator[Violation]]
+TIMELINE_CHECKS: dict[str, TimelineCheck] = {}
+# NEXT words that say no eviction has happened to the pod
+NOT_EVICTED = (
+    "never evicted",
+    "not evicted (zone)",
+    "not evicted (controller)",
+    "eviction pending",
+)
+
+
+def _timeline_check(code: str) -> Callable[[TimelineCheck], TimelineCheck]:
+    def register(fn: TimelineCheck) -> TimelineCheck:
+        TIMELINE_CHECKS[code] = fn
+        return fn
+
+    return register
+
+
+@_timeline_check("timeline-out-of-order")
+def _out_of_order(v: _View, timelines: Timelines) -> Iterator[Violation]:
+    """Entries oldest first, each with a time."""
+    for name, entries in timelines.items():
+        last = None
+        for e in entries:
+            when = parse_time(e.get("time"))
+            if when is None:
+                yield Violation("timeline-out-of-order", f"node/{name}", f"no time: {e}")
+                continue
+            if last is not None and when < last:
+                yield Violation(
+                    "timeline-out-of-order",
+                    f"node/{name}",
+                    f"{e.get('kind')} at {e.get('time')} listed after an entry at {last}",
+                )
+            last = when
+
+
+def _taint_label(t: Any) -> str:
+    value = f"={t.value}" if t.value else ""
+    return f"{t.key}{value}:{t.effect}"
+
+
+@_timeline_check("timeline-taint-not-on-node")
+def _taint_not_on_node(v: _View, timelines: Timelines) -> Iterator[Violation]:
+    """A taint-added entry names a taint the node carries, at that taint's timeAdded."""
+    for name, entries in timelines.items():
+        node = v.nodes.get(name)
+        if node is None:
+            continue
+        carried = {_taint_label(t): t.time_added for t in node.taints}
+        for e in entries:
+            if e.get("kind") != "taint-added":
+                continue
+            label = str(e.get("summary", "")).removeprefix("taint ").split(" added")[0]
+            if label not in carried:
+                yield Violation(
+                    "timeline-taint-not-on-node",
+                    f"node/{name}",
+                    f"timeline: {e.get('summary')!r}; node taints {sorted(carried)}",
+                )
+            elif carried[label] is not None and carried[label] != parse_time(e.get("time")):
+                yield Violation(
+                    "timeline-taint-not-on-node",
+                    f"node/{name}",
+                    f"timeline dates {label} {e.get('time')}; its timeAdded is {carried[label]}",
+                )
+
+
+@_timeline_check("timeline-ready-contradicts-node")
+def _ready_contradicts(v: _View, timelines: Timelines) -> Iterator[Violation]:
+    """The Ready transition in the timeline is the node's Ready condition: "node Ready again"
+    only on a node that is Ready and not failed, "Ready became S" only while Ready is S; and
+    the last lease renewal is the node's."""
+    for name, entries in timelines.items():
+        node = v.nodes.get(name)
+        if node is None:
+            continue
+        status = node.ready.status if node.ready else None
+        for e in entries:
+            kind, text = e.get("kind"), str(e.get("summary", ""))
+            if kind == "node-back" and (status != "True" or node.failed):
+                yield Violation(
+                    "timeline-ready-contradicts-node",
+                    f"node/{name}",
+                    f"timeline says {text!r}; node Ready={status}, failed={node.failed}",
+                )
+            if kind == "node-not-ready" and not text.startswith(f"Ready became {status}"):
+                yield Violation(
+                    "timeline-ready-contradicts-node",
+                    f"node/{name}",
+                    f"timeline says {text!r}; node Ready={status}",
+                )
+            if (
+                kind == "lease-renewed"
+                and node.lease_renewed is not None
+                and parse_time(e.get("time")) != node.lease_renewed
+            ):
+                yield Violation(
+                    "timeline-ready-contradicts-node",
+                    f"node/{name}",
+                    f"timeline lease renewal {e.get('time')}; node lease renewed "
+                    f"{node.lease_renewed}",
+                )
+
+
+@_timeline_check("timeline-eviction-contradicts-pod")
+def _eviction_contradicts(v: _View, timelines: Timelines) -> Iterator[Violation]:
+    """A pod the timeline shows deleted is Terminating in its row; a pod the timeline shows
+    evicted has no NEXT saying it was not, or not yet (never evicted, not evicted, eviction
+    pending, evicted in …)."""
+    rows = {_pod(p): p for p in v.report.pods}
+    now = v.report.captured_at
+    for name, entries in timelines.items():
+        for e in entries:
+            row = rows.get(str(e.get("object", "")))
+            if row is None or row.node != name:
+                continue
+            kind = e.get("kind")
+            if kind == "pod-deletion-requested" and not row.terminating:
+                yield Violation(
+                    "timeline-eviction-contradicts-pod",
+                    _pod(row),
+                    f"timeline: {e.get('summary')!r} at {e.get('time')}; the row is not "
+                    "Terminating",
+                )
+            if kind == "pod-evicted" and not row.terminating:
+                words = summary.next_step(row, now)
+                if words in NOT_EVICTED or words.startswith("evicted in "):
+                    yield Violation(
+                        "timeline-eviction-contradicts-pod",
+                        _pod(row),
+                        f"timeline: {e.get('summary')!r} at {e.get('time')}; NEXT says {words!r}",
+                    )
+
+
+def check_timelines(report: Report, timelines: Timelines) -> list[Violation]:
+    """Every contradiction between the nodes' incident timelines and the report."""
+    view = _View(report, {n.name: n for n in report.nodes}, {z.zone: z for z in report.zones})
+    found: list[Violation] = []
+    for fn in TIMELINE_CHECKS.values():
+        found.extend(fn(view, timelines))
+    return found
+
+
 # --- the JSON output back into a Report, so the checks run on what the CLI printed ---
 
 
@@ -345,9 +500,16 @@ def report_from_data(data: dict[str, Any]) -> Report:
 
 
 def check_data(data: dict[str, Any]) -> list[Violation]:
-    """check() on JSON output; also checks the JSON summary against the rows."""
+    """check() on JSON output; also checks the JSON summary against the rows and each node's
+    incident timeline (nodes[].timeline, when the output carries it) against the report."""
     report = report_from_data(data)
     found = check(report)
+    timelines = {
+        str(n.get("name")): list(n["timeline"])
+        for n in data.get("nodes") or []
+        if isinstance(n.get("timeline"), list)
+    }
+    found += check_timelines(report, timelines)
     c = summary.counts(report)
     expected = {
         "nodesNotReady": c.nodes_not_ready,

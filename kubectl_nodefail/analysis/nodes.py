@@ -165,7 +165,10 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
         if lease_stale is False:
             return Cause(
                 "kubelet-returning",
-                "kubelet is renewing its lease again; Ready will update within a monitor period",
+                # The controller never sets Ready back itself: only the kubelet's next status
+                # post does (proven: Ready stays Unknown under a lease renewed for minutes).
+                "kubelet is renewing its lease again, but Ready stays Unknown until it posts "
+                "node status",
                 "medium",
                 evidence,
             )

@@ -120,7 +120,8 @@ def blockers(
                     f"force-detach: the attach-detach controller detaches after "
                     f"{facts.FORCE_DETACH_SECONDS // 60} minutes only "
                     "once the pod object is gone or terminated; this Terminating pod keeps it "
-                    "waiting. The out-of-service taint detaches at once"
+                    "waiting (never, if kube-controller-manager runs with "
+                    "--disable-force-detach-on-timeout). The out-of-service taint detaches at once"
                 )
             else:
                 notes.append(

@@ -61,6 +61,8 @@ def next_step(pod: PodFinding, now: datetime) -> str:
             return "never evicted"
         if eviction.PAUSED in pod.timeline:
             return "not evicted (zone)"
+        if eviction.NOT_EVICTING in pod.timeline:
+            return "not evicted (controller)"
         return "eviction pending"
     return {
         "running": "replaced",

@@ -13,12 +13,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import render
+from kubectl_nodefail import incident, render
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import Action, PodFinding, Report
-from kubectl_nodefail.analysis.invariants import CHECKS, check, check_data
-from kubectl_nodefail.snapshot import format_time, from_items, parse_time
-from tests.unit.conftest import FIXTURES, pod, report_of
+from kubectl_nodefail.analysis.invariants import (
+    CHECKS,
+    TIMELINE_CHECKS,
+    check,
+    check_data,
+)
+from kubectl_nodefail.snapshot import Snapshot, format_time, from_items, parse_time
+from tests.unit.conftest import FIXTURES, load, pod, report_of
 
 FIXTURE_NAMES = sorted(p.stem for p in FIXTURES.glob("*.json"))
 
@@ -27,11 +32,19 @@ def _as_json(report: Report) -> dict[str, Any]:
     return dict(json.loads(render.as_json(render.report_data(report))))
 
 
+def _with_timelines(report: Report, snap: Snapshot) -> dict[str, Any]:
+    """The JSON `diagnose -o json` prints: the report with each node's incident timeline."""
+    return dict(json.loads(render.as_json(incident.report_with_timelines(report, snap))))
+
+
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
 def test_every_recorded_fixture_is_consistent(name: str) -> None:
     report = report_of(name)
     assert [str(v) for v in check(report)] == []
     assert [str(v) for v in check_data(_as_json(report))] == []
+    data = _with_timelines(report, load(name))
+    assert any(n.get("timeline") for n in data["nodes"]) or not report.nodes
+    assert [str(v) for v in check_data(data)] == []
 
 
 def test_json_round_trip_keeps_what_the_checks_read() -> None:
@@ -199,6 +212,117 @@ def test_eviction_pending_contradicting_its_own_timeline_is_caught() -> None:
     assert _codes(broken) == set()
 
 
+# --- each timeline invariant fails on a deliberately broken timeline ---
+
+
+def _entries(data: dict[str, Any], node: str) -> list[dict[str, Any]]:
+    return list(next(n for n in data["nodes"] if n["name"] == node)["timeline"])
+
+
+def _set_entries(data: dict[str, Any], node: str, entries: list[dict[str, Any]]) -> None:
+    next(n for n in data["nodes"] if n["name"] == node)["timeline"] = entries
+
+
+def _swap_two(data: dict[str, Any]) -> None:
+    entries = _entries(data, "flaky-a")
+    first = next(i for i, e in enumerate(entries) if e["kind"] == "node-not-ready")
+    last = max(i for i, e in enumerate(entries) if e["kind"] == "pod-deletion-requested")
+    entries[first], entries[last] = entries[last], entries[first]
+    _set_entries(data, "flaky-a", entries)
+
+
+def _taint_gone(data: dict[str, Any]) -> None:
+    node = next(n for n in data["nodes"] if n["name"] == "flaky-a")
+    node["taints"] = [t for t in node["taints"] if t["effect"] != "NoExecute"]
+
+
+def _taint_redated(data: dict[str, Any]) -> None:
+    for e in _entries(data, "flaky-a"):
+        if e["kind"] == "taint-added" and "NoExecute" in e["summary"]:
+            e["time"] = data["capturedAt"]
+
+
+def _back_while_failed(data: dict[str, Any]) -> None:
+    entries = _entries(data, "flaky-a")
+    entries.append(
+        {
+            "time": data["capturedAt"],
+            "secondsAgo": 0,
+            "kind": "node-back",
+            "summary": "node Ready again",
+            "object": "node/flaky-a",
+            "source": "Node Ready condition lastTransitionTime",
+        }
+    )
+    _set_entries(data, "flaky-a", entries)
+
+
+def _ready_status_differs(data: dict[str, Any]) -> None:
+    for e in _entries(data, "flaky-a"):
+        if e["kind"] == "node-not-ready":
+            e["summary"] = "Ready became False (KubeletNotReady)"
+
+
+def _lease_redated(data: dict[str, Any]) -> None:
+    for e in _entries(data, "flaky-a"):
+        if e["kind"] == "lease-renewed":
+            e["time"] = data["capturedAt"]
+
+
+def _deleted_but_row_running(data: dict[str, Any]) -> None:
+    """The before-eviction report: the timeline gains a deletion of the agent pod whose row
+    is not Terminating (its NEXT: eviction in a few minutes)."""
+    agent = next(p for p in data["pods"] if p["name"].startswith("agent-"))
+    assert not agent["terminating"]
+    entries = _entries(data, agent["node"])
+    for kind, summary in (
+        ("pod-evicted", "evicted: DeletionByTaintManager"),
+        ("pod-deletion-requested", "deletion requested (grace period 30s)"),
+    ):
+        entries.append(
+            {
+                "time": data["capturedAt"],
+                "secondsAgo": 0,
+                "kind": kind,
+                "summary": summary,
+                "object": f"pod/{agent['namespace']}/{agent['name']}",
+                "source": "test",
+            }
+        )
+    _set_entries(data, agent["node"], entries)
+
+
+BROKEN_TIMELINES: dict[str, list[tuple[str, Callable[[dict[str, Any]], None]]]] = {
+    "timeline-out-of-order": [("node-down-after-eviction", _swap_two)],
+    "timeline-taint-not-on-node": [
+        ("node-down-after-eviction", _taint_gone),
+        ("node-down-after-eviction", _taint_redated),
+    ],
+    "timeline-ready-contradicts-node": [
+        ("node-down-after-eviction", _back_while_failed),
+        ("node-down-after-eviction", _ready_status_differs),
+        ("node-down-after-eviction", _lease_redated),
+    ],
+    "timeline-eviction-contradicts-pod": [("node-down-before-eviction", _deleted_but_row_running)],
+}
+
+
+def test_every_timeline_invariant_has_a_broken_timeline() -> None:
+    assert set(BROKEN_TIMELINES) == set(TIMELINE_CHECKS)
+
+
+@pytest.mark.parametrize(
+    ("code", "index"),
+    [(code, i) for code, cases in sorted(BROKEN_TIMELINES.items()) for i in range(len(cases))],
+)
+def test_timeline_invariant_fails_on_a_broken_timeline(code: str, index: int) -> None:
+    name, edit = BROKEN_TIMELINES[code][index]
+    data = _with_timelines(report_of(name), load(name))
+    assert [str(v) for v in check_data(data)] == []  # the real timeline agrees
+    edit(data)
+    assert code in {v.code for v in check_data(data)}
+
+
 # --- generated reports: real fixtures, mutated the way clusters differ ---
 
 DOCS = {name: json.loads((FIXTURES / f"{name}.json").read_text()) for name in FIXTURE_NAMES}
@@ -293,3 +417,4 @@ def test_generated_reports_are_consistent(
     report = diagnose(snap, captured + timedelta(seconds=later))
     assert [str(v) for v in check(report)] == []
     assert [str(v) for v in check_data(_as_json(report))] == []
+    assert [str(v) for v in check_data(_with_timelines(report, snap))] == []

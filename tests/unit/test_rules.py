@@ -128,7 +128,13 @@ def test_eviction_time_is_taint_time_plus_smallest_toleration() -> None:
     assert ev.state == "scheduled" and ev.at == UNREACHABLE.time_added + timedelta(seconds=300)
     assert eviction_time(_tolerating(None), [UNREACHABLE], None, False, NOW).state == "never"
     untolerated = {"metadata": {"name": "p"}, "spec": {}}
-    assert eviction_time(untolerated, [UNREACHABLE], None, False, NOW).state == "immediate"
+    fresh = TaintView(UNREACHABLE.key, "NoExecute", time_added=NOW - timedelta(seconds=2))
+    ev = eviction_time(untolerated, [fresh], None, False, NOW)
+    assert ev.state == "immediate" and "evicted as soon as" in ev.text
+    # 100 s later and still not deleted: that controller does not run; no eviction is promised
+    ev = eviction_time(untolerated, [UNREACHABLE], None, False, NOW)
+    assert ev.state == "not-evicting" and ev.at is None
+    assert "added 100s ago" in ev.text and "evicted as soon as" not in ev.text
     assert eviction_time(_tolerating(300), [], None, True, NOW).state == "paused"
 
 

@@ -1,0 +1,451 @@
+"""The rules that were only unit-tested (issue 8, remaining part), reached on the real control
+plane the way Kubernetes reaches them:
+
+- node causes of a live kubelet: PLEG unhealthy, Ready=False with pressure conditions, a bare
+  Ready=False; a kubelet renewing its lease again while Ready is still Unknown;
+- a Node object no kubelet ever posted status for: no Ready condition at first, then the node
+  lifecycle controller's NodeStatusNeverUpdated;
+- a pod that does not tolerate the unreachable taint (its own toleration for that key keeps the
+  DefaultTolerationSeconds admission plugin from adding the 300 s one): evicted the moment the
+  taint appears;
+- a ReplicaSet scaled to 0 after its pod was stuck (replacement `none`), and one whose
+  replacement a ResourceQuota refuses while the stuck pod still counts (replacement `missing`).
+
+Every node these tests add is Ready again (or deleted) when they end.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+from kubectl_nodefail.snapshot import parse_time
+from tests.e2e import workloads as w
+from tests.e2e.conftest import Plugin
+from tests.e2e.controlplane import (
+    NODE_MONITOR_PERIOD_MS,
+    ControlPlane,
+    KubeletReportingProblem,
+    wait_for,
+)
+from tests.e2e.helpers import (
+    pod_on,
+    pods,
+    ready,
+    running,
+    taint_keys,
+    terminating,
+    wait_node_ready,
+    wait_node_unknown,
+    wait_running_on,
+    wait_terminating_on,
+)
+
+pytestmark = pytest.mark.e2e
+NS = "scenario-rules"
+NS_QUOTA = "scenario-rules-quota"
+UNREACHABLE = ("node.kubernetes.io/unreachable", "NoExecute")
+PLEG = "PLEG is not healthy: pleg was last seen active 3m20s ago; threshold is 3m0s"
+CAPACITY = "Missing node capacity for resources: ephemeral-storage"
+
+
+class LeaseRenewing:
+    """A kubelet that is back far enough to renew its Lease but has not posted node status
+    (the kubelet renews the lease in its own loop; status goes through another)."""
+
+    def __init__(self, cp: ControlPlane, node: str) -> None:
+        self.cp, self.node = cp, node
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> LeaseRenewing:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            micro = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            self.cp.kubectl(
+                "patch",
+                "lease",
+                "-n",
+                "kube-node-lease",
+                self.node,
+                "--type=merge",
+                "-p",
+                json.dumps({"spec": {"renewTime": micro}}),
+                check=False,
+            )
+            self._stop.wait(2)
+
+
+def _node(d: Any, name: str) -> Any:
+    found = [n for n in d["nodes"] if n["name"] == name]
+    assert found, f"{name} not listed: {[n['name'] for n in d['nodes']]}"
+    return found[0]
+
+
+def _pod(d: Any, ns: str, name: str) -> Any:
+    found = [p for p in d["pods"] if p["namespace"] == ns and p["name"] == name]
+    assert found, f"{ns}/{name} not listed: {[p['name'] for p in d['pods']]}"
+    return found[0]
+
+
+def _lease_age(cp: ControlPlane, node: str) -> float:
+    lease = cp.get("lease", node, namespace="kube-node-lease")
+    renewed = parse_time(lease["spec"]["renewTime"])
+    assert renewed is not None
+    return (datetime.now(timezone.utc) - renewed).total_seconds()
+
+
+def test_causes_reported_by_a_live_kubelet(control_plane: ControlPlane, plugin: Plugin) -> None:
+    """One node, one silent kubelet, then four things a live kubelet can report."""
+    cp, node = control_plane, "rules-live"
+    cp.add_failable_node(node)
+    wait_node_ready(cp, node)
+    cp.stop_kubelet(node)
+    try:
+        wait_node_unknown(cp, node)
+        with LeaseRenewing(cp, node):
+            wait_for("a fresh lease", lambda: _lease_age(cp, node) < 3, 20)
+            # The controller never sets Ready back by itself: it stays Unknown until the
+            # kubelet posts status, however fresh the lease (five monitor periods here).
+            since = time.monotonic()
+            wait_for(
+                "five monitor periods under a fresh lease",
+                lambda: (
+                    time.monotonic() - since > 5 * NODE_MONITOR_PERIOD_MS / 1000
+                    and _lease_age(cp, node) < 3
+                ),
+                20,
+            )
+            assert ready(cp, node)["status"] == "Unknown"
+            plugin.record("kubelet-returning", "lease renewed, no status posted", "Ready=Unknown")
+            code, d = plugin.diagnose_json()
+        assert code == 3
+        cause = _node(d, node)["cause"]
+        assert cause["code"] == "kubelet-returning"
+        assert cause["summary"] == (
+            "kubelet is renewing its lease again, but Ready stays Unknown until it posts "
+            "node status"
+        )
+        assert _node(d, node)["action"]["code"] == "wait"
+        cases: list[tuple[str, list[dict[str, Any]], str, str]] = [
+            (
+                "pleg-unhealthy",
+                [
+                    {
+                        "type": "Ready",
+                        "status": "False",
+                        "reason": "KubeletNotReady",
+                        "message": PLEG,
+                    }
+                ],
+                "pleg-unhealthy",
+                "kubelet is alive but its pod lifecycle event generator is unhealthy "
+                "(runtime slow or hung)",
+            ),
+            (
+                "kubelet-not-ready",
+                [
+                    {
+                        "type": "Ready",
+                        "status": "False",
+                        "reason": "KubeletNotReady",
+                        "message": CAPACITY,
+                    }
+                ],
+                "kubelet-not-ready",
+                "kubelet is alive and reports the node not ready",
+            ),
+            (
+                "not-ready-with-pressure",
+                [
+                    {
+                        "type": "Ready",
+                        "status": "False",
+                        "reason": "KubeletNotReady",
+                        "message": CAPACITY,
+                    },
+                    {
+                        "type": "MemoryPressure",
+                        "status": "True",
+                        "reason": "KubeletHasInsufficientMemory",
+                        "message": "kubelet has insufficient memory available",
+                    },
+                ],
+                "resource-pressure",
+                "kubelet reports trouble MemoryPressure=True",
+            ),
+        ]
+        for fixture, conditions, code_expected, summary in cases:
+            message = conditions[0]["message"]
+            with KubeletReportingProblem(cp, node, conditions):
+                wait_for(
+                    f"Ready=False ({message[:20]})",
+                    lambda m=message: (
+                        (r := ready(cp, node))["status"] == "False" and r.get("message") == m
+                    ),
+                    30,
+                )
+                if code_expected == "resource-pressure":
+                    wait_for(
+                        "memory-pressure taint",
+                        lambda: (
+                            ("node.kubernetes.io/memory-pressure", "NoSchedule")
+                            in taint_keys(cp, node)
+                        ),
+                        30,
+                    )
+                plugin.record(fixture, f"kubelet alive: {message}", "Ready=False")
+                code, d = plugin.diagnose_json()
+            assert code == 3
+            found = _node(d, node)
+            assert found["cause"]["code"] == code_expected
+            assert found["cause"]["summary"] == summary
+            assert found["leaseStale"] is False
+            assert found["action"]["code"] == "investigate"
+            # the next case starts from a clean node: pressure back to False as a kubelet would
+            cp.kubectl(
+                "patch",
+                "node",
+                node,
+                "--subresource=status",
+                "--type=strategic",
+                "-p",
+                '{"status":{"conditions":[{"type":"MemoryPressure","status":"False",'
+                '"reason":"KubeletHasSufficientMemory"}]}}',
+            )
+    finally:
+        cp.start_kubelet(node)
+        wait_node_ready(cp, node, timeout=90)
+
+
+def test_node_object_without_a_kubelet(control_plane: ControlPlane, plugin: Plugin) -> None:
+    """A Node created with no kubelet behind it (by hand, an autoscaler, a provisioner): no
+    Ready condition at all, then NodeStatusNeverUpdated once the startup grace is over."""
+    cp, node = control_plane, "rules-ghost"
+    cp.add_node(node, "zone-a", managed_by=node)  # no kwok process plays it
+    try:
+        assert ready(cp, node)["status"] == "(none yet)"
+        plugin.record("node-without-status", "Node object, no kubelet", "no Ready condition")
+        code, d = plugin.diagnose_json()
+        assert ready(cp, node)["status"] == "(none yet)"  # still: the diagnosis saw the same
+        assert code == 3
+        cause = _node(d, node)["cause"]
+        assert cause["code"] == "no-ready-condition"
+        assert cause["summary"] == "node has never reported a Ready condition"
+        wait_for(
+            "NodeStatusNeverUpdated",
+            lambda: ready(cp, node).get("reason") == "NodeStatusNeverUpdated",
+            90,
+        )
+        plugin.record("node-never-updated", "Node object, no kubelet", "startup grace over")
+        code, d = plugin.diagnose_json()
+        assert code == 3
+        cause = _node(d, node)["cause"]
+        assert cause["code"] == "never-registered"
+        assert cause["summary"] == "kubelet registered the node but never posted status"
+    finally:
+        cp.kubectl("delete", "node", node, "--wait=false")
+
+
+@dataclass
+class Dead:
+    cp: ControlPlane
+    plugin: Plugin
+    node: str
+    evicted: dict[str, Any]
+
+
+def _intolerant_tolerations() -> list[dict[str, Any]]:
+    """Tolerations for the unreachable/not-ready keys that match no taint the controller sets
+    (those carry no value): DefaultTolerationSeconds sees the keys and adds nothing."""
+    return [
+        {"key": key, "operator": "Equal", "value": "rack-7", "effect": "NoExecute"}
+        for key in ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+    ]
+
+
+@pytest.fixture(scope="module")
+def dead(control_plane: ControlPlane, plugin: Plugin) -> Iterator[Dead]:
+    cp, node = control_plane, "rules-dead"
+    cp.apply(w.namespace(NS), w.namespace(NS_QUOTA))
+    cp.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "one-pod", "namespace": NS_QUOTA},
+            "spec": {"hard": {"pods": "1"}},
+        }
+    )
+    cp.add_failable_node(node)
+    wait_node_ready(cp, node)
+    cp.apply(
+        w.only_on(w.deployment(NS, "shrink", toleration_seconds=2, grace=120), [node]),
+        w.only_on(w.deployment(NS_QUOTA, "quota-web", toleration_seconds=2, grace=120), [node]),
+        w.only_on(
+            w.bare_pod(NS, "intolerant", grace=120, tolerations=_intolerant_tolerations()),
+            [node],
+        ),
+    )
+    for ns, app in ((NS, "shrink"), (NS_QUOTA, "quota-web"), (NS, "intolerant")):
+        wait_running_on(cp, ns, app, node)
+    cp.stop_kubelet(node)
+    evicted: dict[str, Any] = {}
+    try:
+        wait_node_unknown(cp, node)
+        for ns, app in ((NS, "shrink"), (NS_QUOTA, "quota-web"), (NS, "intolerant")):
+            evicted[app] = wait_terminating_on(cp, ns, app, node, timeout=60)
+        yield Dead(cp, plugin, node, evicted)
+    finally:
+        cp.start_kubelet(node)
+        wait_node_ready(cp, node, timeout=90)
+        for ns in (NS, NS_QUOTA):
+            cp.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+def test_quota_refusing_the_replacement_is_missing(dead: Dead) -> None:
+    """The stuck pod still counts against the pods quota until its deletionTimestamp plus its
+    grace period is over (pods quota evaluator): the ReplicaSet's create is refused."""
+    cp, plugin = dead.cp, dead.plugin
+    wait_for(
+        "FailedCreate (exceeded quota) on quota-web's ReplicaSet",
+        lambda: any(
+            e.get("reason") == "FailedCreate" and "exceeded quota" in (e.get("message") or "")
+            for e in (cp.get("events", namespace=NS_QUOTA) or {}).get("items") or []
+        ),
+        30,
+    )
+    stuck = dead.evicted["quota-web"]
+    assert [p["metadata"]["name"] for p in pods(cp, NS_QUOTA, "quota-web")] == [
+        stuck["metadata"]["name"]
+    ]
+    plugin.record("replacement-refused-by-quota", "pods quota 1", "replacement refused")
+    code, d = plugin.diagnose_json("-n", NS_QUOTA)
+    assert code == 3
+    row = _pod(d, NS_QUOTA, stuck["metadata"]["name"])
+    assert row["replacement"]["state"] == "missing"
+    assert row["replacement"]["summary"] == (
+        "0/1 replicas active and no replacement pod found (quota, admission or a controller "
+        "problem: check the ReplicaSet's events)"
+    )
+    assert "cosmetic" not in row["action"]["summary"]
+
+
+def test_pod_not_tolerating_the_taint_is_evicted_when_it_appears(dead: Dead) -> None:
+    cp, plugin = dead.cp, dead.plugin
+    pod = dead.evicted["intolerant"]
+    unreachable = [
+        t for t in pod["spec"]["tolerations"] if t.get("key") == "node.kubernetes.io/unreachable"
+    ]
+    assert unreachable == [_intolerant_tolerations()[0]]  # no 300 s default was added
+    taint = next(
+        t
+        for t in cp.get("node", dead.node)["spec"]["taints"]
+        if (t["key"], t["effect"]) == UNREACHABLE
+    )
+    added = parse_time(taint["timeAdded"])
+    deadline = parse_time(pod["metadata"]["deletionTimestamp"])
+    assert added is not None and deadline is not None
+    requested = (deadline - added).total_seconds() - pod["metadata"]["deletionGracePeriodSeconds"]
+    assert -1 <= requested <= 3, requested  # deleted the moment the taint was there
+    target = next(c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget")
+    assert target["reason"] == "DeletionByTaintManager"
+    plugin.record("intolerant-pod-evicted", "no matching unreachable toleration", "evicted")
+    code, d = plugin.diagnose_json("-n", NS)
+    assert code == 3
+    row = _pod(d, NS, "intolerant")
+    assert row["terminating"] and "evicted by the taint-eviction controller" in row["meaning"]
+
+
+def test_replicaset_scaled_to_zero_wants_no_replacement(dead: Dead) -> None:
+    cp, plugin = dead.cp, dead.plugin
+    stuck = dead.evicted["shrink"]
+    cp.kubectl("scale", "deployment", "shrink", "-n", NS, "--replicas=0")
+    wait_for(
+        "only the stuck shrink pod left",
+        lambda: (
+            [p["metadata"]["name"] for p in pods(cp, NS, "shrink")] == [stuck["metadata"]["name"]]
+        ),
+        30,
+    )
+    assert terminating(pod_on(cp, NS, "shrink", dead.node))
+    plugin.record("replicaset-scaled-to-zero", "scaled to 0 after eviction", "stuck pod only")
+    code, d = plugin.diagnose_json("-n", NS)
+    assert code == 3
+    row = _pod(d, NS, stuck["metadata"]["name"])
+    assert row["replacement"]["state"] == "none"
+    assert row["replacement"]["summary"] == (
+        "the ReplicaSet was scaled to 0 (rollout or scale-down): no replacement is wanted"
+    )
+    assert not any(running(p) for p in pods(cp, NS, "shrink"))
+
+
+@pytest.fixture(scope="module")
+def slow_tainting() -> Iterator[ControlPlane]:
+    """A control plane of its own whose zones taint one node per 20 s (--node-eviction-rate
+    0.05; the shared one taints ten a second, too fast to see the queue)."""
+    from tests.e2e.conftest import running_control_plane
+    from tests.e2e.controlplane import requested_version
+
+    with running_control_plane(
+        requested_version(), controller_manager_args={"node-eviction-rate": "0.05"}
+    ) as cp:
+        yield cp
+
+
+def test_not_tainted_yet_while_the_zone_queue_waits(slow_tainting: ControlPlane) -> None:
+    """Two nodes of a Normal zone fail at once: both are Unknown, the first is tainted at once,
+    the second waits for the zone's rate limiter (its pod's eviction not started)."""
+    cp, zone = slow_tainting, "zone-q"
+    plugin = Plugin(cp)
+    failing = ["flaky-q1", "flaky-q2"]
+    cp.add_node("healthy-q", zone)
+    wait_node_ready(cp, "healthy-q")
+    cp.add_node_group(failing, zone, "group-q")
+    for node in failing:
+        wait_node_ready(cp, node)
+    cp.apply(
+        w.namespace(NS),
+        *[w.bare_pod(NS, f"q-{n[-1]}", pin=n, toleration_seconds=5, grace=5) for n in failing],
+    )
+    for n in failing:
+        wait_running_on(cp, NS, f"q-{n[-1]}", n)
+    cp.stop_kubelet("group-q")
+    for n in failing:
+        wait_node_unknown(cp, n)
+    first = wait_for(
+        "one node NoExecute-tainted",
+        lambda: [n for n in failing if UNREACHABLE in taint_keys(cp, n)],
+        30,
+    )
+    assert len(first) == 1, first  # one token: the other waits 20 s
+    late = next(n for n in failing if n not in first)
+    plugin.record("eviction-rate-limited", "two nodes fail at once, 0.05 nodes/s", "one tainted")
+    code, d = plugin.diagnose_json("-n", NS)
+    assert UNREACHABLE not in taint_keys(cp, late)  # still in the queue while diagnosing
+    assert code == 3
+    late_pod = pod_on(cp, NS, f"q-{late[-1]}", late)
+    assert late_pod is not None and not terminating(late_pod)
+    row = _pod(d, NS, f"q-{late[-1]}")
+    assert row["timeline"] == (
+        "the NoExecute taint is not on the node yet (rate-limited per zone); eviction follows "
+        "its tolerationSeconds after that"
+    )
+    z = next(z for z in d["zones"] if z["zone"] == f"e2e/{zone}")
+    assert z["state"] == "Normal" and z["eviction"] == "proceeding"
+    # and the queue does move on: tainted one token later, then its pod evicted
+    wait_for("the late node tainted", lambda: UNREACHABLE in taint_keys(cp, late), 40)
+    wait_terminating_on(cp, NS, f"q-{late[-1]}", late, timeout=30)
