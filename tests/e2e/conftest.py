@@ -28,6 +28,7 @@ from kubectl_nodefail.analysis.invariants import check_data
 from tests.e2e.controlplane import (
     HEALTHY_ZONE,
     REPO,
+    SHARED_NODE,
     ControlPlane,
     build_binaries,
     requested_version,
@@ -61,6 +62,7 @@ def running_control_plane(
     try:
         cp.start()
         for name in HEALTHY_NODES:
+            cp.node_modules[name] = SHARED_NODE
             cp.add_node(name, HEALTHY_ZONE)
         yield cp
     finally:

@@ -93,6 +93,9 @@ def build_binaries(version: str | None = None) -> Path:
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
+SHARED_NODE = "(the session)"  # node_modules value of the nodes every module may use
+
+
 @dataclass
 class ControlPlane:
     bindir: Path
@@ -102,6 +105,9 @@ class ControlPlane:
     # Extra kube-controller-manager flags (name -> value), e.g. a pre-1.27 cluster run with
     # enable-taint-manager=false to reproduce the NodeLost-era eviction path.
     controller_manager_args: dict[str, str] = field(default_factory=dict)
+    # Node name -> the test module that created it: modules share the session's control plane,
+    # so two of them using one node name would fail each other's nodes (node_manifest refuses).
+    node_modules: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cluster_dir = self.workdir / "clusters" / CLUSTER_NAME
@@ -361,10 +367,15 @@ componentsPatches:
         self.apply(*[self.node_manifest(n, zone, group, taints) for n in names])
         self.start_kubelet(group)
 
-    @staticmethod
     def node_manifest(
-        name: str, zone: str, managed_by: str, taints: list[dict[str, Any]] | None = None
+        self, name: str, zone: str, managed_by: str, taints: list[dict[str, Any]] | None = None
     ) -> dict[str, Any]:
+        module = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[0]
+        owner = self.node_modules.setdefault(name, module)
+        assert owner in (module, SHARED_NODE), (
+            f"node {name!r} is already used by {owner}: each test module needs node names of "
+            "its own (the session's control plane is shared)"
+        )
         node: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Node",
