@@ -268,12 +268,15 @@ def bench_size(
 
 
 def small(args: argparse.Namespace, bindir: Path) -> list[dict[str, Any]]:
-    """Start-up costs: `--help` against `python3 -c pass`, and diagnose on a 10-node cluster."""
+    """Start-up costs: `--help` against `python3 -c pass` and its floor (importing click), and
+    diagnose on a 10-node cluster."""
     rows = []
     env = dict(os.environ)
     nf = nodefail_cmd()
     for name, argv in (
         ("python3 -c pass", [sys.executable, "-c", "pass"]),
+        # The floor of --help: the plugin's CLI is click, and importing it alone costs this.
+        ("python3 -c 'import click'", [sys.executable, "-c", "import click"]),
         ("kubectl nodefail --help", [*nf, "--help"]),
     ):
         res = measure(name, argv, None, max(args.runs, 7), env)
