@@ -275,7 +275,7 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
                 _print_traceback()
             _fail(f"error: {exc.line()}", int(exc.exit_code), watchdog)
         except KeyboardInterrupt:
-            _fail("interrupted", 130, watchdog)
+            _fail("interrupted", 130, watchdog, now=fn.__name__ != "remediate")
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # a bug: one line unless asked for more
@@ -306,11 +306,23 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300] if text else ""
 
 
-def _fail(line: str, code: int, watchdog: _Watchdog | None) -> None:
-    """Print the one error line and exit, unless the watchdog already said it."""
+def _fail(line: str, code: int, watchdog: _Watchdog | None, now: bool = False) -> None:
+    """Print the one error line and exit, unless the watchdog already said it. `now`: at once
+    (see `_leave_now`)."""
     if watchdog is None or watchdog.claim():
         click.echo(line, err=True)
+    if now:
+        _leave_now(code)
     sys.exit(code)
+
+
+def _leave_now(code: int) -> None:
+    """Exit without waiting for the requests still in flight on other threads (Python's exit
+    would join them: up to --request-timeout after a Ctrl-C). Only for commands that change
+    nothing: remediate's own Ctrl-C handling finishes or abandons its request (actions.Stop)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _deadline_seconds(kwargs: dict[str, Any]) -> float | None:
@@ -606,7 +618,7 @@ def diagnose(
             _renew_deadline()
             return load_snapshot(conn, None, False, nodes, namespaces)
 
-        return watching.run(
+        code = watching.run(
             refresh,
             show,
             interval,
@@ -616,6 +628,7 @@ def diagnose(
             title=f"{program_name()} diagnose {' '.join(nodes)}".rstrip(),
             one_line=output == "json",
         )
+        _leave_now(code)  # Ctrl-C ended the watch: not after the refresh still in flight
     if many:
         from kubectl_nodefail import contexts
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +48,9 @@ def run_many(contexts: list[str], one: Callable[[str], tuple[str, int]]) -> list
         except NodefailError as exc:
             return ClusterResult(context, int(exc.exit_code), error=exc.line())
 
-    with ThreadPoolExecutor(max_workers=min(WORKERS, len(contexts))) as pool:
+    from kubectl_nodefail.kube import thread_pool
+
+    with thread_pool(min(WORKERS, len(contexts))) as pool:
         return list(pool.map(attempt, contexts))
 
 

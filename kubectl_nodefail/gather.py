@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Collection, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
 
@@ -135,7 +134,7 @@ def gather(
     clock = now or (lambda: datetime.now(timezone.utc))
     reader = _Reader(cluster)
     progress("reading nodes; scanning pods for Terminating ones")
-    with ThreadPoolExecutor(max_workers=6) as pool:
+    with kube.thread_pool(6) as pool:
         # Independent reads overlap: the node list, the two Terminating scans, attachments,
         # events; then, once the nodes are known, the examined nodes' leases and pods while
         # the scans (which grow with the whole cluster) still run.

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from http import HTTPStatus
@@ -610,5 +611,19 @@ def parallel(fn: Callable[[T], R], args: Iterable[T]) -> Iterator[R]:
     if len(items) <= 1:
         yield from map(fn, items)
         return
-    with ThreadPoolExecutor(max_workers=min(WORKERS, len(items))) as pool:
+    with thread_pool(min(WORKERS, len(items))) as pool:
         yield from pool.map(fn, items)
+
+
+@contextmanager
+def thread_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
+    """A thread pool for requests that, when the block ends by an exception (Ctrl-C above
+    all), drops what has not started and does not wait for the requests in flight: a plain
+    `with ThreadPoolExecutor` would hold a Ctrl-C up to --request-timeout."""
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -27,6 +28,7 @@ from kubectl_nodefail.errors import (
     ServerError,
     UnreachableError,
 )
+from tests.unit import fakeapi
 from tests.unit.conftest import FIXTURES
 from tests.unit.fakeapi import (
     json_answer,
@@ -411,3 +413,46 @@ def test_live_objects_of_the_wrong_shape_are_exit_14(tmp_path: Path) -> None:
     assert code == 14, err
     assert "the API server sent a malformed Pod " in err and "status must be an object" in err
     assert err.count("error: ") == 1 and "Traceback" not in err
+
+
+# --- Ctrl-C: a read-only command leaves at once, not after the requests in flight ---------
+
+
+def _hangs_on_pods(n: int, method: str, path: str) -> fakeapi.Answer:
+    """Answers the version and an empty node list; never answers a pods request."""
+    if path.startswith("/version"):
+        return json_answer(VERSION)
+    if path.startswith("/api/v1/nodes"):
+        return json_answer({"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": []})
+    return None
+
+
+@pytest.mark.parametrize(
+    ("args", "code"), [(("diagnose",), 130), (("diagnose", "--watch", "--interval", "1"), 0)]
+)
+def test_ctrl_c_does_not_wait_for_a_hanging_request(
+    tmp_path: Path, args: tuple[str, ...], code: int
+) -> None:
+    """Python's exit would join the request threads: a Ctrl-C held up to --request-timeout
+    (60 s here). Exit 130 with one line; a watch ends as it does on any Ctrl-C."""
+    with serve(_hangs_on_pods) as api:
+        config = kubeconfig(tmp_path, api.url)
+        proc = subprocess.Popen(
+            [*CLI, *args, "--kubeconfig", config, "--request-timeout", "60", "--deadline", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while not any("/pods" in path for _, path in api.requests):
+            assert time.monotonic() < deadline and proc.poll() is None, "no pods request"
+            time.sleep(0.05)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        took = time.monotonic() - start
+    assert proc.returncode == code, err
+    assert took < SLACK, took  # the request hangs for 60 s; nothing waited for it
+    assert "Traceback" not in err
+    if code == 130:
+        assert one_line(err) == "interrupted"
