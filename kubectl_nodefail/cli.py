@@ -37,20 +37,21 @@ Strategies (the destructive step a node confirmed down gets; default auto):
 EXIT_CODES_HELP = """
 \b
 Exit codes:
-  0   nothing wrong (diagnose) / every step done or runnable (remediate)
-  3   problems found (diagnose)
-  4   some steps refused, skipped or failed (remediate)
-  5   nothing to do (remediate)
-  6   interrupted by SIGINT/SIGTERM during --confirm: the table lists what was done and
-      what was not started; re-run the same command to finish (remediate)
-  2   usage error (also an output path that cannot be written)
-  10  no kubeconfig, unknown context, or an unusable kubeconfig (YAML, server URL,
-      certificate data)
-  11  API server unreachable or timing out (--request-timeout, --deadline)
-  12  credentials rejected or a required read forbidden
-  13  malformed or unreadable dump or plan file
-  14  any other API error (5xx, throttled past the deadline, malformed answers)
-  1   a bug (rerun with -v for the traceback)
+  0    nothing wrong (diagnose) / every step done or runnable (remediate)
+  3    problems found (diagnose)
+  4    some steps refused, skipped or failed (remediate)
+  5    nothing to do (remediate)
+  6    interrupted by SIGINT/SIGTERM during --confirm: the table lists what was done and
+       what was not started; re-run the same command to finish (remediate)
+  2    usage error (also an output path that cannot be written)
+  10   no kubeconfig, unknown context, or an unusable kubeconfig (YAML, server URL,
+       certificate data)
+  11   API server unreachable or timing out (--request-timeout, --deadline)
+  12   credentials rejected or a required read forbidden
+  13   malformed or unreadable dump or plan file
+  14   any other API error (5xx, throttled past the deadline, malformed answers)
+  130  interrupted by Ctrl-C (diagnose, dump; remediate says 6)
+  1    a bug (rerun with -v for the traceback)
 """
 DEFAULT_DEADLINE = 120.0  # seconds for a whole run; remediate adds its --wait-timeout
 DEADLINE_GRACE = 1.0  # the hard stop, for waits nothing can interrupt (DNS, exec plugins)
@@ -275,7 +276,7 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
                 _print_traceback()
             _fail(f"error: {exc.line()}", int(exc.exit_code), watchdog)
         except KeyboardInterrupt:
-            _fail("interrupted", 130, watchdog, now=fn.__name__ != "remediate")
+            _fail("interrupted", int(Exit.CTRL_C), watchdog, now=fn.__name__ != "remediate")
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # a bug: one line unless asked for more

@@ -25,6 +25,7 @@ class Exit(IntEnum):
     AUTH = 12  # credentials rejected (401) or a required read forbidden (403)
     BAD_INPUT = 13  # malformed or unreadable dump file
     API = 14  # any other API server error
+    CTRL_C = 130  # diagnose, dump: interrupted by Ctrl-C (remediate's interruptions are 6)
 
 
 class NodefailError(Exception):

@@ -617,13 +617,15 @@ def parallel(fn: Callable[[T], R], args: Iterable[T]) -> Iterator[R]:
 
 @contextmanager
 def thread_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
-    """A thread pool for requests that, when the block ends by an exception (Ctrl-C above
-    all), drops what has not started and does not wait for the requests in flight: a plain
-    `with ThreadPoolExecutor` would hold a Ctrl-C up to --request-timeout."""
+    """A thread pool for requests that, on Ctrl-C, drops what has not started and does not
+    wait for the requests in flight (a plain `with ThreadPoolExecutor` would hold the Ctrl-C
+    up to --request-timeout). Any other ending waits for every request, as before."""
     pool = ThreadPoolExecutor(max_workers=workers)
+    interrupted = False
     try:
         yield pool
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+    except KeyboardInterrupt:
+        interrupted = True
         raise
-    pool.shutdown(wait=True)
+    finally:
+        pool.shutdown(wait=not interrupted, cancel_futures=interrupted)
