@@ -15,6 +15,7 @@ from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
 from tests.e2e.helpers import wait_node_ready, wait_running_on
+from tests.unit.test_bad_servers import ctrl_c_default
 
 pytestmark = pytest.mark.e2e
 NS = "scenario-watch"
@@ -56,6 +57,7 @@ def test_watch_follows_a_node_dying_and_returning(
         stderr=subprocess.PIPE,
         text=True,
         env=plugin.env,
+        preexec_fn=ctrl_c_default,  # Ctrl-C must reach it even from a background shell
     )
     follow = Follow(proc)
     try:
