@@ -276,7 +276,7 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
                 _print_traceback()
             _fail(f"error: {exc.line()}", int(exc.exit_code), watchdog)
         except KeyboardInterrupt:
-            _fail("interrupted", int(Exit.CTRL_C), watchdog, now=fn.__name__ != "remediate")
+            _fail("interrupted", int(Exit.CTRL_C), watchdog, now=True)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # a bug: one line unless asked for more
@@ -319,8 +319,10 @@ def _fail(line: str, code: int, watchdog: _Watchdog | None, now: bool = False) -
 
 def _leave_now(code: int) -> None:
     """Exit without waiting for the requests still in flight on other threads (Python's exit
-    would join them: up to --request-timeout after a Ctrl-C). Only for commands that change
-    nothing: remediate's own Ctrl-C handling finishes or abandons its request (actions.Stop)."""
+    would join them: up to --request-timeout after a Ctrl-C). Those are reads: remediate's
+    changes are sent from the main thread, whose `finally` blocks (trail log, node locks) have
+    run by the time a KeyboardInterrupt gets here, and a Ctrl-C during its execution is
+    actions.Stop's, not this."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

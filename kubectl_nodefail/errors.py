@@ -44,6 +44,12 @@ class NodefailError(Exception):
         return one_line(f"{self.message} ({self.hint})" if self.hint else self.message)
 
 
+def short(exc: object) -> str:
+    """The first line of an exception's text (its type's name when it has none), cut to 200."""
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
+
+
 def one_line(text: str) -> str:
     """`text` with every character that could break or hide a line escaped (\\n, \\x85, ...)."""
     return "".join(

@@ -33,6 +33,7 @@ from kubectl_nodefail.errors import (
     NotFound,
     ServerError,
     UnreachableError,
+    short,
 )
 
 Obj = dict[str, Any]
@@ -230,7 +231,7 @@ class Cluster:
             headers.update(self._auth_headers())
         except Exception as exc:  # exec plugins and token refreshers fail in many ways
             raise AuthError(
-                f"could not get credentials for context {self.context!r}: {_short(exc)}",
+                f"could not get credentials for context {self.context!r}: {short(exc)}",
                 hint="log in again",
             ) from exc
         try:
@@ -248,7 +249,7 @@ class Cluster:
         except urllib3.exceptions.NewConnectionError as exc:  # refused, unresolvable
             raise _Retryable(
                 UnreachableError(
-                    f"cannot reach the API server at {self.host}: {_short(_reason(exc))}",
+                    f"cannot reach the API server at {self.host}: {short(_reason(exc))}",
                     hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
                 )
             ) from exc
@@ -268,14 +269,14 @@ class Cluster:
             ) from exc
         except urllib3.exceptions.SSLError as exc:
             raise UnreachableError(
-                f"TLS with the API server at {self.host} failed: {_short(_reason(exc))}",
+                f"TLS with the API server at {self.host} failed: {short(_reason(exc))}",
                 hint=f"context {self.context!r}; check the server URL and its CA data",
             ) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             # reset or dropped: safe to try a GET again
             raise _Retryable(
                 UnreachableError(
-                    f"cannot reach the API server at {self.host}: {_short(_reason(exc))}",
+                    f"cannot reach the API server at {self.host}: {short(_reason(exc))}",
                     hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
                 )
             ) from exc
@@ -325,7 +326,7 @@ class Cluster:
             pass
         if not message and body:
             text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
-            message = _short(text) if text.strip() else ""
+            message = short(text) if text.strip() else ""
         if status == 401:
             return AuthError(
                 f"the API server rejected the credentials of context {self.context!r} "
@@ -485,11 +486,6 @@ class Cluster:
 
     def close(self) -> None:
         self._conn.close()
-
-
-def _short(exc: object) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
 
 
 def _reason(exc: BaseException) -> object:

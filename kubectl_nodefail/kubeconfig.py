@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubectl_nodefail.errors import ConfigError
+from kubectl_nodefail.errors import ConfigError, short
 
 SECTIONS = ("clusters", "users", "contexts")
 DELEGATED = ("exec", "auth-provider")  # credentials only the official client produces
@@ -81,7 +81,7 @@ def read(path: str, empty_ok: bool = False) -> dict[str, Any]:
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         raise ConfigError(f"kubeconfig {path} is not valid YAML{where}") from exc
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read kubeconfig {path}: {_short(exc)}") from exc
+        raise ConfigError(f"cannot read kubeconfig {path}: {short(exc)}") from exc
     if doc is None and empty_ok:
         return {}
     problem = _shape_problem(doc)
@@ -295,7 +295,7 @@ def _material(body: dict[str, Any], key: str, base: str) -> bytes | None:
         try:
             return base64.standard_b64decode(data)
         except (binascii.Error, ValueError) as exc:
-            raise Problem(f"{data_key} is not base64: {_short(exc)}") from exc
+            raise Problem(f"{data_key} is not base64: {short(exc)}") from exc
     file = _string(body, key)
     return _read_file(key, file, base) if file else None
 
@@ -306,7 +306,7 @@ def _read_file(key: str, file: str, base: str) -> bytes:
         with open(full, "rb") as fh:
             return fh.read()
     except OSError as exc:
-        raise Problem(f"{key} {full}: {_short(exc)}") from exc
+        raise Problem(f"{key} {full}: {short(exc)}") from exc
 
 
 def _authorization(user: dict[str, Any], base: str) -> str | None:
@@ -361,7 +361,7 @@ def ssl_context(
                 ctx.load_cert_chain(cert_file, key_file)
     except (ssl.SSLError, OSError, ValueError) as exc:
         raise ConfigError(
-            f"kubeconfig {path}: the certificate data is unusable: {_short(exc)}",
+            f"kubeconfig {path}: the certificate data is unusable: {short(exc)}",
             hint="check certificate-authority(-data) and client-certificate/key(-data)",
         ) from exc
     return ctx
@@ -425,7 +425,7 @@ class ClientConnection(Connection):
                 config_file=files, context=context, client_configuration=cfg, persist_config=False
             )
         except Exception as exc:  # the library's own errors for a config it cannot use
-            raise ConfigError(f"kubeconfig {path} is unusable: {_short(exc)}") from exc
+            raise ConfigError(f"kubeconfig {path} is unusable: {short(exc)}") from exc
         check_url(path, cfg.host)
         if cfg.host.startswith("https"):  # checked now rather than failing on the first request
             ca, cert, key = (
@@ -465,8 +465,3 @@ def connect(explicit: str | None, context: str | None, pool_size: int) -> Connec
     if settings is None:
         return ClientConnection(merged, context or merged.current_context(), pool_size)
     return StaticConnection(merged.label, settings, pool_size)
-
-
-def _short(exc: object) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
