@@ -449,3 +449,49 @@ def test_not_tainted_yet_while_the_zone_queue_waits(slow_tainting: ControlPlane)
     # and the queue does move on: tainted one token later, then its pod evicted
     wait_for("the late node tainted", lambda: UNREACHABLE in taint_keys(cp, late), 40)
     wait_terminating_on(cp, NS, f"q-{late[-1]}", late, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def no_taint_eviction() -> Iterator[ControlPlane]:
+    """A control plane of its own without the taint-eviction controller (kube-controller-manager
+    --controllers=*,-taint-eviction-controller): NoExecute taints are set, nobody acts on them."""
+    from tests.e2e.conftest import running_control_plane
+    from tests.e2e.controlplane import requested_version
+
+    with running_control_plane(
+        requested_version(), controller_manager_args={"controllers": "*,-taint-eviction-controller"}
+    ) as cp:
+        yield cp
+
+
+def test_not_evicting_when_the_taint_eviction_controller_is_off(
+    no_taint_eviction: ControlPlane,
+) -> None:
+    """A pod that tolerates nothing of the unreachable taint, on a node tainted over 30 s ago,
+    still not deleted: the diagnosis says the controller is not evicting (not "evicted at once")."""
+    cp, node = no_taint_eviction, "rules-noevict"
+    plugin = Plugin(cp)
+    cp.add_failable_node(node)
+    wait_node_ready(cp, node)
+    cp.apply(
+        w.namespace(NS),
+        w.bare_pod(NS, "stays", pin=node, grace=5, tolerations=_intolerant_tolerations()),
+    )
+    wait_running_on(cp, NS, "stays", node)
+    cp.stop_kubelet(node)
+    wait_node_unknown(cp, node)
+    wait_for("the NoExecute taint", lambda: UNREACHABLE in taint_keys(cp, node), 60)
+    taint = next(
+        t for t in cp.get("node", node)["spec"]["taints"] if (t["key"], t["effect"]) == UNREACHABLE
+    )
+    added = parse_time(taint["timeAdded"])
+    assert added is not None
+    age = (datetime.now(timezone.utc) - added).total_seconds()
+    time.sleep(max(0.0, 32 - age))  # past the 30 s the rule allows the controller
+    pod = pod_on(cp, NS, "stays", node)
+    assert pod is not None and not terminating(pod)  # nobody evicted it
+    code, d = plugin.diagnose_json("-n", NS)
+    assert code == 3
+    row = _pod(d, NS, "stays")
+    assert "the taint-eviction controller is not evicting" in row["timeline"], row["timeline"]
+    assert "does not tolerate node.kubernetes.io/unreachable:NoExecute" in row["timeline"]
