@@ -46,7 +46,7 @@ def timeline_text(snap: Snapshot, name: str) -> str:
     """The timeline under `--explain NODE`; nothing for a pod."""
     from kubectl_nodefail import timeline_view
 
-    if not any(n["metadata"]["name"] == name for n in snap.nodes):
+    if snap.node(name) is None:
         return ""
     entries = timeline.node_timeline(snap, name)
     untimed = timeline.untimed_taints(snap, name)

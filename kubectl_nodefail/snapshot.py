@@ -69,6 +69,10 @@ class Snapshot:
     # --- look-ups the analysis uses (indexes built once; snapshots are not mutated) ---
 
     @cached_property
+    def _nodes(self) -> dict[str, Obj]:
+        return {n["metadata"]["name"]: n for n in self.nodes}
+
+    @cached_property
     def _leases(self) -> dict[str, Obj]:
         return {
             x["metadata"]["name"]: x
@@ -102,6 +106,9 @@ class Snapshot:
     @cached_property
     def _pvs(self) -> dict[str, Obj]:
         return {o["metadata"]["name"]: o for o in self.pvs}
+
+    def node(self, name: str) -> Obj | None:
+        return self._nodes.get(name)
 
     def lease(self, node_name: str) -> Obj | None:
         return self._leases.get(node_name)

@@ -171,7 +171,7 @@ def _taint_time(node: Obj, taint: Obj) -> tuple[datetime | None, str]:
 
 def untimed_taints(snap: Snapshot, node_name: str) -> list[str]:
     """Taints on the node whose time nothing records (not placed in the timeline)."""
-    node = next((n for n in snap.nodes if n["metadata"]["name"] == node_name), None)
+    node = snap.node(node_name)
     if node is None:
         return []
     return [
@@ -351,7 +351,7 @@ def _event_entries(snap: Snapshot, refs: dict[tuple[str, str, str], str]) -> lis
 def node_timeline(snap: Snapshot, node_name: str) -> list[Entry]:
     """Everything the snapshot records about the failure of `node_name`, oldest first.
     Empty when the snapshot has no such node."""
-    node = next((n for n in snap.nodes if n["metadata"]["name"] == node_name), None)
+    node = snap.node(node_name)
     if node is None:
         return []
     entries = _node_entries(node, snap)
