@@ -9,11 +9,11 @@ which kwok does not write); everything else is the real attach-detach controller
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
+from tests.e2e import csi
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
@@ -28,47 +28,15 @@ from tests.e2e.helpers import (
 pytestmark = pytest.mark.e2e
 NS = "scenario-storage"
 NODE = "flaky-v1"
-DRIVER = "csi.e2e.nodefail"
+PV = "pv-db-v1"
 OOS = "node.kubernetes.io/out-of-service"
 
 
 ATTACHABLE = [NODE, "healthy-0", "healthy-1", "healthy-2"]
 
 
-def _attachments(cp: ControlPlane) -> list[Any]:
-    data = cp.get("volumeattachments")
-    return [
-        v
-        for v in (data or {}).get("items", [])
-        if v["spec"]["source"].get("persistentVolumeName") == "pv-db-v1"
-    ]
-
-
-def _attach_all(cp: ControlPlane) -> None:
-    """The external-attacher's part: report every pending attachment as attached."""
-    for va in _attachments(cp):
-        if not (va.get("status") or {}).get("attached") and not va["metadata"].get(
-            "deletionTimestamp"
-        ):
-            cp.kubectl(
-                "patch",
-                "volumeattachment",
-                va["metadata"]["name"],
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                json.dumps({"status": {"attached": True}}),
-                check=False,
-            )
-
-
 def _attached_to(cp: ControlPlane, node: str) -> Any:
-    _attach_all(cp)
-    return [
-        v
-        for v in _attachments(cp)
-        if v["spec"]["nodeName"] == node and (v.get("status") or {}).get("attached")
-    ]
+    return csi.attached_to(cp, PV, node)
 
 
 def test_rwo_volume_blocks_then_moves_with_out_of_service(
@@ -77,29 +45,10 @@ def test_rwo_volume_blocks_then_moves_with_out_of_service(
     cp = control_plane
     cp.add_failable_node(NODE)
     wait_node_ready(cp, NODE)
-    for node in ATTACHABLE:  # what a kubelet announces
-        cp.kubectl(
-            "annotate",
-            "node",
-            node,
-            "--overwrite",
-            "volumes.kubernetes.io/controller-managed-attach-detach=true",
-        )
+    csi.manage_attach(cp, *ATTACHABLE)
     cp.apply(
         w.namespace(NS),
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": "pv-db-v1"},
-            "spec": {
-                "capacity": {"storage": "1Gi"},
-                "accessModes": ["ReadWriteOnce"],
-                "storageClassName": "manual",
-                "persistentVolumeReclaimPolicy": "Retain",
-                "csi": {"driver": DRIVER, "volumeHandle": "vol-db-v1"},
-                "claimRef": {"namespace": NS, "name": "data-db-v1-0"},
-            },
-        },
+        csi.csi_pv(PV, "vol-db-v1", NS, "data-db-v1-0"),
         w.only_on(
             w.statefulset(NS, "db-v1", volume=True, prefer=NODE, toleration_seconds=5, grace=5),
             ATTACHABLE,
@@ -107,17 +56,8 @@ def test_rwo_volume_blocks_then_moves_with_out_of_service(
     )
     old = wait_running_on(cp, NS, "db-v1", NODE)
     wait_for("the volume attached to the node", lambda: _attached_to(cp, NODE), 60)
-    # The kubelet's part after mounting: report the volume in use (kwok does not). Without it
-    # the controller thinks nothing is mounted and detaches at once when the pod goes.
-    cp.kubectl(
-        "patch",
-        "node",
-        NODE,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps({"status": {"volumesInUse": [f"kubernetes.io/csi/{DRIVER}^vol-db-v1"]}}),
-    )
+    # The kubelet's part after mounting: report the volume in use (kwok does not).
+    csi.report_in_use(cp, NODE, ["vol-db-v1"])
     cp.stop_kubelet(NODE)
     wait_node_unknown(cp, NODE)
     wait_terminating_on(cp, NS, "db-v1", NODE, timeout=60)
@@ -150,7 +90,7 @@ def test_rwo_volume_blocks_then_moves_with_out_of_service(
     cp.kubectl("taint", "node", NODE, f"{OOS}=nodeshutdown:NoExecute")
     wait_for(
         "the attachment on the dead node removed",
-        lambda: not [v for v in _attachments(cp) if v["spec"]["nodeName"] == NODE],
+        lambda: not [v for v in csi.attachments(cp, PV) if v["spec"]["nodeName"] == NODE],
         90,
     )
     target = new[0]["spec"]["nodeName"]
