@@ -180,7 +180,11 @@ SCHEMAS: dict[str, Object] = {
             unschedulable=BOOL,
             taints=ListOf(obj(key=STR, value=STR, effect=STR, timeAdded=TIME)),
         ),
-        status=obj(conditions=ListOf(CONDITION), nodeInfo=obj(kubeletVersion=STR)),
+        status=obj(
+            conditions=ListOf(CONDITION),
+            nodeInfo=obj(kubeletVersion=STR),
+            volumesInUse=STR_LIST,
+        ),
     ),
     "Lease": obj(
         ("metadata",),
@@ -208,6 +212,7 @@ SCHEMAS: dict[str, Object] = {
             conditions=ListOf(CONDITION),
             containerStatuses=ListOf(CONTAINER_STATUS),
             initContainerStatuses=ListOf(CONTAINER_STATUS),
+            ephemeralContainerStatuses=ListOf(CONTAINER_STATUS),
         ),
     ),
     "VolumeAttachment": obj(
@@ -224,7 +229,12 @@ SCHEMAS: dict[str, Object] = {
     "PersistentVolume": obj(
         ("metadata",),
         metadata=METADATA,
-        spec=obj(accessModes=STR_LIST, local=ANY, hostPath=ANY),
+        spec=obj(
+            accessModes=STR_LIST,
+            local=ANY,
+            hostPath=ANY,
+            csi=obj(driver=STR, volumeHandle=STR),
+        ),
     ),
     "Event": obj(
         ("metadata",),

@@ -191,7 +191,12 @@ def gather(
     )
     for pod in siblings:
         pods.setdefault(pod["metadata"]["uid"], pod)
-    pvcs, pvs = _claims(cluster, reader, list(pods.values()))
+    attachments = [a for a in attachments if (a.get("spec") or {}).get("nodeName") in focus_set]
+    attached_pvs = {
+        ((a.get("spec") or {}).get("source") or {}).get("persistentVolumeName") or ""
+        for a in attachments
+    }
+    pvcs, pvs = _claims(cluster, reader, list(pods.values()), attached_pvs - {""})
     events += _node_events(cluster, reader, focus)
     return Snapshot(
         captured_at=clock(),
@@ -201,9 +206,7 @@ def gather(
         leases=leases,
         pods=list(pods.values()),
         owners=owners,
-        volume_attachments=[
-            a for a in attachments if (a.get("spec") or {}).get("nodeName") in focus_set
-        ],
+        volume_attachments=attachments,
         pvcs=pvcs,
         pvs=pvs,
         events=events,
@@ -557,7 +560,12 @@ def _siblings(
     return out
 
 
-def _claims(cluster: kube.Cluster, reader: _Reader, pods: list[Obj]) -> tuple[list[Obj], list[Obj]]:
+def _claims(
+    cluster: kube.Cluster, reader: _Reader, pods: list[Obj], attached_pvs: set[str]
+) -> tuple[list[Obj], list[Obj]]:
+    """The pods' PVCs, and the PVs bound to them or attached to an examined node (a
+    VolumeAttachment whose pod is gone still needs its PV: its CSI source names the volume in
+    the node's status.volumesInUse)."""
     keys = {
         (p["metadata"].get("namespace", ""), v["persistentVolumeClaim"]["claimName"])
         for p in pods
@@ -579,6 +587,7 @@ def _claims(cluster: kube.Cluster, reader: _Reader, pods: list[Obj]) -> tuple[li
     claims = [c for c in kube.parallel(pvc, sorted(keys)) if c]
     names = sorted(
         {c["spec"]["volumeName"] for c in claims if (c.get("spec") or {}).get("volumeName")}
+        | attached_pvs
     )
 
     def pv(name: str) -> Obj | None:

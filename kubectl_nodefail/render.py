@@ -328,9 +328,7 @@ def explain_node(n: NodeFinding, report: Report) -> str:
         lines.append(
             _wrap(
                 "Volume still attached",
-                volume + ". It detaches after 6 minutes once no pod object uses it (unless "
-                "kube-controller-manager runs with --disable-force-detach-on-timeout), or at once "
-                "with the out-of-service taint",
+                volume,
             )
         )
     if n.shutdown_evidence:

@@ -273,23 +273,26 @@ def _terminating(
     return _free_it(node, kind, holds_rwo, "")
 
 
-def for_waiting_pod(holder: NodeFinding) -> Action:
-    """A pod elsewhere waiting for a volume still attached to the failed node `holder`."""
+def for_waiting_pod(holder: NodeFinding, outlook: str, users: list[str]) -> Action:
+    """A pod elsewhere waiting for a volume still attached to the failed node `holder`;
+    `outlook` says when the controller detaches it, `users` are the pod objects on `holder`
+    still using it (nothing removes them while the node is down)."""
     if holder.out_of_service:
+        first = f"PodGC force-deletes {', '.join(users)}, then " if users else ""
         return Action(
             "wait",
-            f"the out-of-service taint is on {holder.name}: the volume is detached at once",
+            f"the out-of-service taint is on {holder.name}: {first}the volume is detached at once",
             "none",
         )
-    return _free_it(
-        holder,
-        "statefulset",
-        True,
-        f"wait: Kubernetes force-detaches the volume from {holder.name} "
-        f"{facts.FORCE_DETACH_SECONDS // 60} minutes after no pod object uses it there "
-        "(unless kube-controller-manager runs with --disable-force-detach-on-timeout). To "
-        "detach now",
-    )
+    if users:
+        lead = (
+            f"{', '.join(users)} still {'uses' if len(users) == 1 else 'use'} the volume on "
+            f"{holder.name}, and nothing removes {'it' if len(users) == 1 else 'them'} while "
+            "the node is down, so waiting does not detach it. To free it"
+        )
+    else:
+        lead = f"wait: {outlook}. To detach now"
+    return _free_it(holder, "statefulset", True, lead)
 
 
 def for_node(node: NodeFinding, server_minor: int | None) -> Action:

@@ -298,6 +298,23 @@ def _volume_wait(v: _View) -> Iterator[Violation]:
             )
 
 
+@_check("wait-for-detach-that-cannot-come")
+def _wait_for_detach(v: _View) -> Iterator[Violation]:
+    """A pod waiting for a volume is told to wait for the detach while its own timeline says a
+    pod object on the failed node keeps the volume attached (nothing removes that object while
+    the node is down, unless the out-of-service taint is on it)."""
+    for p in v.report.pods:
+        if p.category != summary.WAITING_FOR_VOLUME:
+            continue
+        held = re.search(r"not detached while pod object (\S+)", p.timeline or "")
+        if held and p.action.summary.startswith("wait:"):
+            yield Violation(
+                "wait-for-detach-that-cannot-come",
+                _pod(p),
+                f"told to wait, but {held.group(1)} keeps the volume attached",
+            )
+
+
 def check(report: Report) -> list[Violation]:
     """Every self-contradiction of the report (empty when consistent)."""
     view = _View(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis import facts, storage
 from kubectl_nodefail.analysis.findings import Cause, ConditionView, NodeFinding, TaintView
 from kubectl_nodefail.analysis.text import ago
 from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
@@ -236,8 +236,9 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
     return Cause("healthy", "node is Ready", "high", evidence)
 
 
-def attached_volumes(snap: Snapshot, name: str) -> list[str]:
-    """VolumeAttachments that still bind volumes to this node, with Multi-Attach complaints."""
+def attached_volumes(snap: Snapshot, name: str, now: datetime) -> list[str]:
+    """VolumeAttachments that still bind volumes to this node, with Multi-Attach complaints
+    and when the attach-detach controller detaches them."""
     out = []
     for va in snap.volume_attachments:
         spec = va.get("spec") or {}
@@ -254,7 +255,7 @@ def attached_volumes(snap: Snapshot, name: str) -> list[str]:
         if complaints:
             pods = sorted({(e.get("involvedObject") or {}).get("name", "?") for e in complaints})
             note += f": Multi-Attach errors on {', '.join(pods)} waiting for it"
-        out.append(note)
+        out.append(f"{note}; detach: {storage.detach_outlook(va, snap, now)}")
     return out
 
 
@@ -291,7 +292,7 @@ def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
         ),
         failed=not ready_now,
         cloud_shutdown=cloud_shutdown,
-        volumes_attached=attached_volumes(snap, name),
+        volumes_attached=attached_volumes(snap, name, now),
         lease_stale=(
             None
             if lease_age is None

@@ -252,13 +252,21 @@ def analyse_waiting_pod(
     )
     holder = failed[holders[0]]
     notes = [volumes, *storage.multi_attach_notes(pod, snap, now, "")]
-    detach = (
-        f"the attach-detach controller force-detaches a volume from a failed node "
-        f"{facts.FORCE_DETACH_SECONDS // 60} minutes after no pod object uses it there "
-        f"(unless --disable-force-detach-on-timeout); the out-of-service taint on "
-        f"{', '.join(holders)} detaches at once"
+    outlook = {va["metadata"]["name"]: storage.detach_outlook(va, snap, now) for _, _, va in held}
+    detach = "; ".join(f"{pv}: {outlook[va['metadata']['name']]}" for _, pv, va in held)
+    users = sorted(
+        {
+            f"{u['metadata'].get('namespace', '')}/{u['metadata']['name']}"
+            for _, pv, va in held
+            for u in storage.users_of(snap, va["spec"]["nodeName"], pv)
+        }
     )
-    action = advice.for_waiting_pod(holder)
+    first = next(
+        outlook[va["metadata"]["name"]]
+        for _, _, va in held
+        if va["spec"]["nodeName"] == holder.name
+    )
+    action = advice.for_waiting_pod(holder, first, users)
     return PodFinding(
         namespace=namespace,
         name=name,

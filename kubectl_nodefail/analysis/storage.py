@@ -64,6 +64,107 @@ def held_by_failed_node(
     return out
 
 
+def _running(statuses: list[Obj]) -> bool:
+    """Some container neither waiting nor terminated (what the attach-detach controller calls
+    running: an empty state counts)."""
+    return any(
+        not (st.get("state") or {}).get("waiting") and not (st.get("state") or {}).get("terminated")
+        for st in statuses
+    )
+
+
+def _terminated(pod: Obj) -> bool:
+    """The attach-detach controller's test (volume util IsPodTerminated): Succeeded or Failed,
+    or deleted with no container running. A Terminating pod of a dead node still reports its
+    containers running, so it keeps its volumes attached there."""
+    status = pod.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return True
+    return bool(pod["metadata"].get("deletionTimestamp")) and not any(
+        _running(status.get(key) or [])
+        for key in ("initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses")
+    )
+
+
+def users_of(snap: Snapshot, node: str, pv_name: str) -> list[Obj]:
+    """Pod objects on `node` that use the PV and are not terminated: while one exists, the
+    volume stays in the controller's desired state for that node and is never detached."""
+    out = []
+    for pod in snap.pods:
+        if (pod.get("spec") or {}).get("nodeName") != node or _terminated(pod):
+            continue
+        if any(
+            (pv or {}).get("metadata", {}).get("name") == pv_name
+            or (((pvc or {}).get("spec") or {}).get("volumeName") == pv_name)
+            for _, pvc, pv in claimed_volumes(pod, snap)
+        ):
+            out.append(pod)
+    return out
+
+
+def reported_mounted(snap: Snapshot, node: str, pv_name: str) -> bool | None:
+    """Whether the node's last status lists the CSI volume in status.volumesInUse (as
+    kubernetes.io/csi/DRIVER^HANDLE); None when the node or the PV's CSI source is unknown."""
+    csi = ((snap.pv(pv_name) or {}).get("spec") or {}).get("csi") or {}
+    node_obj = snap.node(node)
+    if not csi.get("driver") or not csi.get("volumeHandle") or node_obj is None:
+        return None
+    unique = f"kubernetes.io/csi/{csi['driver']}^{csi['volumeHandle']}"
+    return unique in ((node_obj.get("status") or {}).get("volumesInUse") or [])
+
+
+def detach_outlook(va: Obj, snap: Snapshot, now: datetime) -> str:
+    """When the attach-detach controller detaches this attachment from its (failed) node, by
+    its reconciler's rules: never while a pod object there still uses the volume; at once with
+    the out-of-service taint; else at once if the node does not report the volume mounted
+    (status.volumesInUse), or after the force-detach timeout if it does."""
+    spec = va.get("spec") or {}
+    node = spec.get("nodeName") or ""
+    pv = (spec.get("source") or {}).get("persistentVolumeName") or ""
+    requested = parse_time(va["metadata"].get("deletionTimestamp"))
+    if requested:
+        return (
+            f"detach requested {duration((now - requested).total_seconds())} ago: the "
+            "VolumeAttachment goes once the CSI driver's attacher has detached the volume"
+        )
+    users = users_of(snap, node, pv) if pv else []
+    if users:
+        names = ", ".join(
+            f"{u['metadata'].get('namespace', '')}/{u['metadata']['name']}"
+            + (" (Terminating)" if u["metadata"].get("deletionTimestamp") else "")
+            for u in users
+        )
+        one = len(users) == 1
+        when = (
+            f"not detached while pod object{'' if one else 's'} {names} still "
+            f"{'uses' if one else 'use'} it on {node}; once {'it is' if one else 'they are'} gone, "
+        )
+    else:
+        when = f"once no pod object on {node} uses it, "
+    taints = ((snap.node(node) or {}).get("spec") or {}).get("taints") or []
+    if any(t.get("key") == facts.TAINT_OUT_OF_SERVICE for t in taints):
+        return f"{when}detached at once: the out-of-service taint is on {node}"
+    minutes = facts.FORCE_DETACH_SECONDS // 60
+    mounted = reported_mounted(snap, node, pv) if pv else None
+    if mounted is False:
+        return (
+            f"{when}detached at once, since {node} does not report it mounted (status.volumesInUse)"
+        )
+    unless = (
+        "unless kube-controller-manager runs with --disable-force-detach-on-timeout; the "
+        "out-of-service taint detaches it at once"
+    )
+    if mounted:
+        return (
+            f"{when}force-detached {minutes} minutes later, since {node} last reported it "
+            f"mounted (status.volumesInUse), {unless}"
+        )
+    return (
+        f"{when}force-detached {minutes} minutes later if {node} last reported it mounted "
+        f"(status.volumesInUse), at once if not; {unless}"
+    )
+
+
 def multi_attach_notes(pod: Obj, snap: Snapshot, now: datetime, label: str) -> list[str]:
     """The pod's Multi-Attach error events, newest time shown."""
     notes = []
@@ -114,19 +215,7 @@ def blockers(
                 f"{node} (VolumeAttachment {va['metadata']['name']}, attached={attached}): "
                 "a replacement elsewhere waits for detach"
             )
-            deleted = pod["metadata"].get("deletionTimestamp")
-            if deleted:
-                notes.append(
-                    f"force-detach: the attach-detach controller detaches after "
-                    f"{facts.FORCE_DETACH_SECONDS // 60} minutes only "
-                    "once the pod object is gone or terminated; this Terminating pod keeps it "
-                    "waiting (never, if kube-controller-manager runs with "
-                    "--disable-force-detach-on-timeout). The out-of-service taint detaches at once"
-                )
-            else:
-                notes.append(
-                    "force-detach timer has not started: the pod still exists and is not terminated"
-                )
+            notes.append(f"detach: {detach_outlook(va, snap, now)}")
         elif rwo and not pv_name:
             notes.append(f"PVC {claim} is not bound")
     for rep in replacement_pods:

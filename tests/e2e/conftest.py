@@ -39,6 +39,18 @@ FIXTURES = REPO / "tests" / "fixtures"
 _failed: list[str] = []
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `session_start` run before the other end-to-end tests and those marked
+    `session_end` after every test: a scenario that waits on a long Kubernetes timer (the
+    6-minute force-detach of test_force_detach) starts early and is checked late, so that its
+    wait overlaps the rest of the suite instead of adding to it."""
+    early = [i for i in items if i.get_closest_marker("session_start")]
+    late = [i for i in items if i.get_closest_marker("session_end")]
+    rest = [i for i in items if i not in early and i not in late]
+    first_e2e = next((k for k, i in enumerate(rest) if i.get_closest_marker("e2e")), len(rest))
+    items[:] = [*rest[:first_e2e], *early, *rest[first_e2e:], *late]
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.failed:
         _failed.append(report.nodeid)

@@ -130,6 +130,14 @@ def _volume_wait_on_healthy_holder(r: Report) -> None:
     held.storage = ["PVC data -> PV pv is still attached to healthy-0 (VolumeAttachment va)"]
 
 
+def _wait_while_a_pod_object_holds_the_volume(r: Report) -> None:
+    waiting: PodFinding = pod(r, "scenario-volume-wait", "db-v2-0")
+    waiting.timeline = (
+        "pv-db-v2: not detached while pod object scenario-volume-wait/db-v2-old (Terminating) "
+        "still uses it on flaky-v2; once it is gone, force-detached 6 minutes later"
+    )
+
+
 BROKEN: dict[str, tuple[str, Callable[[Report], None], dict[str, Any]]] = {
     "advice-claims-replacement-serves": (
         "node-down-before-eviction",
@@ -160,6 +168,11 @@ BROKEN: dict[str, tuple[str, Callable[[Report], None], dict[str, Any]]] = {
         "finalizer-on-healthy-node",
         _volume_wait_on_healthy_holder,
         {"namespaces": ["scenario-other"]},
+    ),
+    "wait-for-detach-that-cannot-come": (
+        "volume-held-by-dead-node",
+        _wait_while_a_pod_object_holds_the_volume,
+        {},
     ),
 }
 

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
+from kubectl_nodefail.analysis import storage
+from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.nodes import classify
+from kubectl_nodefail.snapshot import Snapshot
 from tests.unit.conftest import load, pod, report_of
 
 
@@ -54,7 +60,7 @@ def test_rwo_volume_still_attached_to_the_dead_node() -> None:
     assert any(
         "still attached to flaky-v1" in note and "ReadWriteOnce" in note for note in db.storage
     )
-    assert any("force-detach" in note for note in db.storage)
+    assert any("force-detached 6 minutes later" in note for note in db.storage)
     assert db.action.risk == "high"
     node = next(n for n in report.nodes if n.name == "flaky-v1")
     assert node.volumes_attached and node.volumes_attached[0].startswith("pv-db-v1")
@@ -95,3 +101,130 @@ def test_ready_false_causes_from_the_kubelet_message(message: str, code: str) ->
     ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
     ready["message"] = message
     assert classify(node, snap, snap.captured_at).code == code
+
+
+# --- when the attach-detach controller detaches (its reconciler's rules, v1.36) -------------
+# EDITED STATES of the recorded rwo-volume fixture: the StatefulSet pod db-v1-0 Terminating on
+# the dead flaky-v1, its CSI volume attached there and listed in the node's volumesInUse.
+
+
+def _outlook(snap: Snapshot) -> str:
+    va = next(v for v in snap.volume_attachments if v["spec"]["nodeName"] == "flaky-v1")
+    return storage.detach_outlook(va, snap, snap.captured_at)
+
+
+def _edited(edit: Callable[[Snapshot], None]) -> Snapshot:
+    snap = load("rwo-volume-on-dead-node")
+    edit(snap)
+    return dataclasses.replace(snap)  # fresh look-up indexes over the edited lists
+
+
+def _db(snap: Snapshot) -> dict[str, Any]:
+    return next(p for p in snap.pods if p["metadata"]["name"] == "db-v1-0")
+
+
+def _not_running(snap: Snapshot) -> None:
+    for status in _db(snap)["status"]["containerStatuses"]:
+        status["state"] = {"terminated": {"reason": "Completed", "exitCode": 0}}
+
+
+def _forget_mount(snap: Snapshot) -> None:
+    snap.pods.remove(_db(snap))
+    node = next(n for n in snap.nodes if n["metadata"]["name"] == "flaky-v1")
+    node["status"]["volumesInUse"] = []
+
+
+def test_detach_outlooks_on_the_recorded_force_detach_scenario() -> None:
+    """Recorded by test_force_detach once `timer` and `quick` were force-deleted and `quick`
+    detached at once: `timer` waits for the 6-minute timer, `held` for its pod object."""
+    report = report_of("force-detach-timer-running")
+    node = next(n for n in report.nodes if n.name == "flaky-fd")
+    lines = {v.split(" ")[0]: v for v in node.volumes_attached}
+    assert set(lines) == {"pv-fd-timer", "pv-fd-held"}, lines
+    assert (
+        "detach: once no pod object on flaky-fd uses it, force-detached 6 minutes later, since "
+        "flaky-fd last reported it mounted (status.volumesInUse)"
+    ) in lines["pv-fd-timer"]
+    assert (
+        "detach: not detached while pod object scenario-force-detach/held (Terminating) still "
+        "uses it on flaky-fd"
+    ) in lines["pv-fd-held"]
+    held = pod(report, "scenario-force-detach", "held")
+    assert any(note.startswith("detach: not detached while") for note in held.storage)
+
+
+def test_a_terminating_pod_object_keeps_the_volume_attached() -> None:
+    text = _outlook(load("rwo-volume-on-dead-node"))
+    assert text.startswith(
+        "not detached while pod object scenario-storage/db-v1-0 (Terminating) still uses it on "
+        "flaky-v1; once it is gone, force-detached 6 minutes later, since flaky-v1 last "
+        "reported it mounted (status.volumesInUse)"
+    ), text
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        # deleted and no container running: terminated for the controller, no longer a user
+        (_not_running, "once no pod object on flaky-v1 uses it, force-detached 6 minutes later"),
+        (
+            lambda s: s.pods.remove(_db(s)),
+            "once no pod object on flaky-v1 uses it, force-detached 6 minutes later, since",
+        ),
+        (_forget_mount, "detached at once, since flaky-v1 does not report it mounted"),
+        (
+            lambda s: s.pvs.clear(),  # the CSI source unknown: both cases said
+            "6 minutes later if flaky-v1 last reported it mounted (status.volumesInUse), at once "
+            "if not",
+        ),
+        (
+            lambda s: next(n for n in s.nodes if n["metadata"]["name"] == "flaky-v1")["spec"][
+                "taints"
+            ].append({"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"}),
+            "once it is gone, detached at once: the out-of-service taint is on flaky-v1",
+        ),
+        (
+            lambda s: s.volume_attachments[0]["metadata"].update(
+                deletionTimestamp="2026-11-30T09:52:04Z"
+            ),
+            "detach requested 60s ago: the VolumeAttachment goes once the CSI driver",
+        ),
+    ],
+)
+def test_detach_outlook_follows_the_controller(
+    edit: Callable[[Snapshot], None], expected: str
+) -> None:
+    text = _outlook(_edited(edit))
+    assert expected in text, text
+    assert ("6 minutes" in text) == ("6 minutes" in expected), text
+
+
+def test_waiting_pod_whose_volume_a_terminating_pod_still_holds_is_told_to_free_it() -> None:
+    """EDITED STATE of the recorded volume-held-by-dead-node fixture: a second, Terminating pod
+    object on the dead node still uses the volume the replacement waits for."""
+    snap = load("volume-held-by-dead-node")
+    waiting = next(p for p in snap.pods if p["metadata"]["name"] == "db-v2-0")
+    old = copy.deepcopy(waiting)
+    old["metadata"].update(
+        name="db-v2-old", uid="old-uid", deletionTimestamp="2026-11-30T00:00:00Z"
+    )
+    old["spec"]["nodeName"] = "flaky-v2"
+    old["status"] = {
+        "phase": "Running",
+        "containerStatuses": [{"name": "main", "state": {"running": {}}}],
+    }
+    snap.pods.append(old)
+    report = diagnose(dataclasses.replace(snap), snap.captured_at)
+    mine = pod(report, "scenario-volume-wait", "db-v2-0")
+    assert mine.category == "waiting-for-volume"
+    assert mine.action.summary.startswith(
+        "scenario-volume-wait/db-v2-old still uses the volume on flaky-v2, and nothing removes "
+        "it while the node is down, so waiting does not detach it"
+    ), mine.action.summary
+    assert "not detached while pod object scenario-volume-wait/db-v2-old (Terminating)" in (
+        mine.timeline
+    )
+    plain = diagnose(load("volume-held-by-dead-node"), snap.captured_at)
+    assert pod(plain, "scenario-volume-wait", "db-v2-0").action.summary.startswith(
+        "wait: once no pod object on flaky-v2 uses it, force-detached 6 minutes later"
+    )
