@@ -29,17 +29,10 @@ from typing import Any
 import pytest
 
 from kubectl_nodefail.snapshot import parse_time
-from tests.e2e import csi
+from tests.e2e import csi, helpers
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin, running_control_plane
 from tests.e2e.controlplane import ControlPlane, requested_version, wait_for
-from tests.e2e.helpers import (
-    terminating,
-    wait_node_ready,
-    wait_node_unknown,
-    wait_running_on,
-    wait_terminating_on,
-)
 
 pytestmark = pytest.mark.e2e
 NS = "scenario-force-detach"
@@ -77,7 +70,7 @@ def _volumes_line(d: Any, pod: str) -> str:
 def _start(cp: ControlPlane) -> Started:
     plugin = Plugin(cp)
     cp.add_failable_node(NODE)
-    wait_node_ready(cp, NODE)
+    helpers.wait_node_ready(cp, NODE)
     csi.manage_attach(cp, NODE)
     objects: list[Any] = [w.namespace(NS)]
     for pod in (TIMER, QUICK, HELD):
@@ -91,20 +84,20 @@ def _start(cp: ControlPlane) -> Started:
         objects.append(manifest)
     cp.apply(*objects)
     for pod in (TIMER, QUICK, HELD):
-        wait_running_on(cp, NS, pod, NODE)
+        helpers.wait_running_on(cp, NS, pod, NODE)
         wait_for(
             f"{_pv(pod)} attached to {NODE}",
             lambda pod=pod: csi.attached_to(cp, _pv(pod), NODE, finalizer=True),
             60,
         )
     cp.stop_kubelet(NODE)
-    wait_node_unknown(cp, NODE)
+    helpers.wait_node_unknown(cp, NODE)
     # What the kubelet had reported before it died: it mounted `timer` and `held`, and had
     # not (yet) mounted `quick`.
     csi.report_in_use(cp, NODE, [f"vol-{TIMER}", f"vol-{HELD}"])
     held = None
     for pod in (TIMER, QUICK, HELD):
-        found = wait_terminating_on(cp, NS, pod, NODE, timeout=60)
+        found = helpers.wait_terminating_on(cp, NS, pod, NODE, timeout=60)
         held = found if pod == HELD else held
     assert held is not None
     time.sleep(3)  # the controller's node informer takes in the volumesInUse report
@@ -188,5 +181,5 @@ def test_mounted_volume_force_detached_six_minutes_later_held_one_never(
     va = _va_on_node(cp, HELD)
     assert va is not None and not va["metadata"].get("deletionTimestamp")
     pod = cp.get("pod", HELD, namespace=NS)
-    assert terminating(pod)
+    assert helpers.terminating(pod)
     assert "still uses it" in _volumes_line(d, HELD)
