@@ -940,7 +940,6 @@ def _make_plan(
 
     from kubectl_nodefail import snapshot
     from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
-    from kubectl_nodefail.analysis.diagnose import server_minor
     from kubectl_nodefail.plan import make_plan
 
     if from_file:
@@ -958,7 +957,7 @@ def _make_plan(
             f"--node-shutdown-confirmed names unknown nodes: {', '.join(sorted(unknown))}"
         )
     report = run_diagnosis(snap, snap.captured_at, only_nodes=opts.only_nodes)
-    return make_plan(report, replace(opts, server_minor=server_minor(snap.server_version)))
+    return make_plan(report, replace(opts, server_minor=snap.server_minor))
 
 
 def _check_permissions(cluster: Any, plan: Any, confirm: bool) -> None:

@@ -202,7 +202,13 @@ SCHEMAS: dict[str, Object] = {
             tolerations=ListOf(
                 obj(key=STR, operator=STR, value=STR, effect=STR, tolerationSeconds=INT)
             ),
-            volumes=ListOf(obj(persistentVolumeClaim=obj(("claimName",), claimName=STR))),
+            volumes=ListOf(
+                obj(
+                    name=STR,
+                    persistentVolumeClaim=obj(("claimName",), claimName=STR),
+                    ephemeral=ANY,
+                )
+            ),
             affinity=obj(nodeAffinity=obj(requiredDuringSchedulingIgnoredDuringExecution=ANY)),
         ),
         status=obj(

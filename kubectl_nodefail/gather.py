@@ -25,6 +25,7 @@ from typing import Any
 from kubectl_nodefail import kube
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.nodes import has_problem_condition, is_ready, shutdown_evidence
+from kubectl_nodefail.analysis.storage import claim_names
 from kubectl_nodefail.errors import (
     Forbidden,
     MalformedResponse,
@@ -566,12 +567,7 @@ def _claims(
     """The pods' PVCs, and the PVs bound to them or attached to an examined node (a
     VolumeAttachment whose pod is gone still needs its PV: its CSI source names the volume in
     the node's status.volumesInUse)."""
-    keys = {
-        (p["metadata"].get("namespace", ""), v["persistentVolumeClaim"]["claimName"])
-        for p in pods
-        for v in (p.get("spec") or {}).get("volumes") or []
-        if v.get("persistentVolumeClaim")
-    }
+    keys = {(p["metadata"].get("namespace", ""), claim) for p in pods for claim in claim_names(p)}
 
     def pvc(key: tuple[str, str]) -> Obj | None:
         obj = reader.optional(

@@ -10,6 +10,7 @@ Plain `kubectl get nodes,pods,... -A -o json` output (a `List`) is accepted as w
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -24,6 +25,12 @@ Obj = dict[str, Any]
 DUMP_KIND = "NodefailDump"
 DUMP_API_VERSION = "kubectl-nodefail/v1"
 MAX_DUMP_BYTES = 1 << 30  # 1 GiB of JSON (a 60,000-pod dump is 0.2-0.3 GiB)
+
+
+def minor_of(version: str | None) -> int | None:
+    """The minor of a Kubernetes version string (v1.36.1 -> 36), None when it is not one."""
+    match = re.match(r"v?1\.(\d+)", version or "")
+    return int(match.group(1)) if match else None
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -67,6 +74,11 @@ class Snapshot:
     notes: dict[str, Any] = field(default_factory=dict)
 
     # --- look-ups the analysis uses (indexes built once; snapshots are not mutated) ---
+
+    @cached_property
+    def server_minor(self) -> int | None:
+        """The server's Kubernetes minor (36 for v1.36.1), None when unknown."""
+        return minor_of(self.server_version)
 
     @cached_property
     def _nodes(self) -> dict[str, Obj]:

@@ -169,6 +169,7 @@ def _not_evicted(
             holds_rwo,
             "the taint-eviction controller is not evicting it (check kube-controller-manager's "
             "--controllers and health), so nothing replaces it: free it",
+            terminating=False,
         )
     # Never evicted: nothing replaces it, nothing serves in its place.
     return _free_it(
@@ -182,18 +183,35 @@ def _not_evicted(
             else f"its replacement is {replacement.state}"
         )
         + ": free it",
+        terminating=False,
     )
 
 
-def _free_it(node: NodeFinding, kind: str, holds_rwo: bool, lead: str) -> Action:
+def _free_it(
+    node: NodeFinding, kind: str, holds_rwo: bool, lead: str, *, terminating: bool
+) -> Action:
     """The out-of-service taint (after the machine is confirmed off), or deleting the Node."""
     confirmed = bool(node.shutdown_evidence)
     unlock = f"--node-shutdown-confirmed {node.name}"
-    if node.out_of_service:
+    risk = "low" if confirmed else ("high" if kind == "statefulset" or holds_rwo else "medium")
+    if node.out_of_service and terminating:
         return Action(
             "wait", "the out-of-service taint is set: PodGC force-deletes it shortly", "none"
         )
-    risk = "low" if confirmed else ("high" if kind == "statefulset" or holds_rwo else "medium")
+    if node.out_of_service:
+        # PodGC force-deletes only Terminating pods there; this one is not being evicted.
+        head = f"{lead}: " if lead else ""
+        return Action(
+            "delete-node",
+            f"{head}the out-of-service taint is on {node.name}, but PodGC force-deletes only "
+            "Terminating pods and nothing evicts this one: delete the Node object (PodGC then "
+            "removes its pods) if the machine is gone for good, or force-delete the pod",
+            risk,
+            kubectl=f"kubectl delete node {node.name}",
+            remediate=remediate_cmd(
+                node.name, "--strategy delete-node", *(() if confirmed else (unlock,)), "--confirm"
+            ),
+        )
     why_unsafe = (
         ""
         if confirmed
@@ -270,29 +288,42 @@ def _terminating(
         )
     # Forcing while the old process may still run: a StatefulSet gets two copies of one identity
     # (split brain, data loss); a Job or unknown owner may run its work twice.
-    return _free_it(node, kind, holds_rwo, "")
+    return _free_it(node, kind, holds_rwo, "", terminating=True)
 
 
-def for_waiting_pod(holder: NodeFinding, outlook: str, users: list[str]) -> Action:
+def for_waiting_pod(
+    holder: NodeFinding, outlook: str, users: list[str], *, all_terminating: bool
+) -> Action:
     """A pod elsewhere waiting for a volume still attached to the failed node `holder`;
     `outlook` says when the controller detaches it, `users` are the pod objects on `holder`
     still using it (nothing removes them while the node is down)."""
+    one = len(users) == 1
     if holder.out_of_service:
-        first = f"PodGC force-deletes {', '.join(users)}, then " if users else ""
+        if not users:
+            then = ""
+        elif all_terminating:
+            then = f"PodGC force-deletes {', '.join(users)}, then "
+        else:
+            then = (
+                f"once {', '.join(users)} {'is' if one else 'are'} evicted by the taint (never, "
+                "for a pod that tolerates it) PodGC force-deletes the Terminating objects, then "
+            )
         return Action(
             "wait",
-            f"the out-of-service taint is on {holder.name}: {first}the volume is detached at once",
+            f"the out-of-service taint is on {holder.name}: {then}the volume is detached at once",
             "none",
         )
     if users:
         lead = (
-            f"{', '.join(users)} still {'uses' if len(users) == 1 else 'use'} the volume on "
-            f"{holder.name}, and nothing removes {'it' if len(users) == 1 else 'them'} while "
+            f"{', '.join(users)} still {'uses' if one else 'use'} the volume on "
+            f"{holder.name}, and nothing removes {'it' if one else 'them'} while "
             "the node is down, so waiting does not detach it. To free it"
         )
+    elif outlook.startswith("overdue"):
+        lead = f"the force-detach is {outlook}. To free it"
     else:
         lead = f"wait: {outlook}. To detach now"
-    return _free_it(holder, "statefulset", True, lead)
+    return _free_it(holder, "statefulset", True, lead, terminating=False)
 
 
 def for_node(node: NodeFinding, server_minor: int | None) -> Action:

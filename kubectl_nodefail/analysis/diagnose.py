@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from datetime import datetime
 
@@ -17,11 +16,6 @@ from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
 
 MASS_FAILURE_NODES = 3
 MASS_FAILURE_SHARE = 0.5
-
-
-def server_minor(version: str | None) -> int | None:
-    match = re.match(r"v?1\.(\d+)", version or "")
-    return int(match.group(1)) if match else None
 
 
 def _listed(node: NodeFinding) -> bool:
@@ -50,7 +44,7 @@ def diagnose(
     only_nodes: Collection[str] = (),
     namespaces: Collection[str] = (),
 ) -> Report:
-    minor = server_minor(snap.server_version)
+    minor = snap.server_minor
     node_findings = {n["metadata"]["name"]: analyse_node(n, snap, now) for n in snap.nodes}
     zones, master_disruption = analyse_zones(snap.nodes)
     zone_by_name = {z.zone: z for z in zones}

@@ -24,7 +24,10 @@ UNHEALTHY_ZONE_THRESHOLD = 0.55
 LARGE_CLUSTER_SIZE_THRESHOLD = 50
 NODE_EVICTION_RATE = 0.1
 SECONDARY_NODE_EVICTION_RATE = 0.01
-FORCE_DETACH_SECONDS = 6 * 60
+FORCE_DETACH_SECONDS = 6 * 60  # attach-detach controller's maxWaitForUnmountDuration
+# kube-controller-manager --disable-force-detach-on-timeout: in v1.30.0's
+# cmd/kube-controller-manager/app/options/attachdetachcontroller.go, not in v1.29.0's.
+DISABLE_FORCE_DETACH_FLAG_MINOR = 30
 OUT_OF_SERVICE_GA_MINOR = 28  # non-graceful node shutdown: GA in 1.28 (beta 1.26)
 
 # What changed between minors (analysis/versions.py turns these into the applied behaviour).

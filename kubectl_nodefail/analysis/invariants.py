@@ -306,12 +306,25 @@ def _wait_for_detach(v: _View) -> Iterator[Violation]:
     for p in v.report.pods:
         if p.category != summary.WAITING_FOR_VOLUME:
             continue
-        held = re.search(r"not detached while pod object (\S+)", p.timeline or "")
+        held = re.search(r"not detached while pod objects? (\S+)", p.timeline or "")
         if held and p.action.summary.startswith("wait:"):
             yield Violation(
                 "wait-for-detach-that-cannot-come",
                 _pod(p),
                 f"told to wait, but {held.group(1)} keeps the volume attached",
+            )
+
+
+@_check("podgc-promised-for-a-pod-not-terminating")
+def _podgc_promise(v: _View) -> Iterator[Violation]:
+    """PodGC force-deletes only Terminating pods on an out-of-service node: promising it for a
+    pod nothing evicts is false."""
+    for p in v.report.pods:
+        if "PodGC force-deletes it" in p.action.summary and not p.terminating:
+            yield Violation(
+                "podgc-promised-for-a-pod-not-terminating",
+                _pod(p),
+                "the action promises PodGC's force delete, but the pod is not Terminating",
             )
 
 

@@ -236,7 +236,7 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
     return Cause("healthy", "node is Ready", "high", evidence)
 
 
-def attached_volumes(snap: Snapshot, name: str, now: datetime) -> list[str]:
+def attached_volumes(snap: Snapshot, name: str, now: datetime, ready: bool) -> list[str]:
     """VolumeAttachments that still bind volumes to this node, with Multi-Attach complaints
     and when the attach-detach controller detaches them."""
     out = []
@@ -255,7 +255,8 @@ def attached_volumes(snap: Snapshot, name: str, now: datetime) -> list[str]:
         if complaints:
             pods = sorted({(e.get("involvedObject") or {}).get("name", "?") for e in complaints})
             note += f": Multi-Attach errors on {', '.join(pods)} waiting for it"
-        out.append(f"{note}; detach: {storage.detach_outlook(va, snap, now)}")
+        outlook = storage.detach_outlook(va, snap, now, node_ready=ready)
+        out.append(f"{note}; detach: {outlook}")
     return out
 
 
@@ -292,7 +293,7 @@ def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
         ),
         failed=not ready_now,
         cloud_shutdown=cloud_shutdown,
-        volumes_attached=attached_volumes(snap, name, now),
+        volumes_attached=attached_volumes(snap, name, now, ready_now),
         lease_stale=(
             None
             if lease_age is None

@@ -250,23 +250,36 @@ def analyse_waiting_pod(
         f"(VolumeAttachment {va['metadata']['name']})"
         for claim, pv, va in held
     )
-    holder = failed[holders[0]]
     notes = [volumes, *storage.multi_attach_notes(pod, snap, now, "")]
-    outlook = {va["metadata"]["name"]: storage.detach_outlook(va, snap, now) for _, _, va in held}
-    detach = "; ".join(f"{pv}: {outlook[va['metadata']['name']]}" for _, pv, va in held)
-    users = sorted(
-        {
-            f"{u['metadata'].get('namespace', '')}/{u['metadata']['name']}"
-            for _, pv, va in held
-            for u in storage.users_of(snap, va["spec"]["nodeName"], pv)
-        }
-    )
-    first = next(
-        outlook[va["metadata"]["name"]]
+    controller = owners.controller_type(pod, links)
+    # A StatefulSet creates a pod of that name only once the old object is gone: by this pod's
+    # creation the old pod no longer used the volume, and the force-detach timer had started.
+    gone_by = parse_time(meta.get("creationTimestamp")) if controller == "statefulset" else None
+    outlook = {
+        va["metadata"]["name"]: storage.detach_outlook(
+            va, snap, now, node_ready=False, last_user_gone_by=gone_by
+        )
         for _, _, va in held
-        if va["spec"]["nodeName"] == holder.name
+    }
+    detach = "; ".join(f"{pv}: {outlook[va['metadata']['name']]}" for _, pv, va in held)
+    users = {
+        va["metadata"]["name"]: storage.users_of(snap, va["spec"]["nodeName"], pv)
+        for _, pv, va in held
+    }
+    # The advice is about the holder that blocks longest: one whose pod objects still use the
+    # volume (nothing removes them while it is down) before one that only waits for a timer.
+    held_by = sorted(
+        held, key=lambda h: (not users[h[2]["metadata"]["name"]], h[2]["spec"]["nodeName"])
     )
-    action = advice.for_waiting_pod(holder, first, users)
+    va = held_by[0][2]
+    holder = failed[va["spec"]["nodeName"]]
+    blocking = users[va["metadata"]["name"]]
+    action = advice.for_waiting_pod(
+        holder,
+        outlook[va["metadata"]["name"]],
+        [f"{u['metadata'].get('namespace', '')}/{u['metadata']['name']}" for u in blocking],
+        all_terminating=all(u["metadata"].get("deletionTimestamp") for u in blocking),
+    )
     return PodFinding(
         namespace=namespace,
         name=name,
@@ -285,7 +298,7 @@ def analyse_waiting_pod(
         stuck_seconds=None,
         deletion_timestamp=None,
         owner_chain=links,
-        controller=owners.controller_type(pod, links),
+        controller=controller,
         explanation=f"stuck because of the failed node {', '.join(holders)}: {volumes}.",
         replacement=Replacement(
             "not-needed", "none needed: this pod starts once the volume is detached"

@@ -9,16 +9,29 @@ from kubectl_nodefail.analysis.text import duration
 from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
 
 SINGLE_NODE_MODES = {"ReadWriteOnce", "ReadWriteOncePod"}
+# After the force-detach timeout: the reconciler's 100 ms loop, the detach call and the API
+# write of the VolumeAttachment's deletion, with room for a loaded controller-manager.
+FORCE_DETACH_SLACK_SECONDS = 60
+
+
+def claim_names(pod: Obj) -> list[str]:
+    """The PVC names the pod's volumes use: persistentVolumeClaim ones, and the claim a generic
+    ephemeral volume gets (POD-VOLUME, made by the ephemeral volume controller)."""
+    out = []
+    for vol in (pod.get("spec") or {}).get("volumes") or []:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        if claim:
+            out.append(claim)
+        elif vol.get("ephemeral") is not None and vol.get("name"):
+            out.append(f"{pod['metadata']['name']}-{vol['name']}")
+    return out
 
 
 def claimed_volumes(pod: Obj, snap: Snapshot) -> list[tuple[str, Obj | None, Obj | None]]:
-    """(claim name, PVC, PV) for every PVC volume of the pod (PVC/PV None when not read)."""
+    """(claim name, PVC, PV) for every claimed volume of the pod (PVC/PV None when not read)."""
     out = []
     namespace = pod["metadata"].get("namespace", "")
-    for vol in (pod.get("spec") or {}).get("volumes") or []:
-        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
-        if not claim:
-            continue
+    for claim in claim_names(pod):
         pvc = snap.pvc(namespace, claim)
         pv_name = ((pvc or {}).get("spec") or {}).get("volumeName")
         out.append((claim, pvc, snap.pv(pv_name) if pv_name else None))
@@ -65,10 +78,11 @@ def held_by_failed_node(
 
 
 def _running(statuses: list[Obj]) -> bool:
-    """Some container neither waiting nor terminated (what the attach-detach controller calls
-    running: an empty state counts)."""
+    """Some container with neither a waiting nor a terminated state (what the attach-detach
+    controller calls running: an empty state counts, an empty `waiting: {}` does not)."""
     return any(
-        not (st.get("state") or {}).get("waiting") and not (st.get("state") or {}).get("terminated")
+        (st.get("state") or {}).get("waiting") is None
+        and (st.get("state") or {}).get("terminated") is None
         for st in statuses
     )
 
@@ -113,11 +127,29 @@ def reported_mounted(snap: Snapshot, node: str, pv_name: str) -> bool | None:
     return unique in ((node_obj.get("status") or {}).get("volumesInUse") or [])
 
 
-def detach_outlook(va: Obj, snap: Snapshot, now: datetime) -> str:
-    """When the attach-detach controller detaches this attachment from its (failed) node, by
-    its reconciler's rules: never while a pod object there still uses the volume; at once with
-    the out-of-service taint; else at once if the node does not report the volume mounted
-    (status.volumesInUse), or after the force-detach timeout if it does."""
+def _names(pods: list[Obj]) -> str:
+    return ", ".join(
+        f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}"
+        + (" (Terminating)" if p["metadata"].get("deletionTimestamp") else "")
+        for p in pods
+    )
+
+
+def detach_outlook(
+    va: Obj,
+    snap: Snapshot,
+    now: datetime,
+    *,
+    node_ready: bool,
+    last_user_gone_by: datetime | None = None,
+) -> str:
+    """When the attach-detach controller detaches this attachment from its node, by its
+    reconciler's rules (v1.36 pkg/controller/volume/attachdetach/reconciler): never while a
+    pod object there is not terminated; at once with the out-of-service taint; else at once if
+    the node does not report the volume mounted (status.volumesInUse); else, on a node not
+    Ready, after the force-detach timeout, and on a Ready node once its kubelet unmounts it.
+    `last_user_gone_by`: a time by which the last pod object using it there was surely gone
+    (a StatefulSet replacement's creation), to tell an overdue force-detach."""
     spec = va.get("spec") or {}
     node = spec.get("nodeName") or ""
     pv = (spec.get("source") or {}).get("persistentVolumeName") or ""
@@ -129,14 +161,9 @@ def detach_outlook(va: Obj, snap: Snapshot, now: datetime) -> str:
         )
     users = users_of(snap, node, pv) if pv else []
     if users:
-        names = ", ".join(
-            f"{u['metadata'].get('namespace', '')}/{u['metadata']['name']}"
-            + (" (Terminating)" if u["metadata"].get("deletionTimestamp") else "")
-            for u in users
-        )
         one = len(users) == 1
         when = (
-            f"not detached while pod object{'' if one else 's'} {names} still "
+            f"not detached while pod object{'' if one else 's'} {_names(users)} still "
             f"{'uses' if one else 'use'} it on {node}; once {'it is' if one else 'they are'} gone, "
         )
     else:
@@ -144,16 +171,34 @@ def detach_outlook(va: Obj, snap: Snapshot, now: datetime) -> str:
     taints = ((snap.node(node) or {}).get("spec") or {}).get("taints") or []
     if any(t.get("key") == facts.TAINT_OUT_OF_SERVICE for t in taints):
         return f"{when}detached at once: the out-of-service taint is on {node}"
-    minutes = facts.FORCE_DETACH_SECONDS // 60
     mounted = reported_mounted(snap, node, pv) if pv else None
     if mounted is False:
         return (
             f"{when}detached at once, since {node} does not report it mounted (status.volumesInUse)"
         )
+    if node_ready:
+        return (
+            f"{when}detached after {node}'s kubelet unmounts it and drops it from "
+            f"status.volumesInUse ({node} is Ready: no force-detach)"
+        )
+    minutes = facts.FORCE_DETACH_SECONDS // 60
+    minor = snap.server_minor
+    flag = minor is None or minor >= facts.DISABLE_FORCE_DETACH_FLAG_MINOR
+    disabled = "kube-controller-manager runs with --disable-force-detach-on-timeout"
     unless = (
-        "unless kube-controller-manager runs with --disable-force-detach-on-timeout; the "
-        "out-of-service taint detaches it at once"
-    )
+        f"unless {disabled}; " if flag else ""
+    ) + "the out-of-service taint detaches it at once"
+    if mounted and not users and last_user_gone_by is not None:
+        waited = (now - last_user_gone_by).total_seconds()
+        if waited > facts.FORCE_DETACH_SECONDS + FORCE_DETACH_SLACK_SECONDS:
+            return (
+                f"overdue: the last pod object using it on {node} was gone over "
+                f"{duration(waited)} ago, {minutes} minutes is the force-detach timeout, and "
+                "no detach was requested: "
+                + (f"{disabled}, or " if flag else "")
+                + "its attach-detach controller is down or restarted (the timer lives in its "
+                "memory and starts again); the out-of-service taint detaches it at once"
+            )
     if mounted:
         return (
             f"{when}force-detached {minutes} minutes later, since {node} last reported it "
@@ -215,7 +260,8 @@ def blockers(
                 f"{node} (VolumeAttachment {va['metadata']['name']}, attached={attached}): "
                 "a replacement elsewhere waits for detach"
             )
-            notes.append(f"detach: {detach_outlook(va, snap, now)}")
+            outlook = detach_outlook(va, snap, now, node_ready=False)
+            notes.append(f"detach: {outlook}")
         elif rwo and not pv_name:
             notes.append(f"PVC {claim} is not bound")
     for rep in replacement_pods:

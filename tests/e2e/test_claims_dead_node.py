@@ -84,6 +84,8 @@ def dead(control_plane: ControlPlane, plugin: Plugin) -> Dead:
     cp.apply(
         w.namespace(NS),
         w.deployment(NS, "forever", prefer=NODE, tolerations=w.forever_tolerations()),
+        # Tolerates every taint, the out-of-service one included (a blanket toleration).
+        w.deployment(NS, "blanket", prefer=NODE, tolerations=[{"operator": "Exists"}]),
         w.with_finalizer(
             w.bare_pod(NS, "held-dead", pin=NODE, toleration_seconds=5, grace=5), FINALIZER
         ),
@@ -91,7 +93,7 @@ def dead(control_plane: ControlPlane, plugin: Plugin) -> Dead:
         w.statefulset(NS, "ord", prefer=NODE, toleration_seconds=5, grace=5),
         held,
     )
-    for app in ("forever", "held-dead", "par", "ord"):
+    for app in ("forever", "blanket", "held-dead", "par", "ord"):
         wait_running_on(cp, NS, app, NODE)
     wait_for(
         f"{HELD} held-many pods Running",
@@ -259,9 +261,15 @@ def test_force_delete_and_out_of_service_leave_a_finalizer_held_pod(dead: Dead) 
         )
         still = pod_on(cp, NS, "held-dead", NODE)
         assert still is not None and still["metadata"]["uid"] == before["metadata"]["uid"]
+        # PodGC force-deletes only Terminating pods: one that tolerates the taint stays.
+        blanket = pod_on(cp, NS, "blanket", NODE)
+        assert blanket is not None and not terminating(blanket)
         code, d = dead.plugin.diagnose_json("-n", NS)
         p = _pod(d, "held-dead")
         assert FINALIZER in p["action"]["summary"]
+        b = _pod(d, blanket["metadata"]["name"])
+        assert b["action"]["code"] == "delete-node", b["action"]
+        assert "PodGC force-deletes only Terminating pods" in b["action"]["summary"]
         # The kubelet returns: it finishes the deletion, the finalizer still keeps the object.
         cp.start_kubelet(NODE)
         wait_node_ready(cp, NODE)

@@ -138,6 +138,11 @@ def _wait_while_a_pod_object_holds_the_volume(r: Report) -> None:
     )
 
 
+def _podgc_promised_for_a_running_pod(r: Report) -> None:
+    db: PodFinding = pod(r, "scenario-cleanup", "db-flaky-d-0")
+    db.terminating = False
+
+
 BROKEN: dict[str, tuple[str, Callable[[Report], None], dict[str, Any]]] = {
     "advice-claims-replacement-serves": (
         "node-down-before-eviction",
@@ -168,6 +173,11 @@ BROKEN: dict[str, tuple[str, Callable[[Report], None], dict[str, Any]]] = {
         "finalizer-on-healthy-node",
         _volume_wait_on_healthy_holder,
         {"namespaces": ["scenario-other"]},
+    ),
+    "podgc-promised-for-a-pod-not-terminating": (
+        "out-of-service-applied",
+        _podgc_promised_for_a_running_pod,
+        {},
     ),
     "wait-for-detach-that-cannot-come": (
         "volume-held-by-dead-node",

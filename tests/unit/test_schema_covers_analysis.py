@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kubectl_nodefail import incident, render
-from kubectl_nodefail.analysis.diagnose import diagnose, server_minor
+from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.plan import Options, make_plan
 from kubectl_nodefail.snapshot import from_items, load_dump, parse_time
 
@@ -41,7 +41,7 @@ def _outputs(snap) -> tuple[str, str]:  # type: ignore[no-untyped-def]
         attested=tuple(failed),
         max_nodes=max(1, len(failed)),
         allow_disruption=True,
-        server_minor=server_minor(snap.server_version),
+        server_minor=snap.server_minor,
     )
     plan = make_plan(report, opts)
     return (

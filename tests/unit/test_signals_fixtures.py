@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from kubectl_nodefail.analysis import storage
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.analysis.nodes import classify
+from kubectl_nodefail.analysis.nodes import classify, is_ready
 from kubectl_nodefail.snapshot import Snapshot
 from tests.unit.conftest import load, pod, report_of
 
@@ -110,7 +111,8 @@ def test_ready_false_causes_from_the_kubelet_message(message: str, code: str) ->
 
 def _outlook(snap: Snapshot) -> str:
     va = next(v for v in snap.volume_attachments if v["spec"]["nodeName"] == "flaky-v1")
-    return storage.detach_outlook(va, snap, snap.captured_at)
+    node = next(n for n in snap.nodes if n["metadata"]["name"] == "flaky-v1")
+    return storage.detach_outlook(va, snap, snap.captured_at, node_ready=is_ready(node))
 
 
 def _edited(edit: Callable[[Snapshot], None]) -> Snapshot:
@@ -126,6 +128,26 @@ def _db(snap: Snapshot) -> dict[str, Any]:
 def _not_running(snap: Snapshot) -> None:
     for status in _db(snap)["status"]["containerStatuses"]:
         status["state"] = {"terminated": {"reason": "Completed", "exitCode": 0}}
+
+
+def _waiting_but_empty(snap: Snapshot) -> None:
+    for status in _db(snap)["status"]["containerStatuses"]:
+        status["state"] = {"waiting": {}}  # non-nil in Go: not running
+
+
+def _ephemeral(snap: Snapshot) -> None:
+    """db-v1-0's claim as a generic ephemeral volume (its PVC is then POD-VOLUME)."""
+    _db(snap)["spec"]["volumes"] = [{"name": "data", "ephemeral": {"volumeClaimTemplate": {}}}]
+    next(c for c in snap.pvcs if c["metadata"]["name"] == "data-db-v1-0")["metadata"]["name"] = (
+        "db-v1-0-data"
+    )
+
+
+def _node_ready(snap: Snapshot) -> None:
+    node = next(n for n in snap.nodes if n["metadata"]["name"] == "flaky-v1")
+    ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+    ready["status"] = "True"
+    snap.pods.remove(_db(snap))
 
 
 def _forget_mount(snap: Snapshot) -> None:
@@ -167,9 +189,20 @@ def test_a_terminating_pod_object_keeps_the_volume_attached() -> None:
     [
         # deleted and no container running: terminated for the controller, no longer a user
         (_not_running, "once no pod object on flaky-v1 uses it, force-detached 6 minutes later"),
+        (_waiting_but_empty, "once no pod object on flaky-v1 uses it, force-detached 6 minutes"),
         (
             lambda s: s.pods.remove(_db(s)),
             "once no pod object on flaky-v1 uses it, force-detached 6 minutes later, since",
+        ),
+        (
+            _ephemeral,
+            "not detached while pod object scenario-storage/db-v1-0 (Terminating) still uses it "
+            "on flaky-v1; once it is gone, force-detached 6 minutes later",
+        ),
+        (
+            _node_ready,
+            "detached after flaky-v1's kubelet unmounts it and drops it from status.volumesInUse "
+            "(flaky-v1 is Ready: no force-detach)",
         ),
         (_forget_mount, "detached at once, since flaky-v1 does not report it mounted"),
         (
@@ -197,6 +230,30 @@ def test_detach_outlook_follows_the_controller(
     text = _outlook(_edited(edit))
     assert expected in text, text
     assert ("6 minutes" in text) == ("6 minutes" in expected), text
+
+
+def test_the_flag_is_named_only_where_kube_controller_manager_has_it() -> None:
+    """--disable-force-detach-on-timeout came with 1.30 (absent from 1.29's sources)."""
+    on_136 = _outlook(load("rwo-volume-on-dead-node"))
+    on_126 = _outlook(_edited(lambda s: setattr(s, "server_version", "v1.26.15")))
+    assert "--disable-force-detach-on-timeout" in on_136
+    assert "--disable-force-detach-on-timeout" not in on_126
+    assert "force-detached 6 minutes later" in on_126
+
+
+def test_an_overdue_force_detach_is_told_apart_from_a_pending_one() -> None:
+    """The recorded StatefulSet replacement waiting for the dead node's volume, read an hour
+    later: the replacement exists, so the old pod object was gone an hour ago; 6 minutes have
+    long passed and no detach was requested."""
+    snap = load("volume-held-by-dead-node")
+    later = snap.captured_at + timedelta(hours=1)
+    mine = pod(diagnose(snap, later), "scenario-volume-wait", "db-v2-0")
+    assert "overdue: the last pod object using it on flaky-v2 was gone over 1h" in mine.timeline
+    assert mine.action.summary.startswith("the force-detach is overdue"), mine.action.summary
+    assert "--disable-force-detach-on-timeout" in mine.action.summary
+    assert mine.action.code == "out-of-service"
+    fresh = pod(diagnose(snap, snap.captured_at), "scenario-volume-wait", "db-v2-0")
+    assert "overdue" not in fresh.timeline
 
 
 def test_waiting_pod_whose_volume_a_terminating_pod_still_holds_is_told_to_free_it() -> None:
@@ -227,4 +284,26 @@ def test_waiting_pod_whose_volume_a_terminating_pod_still_holds_is_told_to_free_
     plain = diagnose(load("volume-held-by-dead-node"), snap.captured_at)
     assert pod(plain, "scenario-volume-wait", "db-v2-0").action.summary.startswith(
         "wait: once no pod object on flaky-v2 uses it, force-detached 6 minutes later"
+    )
+
+
+def test_a_pod_nothing_evicts_on_an_out_of_service_node_is_not_promised_to_podgc() -> None:
+    """EDITED STATE of the recorded out-of-service-applied fixture: the StatefulSet pod on the
+    out-of-service node is not Terminating and tolerates every taint (a blanket toleration), so
+    neither the taint-eviction controller nor PodGC (which force-deletes only Terminating pods
+    there) ever removes it."""
+    snap = load("out-of-service-applied")
+    db = next(p for p in snap.pods if p["metadata"]["name"] == "db-flaky-d-0")
+    db["metadata"].pop("deletionTimestamp")
+    db["metadata"].pop("deletionGracePeriodSeconds", None)
+    db["spec"]["tolerations"] = [{"operator": "Exists"}]
+    report = diagnose(dataclasses.replace(snap), snap.captured_at)
+    mine = pod(report, "scenario-cleanup", "db-flaky-d-0")
+    assert not mine.terminating
+    assert "PodGC force-deletes it" not in mine.action.summary
+    assert "PodGC force-deletes only Terminating pods" in mine.action.summary, mine.action.summary
+    assert mine.action.code == "delete-node" and "--strategy delete-node" in mine.action.remediate
+    recorded = pod(report_of("out-of-service-applied"), "scenario-cleanup", "db-flaky-d-0")
+    assert (
+        recorded.action.summary == "the out-of-service taint is set: PodGC force-deletes it shortly"
     )

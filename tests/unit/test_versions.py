@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kubectl_nodefail.analysis import versions
-from kubectl_nodefail.analysis.diagnose import diagnose, server_minor
+from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.plan import Options, make_plan
 from tests.unit.conftest import FIXTURES, load
 
@@ -61,7 +61,7 @@ def test_applied_names_the_minor_and_flags_untested_ones() -> None:
 @pytest.mark.parametrize("folder", MATRIX)
 def test_each_recording_is_of_its_minor_and_says_what_was_applied(folder: str) -> None:
     snap = load(f"{folder}/node-down-after-eviction")
-    minor = server_minor(snap.server_version)
+    minor = snap.server_minor
     assert f"v1.{minor}" == folder
     report = diagnose(snap, snap.captured_at)
     assert report.server_behaviour == versions.applied(minor)
@@ -75,7 +75,7 @@ def test_each_recording_is_of_its_minor_and_says_what_was_applied(folder: str) -
 @pytest.mark.parametrize("folder", MATRIX)
 def test_remediate_strategy_per_minor(folder: str) -> None:
     snap = load(f"{folder}/node-down-after-eviction")
-    minor = server_minor(snap.server_version)
+    minor = snap.server_minor
     report = diagnose(snap, snap.captured_at)
     plan = make_plan(report, Options(attested=["ver-down"], server_minor=minor))
     assert plan.strategy == "out-of-service"
