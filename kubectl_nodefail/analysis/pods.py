@@ -277,7 +277,7 @@ def analyse_waiting_pod(
     action = advice.for_waiting_pod(
         holder,
         outlook[va["metadata"]["name"]],
-        [f"{u['metadata'].get('namespace', '')}/{u['metadata']['name']}" for u in blocking],
+        [storage.pod_name(u) for u in blocking],
         all_terminating=all(u["metadata"].get("deletionTimestamp") for u in blocking),
     )
     return PodFinding(

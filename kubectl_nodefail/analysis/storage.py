@@ -127,10 +127,14 @@ def reported_mounted(snap: Snapshot, node: str, pv_name: str) -> bool | None:
     return unique in ((node_obj.get("status") or {}).get("volumesInUse") or [])
 
 
+def pod_name(pod: Obj) -> str:
+    """NAMESPACE/NAME."""
+    return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
+
+
 def _names(pods: list[Obj]) -> str:
     return ", ".join(
-        f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}"
-        + (" (Terminating)" if p["metadata"].get("deletionTimestamp") else "")
+        pod_name(p) + (" (Terminating)" if p["metadata"].get("deletionTimestamp") else "")
         for p in pods
     )
 
