@@ -252,13 +252,8 @@ def analyse_waiting_pod(
     )
     notes = [volumes, *storage.multi_attach_notes(pod, snap, now, "")]
     controller = owners.controller_type(pod, links)
-    # A StatefulSet creates a pod of that name only once the old object is gone: by this pod's
-    # creation the old pod no longer used the volume, and the force-detach timer had started.
-    gone_by = parse_time(meta.get("creationTimestamp")) if controller == "statefulset" else None
     outlook = {
-        va["metadata"]["name"]: storage.detach_outlook(
-            va, snap, now, node_ready=False, last_user_gone_by=gone_by
-        )
+        va["metadata"]["name"]: storage.detach_outlook(va, snap, now, node_ready=False)
         for _, _, va in held
     }
     detach = "; ".join(f"{pv}: {outlook[va['metadata']['name']]}" for _, pv, va in held)

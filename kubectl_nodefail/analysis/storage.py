@@ -132,6 +132,26 @@ def pod_name(pod: Obj) -> str:
     return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
 
 
+def _last_user_gone_by(snap: Snapshot, node: str, pv_name: str) -> datetime | None:
+    """A time by which no pod object on `node` used the PV any more: the creation of a
+    StatefulSet pod elsewhere that uses it (the StatefulSet makes a pod of that name only once
+    the old object is gone, and a claim of its template belongs to that one pod)."""
+    created = [
+        parse_time(p["metadata"].get("creationTimestamp"))
+        for p in snap.pods
+        if (p.get("spec") or {}).get("nodeName") != node
+        and any(
+            ref.get("controller") and ref.get("kind") == "StatefulSet"
+            for ref in p["metadata"].get("ownerReferences") or []
+        )
+        and any(
+            ((pvc or {}).get("spec") or {}).get("volumeName") == pv_name
+            for _, pvc, _ in claimed_volumes(p, snap)
+        )
+    ]
+    return min((c for c in created if c is not None), default=None)
+
+
 def _names(pods: list[Obj]) -> str:
     return ", ".join(
         pod_name(p) + (" (Terminating)" if p["metadata"].get("deletionTimestamp") else "")
@@ -145,15 +165,13 @@ def detach_outlook(
     now: datetime,
     *,
     node_ready: bool,
-    last_user_gone_by: datetime | None = None,
 ) -> str:
     """When the attach-detach controller detaches this attachment from its node, by its
     reconciler's rules (v1.36 pkg/controller/volume/attachdetach/reconciler): never while a
     pod object there is not terminated; at once with the out-of-service taint; else at once if
     the node does not report the volume mounted (status.volumesInUse); else, on a node not
     Ready, after the force-detach timeout, and on a Ready node once its kubelet unmounts it.
-    `last_user_gone_by`: a time by which the last pod object using it there was surely gone
-    (a StatefulSet replacement's creation), to tell an overdue force-detach."""
+    A force-detach more than the timeout past `_last_user_gone_by` is overdue."""
     spec = va.get("spec") or {}
     node = spec.get("nodeName") or ""
     pv = (spec.get("source") or {}).get("persistentVolumeName") or ""
@@ -192,8 +210,9 @@ def detach_outlook(
     unless = (
         f"unless {disabled}; " if flag else ""
     ) + "the out-of-service taint detaches it at once"
-    if mounted and not users and last_user_gone_by is not None:
-        waited = (now - last_user_gone_by).total_seconds()
+    gone_by = None if users else _last_user_gone_by(snap, node, pv)
+    if mounted and gone_by is not None:
+        waited = (now - gone_by).total_seconds()
         if waited > facts.FORCE_DETACH_SECONDS + FORCE_DETACH_SLACK_SECONDS:
             return (
                 f"overdue: the last pod object using it on {node} was gone over "

@@ -252,6 +252,8 @@ def test_an_overdue_force_detach_is_told_apart_from_a_pending_one() -> None:
     assert mine.action.summary.startswith("the force-detach is overdue"), mine.action.summary
     assert "--disable-force-detach-on-timeout" in mine.action.summary
     assert mine.action.code == "out-of-service"
+    node = next(n for n in diagnose(snap, later).nodes if n.name == "flaky-v2")
+    assert any("detach: overdue" in v for v in node.volumes_attached), node.volumes_attached
     fresh = pod(diagnose(snap, snap.captured_at), "scenario-volume-wait", "db-v2-0")
     assert "overdue" not in fresh.timeline
 
