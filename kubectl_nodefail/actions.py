@@ -46,6 +46,13 @@ ANNOTATION_UNTAINTED_BY = "kubectl-nodefail.io/out-of-service-removed-by"
 ANNOTATION_LOCK = "kubectl-nodefail.io/lock"
 COMPONENT = "kubectl-nodefail"
 LOCK_MARGIN_SECONDS = 300  # a lock lasts the out-of-service wait plus this
+# A node object changes under a run for reasons of its own (status, conditions, the node
+# controller's taints), most often right after its kubelet returns. The step whose only gate is
+# the node object (remove-out-of-service: the node is Ready) reads it again, re-checks and tries
+# again; the others were planned from more than the node (pods, lease, attestation, the cluster's
+# zones), so a change skips them and a re-run plans afresh.
+RETRIED_ON_NODE_CHANGE = frozenset({"remove-out-of-service"})
+NODE_CHANGE_ATTEMPTS = 3
 
 # What each action needs, as (verb, group, resource); every mutating action also takes the
 # node lock (get + patch nodes).
@@ -179,6 +186,10 @@ class Stop:
                 signal.signal(sig, previous)
 
 
+class NodeChanged(Conflict):
+    """A node patch refused because the node changed since it was read."""
+
+
 def _lease_second(value: str) -> str:
     """A renewTime to the second (the plan keeps seconds; the lease has microseconds)."""
     when = parse_time(value)
@@ -256,16 +267,35 @@ class Executor:
     def _one(self, step: Step) -> None:
         self.progress(f"{step.action} {step.target}")
         started = False
+        attempts = NODE_CHANGE_ATTEMPTS if step.action in RETRIED_ON_NODE_CHANGE else 1
         try:
-            node = self.cluster.get(kube.node_path(step.node))
-            reason = self._recheck(step, node)
-            if reason:
-                step.result, step.detail = "skipped", reason
-            else:
-                self._record_start(step)
-                started = True
-                step.detail = self._act(step, node)
+            for attempt in range(1, attempts + 1):
+                node = self.cluster.get(kube.node_path(step.node))
+                reason = self._recheck(step, node)
+                if reason:
+                    step.result, step.detail = "skipped", reason
+                    break
+                if not started:
+                    self._record_start(step)
+                    started = True
+                try:
+                    step.detail = self._act(step, node)
+                except NodeChanged as exc:
+                    if attempt == attempts:
+                        raise
+                    self.progress(f"{exc.message}; reading it again")
+                    continue
                 step.result = "done"
+                if attempt > 1:
+                    step.detail += f" (attempt {attempt}: the node changed under the earlier ones)"
+                break
+        except NodeChanged as exc:
+            step.result = "skipped"
+            step.detail = f"changed since the plan (precondition failed): {exc.message}; " + (
+                "re-run to plan from the new state"
+                if attempts == 1
+                else f"{attempts} times in a row, given up; re-run"
+            )
         except NotFound:
             step.result, step.detail = "skipped", "the object is gone already (vanished mid-run)"
         except Conflict as exc:
@@ -383,10 +413,9 @@ class Executor:
                         f"{ANNOTATION_LOCK})"
                     )
                 self.progress(f"taking over the expired lock of {held.get('holder')} on {name}")
-            ops = [_test_version(node), *_annotation_set(node, ANNOTATION_LOCK, mine)]
             try:
-                self._patch_node(name, ops)
-            except Conflict:
+                self._patch_node(node, _annotation_set(node, ANNOTATION_LOCK, mine))
+            except NodeChanged:
                 continue  # the node changed (maybe another run locked it): look again
             self.progress(f"locked node {name} until {format_time(until)}")
             return None
@@ -403,7 +432,7 @@ class Executor:
                     if held is None or held.get("token") != self.token:
                         break
                     path = f"/metadata/annotations/{_escape(ANNOTATION_LOCK)}"
-                    self._patch_node(name, [_test_version(node), {"op": "remove", "path": path}])
+                    self._patch_node(node, [{"op": "remove", "path": path}])
                     self.progress(f"released the lock on node {name}")
                     break
                 except NotFound:
@@ -425,14 +454,13 @@ class Executor:
             "effect": "NoExecute",
             "timeAdded": format_time(_now()),
         }
-        ops: list[Obj] = [_test_version(node)]
-        ops.append(
+        ops: list[Obj] = [
             {"op": "add", "path": "/spec/taints/-", "value": taint}
             if taints is not None
             else {"op": "add", "path": "/spec/taints", "value": [taint]}
-        )
+        ]
         ops += self._annotation_ops(node, ANNOTATION_TAINTED_BY)
-        self._patch_node(step.node, ops)
+        self._patch_node(node, ops)
         return "out-of-service taint applied; " + self._wait_released(step.node)
 
     def _remove_out_of_service(self, step: Step, node: Obj) -> str:
@@ -440,10 +468,9 @@ class Executor:
         index = [i for i, t in enumerate(taints) if t.get("key") == facts.TAINT_OUT_OF_SERVICE]
         if not index:
             return "no out-of-service taint left (removed by someone else)"
-        ops: list[Obj] = [_test_version(node)]
-        ops += [{"op": "remove", "path": f"/spec/taints/{i}"} for i in reversed(index)]
+        ops: list[Obj] = [{"op": "remove", "path": f"/spec/taints/{i}"} for i in reversed(index)]
         ops += self._annotation_ops(node, ANNOTATION_UNTAINTED_BY)
-        self._patch_node(step.node, ops)
+        self._patch_node(node, ops)
         return "out-of-service taint removed"
 
     def _force_delete_pod(self, step: Step) -> str:
@@ -470,13 +497,30 @@ class Executor:
         value = f"{self.user} at {format_time(_now())} (kubectl-nodefail {__version__})"
         return _annotation_set(node, key, value)
 
-    def _patch_node(self, name: str, ops: list[Obj]) -> None:
+    def _patch_node(self, node: Obj, ops: list[Obj]) -> None:
+        """A JSON patch of the node as read, refused by the server if it changed since.
+
+        Every node patch starts with a test of the resourceVersion read. When that test fails,
+        the API server answers 422 with a generic message and no cause (it drops the patch
+        library's error text: apiserver endpoints/handlers/patch.go), the same answer as for any
+        patch that does not apply. So a 422 is told apart by reading the node again: a new
+        resourceVersion means it changed under us (NodeChanged); otherwise the error stands."""
+        meta = node["metadata"]
+        name, read = meta["name"], meta["resourceVersion"]
+        test = {"op": "test", "path": "/metadata/resourceVersion", "value": read}
         try:
-            self.cluster.json_patch(kube.node_path(name), ops)
+            self.cluster.json_patch(kube.node_path(name), [test, *ops])
         except ApiError as exc:
-            if exc.status == 422 and "test" in exc.message:
-                raise Conflict(f"node {name} changed while patching", status=409) from exc
-            raise
+            if exc.status != 422:
+                raise
+            now = self.cluster.get(kube.node_path(name))["metadata"].get("resourceVersion")
+            if now == read:
+                raise
+            raise NodeChanged(
+                f"node {name} changed between our read and our write (resourceVersion "
+                f"{read} -> {now})",
+                status=409,
+            ) from exc
 
     def _wait_released(self, node: str) -> str:
         """Watch the node's pods and VolumeAttachments go, up to the timeout or a stop.
@@ -596,14 +640,6 @@ class Executor:
                 "count": 1,
             },
         )
-
-
-def _test_version(node: Obj) -> Obj:
-    return {
-        "op": "test",
-        "path": "/metadata/resourceVersion",
-        "value": node["metadata"]["resourceVersion"],
-    }
 
 
 def _annotation_set(node: Obj, key: str, value: str) -> list[Obj]:

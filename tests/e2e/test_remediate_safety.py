@@ -30,6 +30,7 @@ from tests.e2e.helpers import (
     audit_writes,
     pod_on,
     running,
+    taint_keys,
     terminating,
     wait_node_ready,
     wait_node_unknown,
@@ -549,5 +550,99 @@ def test_the_executor_rechecks_the_live_object(control_plane: ControlPlane, plug
     assert pod_on(cp, NS, vm["name"], node)["metadata"]["uid"] == vm["uid"]  # type: ignore[index]
     assert pod_on(cp, NS, "bystander-x", "healthy-0")["metadata"]["uid"] == bm["uid"]  # type: ignore[index]
     assert LOCK not in _annotations(cp, node)
+    cp.start_kubelet(node)
+    wait_node_ready(cp, node)
+
+
+class _NodeChangesUnderPatches:
+    """A kube.Cluster whose node patches are raced: before the patches numbered in `raced`
+    (1-based, in the order sent), someone else (kubectl, another client) writes the node, so the
+    object the executor read is stale when its patch arrives, as happens when a kubelet or a
+    controller updates the node between our read and our write."""
+
+    def __init__(self, cp: ControlPlane, raced: set[int]) -> None:
+        from kubectl_nodefail.kube import Cluster
+
+        self.cp, self.raced, self.sent = cp, raced, 0
+        self.inner = Cluster(str(cp.kubeconfig))
+
+    def json_patch(self, path: str, ops: list[Obj]) -> Obj:
+        self.sent += 1
+        if self.sent in self.raced:
+            name = path.rsplit("/", 1)[-1]
+            self.cp.kubectl("annotate", "node", name, f"e2e-race={self.sent}", "--overwrite")
+        return self.inner.json_patch(path, ops)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _node_patch_codes(cp: ControlPlane, node: str, start: datetime) -> list[int]:
+    return [
+        e["responseStatus"]["code"]
+        for e in _writes_between(cp, start, _now())
+        if e["verb"] == "patch"
+        and e["objectRef"].get("resource") == "nodes"
+        and e["objectRef"].get("name") == node
+    ]
+
+
+def test_a_node_changing_under_the_patches(control_plane: ControlPlane, plugin: Plugin) -> None:
+    """The real API server refuses a node patch whose resourceVersion test fails with a bare 422
+    (no word of the test). The executor reads the node again to tell that apart: the lock, its
+    release and remove-out-of-service (gated on the node alone) try again and succeed; the
+    out-of-service taint (planned from more than the node) is skipped, never sent blind."""
+    from kubectl_nodefail.actions import Executor, _lease_second
+    from kubectl_nodefail.plan import Plan
+
+    cp, node = control_plane, "flaky-t7"
+    cp.add_failable_node(node)
+    wait_node_ready(cp, node)
+
+    def step(action: str, renewed: str = "") -> Step:
+        return Step(action, node, f"node/{node}", "test", True, "test", ["test"], "", "", renewed)
+
+    # A Ready node with a stale out-of-service taint: every first attempt is raced (the lock's,
+    # the step's and the release's patches are 1, 3 and 5; their retries 2, 4 and 6).
+    cp.kubectl("taint", "node", node, f"{OOS}=nodeshutdown:NoExecute")
+    plan = Plan("out-of-service", [step("remove-out-of-service")], [], [node])
+    cluster = _NodeChangesUnderPatches(cp, raced={1, 3, 5})
+    start = _now()
+    try:
+        Executor(cluster, "e2e-test", wait_timeout=5).run(plan)  # type: ignore[arg-type]
+    finally:
+        cluster.close()
+        plugin.runs.append(Run("remediate", True, start, _now()))
+    (done,) = plan.steps
+    assert done.result == "done", done.detail
+    assert "attempt 2: the node changed under the earlier ones" in done.detail
+    assert (OOS, "NoExecute") not in taint_keys(cp, node)
+    assert LOCK not in _annotations(cp, node)
+    assert _node_patch_codes(cp, node, start) == [422, 200, 422, 200, 422, 200]
+
+    # The same node down: the taint's patch (2, after the lock's) is raced and not sent again.
+    cp.stop_kubelet(node)
+    wait_node_unknown(cp, node)
+    lease = cp.get("lease", node, namespace="kube-node-lease")
+    plan = Plan(
+        "out-of-service",
+        [step("taint-out-of-service", _lease_second(lease["spec"]["renewTime"]))],
+        [],
+        [node],
+    )
+    cluster = _NodeChangesUnderPatches(cp, raced={2})
+    start = _now()
+    try:
+        Executor(cluster, "e2e-test", wait_timeout=5).run(plan)  # type: ignore[arg-type]
+    finally:
+        cluster.close()
+        plugin.runs.append(Run("remediate", True, start, _now()))
+    (skipped,) = plan.steps
+    assert skipped.result == "skipped", skipped.detail
+    assert "changed since the plan (precondition failed)" in skipped.detail
+    assert f"node {node} changed between our read and our write" in skipped.detail
+    assert (OOS, "NoExecute") not in taint_keys(cp, node)
+    assert LOCK not in _annotations(cp, node)
+    assert _node_patch_codes(cp, node, start) == [200, 422, 200]
     cp.start_kubelet(node)
     wait_node_ready(cp, node)
