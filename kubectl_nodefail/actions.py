@@ -131,15 +131,28 @@ def preflight(cluster: kube.Cluster, plan: Plan) -> list[str]:
     return missing
 
 
+# SelfSubjectReview: v1 from 1.28, v1beta1 in 1.27, v1alpha1 in 1.26 behind a feature gate that
+# is off by default (kube_features.go APISelfSubjectReview).
+SELF_SUBJECT_REVIEW_VERSIONS = ("v1", "v1beta1", "v1alpha1")
+
+
 def whoami(cluster: kube.Cluster) -> str:
-    try:
-        review = cluster.create(
-            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
-        )
-        return str(((review.get("status") or {}).get("userInfo") or {}).get("username") or "?")
-    except ApiError:
-        return "unknown user"
+    """Who the server says we are, for the trail, the Events and the annotations."""
+    for version in SELF_SUBJECT_REVIEW_VERSIONS:
+        try:
+            review = cluster.create(
+                f"/apis/authentication.k8s.io/{version}/selfsubjectreviews",
+                {"apiVersion": f"authentication.k8s.io/{version}", "kind": "SelfSubjectReview"},
+            )
+        except NotFound:
+            continue  # not served in this version: try the older one
+        except ApiError:
+            break
+        user = ((review.get("status") or {}).get("userInfo") or {}).get("username")
+        if user:
+            return str(user)
+        break
+    return f"unknown user (context {cluster.context})"
 
 
 class TrailNotWritten(Exception):

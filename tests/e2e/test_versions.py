@@ -243,6 +243,12 @@ def test_out_of_service_path_remediate_picks_for_this_minor(matrix: Matrix) -> N
     if versions.out_of_service_usable(matrix.minor):
         assert "taint-out-of-service" in actions
         assert (OUT_OF_SERVICE, "NoExecute") in taint_keys(cp, OOS)
+        # Who did it: SelfSubjectReview is served from 1.27 (v1beta1; v1 from 1.28); on 1.26
+        # only as v1alpha1 behind a gate that is off, so the context is named instead.
+        by = cp.get("node", OOS)["metadata"]["annotations"]["kubectl-nodefail.io/out-of-service-by"]
+        context = cp.get_kubeconfig()["current-context"]
+        who = "kwok-admin" if matrix.minor >= 27 else f"unknown user (context {context})"
+        assert by.startswith(f"{who} at "), by
         # The real PodGC force-deletes the Terminating pod; the DaemonSet pod is evicted too.
         wait_for(
             "the DaemonSet pod on the out-of-service node gone",
