@@ -20,7 +20,7 @@ import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from types import FrameType
@@ -155,8 +155,8 @@ def whoami(cluster: kube.Cluster) -> str:
     return f"unknown user (context {cluster.context})"
 
 
-class TrailNotWritten(Exception):
-    """The log file refused the "starting" line: the request must not be sent."""
+class StartNotRecorded(Exception):
+    """The "starting" trail line or Event could not be written: the request must not be sent."""
 
 
 class Stop:
@@ -279,7 +279,7 @@ class Executor:
 
     def _one(self, step: Step) -> None:
         self.progress(f"{step.action} {step.target}")
-        started = False
+        started, note = False, ""  # note: where the starting Event went, if not on the object
         attempts = NODE_CHANGE_ATTEMPTS if step.action in RETRIED_ON_NODE_CHANGE else 1
         try:
             for attempt in range(1, attempts + 1):
@@ -288,8 +288,17 @@ class Executor:
                 if reason:
                     step.result, step.detail = "skipped", reason
                     break
+                if self.stop.is_set():  # a signal came while locking or re-checking
+                    step.result = "not started"
+                    step.detail = (
+                        "the run was interrupted before another attempt; the earlier ones were "
+                        "refused (the node changed), so nothing changed"
+                        if started
+                        else "the run was interrupted first"
+                    )
+                    break
                 if not started:
-                    self._record_start(step)
+                    note = self._record_start(step)
                     started = True
                 try:
                     step.detail = self._act(step, node)
@@ -297,6 +306,7 @@ class Executor:
                     if attempt == attempts:
                         raise
                     self.progress(f"{exc.message}; reading it again")
+                    self._trail(step, "retrying", f"attempt {attempt} refused: {exc.message}")
                     continue
                 step.result = "done"
                 if attempt > 1:
@@ -314,14 +324,17 @@ class Executor:
         except Conflict as exc:
             step.result = "skipped"
             step.detail = f"changed since the plan (precondition failed): {exc.message}"
-        except TrailNotWritten as exc:
-            step.result, step.detail = "failed", f"trail not written, nothing sent: {exc}"
+        except StartNotRecorded as exc:
+            step.result, step.detail = "failed", f"{exc}; nothing sent"
+            with suppress(OSError):  # the result line, if the trail still takes it
+                self._trail(step)
             return
         except NodefailError as exc:  # any other API answer, or the server gone away
             step.result, step.detail = "failed", exc.message
+        step.detail += note
         self._trail(step)
         if started:
-            self._event(step, starting=False)
+            self._result_event(step)
 
     def _act(self, step: Step, node: Obj) -> str:
         if step.action == "taint-out-of-service":
@@ -428,6 +441,8 @@ class Executor:
                 self.progress(f"taking over the expired lock of {held.get('holder')} on {name}")
             try:
                 self._patch_node(node, _annotation_set(node, ANNOTATION_LOCK, mine))
+            except NotFound:
+                return None  # its steps find the node gone and skip
             except NodeChanged:
                 continue  # the node changed (maybe another run locked it): look again
             self.progress(f"locked node {name} until {format_time(until)}")
@@ -455,6 +470,11 @@ class Executor:
                 except NodefailError as exc:
                     self.progress(f"could not release the lock on node {name}: {exc.message}")
                     break
+            else:
+                self.progress(
+                    f"could not release the lock on node {name}: the node changed under each "
+                    f"of 3 attempts; it expires by itself (annotation {ANNOTATION_LOCK})"
+                )
         self._locks.clear()
 
     # --- the actions ---
@@ -524,15 +544,24 @@ class Executor:
         try:
             self.cluster.json_patch(kube.node_path(name), [test, *ops])
         except ApiError as exc:
-            if exc.status != 422:
+            if exc.status != 422 or not exc.bare:  # a validation error names its object
                 raise
-            now = self.cluster.get(kube.node_path(name))["metadata"].get("resourceVersion")
+            try:
+                now = self.cluster.get(kube.node_path(name))["metadata"].get("resourceVersion")
+            except NotFound:
+                raise
+            except NodefailError as again:
+                raise ApiError(
+                    f"{exc.message}; reading node {name} again to see whether it changed "
+                    f"failed too: {again.message}",
+                    status=exc.status,
+                ) from exc
             if now == read:
                 raise
             raise NodeChanged(
                 f"node {name} changed between our read and our write (resourceVersion "
                 f"{read} -> {now})",
-                status=409,
+                status=422,
             ) from exc
 
     def _wait_released(self, node: str) -> str:
@@ -582,15 +611,19 @@ class Executor:
 
     # --- trail: a line and an Event before each mutation, and after it ---
 
-    def _record_start(self, step: Step) -> None:
-        """Before the request: the trail line (must succeed) and an Event (noted if not)."""
+    def _record_start(self, step: Step) -> str:
+        """Before the request: the trail line (with --log-file) and an Event, or no request.
+        Returns a note for the result (where the Event went)."""
         try:
             self._trail(step, result="starting")
         except OSError as exc:
-            raise TrailNotWritten(str(exc)) from exc
-        self._event(step, starting=True)
+            raise StartNotRecorded(f"trail not written: {exc}") from exc
+        try:
+            return self._create_event(step, starting=True)
+        except NodefailError as exc:
+            raise StartNotRecorded(f"starting Event not recorded: {exc.message}") from exc
 
-    def _trail(self, step: Step, result: str | None = None) -> None:
+    def _trail(self, step: Step, result: str | None = None, detail: str = "") -> None:
         record = {
             "time": format_time(_now()),
             "user": self.user,
@@ -600,7 +633,7 @@ class Executor:
             "node": step.node,
             "uid": step.uid,
             "result": result or step.result,
-            "detail": "" if result else step.detail,
+            "detail": detail if result else step.detail,
             "why": step.why,
             "evidence": step.evidence,
             "version": __version__,
@@ -609,42 +642,54 @@ class Executor:
             self.log.write(json.dumps(record, sort_keys=True) + "\n")
             self.log.flush()
 
-    def _event(self, step: Step, starting: bool) -> None:
+    def _result_event(self, step: Step) -> None:
+        """Record the step's result as an Event; a note on the result when that fails (the
+        request was sent, so the result stands)."""
         try:
-            self._create_event(step, starting)
+            self._create_event(step, starting=False)
         except NodefailError as exc:
-            step.detail += f" (no {'starting ' if starting else ''}Event recorded: {exc.message})"
+            step.detail += f" (no Event of the result recorded: {exc.message})"
 
-    def _create_event(self, step: Step, starting: bool) -> None:
-        ns, name = _pod_ref(step)
-        if ns:
-            involved = {
-                "kind": "Pod",
-                "apiVersion": "v1",
-                "namespace": ns,
-                "name": name,
-                "uid": step.uid,
-            }
-        else:
-            ns, name = "default", step.node
-            involved = {"kind": "Node", "apiVersion": "v1", "name": name}
-        now = format_time(_now())
-        reason = "Nodefail" + "".join(w.title() for w in step.action.split("-"))
+    def _create_event(self, step: Step, starting: bool) -> str:
+        """Record the step as an Event on the object it acts on. A pod's namespace may refuse
+        it (one being deleted accepts no new object, and that is a usual reason for its pods to
+        be stuck): then the Event goes on the pod's node, naming the pod, and the returned note
+        says so ("" when the Event is on the object itself)."""
         what = "starting" if starting else f"{step.result}: {step.detail}"
+        message = (
+            f"kubectl-nodefail {__version__} ({self.user}): {step.action}: {what}. "
+            f"Why: {step.why}. Evidence: {'; '.join(step.evidence) or 'none needed'}"
+        )
+        reason = "Nodefail" + "".join(w.title() for w in step.action.split("-"))
+        reason += "Starting" if starting else ""
+        ns, name = _pod_ref(step)
+        if not ns:
+            self._post_event("default", {"kind": "Node", "name": step.node}, reason, message)
+            return ""
+        pod = {"kind": "Pod", "namespace": ns, "name": name, "uid": step.uid}
+        try:
+            self._post_event(ns, pod, reason, message)
+            return ""
+        except NotFound:
+            refused = "it is gone"
+        except NodefailError as exc:
+            refused = exc.message
+        node = {"kind": "Node", "name": step.node}
+        self._post_event("default", node, reason, f"pod {ns}/{name}: {message}")
+        return f" (its Event is on node {step.node}: namespace {ns} refused it: {refused})"
+
+    def _post_event(self, ns: str, involved: Obj, reason: str, message: str) -> None:
+        now = format_time(_now())
         self.cluster.create(
             f"/api/v1/namespaces/{ns}/events",
             {
                 "apiVersion": "v1",
                 "kind": "Event",
-                "metadata": {"generateName": f"{name}.nodefail.", "namespace": ns},
-                "involvedObject": involved,
-                "reason": reason + ("Starting" if starting else ""),
+                "metadata": {"generateName": f"{involved['name']}.nodefail.", "namespace": ns},
+                "involvedObject": {"apiVersion": "v1", **involved},
+                "reason": reason,
                 "type": "Warning",
-                "message": (
-                    f"kubectl-nodefail {__version__} ({self.user}): {step.action}: "
-                    f"{what}. Why: {step.why}. Evidence: "
-                    f"{'; '.join(step.evidence) or 'none needed'}"
-                )[:1000],
+                "message": message[:1000],
                 "source": {"component": COMPONENT, "host": socket.gethostname()},
                 "reportingComponent": COMPONENT,
                 "reportingInstance": socket.gethostname(),

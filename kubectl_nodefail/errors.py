@@ -91,9 +91,14 @@ class ApiError(NodefailError):
 
     exit_code = Exit.API
 
-    def __init__(self, message: str, hint: str | None = None, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, hint: str | None = None, status: int | None = None, bare: bool = False
+    ) -> None:
         super().__init__(message, hint)
         self.status = status
+        # A Status naming no object and no cause: the server said no more than its code (as it
+        # does for a JSON patch that does not apply, a failed `test` included).
+        self.bare = bare
 
 
 class NotFound(ApiError):

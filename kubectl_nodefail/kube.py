@@ -318,10 +318,16 @@ class Cluster:
     def _api_error(self, status: int | None, body: Any, method: str, path: str) -> NodefailError:
         """An error answer, as the tool's error for its status (one line, the server's word)."""
         what = f"{method} {path}"
-        message = ""
+        message, bare = "", False
         try:
             doc = json.loads(body) if body else {}
-            message = str(doc.get("message", "")) if isinstance(doc, dict) else ""
+            if isinstance(doc, dict):
+                message = str(doc.get("message", ""))
+                details = doc.get("details")
+                told = ("kind", "name", "causes")
+                bare = doc.get("kind") == "Status" and not (
+                    isinstance(details, dict) and any(details.get(k) for k in told)
+                )
         except (ValueError, RecursionError):
             pass
         if not message and body:
@@ -348,7 +354,9 @@ class Cluster:
                 f"{what} failed ({status} {_reason_phrase(status)}): {message}".rstrip(": "),
                 status=status,
             )
-        return ApiError(f"{what} failed ({status}): {message}".rstrip(": "), status=status)
+        return ApiError(
+            f"{what} failed ({status}): {message}".rstrip(": "), status=status, bare=bare
+        )
 
     def get(self, path: str, **query: Any) -> Obj:
         return self.request("GET", path, query)

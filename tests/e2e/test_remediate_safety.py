@@ -7,6 +7,7 @@ the API server's audit log."""
 from __future__ import annotations
 
 import copy
+import io
 import json
 import os
 import signal
@@ -560,18 +561,29 @@ class _NodeChangesUnderPatches:
     object the executor read is stale when its patch arrives, as happens when a kubelet or a
     controller updates the node between our read and our write."""
 
-    def __init__(self, cp: ControlPlane, raced: set[int]) -> None:
+    def __init__(self, cp: ControlPlane, raced: set[int], signal_at: int = 0) -> None:
+        from kubectl_nodefail.actions import Stop
         from kubectl_nodefail.kube import Cluster
 
-        self.cp, self.raced, self.sent = cp, raced, 0
+        self.cp, self.raced, self.signal_at, self.sent = cp, raced, signal_at, 0
         self.inner = Cluster(str(cp.kubeconfig))
+        self.stop = Stop()  # set as a first SIGINT would, while patch `signal_at` is in flight
+        self.raced_after: set[int] = set()
 
     def json_patch(self, path: str, ops: list[Obj]) -> Obj:
         self.sent += 1
         if self.sent in self.raced:
             name = path.rsplit("/", 1)[-1]
             self.cp.kubectl("annotate", "node", name, f"e2e-race={self.sent}", "--overwrite")
-        return self.inner.json_patch(path, ops)
+        if self.sent == self.signal_at:
+            self.stop.set()
+        try:
+            return self.inner.json_patch(path, ops)
+        except Exception:
+            if self.sent in self.raced_after:  # a write between the refusal and our next read
+                name = path.rsplit("/", 1)[-1]
+                self.cp.kubectl("annotate", "node", name, f"e2e-race={self.sent}", "--overwrite")
+            raise
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -592,7 +604,8 @@ def test_a_node_changing_under_the_patches(control_plane: ControlPlane, plugin: 
     (no word of the test). The executor reads the node again to tell that apart: the lock, its
     release and remove-out-of-service (gated on the node alone) try again and succeed; the
     out-of-service taint (planned from more than the node) is skipped, never sent blind."""
-    from kubectl_nodefail.actions import Executor, _lease_second
+    from kubectl_nodefail.actions import Executor, NodeChanged, _lease_second
+    from kubectl_nodefail.errors import ApiError
     from kubectl_nodefail.plan import Plan
 
     cp, node = control_plane, "flaky-t7"
@@ -607,9 +620,10 @@ def test_a_node_changing_under_the_patches(control_plane: ControlPlane, plugin: 
     cp.kubectl("taint", "node", node, f"{OOS}=nodeshutdown:NoExecute")
     plan = Plan("out-of-service", [step("remove-out-of-service")], [], [node])
     cluster = _NodeChangesUnderPatches(cp, raced={1, 3, 5})
+    trail = io.StringIO()
     start = _now()
     try:
-        Executor(cluster, "e2e-test", wait_timeout=5).run(plan)  # type: ignore[arg-type]
+        Executor(cluster, "e2e-test", trail, wait_timeout=5).run(plan)  # type: ignore[arg-type]
     finally:
         cluster.close()
         plugin.runs.append(Run("remediate", True, start, _now()))
@@ -619,6 +633,42 @@ def test_a_node_changing_under_the_patches(control_plane: ControlPlane, plugin: 
     assert (OOS, "NoExecute") not in taint_keys(cp, node)
     assert LOCK not in _annotations(cp, node)
     assert _node_patch_codes(cp, node, start) == [422, 200, 422, 200, 422, 200]
+    lines = [json.loads(line) for line in trail.getvalue().splitlines()]
+    assert [line["result"] for line in lines] == ["starting", "retrying", "done"]
+    assert "attempt 1 refused: node flaky-t7 changed between our read" in lines[1]["detail"]
+
+    # A signal while the lock is being taken: the step never starts, the lock is released.
+    cp.kubectl("taint", "node", node, f"{OOS}=nodeshutdown:NoExecute")
+    plan = Plan("out-of-service", [step("remove-out-of-service")], [], [node])
+    cluster = _NodeChangesUnderPatches(cp, raced=set(), signal_at=1)
+    start = _now()
+    try:
+        Executor(cluster, "e2e-test", stop=cluster.stop, wait_timeout=5).run(plan)  # type: ignore[arg-type]
+    finally:
+        cluster.close()
+        plugin.runs.append(Run("remediate", True, start, _now()))
+    (stopped,) = plan.steps
+    assert (stopped.result, stopped.detail) == ("not started", "the run was interrupted first")
+    assert (OOS, "NoExecute") in taint_keys(cp, node)
+    assert LOCK not in _annotations(cp, node)
+    assert _node_patch_codes(cp, node, start) == [200, 200]  # the lock and its release only
+    cp.kubectl("taint", "node", node, f"{OOS}-")
+
+    # A 422 of another kind (validation: it names the object and the cause) stays what it is,
+    # even when the node changes before the executor reads it again.
+    cluster = _NodeChangesUnderPatches(cp, raced=set())
+    cluster.raced_after = {1}
+    bad = {"key": "e2e/bad", "value": "x", "effect": "NoSuchEffect"}
+    try:
+        with pytest.raises(ApiError) as refused:
+            Executor(cluster, "e2e-test")._patch_node(  # type: ignore[arg-type]
+                cp.get("node", node), [{"op": "add", "path": "/spec/taints", "value": [bad]}]
+            )
+    finally:
+        cluster.close()
+    assert not isinstance(refused.value, NodeChanged)
+    assert refused.value.status == 422 and "is invalid" in refused.value.message
+    assert _annotations(cp, node)["e2e-race"] == "1"  # the node did change in between
 
     # The same node down: the taint's patch (2, after the lock's) is raced and not sent again.
     cp.stop_kubelet(node)
@@ -644,5 +694,129 @@ def test_a_node_changing_under_the_patches(control_plane: ControlPlane, plugin: 
     assert (OOS, "NoExecute") not in taint_keys(cp, node)
     assert LOCK not in _annotations(cp, node)
     assert _node_patch_codes(cp, node, start) == [200, 422, 200]
+    cp.start_kubelet(node)
+    wait_node_ready(cp, node)
+
+
+def _deny_nodefail_events(cp: ControlPlane, about: list[str]) -> None:
+    """A ValidatingAdmissionPolicy refusing kubectl-nodefail's Events about these objects: an
+    API server that RBAC's preflight says yes to and that still refuses the Event."""
+    names = ", ".join(f"'{n}'" for n in about)
+    cp.apply(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "e2e-no-nodefail-events"},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE"],
+                            "resources": ["events"],
+                        }
+                    ]
+                },
+                "validations": [
+                    {
+                        "expression": f"!(object.reason.startsWith('Nodefail') && "
+                        f"object.involvedObject.name in [{names}])",
+                        "message": "e2e: no kubectl-nodefail Events here",
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "e2e-no-nodefail-events"},
+            "spec": {"policyName": "e2e-no-nodefail-events", "validationActions": ["Deny"]},
+        },
+    )
+
+
+def _event_accepted(cp: ControlPlane, about: str) -> bool:
+    probe = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": "e2e-probe.", "namespace": "default"},
+        "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": about},
+        "reason": "NodefailProbe",
+        "message": "e2e: is the policy in force?",
+        "type": "Normal",
+    }
+    out = cp.kubectl("create", "-f", "-", stdin=json.dumps(probe), check=False)
+    return "created" in out
+
+
+def test_a_step_is_sent_only_once_its_starting_event_is_written(
+    control_plane: ControlPlane, plugin: Plugin, tmp_path: Path
+) -> None:
+    """The Event that records a step before its request is part of the record. A pod left
+    Terminating on a dead node by the deletion of its namespace (a usual way to get one): the
+    namespace accepts no new object, so the pod's Events go on its node, naming the pod. When
+    the server refuses that too (an admission policy), the pod is not deleted."""
+    cp, node, ns = control_plane, "flaky-t8", "scenario-ns-deleted"
+    cp.add_failable_node(node)
+    wait_node_ready(cp, node)
+    cp.apply(w.namespace(ns), w.bare_pod(ns, "kept", pin=node, toleration_seconds=3600, grace=10))
+    pod = wait_running_on(cp, ns, "kept", node)
+    cp.stop_kubelet(node)
+    wait_node_unknown(cp, node)
+    cp.kubectl("delete", "namespace", ns, "--wait=false")
+    wait_terminating_on(cp, ns, "kept", node)
+    log = tmp_path / "trail.jsonl"
+    args = (*attested(node, strategy="force-delete"), "--log-file", str(log), "-o", "json")
+
+    _deny_nodefail_events(cp, ["kept", node])
+    try:
+        wait_for("the policy in force", lambda: not _event_accepted(cp, node), 60, interval=1)
+        start = _now()
+        proc = plugin.run(*args)
+        assert proc.returncode == 4, proc.stdout + proc.stderr
+        (step,) = [s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod"]
+        assert step["result"] == "failed", step
+        assert step["detail"].startswith("starting Event not recorded: ")
+        assert "e2e: no kubectl-nodefail Events here" in step["detail"]
+        assert step["detail"].endswith("; nothing sent")
+        assert [e for e in _writes_between(cp, start, _now()) if e["verb"] == "delete"] == []
+        lines = [json.loads(line) for line in log.read_text().splitlines()]
+        assert [t["result"] for t in lines if t["target"] == f"pod/{ns}/kept"] == [
+            "starting",
+            "failed",
+        ]
+        assert LOCK not in _annotations(cp, node)
+    finally:
+        cp.kubectl(
+            "delete",
+            "validatingadmissionpolicybinding,validatingadmissionpolicy",
+            "e2e-no-nodefail-events",
+            check=False,
+        )
+    kept = pod_on(cp, ns, "kept", node)
+    assert kept is not None and kept["metadata"]["uid"] == pod["metadata"]["uid"]
+
+    wait_for("the policy gone", lambda: _event_accepted(cp, node), 60, interval=1)
+    proc = plugin.run(*args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (step,) = [s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod"]
+    assert step["result"] == "done", step
+    assert f"(its Event is on node {node}: namespace {ns} refused it: " in step["detail"]
+    assert "being terminated" in step["detail"]
+    events = cp.get("events", namespace="default")["items"]
+    ours = [
+        e
+        for e in events
+        if e["involvedObject"].get("name") == node
+        and e["reason"].startswith("NodefailForceDeletePod")
+    ]
+    assert {e["reason"] for e in ours} == {
+        "NodefailForceDeletePodStarting",
+        "NodefailForceDeletePod",
+    }
+    assert all(e["message"].startswith(f"pod {ns}/kept: kubectl-nodefail ") for e in ours)
+    wait_for("the namespace gone", lambda: cp.get("namespace", ns) is None, 60)
     cp.start_kubelet(node)
     wait_node_ready(cp, node)
