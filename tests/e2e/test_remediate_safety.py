@@ -659,6 +659,7 @@ def test_a_node_changing_under_the_patches(control_plane: ControlPlane, plugin: 
     cluster = _NodeChangesUnderPatches(cp, raced=set())
     cluster.raced_after = {1}
     bad = {"key": "e2e/bad", "value": "x", "effect": "NoSuchEffect"}
+    start = _now()
     try:
         with pytest.raises(ApiError) as refused:
             Executor(cluster, "e2e-test")._patch_node(  # type: ignore[arg-type]
@@ -666,6 +667,7 @@ def test_a_node_changing_under_the_patches(control_plane: ControlPlane, plugin: 
             )
     finally:
         cluster.close()
+        plugin.runs.append(Run("remediate", True, start, _now()))
     assert not isinstance(refused.value, NodeChanged)
     assert refused.value.status == 422 and "is invalid" in refused.value.message
     assert _annotations(cp, node)["e2e-race"] == "1"  # the node did change in between
