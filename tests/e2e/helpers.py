@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+from tests.e2e import workloads as w
 from tests.e2e.controlplane import ControlPlane, wait_for
 
 Obj = dict[str, Any]
@@ -87,8 +90,6 @@ def wait_running_elsewhere(
 def audit_writes(cp: ControlPlane) -> list[Obj]:
     """Completed writes kubectl-nodefail made, from the apiserver's audit log (access reviews,
     which persist nothing, left out)."""
-    import json
-
     log = cp.cluster_dir / "logs" / "audit.log"
     entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     return [
@@ -110,3 +111,39 @@ def attested(
     chosen = ["--strategy", strategy] if strategy else []
     go = ["--confirm"] if confirm else []
     return ["remediate", node, *chosen, "--node-shutdown-confirmed", node, *go, *extra]
+
+
+def service_account_kubeconfig(
+    cp: ControlPlane, tmp_path: Path, name: str, roles: list[str], ns: str
+) -> Path:
+    """A kubeconfig (context NAME) for a new ServiceAccount NS/NAME bound to these ClusterRoles
+    by token: a user who has exactly those rights."""
+    cp.apply(
+        w.namespace(ns),
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}},
+    )
+    for role in roles:
+        cp.kubectl(
+            "create",
+            "clusterrolebinding",
+            f"{name}-{role}",
+            f"--clusterrole={role}",
+            f"--serviceaccount={ns}:{name}",
+        )
+    token = cp.kubectl("create", "token", name, "-n", ns)
+    base = cp.get_kubeconfig()
+    cluster = base["clusters"][0]["cluster"]
+    path = tmp_path / f"{name}.kubeconfig"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": name,
+                "clusters": [{"name": "e2e", "cluster": cluster}],
+                "users": [{"name": name, "user": {"token": token}}],
+                "contexts": [{"name": name, "context": {"cluster": "e2e", "user": name}}],
+            }
+        )
+    )
+    return path

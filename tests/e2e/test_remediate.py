@@ -17,6 +17,7 @@ from tests.e2e.helpers import (
     attested,
     pod_on,
     pods,
+    service_account_kubeconfig,
     taint_keys,
     terminating,
     wait_node_ready,
@@ -242,45 +243,13 @@ def test_zone_disruption_is_refused(control_plane: ControlPlane, plugin: Plugin)
             wait_node_ready(cp, node)
 
 
-def _sa_kubeconfig(cp: ControlPlane, tmp_path: Path, name: str, roles: list[str]) -> Path:
-    cp.apply(
-        w.namespace(NS),
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NS}},
-    )
-    for role in roles:
-        cp.kubectl(
-            "create",
-            "clusterrolebinding",
-            f"{name}-{role}",
-            f"--clusterrole={role}",
-            f"--serviceaccount={NS}:{name}",
-        )
-    token = cp.kubectl("create", "token", name, "-n", NS)
-    base = cp.get_kubeconfig()
-    cluster = base["clusters"][0]["cluster"]
-    path = tmp_path / f"{name}.kubeconfig"
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": name,
-                "clusters": [{"name": "e2e", "cluster": cluster}],
-                "users": [{"name": name, "user": {"token": token}}],
-                "contexts": [{"name": name, "context": {"cluster": "e2e", "user": name}}],
-            }
-        )
-    )
-    return path
-
-
 def test_rbac_read_only_role_diagnoses_and_is_refused_before_any_change(
     control_plane: ControlPlane, plugin: Plugin, tmp_path: Path
 ) -> None:
     cp, node = control_plane, "flaky-r5"
     repo = Path(__file__).resolve().parents[2]
     cp.kubectl("apply", "-f", str(repo / "deploy" / "rbac"))
-    reader = _sa_kubeconfig(cp, tmp_path, "reader", ["kubectl-nodefail-diagnose"])
+    reader = service_account_kubeconfig(cp, tmp_path, "reader", ["kubectl-nodefail-diagnose"], NS)
     uids = _down(cp, node)
     proc = plugin.run("diagnose", "--kubeconfig", str(reader), "-o", "json")
     assert proc.returncode == 3, proc.stderr
@@ -313,8 +282,8 @@ def test_rbac_read_only_role_diagnoses_and_is_refused_before_any_change(
     proc = plugin.run("diagnose", "--kubeconfig", str(bad))
     assert proc.returncode == 12 and "401 Unauthorized" in proc.stderr
     # The remediate role, bound with the diagnose role, is enough for the same step.
-    fixer = _sa_kubeconfig(
-        cp, tmp_path, "fixer", ["kubectl-nodefail-diagnose", "kubectl-nodefail-remediate"]
+    fixer = service_account_kubeconfig(
+        cp, tmp_path, "fixer", ["kubectl-nodefail-diagnose", "kubectl-nodefail-remediate"], NS
     )
     proc = plugin.run(
         "remediate",
@@ -347,7 +316,7 @@ def test_optional_reads_forbidden_become_gaps(
             ],
         }
     )
-    minimal = _sa_kubeconfig(cp, tmp_path, "minimal", ["nodefail-minimal"])
+    minimal = service_account_kubeconfig(cp, tmp_path, "minimal", ["nodefail-minimal"], NS)
     proc = plugin.run("diagnose", "--kubeconfig", str(minimal), "-o", "json")
     assert proc.returncode in (0, 3), proc.stderr
     gaps = " ".join(_json(proc)["gaps"])

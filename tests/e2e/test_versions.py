@@ -18,18 +18,20 @@ import json
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubectl_nodefail.analysis import versions
 from tests.e2e import workloads as w
-from tests.e2e.conftest import Plugin, running_control_plane, version_fixtures
+from tests.e2e.conftest import REPO, Plugin, running_control_plane, version_fixtures
 from tests.e2e.controlplane import ControlPlane, requested_version, wait_for
 from tests.e2e.helpers import (
     pod_on,
     pods,
     running,
+    service_account_kubeconfig,
     taint_keys,
     terminating,
     wait_node_ready,
@@ -270,7 +272,7 @@ def test_force_delete_lets_the_statefulset_recreate_its_pod(matrix: Matrix) -> N
     assert new["metadata"]["name"] == "db-0" and new["metadata"]["uid"] != matrix.uids["db"]
 
 
-def test_kubelet_returns_and_everything_settles(matrix: Matrix) -> None:
+def test_kubelet_returns_and_everything_settles(matrix: Matrix, tmp_path: Path) -> None:
     cp = matrix.cp
     cp.start_kubelet(DOWN)
     wait_node_ready(cp, DOWN)
@@ -290,10 +292,26 @@ def test_kubelet_returns_and_everything_settles(matrix: Matrix) -> None:
     wait_node_ready(cp, OOS)
     if versions.out_of_service_usable(matrix.minor):  # the taint went on above: it stays
         assert (OUT_OF_SERVICE, "NoExecute") in taint_keys(cp, OOS)
-        proc = matrix.plugin.run("remediate", OOS, "--confirm", "-o", "json")
+        # Removed by a user with the project's roles only (deploy/rbac), not an admin.
+        cp.kubectl("apply", "-f", str(REPO / "deploy" / "rbac"))
+        roles = ["kubectl-nodefail-diagnose", "kubectl-nodefail-remediate"]
+        fixer = service_account_kubeconfig(cp, tmp_path, "fixer", roles, NS)
+        proc = matrix.plugin.run(
+            "remediate", OOS, "--kubeconfig", str(fixer), "--confirm", "-o", "json"
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         steps = json.loads(proc.stdout)["steps"]
         assert [(s["action"], s["result"]) for s in steps] == [("remove-out-of-service", "done")]
+        # 1.26 forbids SelfSubjectReview to all but admins: the context is named instead.
+        by = cp.get("node", OOS)["metadata"]["annotations"][
+            "kubectl-nodefail.io/out-of-service-removed-by"
+        ]
+        who = (
+            f"system:serviceaccount:{NS}:fixer"
+            if matrix.minor >= 27
+            else "unknown user (context fixer)"
+        )
+        assert by.startswith(f"{who} at "), by
     assert (OUT_OF_SERVICE, "NoExecute") not in taint_keys(cp, OOS)
 
 
