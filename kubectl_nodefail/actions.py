@@ -20,7 +20,7 @@ import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from types import FrameType
@@ -45,6 +45,7 @@ ANNOTATION_TAINTED_BY = "kubectl-nodefail.io/out-of-service-by"
 ANNOTATION_UNTAINTED_BY = "kubectl-nodefail.io/out-of-service-removed-by"
 ANNOTATION_LOCK = "kubectl-nodefail.io/lock"
 COMPONENT = "kubectl-nodefail"
+NAMESPACE_TERMINATING = "NamespaceTerminating"  # the cause type of the lifecycle admission's 403
 LOCK_MARGIN_SECONDS = 300  # a lock lasts the out-of-service wait plus this
 # A node object changes under a run for reasons of its own (status, conditions, the node
 # controller's taints), most often right after its kubelet returns. The step whose only gate is
@@ -107,7 +108,9 @@ def preflight(cluster: kube.Cluster, plan: Plan) -> list[str]:
                 else (ns if resource == "pods" else "")
             )
             wanted.add((verb, group, resource, scope))
-        wanted.add(("create", "", "events", ns or "default"))
+        wanted.add(("create", "", "events", "default"))  # a node's Events; a pod's, at times
+        if ns:
+            wanted.add(("create", "", "events", ns))
     missing = []
     for verb, group, resource, ns in sorted(wanted):
         review = cluster.create(
@@ -280,10 +283,12 @@ class Executor:
     def _one(self, step: Step) -> None:
         self.progress(f"{step.action} {step.target}")
         started, note = False, ""  # note: where the starting Event went, if not on the object
+        unrecorded = False
+        node: Obj = {}
         attempts = NODE_CHANGE_ATTEMPTS if step.action in RETRIED_ON_NODE_CHANGE else 1
         try:
             for attempt in range(1, attempts + 1):
-                node = self.cluster.get(kube.node_path(step.node))
+                node = self.cluster.get_object(kube.node_path(step.node))
                 reason = self._recheck(step, node)
                 if reason:
                     step.result, step.detail = "skipped", reason
@@ -298,15 +303,25 @@ class Executor:
                     )
                     break
                 if not started:
-                    note = self._record_start(step)
+                    note = self._record_start(step, node)
                     started = True
+                    if self.stop.is_set():  # a signal came while the start was recorded
+                        step.result = "not started"
+                        step.detail = "the run was interrupted once the start was recorded"
+                        break
                 try:
                     step.detail = self._act(step, node)
                 except NodeChanged as exc:
                     if attempt == attempts:
                         raise
                     self.progress(f"{exc.message}; reading it again")
-                    self._trail(step, "retrying", f"attempt {attempt} refused: {exc.message}")
+                    try:
+                        self._trail(step, "retrying", f"attempt {attempt} refused: {exc.message}")
+                    except OSError as unwritten:
+                        raise StartNotRecorded(
+                            f"{exc.message}; trail not written before attempt {attempt + 1}: "
+                            f"{unwritten}"
+                        ) from unwritten
                     continue
                 step.result = "done"
                 if attempt > 1:
@@ -326,15 +341,14 @@ class Executor:
             step.detail = f"changed since the plan (precondition failed): {exc.message}"
         except StartNotRecorded as exc:
             step.result, step.detail = "failed", f"{exc}; nothing sent"
-            with suppress(OSError):  # the result line, if the trail still takes it
-                self._trail(step)
-            return
+            unrecorded = True
         except NodefailError as exc:  # any other API answer, or the server gone away
             step.result, step.detail = "failed", exc.message
         step.detail += note
-        self._trail(step)
+        with suppress(OSError) if unrecorded else nullcontext():  # the trail may be what failed
+            self._trail(step)
         if started:
-            self._result_event(step)
+            self._result_event(step, node)
 
     def _act(self, step: Step, node: Obj) -> str:
         if step.action == "taint-out-of-service":
@@ -378,7 +392,7 @@ class Executor:
     def _recheck_pod(self, step: Step) -> str | None:
         """The pod the step deletes, read now: the same object, still on the step's node."""
         ns, name = _pod_ref(step)
-        pod = self.cluster.get(kube.pod_path(ns, name))
+        pod = self.cluster.get_object(kube.pod_path(ns, name))
         meta = pod.get("metadata") or {}
         if meta.get("uid") != step.uid:
             return (
@@ -424,7 +438,7 @@ class Executor:
         )
         for _ in range(3):
             try:
-                node = self.cluster.get(kube.node_path(name))
+                node = self.cluster.get_object(kube.node_path(name))
             except NotFound:
                 return None  # its steps find the node gone and skip
             held = _lock_of(node)
@@ -455,7 +469,7 @@ class Executor:
                 continue
             for _ in range(3):
                 try:
-                    node = self.cluster.get(kube.node_path(name))
+                    node = self.cluster.get_object(kube.node_path(name))
                     held = _lock_of(node)
                     if held is None or held.get("token") != self.token:
                         break
@@ -547,7 +561,7 @@ class Executor:
             if exc.status != 422 or not exc.bare:  # a validation error names its object
                 raise
             try:
-                now = self.cluster.get(kube.node_path(name))["metadata"].get("resourceVersion")
+                now = self.cluster.get_object(kube.node_path(name))["metadata"]["resourceVersion"]
             except NotFound:
                 raise
             except NodefailError as again:
@@ -611,7 +625,7 @@ class Executor:
 
     # --- trail: a line and an Event before each mutation, and after it ---
 
-    def _record_start(self, step: Step) -> str:
+    def _record_start(self, step: Step, node: Obj) -> str:
         """Before the request: the trail line (with --log-file) and an Event, or no request.
         Returns a note for the result (where the Event went)."""
         try:
@@ -619,7 +633,7 @@ class Executor:
         except OSError as exc:
             raise StartNotRecorded(f"trail not written: {exc}") from exc
         try:
-            return self._create_event(step, starting=True)
+            return self._create_event(step, node, starting=True)
         except NodefailError as exc:
             raise StartNotRecorded(f"starting Event not recorded: {exc.message}") from exc
 
@@ -642,19 +656,20 @@ class Executor:
             self.log.write(json.dumps(record, sort_keys=True) + "\n")
             self.log.flush()
 
-    def _result_event(self, step: Step) -> None:
+    def _result_event(self, step: Step, node: Obj) -> None:
         """Record the step's result as an Event; a note on the result when that fails (the
         request was sent, so the result stands)."""
         try:
-            self._create_event(step, starting=False)
+            self._create_event(step, node, starting=False)
         except NodefailError as exc:
             step.detail += f" (no Event of the result recorded: {exc.message})"
 
-    def _create_event(self, step: Step, starting: bool) -> str:
-        """Record the step as an Event on the object it acts on. A pod's namespace may refuse
-        it (one being deleted accepts no new object, and that is a usual reason for its pods to
-        be stuck): then the Event goes on the pod's node, naming the pod, and the returned note
-        says so ("" when the Event is on the object itself)."""
+    def _create_event(self, step: Step, node: Obj, starting: bool) -> str:
+        """Record the step as an Event on the object it acts on. A pod's namespace refuses it
+        when it is being deleted (it accepts no new object; that is a usual reason for its pods
+        to be stuck) or gone: then the Event goes on the pod's node, naming the pod, and the
+        returned note says so ("" when the Event is on the object itself). Any other refusal
+        stands: a policy that keeps our Events out of a namespace is not worked around."""
         what = "starting" if starting else f"{step.result}: {step.detail}"
         message = (
             f"kubectl-nodefail {__version__} ({self.user}): {step.action}: {what}. "
@@ -662,21 +677,27 @@ class Executor:
         )
         reason = "Nodefail" + "".join(w.title() for w in step.action.split("-"))
         reason += "Starting" if starting else ""
+        # kubectl describe node lists the Events whose involvedObject has the node's uid
+        on_node = {"kind": "Node", "name": step.node, "uid": node["metadata"]["uid"]}
         ns, name = _pod_ref(step)
         if not ns:
-            self._post_event("default", {"kind": "Node", "name": step.node}, reason, message)
+            self._post_event("default", on_node, reason, message)
             return ""
         pod = {"kind": "Pod", "namespace": ns, "name": name, "uid": step.uid}
         try:
             self._post_event(ns, pod, reason, message)
             return ""
         except NotFound:
-            refused = "it is gone"
+            refused = f"namespace {ns} is gone"
+        except Forbidden as exc:
+            if NAMESPACE_TERMINATING not in exc.causes:
+                raise
+            refused = f"namespace {ns} is being deleted"
+        try:
+            self._post_event("default", on_node, reason, f"pod {ns}/{name}: {message}")
         except NodefailError as exc:
-            refused = exc.message
-        node = {"kind": "Node", "name": step.node}
-        self._post_event("default", node, reason, f"pod {ns}/{name}: {message}")
-        return f" (its Event is on node {step.node}: namespace {ns} refused it: {refused})"
+            raise ApiError(f"{refused}, and on node {step.node}: {exc.message}") from exc
+        return f" (its Event is on node {step.node}: {refused})"
 
     def _post_event(self, ns: str, involved: Obj, reason: str, message: str) -> None:
         now = format_time(_now())

@@ -32,6 +32,7 @@ class NodefailError(Exception):
     """Base error: a one-line message, an optional hint and an exit code."""
 
     exit_code: Exit = Exit.INTERNAL
+    causes: tuple[str, ...] = ()  # an API error's details.causes[].reason (Go: CauseType)
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)

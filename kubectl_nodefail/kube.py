@@ -319,6 +319,7 @@ class Cluster:
         """An error answer, as the tool's error for its status (one line, the server's word)."""
         what = f"{method} {path}"
         message, bare = "", False
+        causes: tuple[str, ...] = ()
         try:
             doc = json.loads(body) if body else {}
             if isinstance(doc, dict):
@@ -328,11 +329,19 @@ class Cluster:
                 bare = doc.get("kind") == "Status" and not (
                     isinstance(details, dict) and any(details.get(k) for k in told)
                 )
+                found = details.get("causes") if isinstance(details, dict) else None
+                if isinstance(found, list):
+                    causes = tuple(str(c.get("reason")) for c in found if isinstance(c, dict))
         except (ValueError, RecursionError):
             pass
         if not message and body:
             text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
             message = short(text) if text.strip() else ""
+        error = self._error_for(status, message, what, bare)
+        error.causes = causes
+        return error
+
+    def _error_for(self, status: int | None, message: str, what: str, bare: bool) -> NodefailError:
         if status == 401:
             return AuthError(
                 f"the API server rejected the credentials of context {self.context!r} "
@@ -360,6 +369,20 @@ class Cluster:
 
     def get(self, path: str, **query: Any) -> Obj:
         return self.request("GET", path, query)
+
+    def get_object(self, path: str) -> Obj:
+        """GET one object that a mutation will be conditioned on: its metadata must carry a
+        name, a uid and a resourceVersion (the preconditions and tests sent with it), else
+        MalformedResponse (exit 14)."""
+        doc = self.get(path)
+        meta = doc.get("metadata")
+        for key in ("name", "uid", "resourceVersion"):
+            value = meta.get(key) if isinstance(meta, dict) else None
+            if not isinstance(value, str) or not value:
+                raise MalformedResponse(
+                    f"GET {path}: malformed answer from the API server: no metadata.{key}"
+                )
+        return doc
 
     def get_bytes(self, path: str, query: dict[str, Any] | None = None, accept: str = "") -> bytes:
         """One GET returning the raw 2xx body (for bulk lists decoded by `decode_json`): the

@@ -781,6 +781,7 @@ def test_a_step_is_sent_only_once_its_starting_event_is_written(
         (step,) = [s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod"]
         assert step["result"] == "failed", step
         assert step["detail"].startswith("starting Event not recorded: ")
+        assert f"namespace {ns} is being deleted, and on node {node}: " in step["detail"]
         assert "e2e: no kubectl-nodefail Events here" in step["detail"]
         assert step["detail"].endswith("; nothing sent")
         assert [e for e in _writes_between(cp, start, _now()) if e["verb"] == "delete"] == []
@@ -805,8 +806,9 @@ def test_a_step_is_sent_only_once_its_starting_event_is_written(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (step,) = [s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod"]
     assert step["result"] == "done", step
-    assert f"(its Event is on node {node}: namespace {ns} refused it: " in step["detail"]
-    assert "being terminated" in step["detail"]
+    assert step["detail"].endswith(
+        f" (its Event is on node {node}: namespace {ns} is being deleted)"
+    )
     events = cp.get("events", namespace="default")["items"]
     ours = [
         e
@@ -819,6 +821,8 @@ def test_a_step_is_sent_only_once_its_starting_event_is_written(
         "NodefailForceDeletePod",
     }
     assert all(e["message"].startswith(f"pod {ns}/kept: kubectl-nodefail ") for e in ours)
+    node_uid = cp.get("node", node)["metadata"]["uid"]
+    assert {e["involvedObject"].get("uid") for e in ours} == {node_uid}  # kubectl describe node
     wait_for("the namespace gone", lambda: cp.get("namespace", ns) is None, 60)
     cp.start_kubelet(node)
     wait_node_ready(cp, node)

@@ -468,3 +468,27 @@ def test_ctrl_c_does_not_wait_for_a_hanging_request(
     assert "Traceback" not in err
     if code == 130:
         assert one_line(err) == "interrupted"
+
+
+@pytest.mark.parametrize(
+    ("metadata", "missing"),
+    [
+        (None, "name"),
+        ({"uid": "u", "resourceVersion": "1"}, "name"),
+        ({"name": "n", "resourceVersion": "1"}, "uid"),
+        ({"name": "n", "uid": "u", "resourceVersion": ""}, "resourceVersion"),
+        ({"name": "n", "uid": 7, "resourceVersion": "1"}, "uid"),
+    ],
+)
+def test_an_object_to_act_on_without_its_identity_is_exit_14(
+    tmp_path: Path, metadata: object, missing: str
+) -> None:
+    """remediate conditions its patches and deletes on the name, uid and resourceVersion it
+    read: an answer lacking one is refused at the boundary, not sent on as an empty value."""
+    doc = {"kind": "Node"} if metadata is None else {"kind": "Node", "metadata": metadata}
+    body = json.dumps(doc).encode()
+    with serve(lambda n, m, p: (200, {"Content-Type": "application/json"}, body)) as api:
+        cluster = cluster_for(tmp_path, api.url)
+        with pytest.raises(MalformedResponse) as info:
+            cluster.get_object("/api/v1/nodes/n")
+    assert f"no metadata.{missing}" in info.value.line() and info.value.exit_code == 14
