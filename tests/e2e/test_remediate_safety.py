@@ -589,6 +589,23 @@ class _NodeChangesUnderPatches:
         return getattr(self.inner, name)
 
 
+def _run_raced(
+    plugin: Plugin, plan: Any, cluster: _NodeChangesUnderPatches, trail: Any = None
+) -> datetime:
+    """Run the plan through an executor on the raced cluster (a confirmed run for the audit
+    attribution); when it started."""
+    from kubectl_nodefail.actions import Executor
+
+    start = _now()
+    try:
+        executor = Executor(cluster, "e2e-test", trail, wait_timeout=5, stop=cluster.stop)  # type: ignore[arg-type]
+        executor.run(plan)
+    finally:
+        cluster.close()
+        plugin.runs.append(Run("remediate", True, start, _now()))
+    return start
+
+
 def _node_patch_codes(cp: ControlPlane, node: str, start: datetime) -> list[int]:
     return [
         e["responseStatus"]["code"]
@@ -619,14 +636,8 @@ def test_a_node_changing_under_the_patches(control_plane: ControlPlane, plugin: 
     # the step's and the release's patches are 1, 3 and 5; their retries 2, 4 and 6).
     cp.kubectl("taint", "node", node, f"{OOS}=nodeshutdown:NoExecute")
     plan = Plan("out-of-service", [step("remove-out-of-service")], [], [node])
-    cluster = _NodeChangesUnderPatches(cp, raced={1, 3, 5})
     trail = io.StringIO()
-    start = _now()
-    try:
-        Executor(cluster, "e2e-test", trail, wait_timeout=5).run(plan)  # type: ignore[arg-type]
-    finally:
-        cluster.close()
-        plugin.runs.append(Run("remediate", True, start, _now()))
+    start = _run_raced(plugin, plan, _NodeChangesUnderPatches(cp, raced={1, 3, 5}), trail)
     (done,) = plan.steps
     assert done.result == "done", done.detail
     assert "attempt 2: the node changed under the earlier ones" in done.detail
@@ -640,13 +651,7 @@ def test_a_node_changing_under_the_patches(control_plane: ControlPlane, plugin: 
     # A signal while the lock is being taken: the step never starts, the lock is released.
     cp.kubectl("taint", "node", node, f"{OOS}=nodeshutdown:NoExecute")
     plan = Plan("out-of-service", [step("remove-out-of-service")], [], [node])
-    cluster = _NodeChangesUnderPatches(cp, raced=set(), signal_at=1)
-    start = _now()
-    try:
-        Executor(cluster, "e2e-test", stop=cluster.stop, wait_timeout=5).run(plan)  # type: ignore[arg-type]
-    finally:
-        cluster.close()
-        plugin.runs.append(Run("remediate", True, start, _now()))
+    start = _run_raced(plugin, plan, _NodeChangesUnderPatches(cp, raced=set(), signal_at=1))
     (stopped,) = plan.steps
     assert (stopped.result, stopped.detail) == ("not started", "the run was interrupted first")
     assert (OOS, "NoExecute") in taint_keys(cp, node)
@@ -682,13 +687,7 @@ def test_a_node_changing_under_the_patches(control_plane: ControlPlane, plugin: 
         [],
         [node],
     )
-    cluster = _NodeChangesUnderPatches(cp, raced={2})
-    start = _now()
-    try:
-        Executor(cluster, "e2e-test", wait_timeout=5).run(plan)  # type: ignore[arg-type]
-    finally:
-        cluster.close()
-        plugin.runs.append(Run("remediate", True, start, _now()))
+    start = _run_raced(plugin, plan, _NodeChangesUnderPatches(cp, raced={2}))
     (skipped,) = plan.steps
     assert skipped.result == "skipped", skipped.detail
     assert "changed since the plan (precondition failed)" in skipped.detail
