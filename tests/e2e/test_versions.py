@@ -295,7 +295,7 @@ def test_kubelet_returns_and_everything_settles(matrix: Matrix, tmp_path: Path) 
         # Removed by a user with the project's roles only (deploy/rbac), not an admin.
         cp.kubectl("apply", "-f", str(REPO / "deploy" / "rbac"))
         roles = ["kubectl-nodefail-diagnose", "kubectl-nodefail-remediate"]
-        fixer = service_account_kubeconfig(cp, tmp_path, "fixer", roles, NS)
+        fixer = service_account_kubeconfig(cp, tmp_path, "versions-fixer", roles, NS)
         proc = matrix.plugin.run(
             "remediate", OOS, "--kubeconfig", str(fixer), "--confirm", "-o", "json"
         )
@@ -307,9 +307,9 @@ def test_kubelet_returns_and_everything_settles(matrix: Matrix, tmp_path: Path) 
             "kubectl-nodefail.io/out-of-service-removed-by"
         ]
         who = (
-            f"system:serviceaccount:{NS}:fixer"
+            f"system:serviceaccount:{NS}:versions-fixer"
             if matrix.minor >= 27
-            else "unknown user (context fixer)"
+            else "unknown user (context versions-fixer)"
         )
         assert by.startswith(f"{who} at "), by
     assert (OUT_OF_SERVICE, "NoExecute") not in taint_keys(cp, OOS)
