@@ -53,7 +53,7 @@ LOCK_MARGIN_SECONDS = 300  # a lock lasts the out-of-service wait plus this
 # again; the others were planned from more than the node (pods, lease, attestation, the cluster's
 # zones), so a change skips them and a re-run plans afresh.
 RETRIED_ON_NODE_CHANGE = frozenset({"remove-out-of-service"})
-NODE_CHANGE_ATTEMPTS = 3
+NODE_CHANGE_ATTEMPTS = 3  # also the tries at taking and releasing the lock
 
 # What each action needs, as (verb, group, resource); every mutating action also takes the
 # node lock (get + patch nodes).
@@ -436,7 +436,7 @@ class Executor:
             },
             sort_keys=True,
         )
-        for _ in range(3):
+        for _ in range(NODE_CHANGE_ATTEMPTS):
             try:
                 node = self.cluster.get_object(kube.node_path(name))
             except NotFound:
@@ -467,7 +467,7 @@ class Executor:
         for name, why in list(self._locks.items()):
             if why:
                 continue
-            for _ in range(3):
+            for _ in range(NODE_CHANGE_ATTEMPTS):
                 try:
                     node = self.cluster.get_object(kube.node_path(name))
                     held = _lock_of(node)
@@ -487,7 +487,8 @@ class Executor:
             else:
                 self.progress(
                     f"could not release the lock on node {name}: the node changed under each "
-                    f"of 3 attempts; it expires by itself (annotation {ANNOTATION_LOCK})"
+                    f"of {NODE_CHANGE_ATTEMPTS} attempts; it expires by itself "
+                    f"(annotation {ANNOTATION_LOCK})"
                 )
         self._locks.clear()
 
