@@ -648,6 +648,18 @@ def test_a_node_changing_under_the_patches(control_plane: ControlPlane, plugin: 
     assert [line["result"] for line in lines] == ["starting", "retrying", "done"]
     assert "attempt 1 refused: node flaky-t7 changed between our read" in lines[1]["detail"]
 
+    # Raced under every attempt (patches 2, 3 and 4, after the lock's): given up, taint kept.
+    cp.kubectl("taint", "node", node, f"{OOS}=nodeshutdown:NoExecute")
+    plan = Plan("out-of-service", [step("remove-out-of-service")], [], [node])
+    start = _run_raced(plugin, plan, _NodeChangesUnderPatches(cp, raced={2, 3, 4}))
+    (given_up,) = plan.steps
+    assert given_up.result == "skipped", given_up.detail
+    assert given_up.detail.endswith("; 3 times in a row, given up; re-run"), given_up.detail
+    assert (OOS, "NoExecute") in taint_keys(cp, node)
+    assert LOCK not in _annotations(cp, node)
+    assert _node_patch_codes(cp, node, start) == [200, 422, 422, 422, 200]
+    cp.kubectl("taint", "node", node, f"{OOS}-")
+
     # A signal while the lock is being taken: the step never starts, the lock is released.
     cp.kubectl("taint", "node", node, f"{OOS}=nodeshutdown:NoExecute")
     plan = Plan("out-of-service", [step("remove-out-of-service")], [], [node])
