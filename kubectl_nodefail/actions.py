@@ -29,6 +29,7 @@ from urllib.parse import quote
 
 from kubectl_nodefail import __version__, kube
 from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis.advice import holding_finalizers
 from kubectl_nodefail.analysis.nodes import is_ready
 from kubectl_nodefail.errors import ApiError, Conflict, Forbidden, NodefailError, NotFound
 from kubectl_nodefail.plan import (
@@ -36,7 +37,6 @@ from kubectl_nodefail.plan import (
     Plan,
     Step,
     finalizer_owner,
-    holding_finalizers,
 )
 from kubectl_nodefail.planfile import step_problem
 from kubectl_nodefail.snapshot import Obj, format_time, parse_time

@@ -271,7 +271,8 @@ OWNER = obj(
         podFailurePolicy=ANY,
         selector=ANY,
     ),
-    status=obj(currentRevision=STR, updateRevision=STR),
+    # conditions: a Job's Complete / Failed (a finished Job replaces nothing)
+    status=obj(currentRevision=STR, updateRevision=STR, conditions=ListOf(CONDITION)),
 )
 ITEM = obj(kind=STR)  # checked first: the kind picks the schema
 UNSORTED = obj(("metadata",), metadata=METADATA)  # no kind: left out of the snapshot

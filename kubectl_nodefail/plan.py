@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
-from kubectl_nodefail.analysis import versions
+from kubectl_nodefail.analysis import advice, versions
+from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER
 from kubectl_nodefail.analysis.diagnose import MASS_FAILURE_NODES, MASS_FAILURE_SHARE
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.zones import NORMAL
@@ -20,7 +21,6 @@ from kubectl_nodefail.snapshot import format_time
 STRATEGIES = ("auto", "out-of-service", "force-delete", "delete-node")
 REPLACEABLE = {"deployment", "replicaset", "replicationcontroller"}
 JOBS = {"job", "cronjob"}
-JOB_TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 ACTIONS = (
     "wait",
     "finalizer-held",
@@ -35,29 +35,9 @@ POD_ACTIONS = frozenset({"finalizer-held", "force-delete-pod"})
 
 
 def _cosmetic(pod: PodFinding) -> bool:
-    """Stuck but harmless: its replacement runs (or, for a Job, ran), and it holds no volume.
-
-    A replacement that is `not-yet` there is not cosmetic: nothing stands in for the pod yet,
-    and a pod tolerating the unreachable taint for ever is never evicted, so never replaced.
-    """
-    if pod.storage:
-        return False
-    if pod.controller in REPLACEABLE:
-        return pod.replacement.state == "running"
-    return pod.controller in JOBS and pod.replacement.state in ("running", "finished")
-
-
-def holding_finalizers(finalizers: list[str], terminating: bool, strategy: str) -> list[str]:
-    """The finalizers that keep a pod's object after this strategy's (force) deletion.
-
-    Every finalizer holds a force-deleted object until whoever added it removes it, with one
-    exception: the Job controller's tracking finalizer. It goes once the Job counts the pod as
-    failed: at its deletion under podReplacementPolicy TerminatingOrFailed (the default), so a
-    pod still carrying it while Terminating belongs to a Job that waits for phase Failed; PodGC
-    (out-of-service, delete-node) sets phase Failed before force-deleting, which releases both.
-    """
-    releasing = strategy in ("out-of-service", "delete-node") or not terminating
-    return [f for f in finalizers if not (f == JOB_TRACKING_FINALIZER and releasing)]
+    """Stuck but harmless: nothing needs it (replaced, not wanted, finished); the same decision
+    diagnose words as its advice (advice.disposition)."""
+    return advice.disposition(pod, "out-of-service")[0] == advice.COSMETIC
 
 
 def finalizer_owner(finalizer: str, namespace: str, name: str) -> str:
@@ -194,6 +174,14 @@ def _wait_step(node: NodeFinding, pod: PodFinding, why: str) -> Step:
     )
 
 
+def _cosmetic_why(pod: PodFinding) -> str:
+    if pod.phase in ("Succeeded", "Failed"):
+        return f"finished ({pod.phase}) before its deletion: nothing waits on it"
+    if pod.replacement.state == "not-wanted":
+        return f"not wanted by its owner ({pod.replacement.summary}); the stuck object is cosmetic"
+    return "replaceable: the replacement already runs; the stuck object is cosmetic"
+
+
 def _finalizer_step(node: NodeFinding, pod: PodFinding, holders: list[str]) -> Step:
     """A pod no step of this tool releases: its finalizers keep the object, whatever we do."""
     owners = "; ".join(finalizer_owner(f, pod.namespace, pod.name) for f in holders)
@@ -246,29 +234,25 @@ def _node_steps(
     gate = "shutdown confirmed: " + "; ".join(evidence) if gate_ok else unlock
     blocked: list[PodFinding] = []  # what only a destructive step releases
     for pod in pods:
-        if pod.controller in ("daemonset", "mirror"):
+        what, held = advice.disposition(pod, strategy)
+        if what == advice.RESUMES:
             steps.append(
                 _wait_step(
                     node, pod, f"{pod.controller} pod: never acted on; it resumes with the node"
                 )
             )
-        elif _cosmetic(pod):
+        elif what == advice.COSMETIC:
+            steps.append(_wait_step(node, pod, _cosmetic_why(pod)))
+        elif what == advice.FINALIZER_HELD:
+            steps.append(_finalizer_step(node, pod, held))
+        elif what == advice.REPLACEMENT_PROBLEM:
             steps.append(
                 _wait_step(
                     node,
                     pod,
-                    "replaceable: "
-                    + (
-                        "the replacement already runs; the stuck object is cosmetic"
-                        if pod.terminating
-                        else f"evicted by Kubernetes at {format_time(pod.eviction_at)}"
-                        if pod.eviction_at
-                        else "replaced once evicted"
-                    ),
+                    f"replaced, but {pod.replacement.summary}: freeing this pod does not help",
                 )
             )
-        elif held := holding_finalizers(pod.finalizers, pod.terminating, strategy):
-            steps.append(_finalizer_step(node, pod, held))
         elif not pod.terminating and pod.eviction_at is not None and not gate_ok:
             steps.append(
                 _wait_step(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubectl_nodefail.analysis import facts, versions
 from kubectl_nodefail.analysis.eviction import EvictionTime
-from kubectl_nodefail.analysis.findings import Action, NodeFinding, Replacement
+from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Replacement
 from kubectl_nodefail.analysis.nodes import kubelet_alive
 
 OUT_OF_SERVICE_TAINT = f"{facts.TAINT_OUT_OF_SERVICE}=nodeshutdown:NoExecute"
@@ -64,17 +64,77 @@ def _with_finalizers(action: Action, finalizers: list[str]) -> Action:
     return action
 
 
+JOB_TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
+JOBS = ("job", "cronjob")
+
+
+def default_strategy(server_minor: int | None) -> str:
+    """What `remediate` does without --strategy: the out-of-service taint where the server
+    has it, else force deletion."""
+    return "out-of-service" if versions.out_of_service_usable(server_minor) else "force-delete"
+
+
+def holding_finalizers(finalizers: list[str], terminating: bool, strategy: str) -> list[str]:
+    """The finalizers that keep a pod's object after this strategy's (force) deletion.
+
+    Every finalizer holds a force-deleted object until whoever added it removes it, with one
+    exception: the Job controller's tracking finalizer. It goes once the Job counts the pod as
+    failed: at its deletion under podReplacementPolicy TerminatingOrFailed (the default), so a
+    pod still carrying it while Terminating belongs to a Job that waits for phase Failed; PodGC
+    (out-of-service, delete-node) sets phase Failed before force-deleting, which releases both.
+    """
+    releasing = strategy in ("out-of-service", "delete-node") or not terminating
+    return [f for f in finalizers if not (f == JOB_TRACKING_FINALIZER and releasing)]
+
+
+# What becomes of a pod on a failed node: the one decision diagnose advises on and remediate
+# plans from (plan.py acts on it; for_pod words it).
+RESUMES = "resumes"  # DaemonSet and static pods: never acted on, back with the node
+COSMETIC = "cosmetic"  # nothing needs it: replaced, not wanted, or finished
+FINALIZER_HELD = "finalizer-held"  # finalizers keep it whatever this tool does
+REPLACEMENT_PROBLEM = (
+    "replacement-problem"  # replaced by a pod that cannot run: freeing it won't help
+)
+RELEASE = (
+    "release"  # only the kubelet, the out-of-service taint, a force delete or deleting the Node
+)
+
+
+def disposition(pod: PodFinding, strategy: str) -> tuple[str, list[str]]:
+    """(what becomes of the pod, the finalizers that hold it under `strategy`)."""
+    if pod.controller in ("daemonset", "mirror"):
+        return RESUMES, []
+    held = holding_finalizers(pod.finalizers, pod.terminating, strategy)
+    finished = pod.terminating and pod.phase in ("Succeeded", "Failed")
+    if finished:
+        return (FINALIZER_HELD, held) if held else (COSMETIC, [])
+    state = pod.replacement.state
+    if not pod.storage:
+        if state == "not-wanted" or (pod.controller in REPLICA_KINDS and state == "running"):
+            return COSMETIC, []
+        if pod.controller in JOBS and state in ("running", "finished"):
+            return COSMETIC, []
+    if held:
+        return FINALIZER_HELD, held
+    if (
+        pod.terminating
+        and not pod.storage
+        and (pod.controller in REPLICA_KINDS or pod.controller in JOBS)
+        and state in ("pending", "missing")
+    ):
+        return REPLACEMENT_PROBLEM, []
+    return RELEASE, []
+
+
 def for_pod(
-    kind: str,
-    namespace: str,
-    name: str,
+    pod: PodFinding,
     node: NodeFinding | None,
-    terminating: bool,
-    replacement: Replacement,
     eviction: EvictionTime | None,
     holds_rwo: bool,
-    finalizers: list[str],
+    strategy: str,
 ) -> Action:
+    kind, namespace, name = pod.controller, pod.namespace, pod.name
+    terminating, replacement, finalizers = pod.terminating, pod.replacement, pod.finalizers
     if node is None or not node.failed:
         return _elsewhere(namespace, name, finalizers)
     if kind == "mirror":
@@ -91,6 +151,39 @@ def for_pod(
             "none",
             remediate=remediate_cmd(node.name),
         )
+    what, held = disposition(pod, strategy)
+    if what == FINALIZER_HELD:
+        who = "; ".join(f"{f}: removed by {finalizer_owner(f)}" for f in held)
+        finished = pod.phase in ("Succeeded", "Failed")
+        return Action(
+            "finalizer-held",
+            f"held by finalizers ({who}): neither the out-of-service taint nor a force delete "
+            "removes the object, so nothing remediate does releases it"
+            + (
+                f". It had finished ({pod.phase}): nothing waits on it"
+                if finished
+                else "; find out why that controller has not removed them"
+            ),
+            "none",
+        )
+    if what == COSMETIC:
+        if pod.phase in ("Succeeded", "Failed"):
+            lead = f"it had finished ({pod.phase}): nothing waits on it"
+        elif replacement.state == "not-wanted":
+            lead = f"cosmetic: no replacement is wanted ({replacement.summary})"
+        else:
+            lead = "cosmetic: the replacement already serves"
+        return _with_finalizers(
+            Action(
+                "wait",
+                f"{lead}. Clean up when the node returns, or delete the Node object if the "
+                "machine is gone for good",
+                "low",
+                kubectl=f"kubectl delete node {node.name}",
+                remediate=remediate_cmd(node.name, "--strategy delete-node"),
+            ),
+            finalizers,
+        )
     if kubelet_alive(node) and not node.shutdown_evidence:
         return _with_finalizers(
             Action(
@@ -103,11 +196,37 @@ def for_pod(
             ),
             finalizers,
         )
+    if what == REPLACEMENT_PROBLEM:
+        return _replacement_problem(namespace, name, replacement)
     if not terminating:
         action = _not_evicted(kind, node, replacement, eviction, holds_rwo)
     else:
-        action = _terminating(kind, namespace, name, node, replacement, holds_rwo)
+        action = _terminating(kind, namespace, name, node, holds_rwo)
     return _with_finalizers(action, finalizers)
+
+
+def _replacement_problem(namespace: str, name: str, replacement: Replacement) -> Action:
+    """Replaced by a pod that does not run: freeing the stuck one changes nothing."""
+    if replacement.state == "pending":
+        if replacement.pending_reason.startswith("pinned"):
+            return Action(
+                "investigate",
+                "the replacement is pinned to the failed node: bring the "
+                "node back or relax the selector/affinity; deleting pods will not help",
+                "low",
+            )
+        return Action(
+            "investigate",
+            f"the replacement is Pending ({replacement.pending_reason}): fix that; "
+            "deleting this pod will not help",
+            "low",
+        )
+    return Action(
+        "investigate",
+        f"no replacement serves ({replacement.summary}): check the owner's events",
+        "low",
+        kubectl=f"kubectl describe pod -n {namespace} {name}",
+    )
 
 
 def _elsewhere(namespace: str, name: str, finalizers: list[str]) -> Action:
@@ -142,7 +261,7 @@ def _not_evicted(
     if eviction is not None and eviction.at is not None:
         return Action(
             "wait",
-            "wait for eviction; the controller then handles it",
+            "wait for eviction; " + _after_eviction(kind, replacement, holds_rwo),
             "none",
             until=eviction.at,
             remediate=remediate_cmd(node.name),
@@ -185,6 +304,25 @@ def _not_evicted(
         + ": free it",
         terminating=False,
     )
+
+
+def _after_eviction(kind: str, replacement: Replacement, holds_rwo: bool) -> str:
+    """What eviction brings for this pod: a replacement, or a Terminating pod that needs the
+    machine confirmed off before anything frees it."""
+    if replacement.state == "not-wanted":
+        return "nothing replaces it (none is wanted)"
+    if kind == "bare":
+        return "no controller recreates a bare pod: it is lost unless you re-create it"
+    if kind == "statefulset" or holds_rwo:
+        return (
+            "it then stays Terminating and blocks its replacement (fixed name or a single-node "
+            "volume) until the machine is confirmed off and it is freed"
+        )
+    if replacement.state == "blocked":
+        return "it then stays Terminating: its owner waits for it to fail before replacing it"
+    if kind in REPLICA_KINDS or kind in JOBS:
+        return "the controller then creates a replacement"
+    return "what follows depends on its owner"
 
 
 def _free_it(
@@ -236,47 +374,10 @@ def _terminating(
     namespace: str,
     name: str,
     node: NodeFinding,
-    replacement: Replacement,
     holds_rwo: bool,
 ) -> Action:
-    """A pod evicted or deleted, held by a kubelet that never confirms."""
-    jobs = kind in ("job", "cronjob")
-    replaced = replacement.state in ("running", "finished", "pending")
-    if (kind in REPLICA_KINDS or (jobs and replaced)) and not holds_rwo:
-        if replacement.state == "pending":
-            if replacement.pending_reason.startswith("pinned"):
-                return Action(
-                    "investigate",
-                    "the replacement is pinned to the failed node: bring the "
-                    "node back or relax the selector/affinity; deleting pods will not help",
-                    "low",
-                )
-            return Action(
-                "investigate",
-                f"the replacement is Pending ({replacement.pending_reason}): fix that; "
-                "deleting this pod will not help",
-                "low",
-            )
-        if replacement.state in ("running", "finished", "none"):
-            what = (
-                "no replacement is wanted (scaled to 0)"
-                if replacement.state == "none"
-                else "the replacement already serves"
-            )
-            return Action(
-                "wait",
-                f"cosmetic: {what}. Clean up when the node "
-                "returns, or delete the Node object if the machine is gone for good",
-                "low",
-                kubectl=f"kubectl delete node {node.name}",
-                remediate=remediate_cmd(node.name, "--strategy delete-node"),
-            )
-        return Action(
-            "investigate",
-            f"no replacement serves ({replacement.summary}): check the owner's events",
-            "low",
-            kubectl=f"kubectl describe pod -n {namespace} {name}",
-        )
+    """A pod evicted or deleted, held by a kubelet that never confirms, that only a destructive
+    step frees (replaced and cosmetic pods are decided in `disposition`)."""
     if kind == "bare":
         return Action(
             "investigate",

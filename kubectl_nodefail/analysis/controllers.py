@@ -1,15 +1,26 @@
 """Per controller type: why a pod on a failed node is stuck, what replaces it, and what happens
-if the node returns. The knowledge comes from the controllers' sources (see the reference doc)."""
+if the node returns. The knowledge comes from the controllers' sources (see the reference doc).
+
+Every statement is a claim (claims.py) with the snapshot facts it rests on. A statement true in
+the usual case is made only where its premise holds: the owner still wants the pod (replica
+count, ordinal range, a Job not yet finished), the pod had not finished, no finalizer holds it,
+a replacement exists and is in the state named.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact
 from kubectl_nodefail.analysis.findings import Replacement
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
 from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time, shifted
+
+# Finalizers that Kubernetes' own controllers remove by themselves while the node is down.
+SELF_REMOVED_FINALIZERS = {"batch.kubernetes.io/job-tracking"}
 
 
 @dataclass
@@ -25,10 +36,49 @@ class Context:
     failed_nodes: set[str]
     terminating: bool
     now: datetime
+    owner_kinds: list[str] = field(default_factory=list)  # the kinds of `owners`, same order
 
     @property
     def name(self) -> str:
         return str(self.pod["metadata"]["name"])
+
+    @property
+    def phase(self) -> str:
+        return str((self.pod.get("status") or {}).get("phase") or "")
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def foreign_finalizers(self) -> list[str]:
+        return [
+            f
+            for f in self.pod["metadata"].get("finalizers") or []
+            if f not in SELF_REMOVED_FINALIZERS
+        ]
+
+    def owner_ref_fact(self) -> Premise:
+        """The pod's controlling owner reference, by its kind (or that it has none)."""
+        refs = self.pod["metadata"].get("ownerReferences") or []
+        if not refs:
+            return self.pod_fact("metadata.ownerReferences")
+        ref = next((r for r in refs if r.get("controller")), refs[0])
+        return self.pod_fact(f"metadata.ownerReferences[kind={ref.get('kind')}].name")
+
+    def pod_fact(self, path: str) -> Premise:
+        return fact("Pod", self.pod, path)
+
+    def owner_fact(self, index: int, path: str) -> Premise:
+        return fact(self.owner_kinds[index], self.owners[index], path)
+
+
+@dataclass
+class Explained:
+    """A rule's result: its claims (in sections why/replacement/returns) and the replacement."""
+
+    claims: list[Claim]
+    replacement: Replacement
 
 
 def _active(pod: Obj, failed_nodes: set[str]) -> bool:
@@ -41,31 +91,65 @@ def _active(pod: Obj, failed_nodes: set[str]) -> bool:
     )
 
 
+# "0/5 nodes are available: 1 node(s) had untolerated taint {...}, 4 node(s) didn't match ...
+# preemption: ..." -> the per-reason parts, as the scheduler wrote them.
+_AVAILABLE = re.compile(r"^\s*\d+/\d+ nodes are available:\s*(.*)$", re.S)
+_PART = re.compile(r"(\d+) (node\(s\) [^,]*?)(?=, \d+ node\(s\) |\.\s*preemption:|\.?\s*$)", re.S)
+
+
+def scheduler_reasons(message: str) -> list[str]:
+    """The scheduler's per-node reasons ('4 node(s) didn't match pod anti-affinity rules'), in
+    its order; [] when the message is not in that form."""
+    m = _AVAILABLE.match(message)
+    if not m:
+        return []
+    return [f"{n} {what.strip()}" for n, what in _PART.findall(m.group(1))]
+
+
+def scheduled_condition(pod: Obj) -> Obj | None:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") != "True":
+            return dict(cond)
+    return None
+
+
 def pending_reason(pod: Obj, dead_node: str) -> str:
-    """Why a replacement does not schedule, from its PodScheduled condition and spec."""
+    """Why a replacement does not schedule: its own spec where it names the failed node, else
+    the scheduler's message as written (never a cause guessed from a keyword)."""
     spec = pod.get("spec") or {}
     selector = spec.get("nodeSelector") or {}
     if selector.get(facts.LABEL_HOSTNAME) == dead_node:
         return f"pinned: nodeSelector {facts.LABEL_HOSTNAME}={dead_node} names the failed node"
-    message = ""
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "PodScheduled" and cond.get("status") != "True":
-            message = cond.get("message") or cond.get("reason") or ""
-    low = message.lower()
+    if _required_hosts(spec) == [dead_node]:
+        return (
+            f"pinned: its required node affinity allows only {facts.LABEL_HOSTNAME} "
+            f"{dead_node}, the failed node"
+        )
+    cond = scheduled_condition(pod)
+    message = (cond or {}).get("message") or (cond or {}).get("reason") or ""
+    reasons = scheduler_reasons(message)
+    if reasons:
+        return "the scheduler found no node: " + "; ".join(reasons)
+    if message:
+        return f"the scheduler says: {message}"
+    return "not scheduled yet (no scheduler message)"
+
+
+def _required_hosts(spec: Obj) -> list[str] | None:
+    """The hostnames a required node affinity allows, when it is one `hostname In [...]` term."""
     required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    if "volume node affinity conflict" in low:
-        return f"local volume: its PV is bound to a node it cannot use ({message})"
-    if "node affinity/selector" in low or ("affinity" in low and required):
-        return f"pinned by node selector/affinity to nodes that are not available ({message})"
-    if "insufficient" in low:
-        return f"not enough resources on healthy nodes ({message})"
-    if "untolerated taint" in low:
-        return f"healthy nodes carry taints it does not tolerate ({message})"
-    if message:
-        return message
-    return "not scheduled yet (no scheduler message)"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+    if len(terms) != 1:
+        return None
+    exprs = terms[0].get("matchExpressions") or []
+    if len(exprs) != 1 or terms[0].get("matchFields"):
+        return None
+    e = exprs[0]
+    if e.get("key") != facts.LABEL_HOSTNAME or e.get("operator") != "In":
+        return None
+    return list(e.get("values") or [])
 
 
 def _replacements(ctx: Context, owner_uid: str, finished_too: bool = False) -> list[Obj]:
@@ -88,85 +172,215 @@ def _replacements(ctx: Context, owner_uid: str, finished_too: bool = False) -> l
     return out
 
 
-def _describe_found(pods: list[Obj], dead_node: str, what: str) -> Replacement:
-    def where(found: list[Obj]) -> str:
-        return ", ".join(f"{p['metadata']['name']} on {p['spec'].get('nodeName')}" for p in found)
+def _where(found: list[Obj]) -> str:
+    return ", ".join(f"{p['metadata']['name']} on {p['spec'].get('nodeName')}" for p in found)
 
+
+def _found(pods: list[Obj], dead_node: str, what: str) -> tuple[Replacement, Claim]:
+    """A replacement found: Running, finished or Pending, with the facts that say so."""
     names = [p["metadata"]["name"] for p in pods]
     running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
     if running:
-        return Replacement("running", f"{what} Running: {where(running)}", names)
+        rep = Replacement("running", f"{what} Running: {_where(running)}", names)
+        because = [fact("Pod", p, "status.phase") for p in running]
+        because += [fact("Pod", p, "spec.nodeName") for p in running]
+        return rep, claim("replacement", "replacement", rep.summary, *because)
     done = [p for p in pods if (p.get("status") or {}).get("phase") in TERMINAL_PHASES]
     if done:
         phases = "/".join(sorted({p["status"]["phase"] for p in done}))
-        return Replacement(
-            "finished", f"{what} already ran to the end ({phases}): {where(done)}", names
+        rep = Replacement("finished", f"{what} already ran to the end ({phases}): {_where(done)}")
+        rep.pods = names
+        return rep, claim(
+            "replacement",
+            "replacement",
+            rep.summary,
+            *(fact("Pod", p, "status.phase") for p in done),
         )
     pending = pods[0]
     reason = pending_reason(pending, dead_node)
-    return Replacement(
+    rep = Replacement(
         "pending",
         f"{what} {pending['metadata']['name']} is Pending: {reason}",
         names,
         pending_reason=reason,
     )
+    because = [fact("Pod", pending, "status.phase"), fact("Pod", pending, "spec.nodeName")]
+    if scheduled_condition(pending) is not None:
+        because.append(fact("Pod", pending, "status.conditions[type=PodScheduled].message"))
+    return rep, claim("blocked-by", "replacement", rep.summary, *because)
 
 
-def replicaset(ctx: Context) -> tuple[str, Replacement, str]:
+def _returns_after_replacement(rep: Replacement) -> str:
+    """What becomes of the replacement when the old node returns, from its state only."""
+    if rep.state == "running":
+        return "the replacement keeps running."
+    if rep.state == "finished":
+        return "the replacement's result stands."
+    if rep.state == "pending":
+        return (
+            "the Pending replacement is scheduled again (the returning node is a candidate "
+            "once its taints are lifted)."
+        )
+    if rep.state == "not-wanted":
+        return "nothing is recreated (the owner wants no replacement)."
+    return "nothing else is recreated by that alone."
+
+
+def _finished(ctx: Context) -> Explained:
+    """A pod that had run to completion, then was deleted: the API server removes a finished
+    pod at once (grace period 0, no kubelet needed), so only finalizers keep its object."""
+    phase = ctx.phase
+    held = ctx.foreign_finalizers
+    why = [
+        claim(
+            "finished",
+            "why",
+            f"it had already {'succeeded' if phase == 'Succeeded' else 'failed'} (phase "
+            f"{phase}) before it was deleted: its work is over, and a finished pod is removed "
+            "without waiting for its kubelet.",
+            ctx.pod_fact("status.phase"),
+            ctx.pod_fact("metadata.deletionTimestamp"),
+        )
+    ]
+    if held:
+        why.append(
+            claim(
+                "held-by-finalizers",
+                "why",
+                f"Only finalizers {', '.join(held)} keep the object; nothing waits on it.",
+                ctx.pod_fact("metadata.finalizers"),
+            )
+        )
+    rep = Replacement("not-needed", f"none needed: the pod had finished ({phase})")
+    counted = f"; its owner counted it as {phase.lower()} when it finished" if ctx.owners else ""
+    return Explained(
+        [
+            *why,
+            claim("counts-as", "replacement", rep.summary + counted, ctx.pod_fact("status.phase")),
+            claim(
+                "if-node-returns",
+                "returns",
+                "nothing changes for it: the kubelet has nothing left to stop"
+                + (", and the object stays until its finalizers are removed." if held else "."),
+                ctx.pod_fact("status.phase"),
+                ctx.pod_fact("metadata.finalizers"),
+            ),
+        ],
+        rep,
+    )
+
+
+def _released_by(ctx: Context) -> Claim:
+    """What ends the wait for a kubelet that never confirms, and what it cannot release."""
+    held = ctx.foreign_finalizers
+    if held:
+        return claim(
+            "released-by",
+            "why",
+            "The kubelet returning, deleting the Node object, a force delete or the "
+            "out-of-service taint would end only the wait for the kubelet: finalizers "
+            f"{', '.join(held)} keep the object (and its name) until whoever set them removes "
+            "them. Forcing while the old process may still run also breaks at-most-one "
+            "(split brain, data loss).",
+            ctx.pod_fact("metadata.finalizers"),
+        )
+    return claim(
+        "released-by",
+        "why",
+        "Released only by the kubelet returning, deleting the Node object, a force delete, or "
+        "the out-of-service taint; forcing it while the old process may still run breaks "
+        "at-most-one (split brain, data loss).",
+        ctx.pod_fact("metadata.finalizers"),
+    )
+
+
+def replicaset(ctx: Context) -> Explained:
     rs = ctx.owners[0] if ctx.owners else None
     owner = (
         "Deployment " + ctx.owners[1]["metadata"]["name"]
         if len(ctx.owners) > 1
         else ("ReplicaSet " + (rs["metadata"]["name"] if rs else "?"))
     )
-    why = (
-        f"{owner} counts a Terminating pod as gone and creates a replacement at once, so this "
-        "stuck pod is mostly cosmetic: it only holds its name in listings (and RWO volumes)."
-    )
+    desired = ((rs or {}).get("spec") or {}).get("replicas", 1)
+    wants: list[Premise] = [ctx.owner_fact(0, "spec.replicas")] if rs is not None else []
+    out: list[Claim] = []
     if not ctx.terminating:
-        why = (
-            f"{owner} still counts this pod as a live replica: nothing replaces it until it is "
-            "evicted (then a replacement is created at once)."
-        )
-        rep = Replacement("not-yet", "none yet: created when the pod is evicted")
-    elif rs is None:
-        rep = Replacement("unknown", "owner not read: cannot look for the replacement")
-    else:
-        found = _replacements(ctx, rs["metadata"]["uid"])
-        if found:
-            rep = _describe_found(found, ctx.node, "replacement")
+        if rs is not None and desired == 0:
+            rep = Replacement("not-wanted", "none: the ReplicaSet wants 0 replicas now")
+            text = f"{owner} wants 0 replicas now: it deletes this pod and replaces nothing."
         else:
-            desired = (rs.get("spec") or {}).get("replicas", 1)
-            active = [
-                p
-                for p in ctx.snap.pods_owned_by(rs["metadata"]["uid"])
-                if _active(p, ctx.failed_nodes)
-            ]
-            if desired == 0:
-                rep = Replacement(
-                    "none",
-                    "the ReplicaSet was scaled to 0 (rollout or scale-down): "
-                    "no replacement is wanted",
-                )
-            elif len(active) >= desired:
-                rep = Replacement(
-                    "running",
-                    f"{len(active)}/{desired} replicas active elsewhere",
-                    [p["metadata"]["name"] for p in active],
-                )
-            else:
-                rep = Replacement(
-                    "missing",
-                    f"{len(active)}/{desired} replicas active and no "
-                    "replacement pod found (quota, admission or a controller problem: "
-                    "check the ReplicaSet's events)",
-                )
-    returns = (
-        "kubelet stops the old containers and removes the object; the replacement keeps running."
-        if ctx.terminating
-        else "the pod carries on (its containers may never have stopped); taints are lifted."
-    )
-    return why, rep, returns
+            rep = Replacement("not-yet", "none yet: created when the pod is evicted")
+            text = (
+                f"{owner} still counts this pod as a live replica: nothing replaces it until it "
+                "is evicted (then a replacement is created at once)."
+            )
+        out += [
+            claim("counts-as", "why", text, ctx.pod_fact("metadata.deletionTimestamp"), *wants),
+            claim(
+                "replacement",
+                "replacement",
+                rep.summary,
+                ctx.pod_fact("metadata.deletionTimestamp"),
+            ),
+            claim(
+                "if-node-returns",
+                "returns",
+                "the pod carries on (its containers may never have stopped); taints are lifted.",
+                ctx.pod_fact("metadata.deletionTimestamp"),
+            ),
+        ]
+        return Explained(out, rep)
+    if rs is None:
+        rep = Replacement("unknown", "owner not read: cannot look for the replacement")
+        rep_claim = claim("replacement", "replacement", rep.summary)
+    elif found := _replacements(ctx, rs["metadata"]["uid"]):
+        rep, rep_claim = _found(found, ctx.node, "replacement")
+    else:
+        active = [
+            p for p in ctx.snap.pods_owned_by(rs["metadata"]["uid"]) if _active(p, ctx.failed_nodes)
+        ]
+        counted = [*wants, *(fact("Pod", p, "status.phase") for p in active)]
+        if desired == 0:
+            rep = Replacement(
+                "not-wanted",
+                "the ReplicaSet was scaled to 0 (rollout or scale-down): no replacement is wanted",
+            )
+        elif len(active) >= desired:
+            rep = Replacement(
+                "running",
+                f"{len(active)}/{desired} replicas active elsewhere",
+                [p["metadata"]["name"] for p in active],
+            )
+        else:
+            rep = Replacement(
+                "missing",
+                f"{len(active)}/{desired} replicas active and no replacement pod found (quota, "
+                "admission or a controller problem: check the ReplicaSet's events)",
+            )
+        rep_claim = claim("owner-wants", "replacement", rep.summary, *counted)
+    if desired == 0:
+        text = (
+            f"{owner} counts a Terminating pod as gone and wants 0 replicas now: nothing "
+            "replaces it, and the stuck object only holds its name in listings (and RWO volumes)."
+        )
+    else:
+        text = (
+            f"{owner} counts a Terminating pod as gone and creates a replacement at once, so this "
+            "stuck pod is mostly cosmetic: it only holds its name in listings (and RWO volumes)."
+        )
+    out += [
+        claim("counts-as", "why", text, ctx.pod_fact("metadata.deletionTimestamp"), *wants),
+        rep_claim,
+        claim(
+            "if-node-returns",
+            "returns",
+            "kubelet stops the old containers and removes the object; "
+            + _returns_after_replacement(rep),
+            ctx.pod_fact("metadata.deletionTimestamp"),
+            *rep_claim.because,
+        ),
+    ]
+    return Explained(out, rep)
 
 
 def _ordinal(pod_name: str, sts_name: str) -> int | None:
@@ -176,6 +390,12 @@ def _ordinal(pod_name: str, sts_name: str) -> int | None:
 
 def _ordinals(values: list[int]) -> str:
     return ", ".join(str(v) for v in sorted(values))
+
+
+def _ordinal_range(start: int, replicas: int) -> str:
+    if replicas <= 0:
+        return "no ordinals"
+    return f"ordinal {start}" if replicas == 1 else f"ordinals {start}-{start + replicas - 1}"
 
 
 def statefulset_work(sts: Obj, snap: Snapshot, stuck: str) -> str:
@@ -213,10 +433,24 @@ def statefulset_work(sts: Obj, snap: Snapshot, stuck: str) -> str:
     return "pending in StatefulSet " + name + ": " + "; ".join(parts)
 
 
-def statefulset(ctx: Context) -> tuple[str, Replacement, str]:
+def statefulset(ctx: Context) -> Explained:
     sts = ctx.owners[0] if ctx.owners else None
-    policy = ((sts or {}).get("spec") or {}).get("podManagementPolicy") or "OrderedReady"
+    spec = (sts or {}).get("spec") or {}
+    policy = spec.get("podManagementPolicy") or "OrderedReady"
     name = sts["metadata"]["name"] if sts else "?"
+    replicas = spec.get("replicas", 1)
+    start = (spec.get("ordinals") or {}).get("start", 0)
+    ordinal = _ordinal(ctx.name, name) if sts else None
+    wanted = sts is None or ordinal is None or start <= ordinal < start + replicas
+    owner_wants = (
+        [
+            ctx.owner_fact(0, "spec.replicas"),
+            ctx.owner_fact(0, "spec.ordinals"),
+            ctx.pod_fact("metadata.name"),
+        ]
+        if sts is not None
+        else []
+    )
     if policy == "OrderedReady":
         block = (
             "podManagementPolicy OrderedReady: the stuck ordinal also blocks creating higher "
@@ -231,44 +465,97 @@ def statefulset(ctx: Context) -> tuple[str, Replacement, str]:
         )
     if sts is not None:
         block += f" ({statefulset_work(sts, ctx.snap, ctx.name)})"
-    why = (
-        f"StatefulSet {name} gives each ordinal one fixed name and creates {ctx.name} again only "
-        "when the old object is gone (at-most-one identity). A dead kubelet never confirms the "
-        f"deletion, so the pod blocks its own replacement. {block}. Released only by the kubelet "
-        "returning, deleting the Node object, a force delete, or the out-of-service taint; "
-        "forcing it while the old process may still run breaks at-most-one (split brain, data "
-        "loss)."
-    )
-    if not ctx.terminating:
-        why = (
-            f"StatefulSet {name} still counts {ctx.name} as its replica. Once evicted it will "
-            "stay Terminating and block its own replacement (fixed name, at-most-one). "
-            + block
-            + "."
+    policy_fact = [ctx.owner_fact(0, "spec.podManagementPolicy")] if sts is not None else []
+    out: list[Claim] = []
+    if not wanted:
+        out.append(
+            claim(
+                "owner-wants",
+                "why",
+                f"StatefulSet {name} now has replicas {replicas} "
+                f"({_ordinal_range(start, replicas)}): {ctx.name} is outside that range, so it "
+                "is not recreated once its object is gone.",
+                *owner_wants,
+            )
         )
-        rep = Replacement(
-            "blocked", f"none: {ctx.name} will be recreated only after the old object is removed"
+    if ctx.terminating:
+        out.append(
+            claim(
+                "kubelet-hold",
+                "why",
+                f"StatefulSet {name} gives each ordinal one fixed name and creates a pod of that "
+                "name again only when the old object is gone (at-most-one identity). A dead "
+                "kubelet never confirms the deletion, so the object stays"
+                + (", blocking its own replacement." if wanted else "."),
+                ctx.pod_fact("metadata.deletionTimestamp"),
+            )
         )
+        out.append(claim("blocks", "why", block[0].upper() + block[1:] + ".", *policy_fact))
+        out.append(_released_by(ctx))
     else:
+        out.append(
+            claim(
+                "counts-as",
+                "why",
+                f"StatefulSet {name} still counts {ctx.name} as its replica. Once evicted it will "
+                "stay Terminating"
+                + (" and block its own replacement (fixed name, at-most-one). " if wanted else ". ")
+                + block
+                + ".",
+                ctx.pod_fact("metadata.deletionTimestamp"),
+                *owner_wants,
+                *policy_fact,
+            )
+        )
+    if not wanted:
+        rep = Replacement(
+            "not-wanted",
+            f"none wanted: StatefulSet {name} has replicas {replicas} "
+            f"({_ordinal_range(start, replicas)})",
+        )
+    elif ctx.terminating:
         rep = Replacement(
             "blocked", f"blocked: the name {ctx.name} is still taken by this Terminating pod"
         )
-    returns = (
-        f"kubelet removes the old pod, then the StatefulSet controller recreates {ctx.name} "
-        "(it may land on this or another node)."
-        if ctx.terminating
-        else "the pod carries on in place."
+    else:
+        rep = Replacement(
+            "blocked", f"none: {ctx.name} will be recreated only after the old object is removed"
+        )
+    out.append(
+        claim(
+            "owner-wants" if not wanted else "replacement",
+            "replacement",
+            rep.summary,
+            *owner_wants,
+            ctx.pod_fact("metadata.deletionTimestamp"),
+        )
     )
-    return why, rep, returns
+    if not ctx.terminating:
+        returns = "the pod carries on in place."
+    elif wanted:
+        returns = (
+            f"kubelet removes the old pod, then the StatefulSet controller recreates {ctx.name} "
+            "(it may land on this or another node)."
+        )
+    else:
+        returns = (
+            f"kubelet removes the old pod; {ctx.name} is not recreated (outside replicas "
+            f"{replicas})."
+        )
+    out.append(
+        claim(
+            "if-node-returns",
+            "returns",
+            returns,
+            ctx.pod_fact("metadata.deletionTimestamp"),
+            *owner_wants,
+        )
+    )
+    return Explained(out, rep)
 
 
-def daemonset(ctx: Context) -> tuple[str, Replacement, str]:
+def daemonset(ctx: Context) -> Explained:
     name = ctx.owners[0]["metadata"]["name"] if ctx.owners else "?"
-    why = (
-        f"DaemonSet {name} runs one pod per node; its pods tolerate not-ready/unreachable "
-        "NoExecute without a time limit, so they are never evicted and never moved. (The "
-        "out-of-service taint is not tolerated: it does evict them.)"
-    )
     rep = Replacement("not-needed", "none by design (one pod per node)")
     returns = "the pod goes back to Running in place; nothing is recreated."
     if ctx.terminating:
@@ -276,10 +563,34 @@ def daemonset(ctx: Context) -> tuple[str, Replacement, str]:
             "kubelet finishes deleting it and the DaemonSet controller creates a new one on "
             "the node."
         )
-    return why, rep, returns
+    return Explained(
+        [
+            claim(
+                "one-per-node",
+                "why",
+                f"DaemonSet {name} runs one pod per node; its pods tolerate not-ready/unreachable "
+                "NoExecute without a time limit, so they are never evicted and never moved. (The "
+                "out-of-service taint is not tolerated: it does evict them.)",
+                ctx.owner_ref_fact(),
+            ),
+            claim("replacement", "replacement", rep.summary, ctx.owner_ref_fact()),
+            claim(
+                "if-node-returns", "returns", returns, ctx.pod_fact("metadata.deletionTimestamp")
+            ),
+        ],
+        rep,
+    )
 
 
-def job(ctx: Context) -> tuple[str, Replacement, str]:
+def _job_finished(job: Obj) -> str | None:
+    """Complete or Failed when the Job carries that condition True."""
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
+            return str(cond["type"])
+    return None
+
+
+def job(ctx: Context) -> Explained:
     job_obj = ctx.owners[0] if ctx.owners else None
     spec = (job_obj or {}).get("spec") or {}
     policy = spec.get("podReplacementPolicy") or (
@@ -287,8 +598,43 @@ def job(ctx: Context) -> tuple[str, Replacement, str]:
     )
     name = job_obj["metadata"]["name"] if job_obj else "?"
     cron = f" (CronJob {ctx.owners[1]['metadata']['name']})" if len(ctx.owners) > 1 else ""
+    policy_facts = (
+        [ctx.owner_fact(0, "spec.podReplacementPolicy"), ctx.owner_fact(0, "spec.podFailurePolicy")]
+        if job_obj is not None
+        else []
+    )
+    done = _job_finished(job_obj) if job_obj is not None else None
+    found = (
+        _replacements(ctx, job_obj["metadata"]["uid"], finished_too=True)
+        if job_obj is not None and ctx.terminating
+        else []
+    )
+    if done is not None and not found:
+        cond = ctx.owner_fact(0, f"status.conditions[type={done}].status")
+        rep = Replacement("not-wanted", f"none wanted: Job {name} is {done}")
+        return Explained(
+            [
+                claim(
+                    "owner-wants",
+                    "why",
+                    f"Job {name}{cron} has finished ({done}=True): it creates no more pods, so "
+                    "nothing replaces this one and nothing waits on it.",
+                    cond,
+                ),
+                claim("owner-wants", "replacement", rep.summary, cond),
+                claim(
+                    "if-node-returns",
+                    "returns",
+                    "kubelet stops the old containers and removes the object; the Job, already "
+                    f"{done}, does not change.",
+                    cond,
+                    ctx.pod_fact("metadata.deletionTimestamp"),
+                ),
+            ],
+            rep,
+        )
     if policy == "Failed":
-        why = (
+        text = (
             f"Job {name}{cron} has podReplacementPolicy Failed"
             + (
                 " (the default when podFailurePolicy is set, as here)"
@@ -300,85 +646,149 @@ def job(ctx: Context) -> tuple[str, Replacement, str]:
         )
     elif job_obj is not None and "podReplacementPolicy" not in spec:
         # Servers before 1.29 (the field's beta) store no such field: same behaviour, no name.
-        why = (
+        text = (
             f"Job {name}{cron} has no podReplacementPolicy (this server predates it) and no "
             "podFailurePolicy: a replacement is created as soon as the pod is Terminating."
         )
     else:
-        why = (
+        text = (
             f"Job {name}{cron} has podReplacementPolicy TerminatingOrFailed (the default): a "
             "replacement is created as soon as the pod is Terminating."
         )
     if not ctx.terminating:
-        why += " The pod is not evicted yet, so it still counts as active."
+        text += " The pod is not evicted yet, so it still counts as active."
+    out = [
+        claim("counts-as", "why", text, ctx.pod_fact("metadata.deletionTimestamp"), *policy_facts)
+    ]
+    if not ctx.terminating:
         rep = Replacement("not-yet", "none yet: the pod still counts as active")
+        rep_claim = claim(
+            "replacement", "replacement", rep.summary, ctx.pod_fact("metadata.deletionTimestamp")
+        )
     elif job_obj is None:
         rep = Replacement("unknown", "owner not read: cannot look for the replacement")
+        rep_claim = claim("replacement", "replacement", rep.summary)
+    elif found:
+        rep, rep_claim = _found(found, ctx.node, "replacement")
+    elif policy == "Failed":
+        rep = Replacement(
+            "blocked", "blocked: podReplacementPolicy Failed waits for this pod to fail"
+        )
+        rep_claim = claim("replacement", "replacement", rep.summary, *policy_facts)
     else:
-        found = _replacements(ctx, job_obj["metadata"]["uid"], finished_too=True)
-        if found:
-            rep = _describe_found(found, ctx.node, "replacement")
-        elif policy == "Failed":
-            rep = Replacement(
-                "blocked", "blocked: podReplacementPolicy Failed waits for this pod to fail"
-            )
-        else:
-            rep = Replacement(
-                "missing",
-                "no replacement found (the Job may be complete, suspended or at its backoffLimit)",
-            )
-    returns = (
-        "kubelet removes the old pod; the Job counts it as failed"
-        + (" and then creates the replacement." if policy == "Failed" else ".")
-        if ctx.terminating
-        else "the pod carries on and may complete."
+        rep = Replacement(
+            "missing",
+            "no replacement found (the Job may be suspended or at its backoffLimit)",
+        )
+        rep_claim = claim(
+            "replacement", "replacement", rep.summary, ctx.owner_fact(0, "status.conditions")
+        )
+    out.append(rep_claim)
+    if ctx.terminating and done is not None:
+        returns = f"kubelet removes the old pod; the Job, already {done}, does not change."
+    elif ctx.terminating:
+        returns = "kubelet removes the old pod; the Job counts it as failed" + (
+            " and then creates the replacement." if policy == "Failed" else "."
+        )
+    else:
+        returns = "the pod carries on and may complete."
+    out.append(
+        claim(
+            "if-node-returns",
+            "returns",
+            returns,
+            ctx.pod_fact("metadata.deletionTimestamp"),
+            ctx.pod_fact("status.phase"),
+            *policy_facts,
+            *([ctx.owner_fact(0, f"status.conditions[type={done}].status")] if done else []),
+        )
     )
-    return why, rep, returns
+    return Explained(out, rep)
 
 
-def mirror(ctx: Context) -> tuple[str, Replacement, str]:
-    why = (
-        "a static pod: the kubelet runs it from a manifest file on the node and only mirrors it "
-        "into the API. Deleting the API object does not stop it (the kubelet recreates the "
-        "mirror); nothing through the API can move it."
-    )
+def mirror(ctx: Context) -> Explained:
     rep = Replacement("none", "none possible: static pods live on their node")
-    returns = (
-        "the kubelet restarts it from its manifest; the mirror pod reappears and its start "
-        "time resets."
+    source = ctx.pod_fact(f"metadata.annotations[{facts.ANNOTATION_MIRROR}]")
+    return Explained(
+        [
+            claim(
+                "static-pod",
+                "why",
+                "a static pod: the kubelet runs it from a manifest file on the node and only "
+                "mirrors it into the API. Deleting the API object does not stop it (the kubelet "
+                "recreates the mirror); nothing through the API can move it.",
+                source,
+            ),
+            claim("replacement", "replacement", rep.summary, source),
+            claim(
+                "if-node-returns",
+                "returns",
+                "the kubelet restarts it from its manifest; the mirror pod reappears and its "
+                "start time resets.",
+                source,
+            ),
+        ],
+        rep,
     )
-    return why, rep, returns
 
 
-def bare(ctx: Context) -> tuple[str, Replacement, str]:
-    why = (
-        "no controller owns this pod: nothing recreates it anywhere. Deleting it loses it; "
-        "recreate it yourself from its manifest if it is needed."
-    )
+def bare(ctx: Context) -> Explained:
+    refs = ctx.owner_ref_fact()
     rep = Replacement("none", "none will come (no controller)")
     returns = (
         "kubelet kills it and removes the object: it is gone for good."
         if ctx.terminating
         else "the pod carries on in place."
     )
-    return why, rep, returns
+    return Explained(
+        [
+            claim(
+                "no-owner",
+                "why",
+                "no controller owns this pod: nothing recreates it anywhere. Deleting it loses "
+                "it; recreate it yourself from its manifest if it is needed.",
+                refs,
+            ),
+            claim("replacement", "replacement", rep.summary, refs),
+            claim(
+                "if-node-returns",
+                "returns",
+                returns,
+                ctx.pod_fact("metadata.deletionTimestamp"),
+                refs,
+            ),
+        ],
+        rep,
+    )
 
 
-def other(ctx: Context) -> tuple[str, Replacement, str]:
+def other(ctx: Context) -> Explained:
+    refs = ctx.owner_ref_fact()
     ref = (ctx.pod["metadata"].get("ownerReferences") or [{}])[0]
     what = f"{ref.get('kind', '?')} {ref.get('name', '?')} ({ref.get('apiVersion', '?')})"
-    why = (
-        f"owned by {what}: what replaces it depends on that controller. Most treat a "
-        "Terminating pod as gone (like ReplicaSets); identity-keeping ones behave like "
-        "StatefulSets and wait for the object to disappear."
-    )
     rep = Replacement("unknown", f"depends on {ref.get('kind', 'the owner')}")
     returns = (
         "kubelet finishes the deletion; the owner then does what it does."
         if ctx.terminating
         else "the pod carries on in place."
     )
-    return why, rep, returns
+    return Explained(
+        [
+            claim(
+                "unknown-owner",
+                "why",
+                f"owned by {what}: what replaces it depends on that controller. Most treat a "
+                "Terminating pod as gone (like ReplicaSets); identity-keeping ones behave like "
+                "StatefulSets and wait for the object to disappear.",
+                refs,
+            ),
+            claim("replacement", "replacement", rep.summary, refs),
+            claim(
+                "if-node-returns", "returns", returns, ctx.pod_fact("metadata.deletionTimestamp")
+            ),
+        ],
+        rep,
+    )
 
 
 RULES = {
@@ -395,6 +805,9 @@ RULES = {
 }
 
 
-def explain(ctx: Context) -> tuple[str, Replacement, str]:
-    """(why it is stuck, its replacement, what happens if the node returns)."""
+def explain(ctx: Context) -> Explained:
+    """The pod's claims (why it is stuck, its replacement, what happens if the node returns)
+    and its replacement. A finished pod that was deleted is explained as such, whatever owns it."""
+    if ctx.terminating and ctx.finished and ctx.kind not in ("mirror", "daemonset"):
+        return _finished(ctx)
     return RULES[ctx.kind](ctx)

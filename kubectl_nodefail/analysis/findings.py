@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from kubectl_nodefail.analysis.claims import Claim
+
 
 @dataclass
 class Cause:
@@ -82,7 +84,8 @@ class OwnerLink:
 @dataclass
 class Replacement:
     """What stands in for the stuck pod. state: running | finished | pending | blocked | not-yet
-    | none | not-needed | missing | unknown."""
+    | none (nothing ever will: no controller) | not-wanted (the owner's desired state wants no
+    replacement) | not-needed | missing | unknown."""
 
     state: str
     summary: str
@@ -134,6 +137,9 @@ class PodFinding:
     era: str = "current"  # current | nodelost (pre-1.27 NodeLost/Unknown display)
     # metadata.finalizers: what must be removed before the object can go
     finalizers: list[str] = field(default_factory=list)
+    # every statement made about the pod, with the snapshot facts it rests on (claims.py)
+    claims: list[Claim] = field(default_factory=list)
+    phase: str = ""  # status.phase
 
 
 @dataclass

@@ -5,9 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 
 from kubectl_nodefail.analysis import advice, controllers, eviction, facts, owners, storage
-from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Replacement, ZoneFinding
+from kubectl_nodefail.analysis.claims import text_of
+from kubectl_nodefail.analysis.findings import (
+    Action,
+    NodeFinding,
+    PodFinding,
+    Replacement,
+    ZoneFinding,
+)
 from kubectl_nodefail.analysis.nodes import kubelet_alive
-from kubectl_nodefail.analysis.podstatus import kubectl_status, ready_column
+from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES, kubectl_status, ready_column
 from kubectl_nodefail.analysis.text import ago, duration
 from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
 
@@ -66,6 +73,19 @@ def _meaning(
         if advice.foreign_finalizers(finalizers)
         else ""
     )
+    phase = (pod.get("status") or {}).get("phase")
+    if meta.get("deletionTimestamp") and phase in TERMINAL_PHASES:
+        # The API server deletes a finished pod at once (grace period 0, no kubelet needed):
+        # only finalizers can keep such an object.
+        return (
+            f"{deleter} after it had finished (phase {phase}): a finished pod needs no kubelet "
+            "to go, so "
+            + (
+                f"only finalizers {', '.join(finalizers)} keep the object, until removed"
+                if finalizers
+                else "the object is about to disappear"
+            )
+        )
     if node is not None and node.failed:
         clause = _node_clause(node, now)
         if not meta.get("deletionTimestamp"):
@@ -143,9 +163,19 @@ def analyse_pod(
     kind = owners.controller_type(pod, links)
     node_failed = bool(node and node.failed)
     ctx = controllers.Context(
-        pod, kind, owner_objs, snap, node_name, node_failed, failed_nodes, terminating, now
+        pod,
+        kind,
+        owner_objs,
+        snap,
+        node_name,
+        node_failed,
+        failed_nodes,
+        terminating,
+        now,
+        owner_kinds=[link.kind for link in links[: len(owner_objs)]],
     )
-    why, replacement, returns = controllers.explain(ctx)
+    explained = controllers.explain(ctx)
+    replacement = explained.replacement
     rep_pods = [p for p in (snap.pod(namespace, n) for n in replacement.pods) if p]
     notes = storage.blockers(pod, node_name, rep_pods, snap, now) if node_failed else []
     if node_failed and node is not None:
@@ -157,23 +187,14 @@ def analyse_pod(
         timeline = (
             f"deletion requested, grace period ends {ago((now - deletion).total_seconds())}"
             + (
-                "; the object stays until the kubelet confirms (never, while the node is down)"
+                "; only finalizers keep the object (a finished pod needs no kubelet)"
+                if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+                else "; the object stays until the kubelet confirms (never, while the node is down)"
                 if node_failed
                 else ""
             )
         )
     holds_rwo = storage.holds_single_node_volume(pod, snap)
-    action = advice.for_pod(
-        kind,
-        namespace,
-        name,
-        node,
-        terminating,
-        replacement,
-        ev,
-        holds_rwo,
-        list(meta.get("finalizers") or []),
-    )
     evidence = [
         f"phase {(pod.get('status') or {}).get('phase')}",
         f"owner chain: {owners.describe(links)}",
@@ -203,7 +224,7 @@ def analyse_pod(
         if (pod.get("status") or {}).get("reason") == facts.REASON_NODE_LOST
         else "current"
     )
-    return PodFinding(
+    finding = PodFinding(
         namespace=namespace,
         name=name,
         uid=meta.get("uid", ""),
@@ -219,17 +240,25 @@ def analyse_pod(
         deletion_timestamp=deletion,
         owner_chain=links,
         controller=kind,
-        explanation=why,
+        explanation=text_of(explained.claims, "why"),
         replacement=replacement,
         storage=notes,
         timeline=timeline,
         eviction_at=eviction_at,
-        if_node_returns=_returns(returns, node_failed, list(meta.get("finalizers") or [])),
-        action=action,
+        if_node_returns=_returns(
+            text_of(explained.claims, "returns"), node_failed, list(meta.get("finalizers") or [])
+        ),
+        action=Action("investigate", "", "none"),
         evidence=evidence,
         era=era,
         finalizers=list(meta.get("finalizers") or []),
+        claims=explained.claims,
+        phase=str((pod.get("status") or {}).get("phase") or ""),
     )
+    finding.action = advice.for_pod(
+        finding, node, ev, holds_rwo, advice.default_strategy(snap.server_minor)
+    )
+    return finding
 
 
 def analyse_waiting_pod(

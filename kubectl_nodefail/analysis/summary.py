@@ -70,6 +70,8 @@ def next_step(pod: PodFinding, now: datetime) -> str:
         "pending": "replacement Pending",
         "blocked": "BLOCKED",
         "none": "lost",
+        "not-wanted": "not wanted",
+        "not-needed": "nothing needed",
         "missing": "no replacement",
     }.get(pod.replacement.state, pod.replacement.state)
 

@@ -78,10 +78,15 @@ def test_replacement_refused_by_quota_is_missing() -> None:
 def test_replicaset_scaled_to_zero_wants_no_replacement() -> None:
     report = report_of("replicaset-scaled-to-zero", namespaces=["scenario-rules"])
     shrink = pod(report, "scenario-rules", "shrink")
-    assert shrink.terminating and shrink.replacement.state == "none"
+    assert shrink.terminating and shrink.replacement.state == "not-wanted"
     assert shrink.replacement.summary == (
         "the ReplicaSet was scaled to 0 (rollout or scale-down): no replacement is wanted"
     )
+    # Not wanted is not lost: nothing replaces it because nothing should.
+    assert summary.next_step(shrink, report.captured_at) != "lost"
+    assert "creates a replacement at once" not in shrink.explanation
+    assert "wants 0 replicas now" in shrink.explanation
+    assert "the replacement keeps running" not in shrink.if_node_returns
 
 
 def test_intolerant_pod_was_deleted_at_the_taint_time() -> None:

@@ -436,9 +436,7 @@ def test_current_context_comes_from_the_second_file_when_the_first_has_none(
     first = _file(tmp_path / "a", doc)
     second = _file(tmp_path / "b", {"current-context": "one"})
     third = _file(tmp_path / "c", {"current-context": "two"})  # later: ignored, as in kubectl
-    merged = kubeconfig.Kubeconfig(
-        tuple((p, kubeconfig.read(p)) for p in (first, second, third))
-    )
+    merged = kubeconfig.Kubeconfig(tuple((p, kubeconfig.read(p)) for p in (first, second, third)))
     assert merged.current_context() == "one"
     settings = merged.resolve(None)
     assert settings is not None and settings.context == "one"

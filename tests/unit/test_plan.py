@@ -7,15 +7,14 @@ from dataclasses import replace
 
 from kubectl_nodefail import planfile, render
 from kubectl_nodefail.actions import summary
+from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER, holding_finalizers
 from kubectl_nodefail.analysis.findings import Report
 from kubectl_nodefail.errors import Exit
 from kubectl_nodefail.plan import (
-    JOB_TRACKING_FINALIZER,
     Options,
     Plan,
     _cosmetic,
     finalizer_owner,
-    holding_finalizers,
     make_plan,
     narrow,
 )

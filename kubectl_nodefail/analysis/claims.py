@@ -1,0 +1,105 @@
+"""Claims: what the diagnosis states about a pod, each with the snapshot facts that make it true.
+
+A claim is one statement (its `text` is what the user reads) of a stable `kind`, and `because`
+lists its premises: for each, the object (`Kind/namespace/name`, or `Kind/name` for cluster
+objects), a field path in that object as it is stored, and the value the analysis read there.
+The analysis builds its sentences only from claims (a section of the pod's report is the claims
+of that section, joined), so a sentence cannot be printed without the facts it rests on.
+
+premises.py re-reads every premise from the raw snapshot, without this package's code: a claim
+whose premise does not hold there is a defect, found on every fixture and every e2e diagnosis.
+
+Field paths: dot-separated keys; `conditions[type=Ready]` picks the list element whose `type` is
+`Ready`; a key containing dots is written in brackets, `labels[kubernetes.io/hostname]`. A value
+of None means the field is absent (or null).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubectl_nodefail.snapshot import Obj
+
+# Where a claim's text goes in a pod's report (the sentence fields of PodFinding).
+SECTIONS = ("meaning", "why", "replacement", "returns", "action")
+
+# The kinds of claim, and what each states. README/docs list them with their proofs.
+KINDS = {
+    "finished": "the pod had run to completion (phase Succeeded or Failed) before it was deleted",
+    "held-by-finalizers": "finalizers keep the object; only whoever set them releases it",
+    "kubelet-hold": "the object waits for a kubelet that does not confirm (dead or silent node)",
+    "released-by": "what ends the wait for the kubelet, and what it does not release",
+    "owner-wants": "the owner's current desired state, and whether it wants this pod replaced",
+    "counts-as": "how the owner counts the pod now (live replica, gone, failed, succeeded)",
+    "replacement": "what stands in for the pod: a pod found, its phase and node, or none",
+    "blocked-by": "why a replacement does not schedule: the scheduler's own message",
+    "blocks": "what the stuck pod blocks in its owner (ordinals, rollouts)",
+    "if-node-returns": "what the kubelet and the owner do if the node comes back",
+    "no-owner": "no controller owns the pod",
+    "static-pod": "the kubelet runs the pod from a manifest on the node",
+    "one-per-node": "a DaemonSet pod, never evicted for not-ready/unreachable",
+    "unknown-owner": "an owner whose behaviour this tool does not model",
+}
+
+
+@dataclass(frozen=True)
+class Premise:
+    """One fact of the snapshot: `object`'s `field` had `value`."""
+
+    object: str
+    field: str
+    value: Any
+
+
+@dataclass
+class Claim:
+    kind: str
+    section: str
+    text: str
+    because: list[Premise] = field(default_factory=list)
+
+
+def ref(kind: str, obj: Obj) -> str:
+    """`Kind/namespace/name`, or `Kind/name` for an object without a namespace."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{kind}/{namespace}/{meta.get('name')}" if namespace else f"{kind}/{meta.get('name')}"
+
+
+_STEP = re.compile(r"([^.\[]+)|\[([^\]=]+)=([^\]]*)\]|\[([^\]]+)\]")
+
+
+def read(obj: Obj, path: str) -> Any:
+    """The value at `path` in `obj` (None where absent): the analysis' own reader. premises.py
+    has its own, so that a wrong reader here cannot vouch for itself."""
+    value: Any = obj
+    for m in _STEP.finditer(path):
+        key, sel_key, sel_value, bracket = m.groups()
+        if value is None:
+            return None
+        if sel_key is not None:
+            value = next(
+                (e for e in value or [] if isinstance(e, dict) and e.get(sel_key) == sel_value),
+                None,
+            )
+        else:
+            name = key if key is not None else bracket
+            value = value.get(name) if isinstance(value, dict) else None
+    return value
+
+
+def fact(kind: str, obj: Obj, path: str) -> Premise:
+    """A premise read from `obj` now: the value the analysis bases a claim on."""
+    return Premise(ref(kind, obj), path, read(obj, path))
+
+
+def claim(kind: str, section: str, text: str, *because: Premise) -> Claim:
+    assert kind in KINDS and section in SECTIONS, (kind, section)
+    return Claim(kind, section, text, list(because))
+
+
+def text_of(claims: list[Claim], section: str) -> str:
+    """A section's sentence(s): its claims' texts in order."""
+    return " ".join(c.text for c in claims if c.section == section and c.text)

@@ -1,0 +1,116 @@
+"""The premise checker: every claim's premises re-read from the raw snapshot, independently.
+
+A diagnosis (the JSON of `diagnose -o json`) states claims, each with the facts it rests on:
+`{object, field, value}`. This module reads the raw dump (the JSON file as written, not the
+snapshot the analysis loaded, nor the analysis' own field reader) and reports every premise whose
+object is missing or whose field holds another value. It imports nothing of the analysis, so a
+bug there cannot vouch for itself. It runs on every recorded fixture, on every e2e recording, and
+on generated snapshots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FalsePremise:
+    pod: str  # namespace/name of the pod the claim is about
+    kind: str  # the claim's kind
+    object: str
+    field: str
+    claimed: Any
+    actual: Any
+    found: bool  # the object is in the snapshot
+
+    def __str__(self) -> str:
+        if not self.found:
+            return f"[{self.pod}] {self.kind}: {self.object} is not in the snapshot"
+        return (
+            f"[{self.pod}] {self.kind}: {self.object} {self.field} is {self.actual!r}, "
+            f"the claim says {self.claimed!r}"
+        )
+
+
+def _key(item: Obj) -> str:
+    meta = item.get("metadata") or {}
+    namespace = meta.get("namespace")
+    kind = item.get("kind") or ""
+    name = meta.get("name")
+    return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
+
+
+def _steps(path: str) -> list[tuple[str, str | None]]:
+    """'a.b[type=X].c[d.e/f]' -> [(a, None), (b, None), (type, X), (c, None), (d.e/f, None)]"""
+    out: list[tuple[str, str | None]] = []
+    i, word = 0, ""
+    while i < len(path):
+        ch = path[i]
+        if ch == ".":
+            if word:
+                out.append((word, None))
+            word = ""
+        elif ch == "[":
+            if word:
+                out.append((word, None))
+            word = ""
+            end = path.index("]", i)
+            inner = path[i + 1 : end]
+            if "=" in inner:
+                key, _, value = inner.partition("=")
+                out.append((key, value))
+            else:
+                out.append((inner, None))
+            i = end
+        else:
+            word += ch
+        i += 1
+    if word:
+        out.append((word, None))
+    return out
+
+
+def value_at(obj: Obj, path: str) -> Any:
+    current: Any = obj
+    for key, selector in _steps(path):
+        if selector is not None:
+            if not isinstance(current, list):
+                return None
+            current = next(
+                (e for e in current if isinstance(e, dict) and e.get(key) == selector), None
+            )
+        elif isinstance(current, dict):
+            current = current.get(key)
+        else:
+            return None
+        if current is None:
+            return None
+    return current
+
+
+def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
+    """Every premise of every claim in `diagnosis` that the raw `dump` does not bear out."""
+    objects = {_key(item): item for item in dump.get("items") or [] if isinstance(item, dict)}
+    wrong = []
+    for pod in diagnosis.get("pods") or []:
+        who = f"{pod.get('namespace')}/{pod.get('name')}"
+        for claim in pod.get("claims") or []:
+            for premise in claim.get("because") or []:
+                obj = objects.get(premise["object"])
+                actual = value_at(obj, premise["field"]) if obj is not None else None
+                if obj is None or actual != premise["value"]:
+                    wrong.append(
+                        FalsePremise(
+                            who,
+                            claim.get("kind", "?"),
+                            premise["object"],
+                            premise["field"],
+                            premise["value"],
+                            actual,
+                            obj is not None,
+                        )
+                    )
+    return wrong

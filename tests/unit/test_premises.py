@@ -1,0 +1,270 @@
+"""Every claim's premises hold in the raw snapshot: on every recorded fixture, and on snapshots
+generated from them by changing what a sentence's premise depends on (owners' desired counts,
+ordinal ranges, finalizers, phases, finished Jobs, scheduler messages)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubectl_nodefail import render
+from kubectl_nodefail.analysis import premises
+from kubectl_nodefail.analysis.claims import KINDS, SECTIONS, text_of
+from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.analysis.findings import Report
+from kubectl_nodefail.snapshot import from_items, parse_time
+from tests.unit.conftest import FIXTURES
+
+ALL = sorted(FIXTURES.rglob("*.json"))
+Obj = dict[str, Any]
+
+
+def _raw(path: Path) -> Obj:
+    return json.loads(path.read_text())
+
+
+def _report(doc: Obj) -> Report:
+    captured = parse_time(doc["capturedAt"])
+    assert captured is not None
+    snap = from_items(
+        copy.deepcopy(doc["items"]),
+        captured,
+        server_version=doc.get("serverVersion"),
+        gaps=list(doc.get("gaps") or []),
+        source="generated",
+    )
+    return diagnose(snap, captured)
+
+
+def _false(doc: Obj, report: Report) -> list[str]:
+    return [str(f) for f in premises.check(doc, render.report_data(report))]
+
+
+@pytest.mark.parametrize("path", ALL, ids=[str(p.relative_to(FIXTURES)) for p in ALL])
+def test_every_premise_holds_on_the_recorded_fixtures(path: Path) -> None:
+    doc = _raw(path)
+    report = _report(doc)
+    assert _false(doc, report) == []
+    for pod in report.pods:
+        for c in pod.claims:
+            assert c.kind in KINDS and c.section in SECTIONS
+            assert c.because, f"{pod.namespace}/{pod.name}: claim {c.kind} has no premise"
+        if pod.claims:  # the sentences are the claims' texts, nothing else
+            assert pod.explanation == text_of(pod.claims, "why")
+
+
+def test_the_checker_catches_a_false_premise() -> None:
+    doc = _raw(FIXTURES / "node-down-after-eviction.json")
+    data = render.report_data(_report(doc))
+    claim = next(c for p in data["pods"] for c in p["claims"] if c["because"])
+    claim["because"][0]["value"] = "something the snapshot does not hold"
+    found = premises.check(doc, data)
+    assert len(found) == 1 and found[0].kind == claim["kind"]
+    claim["because"][0]["object"] = "Pod/nowhere/nothing"
+    assert not premises.check(doc, data)[0].found
+
+
+def test_the_checker_reads_selectors_and_bracketed_keys() -> None:
+    obj = {
+        "metadata": {"annotations": {"kubernetes.io/config.mirror": "abc"}},
+        "status": {"conditions": [{"type": "A", "status": "x"}, {"type": "B", "status": "y"}]},
+    }
+    assert premises.value_at(obj, "metadata.annotations[kubernetes.io/config.mirror]") == "abc"
+    assert premises.value_at(obj, "status.conditions[type=B].status") == "y"
+    assert premises.value_at(obj, "status.conditions[type=C].status") is None
+    assert premises.value_at(obj, "spec.replicas") is None
+
+
+# --- generated neighbours of the recorded situations -------------------------------------------
+
+BASES = [
+    FIXTURES / "node-down-after-eviction.json",
+    FIXTURES / "node-down-before-eviction.json",
+    FIXTURES / "dead-node-claims.json",
+    FIXTURES / "rwo-volume-on-dead-node.json",
+]
+BASE_DOCS = {p.name: _raw(p) for p in BASES}
+
+
+@st.composite
+def neighbours(draw: st.DrawFn) -> Obj:
+    """A recorded snapshot with the premises of its sentences changed: owners' replicas and
+    ordinal start, Jobs finished, pods finished or held by finalizers, grace periods, and
+    replacements' scheduler messages."""
+    doc = copy.deepcopy(BASE_DOCS[draw(st.sampled_from(sorted(BASE_DOCS)))])
+    items = doc["items"]
+    owners = [i for i in items if i.get("kind") in ("ReplicaSet", "StatefulSet", "Job")]
+    pods = [i for i in items if i.get("kind") == "Pod"]
+    for owner in draw(st.lists(st.sampled_from(owners), max_size=3)) if owners else []:
+        if owner["kind"] == "Job":
+            owner.setdefault("status", {})["conditions"] = draw(
+                st.sampled_from(
+                    [
+                        [],
+                        [{"type": "Complete", "status": "True"}],
+                        [{"type": "Failed", "status": "True"}],
+                        [{"type": "Complete", "status": "False"}],
+                    ]
+                )
+            )
+        else:
+            owner.setdefault("spec", {})["replicas"] = draw(st.integers(0, 4))
+            if owner["kind"] == "StatefulSet" and draw(st.booleans()):
+                owner["spec"]["ordinals"] = {"start": draw(st.integers(0, 2))}
+    for pod in draw(st.lists(st.sampled_from(pods), max_size=4)):
+        meta, status = pod["metadata"], pod.setdefault("status", {})
+        change = draw(st.sampled_from(["finalizer", "finished", "grace", "unscheduled"]))
+        if change == "finalizer":
+            meta["finalizers"] = draw(
+                st.sampled_from(
+                    [
+                        ["example.com/backup"],
+                        ["batch.kubernetes.io/job-tracking"],
+                        ["example.com/a", "batch.kubernetes.io/job-tracking"],
+                        [],
+                    ]
+                )
+            )
+        elif change == "finished":
+            status["phase"] = draw(st.sampled_from(["Succeeded", "Failed"]))
+        elif change == "grace":
+            meta["deletionGracePeriodSeconds"] = draw(st.sampled_from([0, 1, 30]))
+        else:
+            pod["spec"].pop("nodeName", None)
+            status["phase"] = "Pending"
+            status["conditions"] = [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": draw(
+                        st.sampled_from(
+                            [
+                                "0/5 nodes are available: 1 node(s) had untolerated taint "
+                                "{node.kubernetes.io/unreachable: }, 4 node(s) didn't match "
+                                "pod anti-affinity rules. preemption: 0/5 nodes are available: "
+                                "5 Preemption is not helpful for scheduling.",
+                                "0/4 nodes are available: 4 Insufficient cpu.",
+                                "something the scheduler never says",
+                            ]
+                        )
+                    ),
+                }
+            ]
+    return doc
+
+
+SENTENCES_AND_PREMISES = [
+    # (text that must not appear, in which field, unless this holds for the pod)
+    (
+        "the replacement keeps running",
+        "if_node_returns",
+        lambda p: p.replacement.state == "running",
+    ),
+    ("counts it as failed", "if_node_returns", lambda p: p.phase not in ("Succeeded", "Failed")),
+    (
+        "creates a replacement at once",
+        "explanation",
+        lambda p: p.replacement.state not in ("not-wanted",),
+    ),
+    ("Released only by", "explanation", lambda p: not _foreign(p.finalizers)),
+    (
+        "recreates",
+        "if_node_returns",
+        lambda p: p.replacement.state not in ("not-wanted", "not-needed"),
+    ),
+    (
+        "healthy nodes carry taints",
+        "explanation",
+        lambda p: False,  # a cause is the scheduler's words, never this inference
+    ),
+]
+
+
+def _foreign(finalizers: list[str]) -> bool:
+    return any(f != "batch.kubernetes.io/job-tracking" for f in finalizers)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(neighbours())
+def test_generated_neighbours_make_no_claim_with_a_false_premise(doc: Obj) -> None:
+    report = _report(doc)
+    assert _false(doc, report) == []
+    for pod in report.pods:
+        for text, where, premise in SENTENCES_AND_PREMISES:
+            said = getattr(pod, where)
+            if text in said:
+                assert premise(pod), f"{pod.namespace}/{pod.name} {where}: {said}"
+        replacement_text = pod.replacement.summary + " " + pod.replacement.pending_reason
+        assert "healthy nodes carry taints" not in replacement_text
+        if pod.terminating and pod.phase in ("Succeeded", "Failed") and pod.node_failed:
+            # A finished pod: nothing waits on it; no taint, no force delete is advised.
+            assert pod.action.code in ("wait", "finalizer-held"), pod.action
+            assert "past its grace period" not in pod.meaning
+
+
+def test_a_finished_pod_held_by_a_finalizer_is_not_failed_work() -> None:
+    doc = copy.deepcopy(BASE_DOCS["node-down-after-eviction.json"])
+    report = _report(doc)
+    target = next(p for p in report.pods if p.controller == "job" and p.terminating)
+    raw = next(
+        i for i in doc["items"] if i.get("kind") == "Pod" and i["metadata"]["name"] == target.name
+    )
+    raw["status"]["phase"] = "Succeeded"
+    raw["metadata"]["finalizers"] = ["example.com/archive"]
+    raw["metadata"]["deletionGracePeriodSeconds"] = 0
+    pod = next(p for p in _report(doc).pods if p.name == target.name)
+    assert "counts it as failed" not in pod.if_node_returns
+    assert "as soon as the pod is Terminating" not in pod.explanation
+    assert "past its grace period" not in pod.meaning
+    assert "only finalizers example.com/archive keep the object" in pod.meaning
+    assert pod.replacement.state == "not-needed"
+    assert pod.action.code == "finalizer-held" and "nothing waits on it" in pod.action.summary
+
+
+def test_a_statefulset_pod_outside_the_replica_range_is_not_recreated() -> None:
+    doc = copy.deepcopy(BASE_DOCS["node-down-after-eviction.json"])
+    report = _report(doc)
+    target = next(p for p in report.pods if p.controller == "statefulset" and p.terminating)
+    sts = next(
+        i
+        for i in doc["items"]
+        if i.get("kind") == "StatefulSet" and i["metadata"]["name"] == target.owner_chain[0].name
+    )
+    sts["spec"]["replicas"] = 0
+    pod = next(p for p in _report(doc).pods if p.name == target.name)
+    assert pod.replacement.state == "not-wanted"
+    assert "recreates" not in pod.if_node_returns and "is not recreated" in pod.if_node_returns
+    assert "outside that range" in pod.explanation
+    assert pod.action.code == "wait"
+
+
+def test_the_scheduler_message_is_quoted_not_inferred() -> None:
+    from kubectl_nodefail.analysis.controllers import pending_reason
+
+    pending = {
+        "spec": {},
+        "status": {
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "message": "0/5 nodes are available: 1 node(s) had untolerated taint "
+                    "{node.kubernetes.io/unreachable: }, 4 node(s) didn't match pod "
+                    "anti-affinity rules. preemption: 0/5 nodes are available: 5 Preemption "
+                    "is not helpful for scheduling.",
+                }
+            ]
+        },
+    }
+    reason = pending_reason(pending, "flaky-a")
+    assert reason == (
+        "the scheduler found no node: 1 node(s) had untolerated taint "
+        "{node.kubernetes.io/unreachable: }; 4 node(s) didn't match pod anti-affinity rules"
+    )
