@@ -427,7 +427,13 @@ def for_waiting_pod(
     return _free_it(holder, "statefulset", True, lead, terminating=False)
 
 
-def for_node(node: NodeFinding, server_minor: int | None) -> Action:
+def for_node(
+    node: NodeFinding, server_minor: int | None, pods: list[PodFinding] | None = None
+) -> Action:
+    """The node's advice. `pods`: its stuck pods; the out-of-service taint is suggested only
+    where one of them needs releasing (remediate plans it only then)."""
+    strategy = default_strategy(server_minor)
+    releasing = [p for p in pods or [] if disposition(p, strategy)[0] == RELEASE]
     if node.stale_out_of_service:
         return Action(
             "remove-out-of-service",
@@ -462,6 +468,16 @@ def for_node(node: NodeFinding, server_minor: int | None) -> Action:
             "volumes detached; remove the taint once the node is back",
             "none",
         )
+    if node.shutdown_evidence and oos_ok and pods is not None and not releasing:
+        return Action(
+            "wait",
+            "the machine is shut down, but none of its pods needs the out-of-service taint "
+            "(each is replaced, not wanted, finished or held by finalizers): delete the Node "
+            "object if the machine is gone for good",
+            "low",
+            kubectl=f"kubectl delete node {node.name}",
+            remediate=remediate_cmd(node.name, "--strategy delete-node"),
+        )
     if node.shutdown_evidence and oos_ok:
         return Action(
             "out-of-service",
@@ -469,6 +485,17 @@ def for_node(node: NodeFinding, server_minor: int | None) -> Action:
             "low",
             kubectl=f"kubectl taint node {node.name} {OUT_OF_SERVICE_TAINT}",
             remediate=remediate_cmd(node.name, "--confirm"),
+        )
+    if node.cause.code in ("kubelet-stopped", "never-registered") and pods is not None and (
+        not releasing
+    ):
+        return Action(
+            "investigate",
+            "check the machine (console, power state). None of its pods needs forcing (each is "
+            "replaced, not wanted, finished, held by finalizers or waits for eviction with a "
+            "replacement to come): wait for the kubelet, or delete the Node object if the "
+            "machine is gone for good",
+            "none",
         )
     if node.cause.code in ("kubelet-stopped", "never-registered"):
         return Action(

@@ -73,7 +73,8 @@ def diagnose(
         if _listed(f) and (not only_nodes or name in only_nodes)
     ]
     for finding in listed:
-        finding.action = advice.for_node(finding, minor)
+        on_it = [p for p in pods if p.node == finding.name and p.node_failed]
+        finding.action = advice.for_node(finding, minor, on_it)
     return Report(
         captured_at=snap.captured_at,
         source=snap.source,

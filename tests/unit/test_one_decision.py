@@ -1,0 +1,71 @@
+"""diagnose's advice and remediate's plan agree, on every recorded fixture: what diagnose tells
+the user to do with a pod or node is the step remediate plans for it once the machine is
+attested off (both decide from advice.disposition)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubectl_nodefail.analysis import advice
+from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.plan import MUTATING, Options, make_plan
+from kubectl_nodefail.snapshot import load_dump
+from tests.unit.conftest import FIXTURES
+
+ALL = sorted(FIXTURES.rglob("*.json"))
+RELEASING = {"out-of-service", "force-delete"}
+
+
+@pytest.mark.parametrize("path", ALL, ids=[str(p.relative_to(FIXTURES)) for p in ALL])
+def test_advice_is_the_attested_plans_step(path: Path) -> None:
+    snap = load_dump(str(path))
+    report = diagnose(snap, snap.captured_at)
+    failed = [n for n in report.nodes if n.failed]
+    for node in failed:
+        plan = make_plan(
+            report,
+            Options(
+                attested=[node.name],
+                only_nodes=[node.name],
+                max_nodes=len(report.nodes) + 1,
+                allow_disruption=True,
+                server_minor=snap.server_minor,
+            ),
+        )
+        destructive = [s for s in plan.steps if s.action in MUTATING and s.node == node.name]
+        finalizer_held = {s.target for s in plan.steps if s.action == "finalizer-held"}
+        for pod in report.pods:
+            if pod.node != node.name or not pod.node_failed:
+                continue
+            target = f"pod/{pod.namespace}/{pod.name}"
+            released = any(
+                s.target == target or f"{pod.namespace}/{pod.name} " in s.why for s in destructive
+            )
+            where = f"{path.name} {target}: advice {pod.action.code} ({pod.action.summary})"
+            assert (pod.action.code == "finalizer-held") == (target in finalizer_held), where
+            if pod.action.code in RELEASING:
+                assert released, where + f"; plan: {[(s.action, s.why) for s in destructive]}"
+            if released:
+                assert pod.action.code not in ("finalizer-held", "none-possible"), where
+                assert "cosmetic" not in pod.action.summary, where
+        suggests_taint = "let remediate apply the out-of-service taint" in (
+            node.action.summary if node.action else ""
+        ) or (node.action is not None and node.action.code == "out-of-service")
+        if suggests_taint:
+            assert any(s.action == "taint-out-of-service" for s in destructive), (
+                f"{path.name} node {node.name}: advice {node.action}; plan {plan.steps}"
+            )
+
+
+def test_a_node_whose_pods_need_nothing_is_not_sent_to_the_taint() -> None:
+    snap = load_dump(str(FIXTURES / "node-down-after-eviction.json"))
+    report = diagnose(snap, snap.captured_at)
+    node = next(n for n in report.nodes if n.failed)
+    pods = [p for p in report.pods if p.node == node.name]
+    cosmetic = [p for p in pods if advice.disposition(p, "out-of-service")[0] == advice.COSMETIC]
+    assert cosmetic
+    action = advice.for_node(node, snap.server_minor, cosmetic)
+    assert "out-of-service taint" not in action.summary.replace("needs the out-of-service", "")
+    assert "--node-shutdown-confirmed" not in action.remediate
