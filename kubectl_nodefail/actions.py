@@ -41,7 +41,7 @@ from kubectl_nodefail.plan import (
 from kubectl_nodefail.planfile import step_problem
 from kubectl_nodefail.snapshot import Obj, format_time, parse_time
 
-ANNOTATION_TAINTED_BY = "kubectl-nodefail.io/out-of-service-by"
+ANNOTATION_TAINTED_BY = facts.ANNOTATION_TAINTED_BY
 ANNOTATION_UNTAINTED_BY = "kubectl-nodefail.io/out-of-service-removed-by"
 ANNOTATION_LOCK = "kubectl-nodefail.io/lock"
 COMPONENT = "kubectl-nodefail"

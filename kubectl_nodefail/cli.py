@@ -50,6 +50,7 @@ Exit codes:
   12   credentials rejected or a required read forbidden
   13   malformed or unreadable dump or plan file
   14   any other API error (5xx, throttled past the deadline, malformed answers)
+  15   a node named on the command line does not exist
   130  interrupted by Ctrl-C (diagnose, dump; remediate says 6)
   1    a bug (rerun with -v for the traceback)
 """
@@ -591,6 +592,9 @@ def diagnose(
     conn = Connection(kubeconfig, context[0] if context else None, request_timeout, verbose)
 
     def show(snap: Any) -> tuple[str, int]:
+        from kubectl_nodefail.snapshot import require_nodes
+
+        require_nodes(snap, nodes)
         report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
         for gap in report.gaps:
             click.echo(f"warning: {gap}", err=True)
@@ -714,6 +718,7 @@ def dump(
     out: str,
 ) -> int:
     """Write what diagnose reads as one JSON file, for offline analysis (--from-file)."""
+    from kubectl_nodefail import snapshot
     from kubectl_nodefail.dumpfile import write_dump
     from kubectl_nodefail.gather import gather
 
@@ -723,6 +728,7 @@ def dump(
         snap = gather(cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(verbose))
     finally:
         cluster.close()
+    snapshot.require_nodes(snap, nodes)
     if out == "-":
         write_dump(snap, sys.stdout)
         sys.stdout.flush()
@@ -951,6 +957,8 @@ def _make_plan(
             snap = checked(gather(cluster, only_nodes=opts.only_nodes, progress=_progress(verbose)))
         finally:
             progress.done()
+    if strict_attested:  # names typed now (a saved plan's nodes may be gone: its steps say so)
+        snapshot.require_nodes(snap, opts.only_nodes)
     unknown = set(opts.attested) - {n["metadata"]["name"] for n in snap.nodes}
     if unknown and strict_attested:
         raise click.UsageError(

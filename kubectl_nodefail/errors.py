@@ -25,6 +25,7 @@ class Exit(IntEnum):
     AUTH = 12  # credentials rejected (401) or a required read forbidden (403)
     BAD_INPUT = 13  # malformed or unreadable dump file
     API = 14  # any other API server error
+    NOT_FOUND = 15  # a node named on the command line does not exist (kubectl's NotFound)
     CTRL_C = 130  # diagnose, dump: interrupted by Ctrl-C (remediate's interruptions are 6)
 
 
@@ -73,6 +74,13 @@ class AuthError(NodefailError):
 
 class BadInputError(NodefailError):
     exit_code = Exit.BAD_INPUT
+
+
+class NameNotFound(NodefailError):
+    """A node the user named is not in the cluster (or the dump): as kubectl, an error, never
+    an all-clear for a typo."""
+
+    exit_code = Exit.NOT_FOUND
 
 
 class BadOptionError(NodefailError):

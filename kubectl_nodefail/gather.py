@@ -24,7 +24,12 @@ from typing import Any
 
 from kubectl_nodefail import kube
 from kubectl_nodefail.analysis import facts
-from kubectl_nodefail.analysis.nodes import has_problem_condition, is_ready, shutdown_evidence
+from kubectl_nodefail.analysis.nodes import (
+    has_problem_condition,
+    is_ready,
+    lease_late,
+    shutdown_evidence,
+)
 from kubectl_nodefail.analysis.storage import claim_names
 from kubectl_nodefail.errors import (
     Forbidden,
@@ -33,7 +38,7 @@ from kubectl_nodefail.errors import (
     NotFound,
     ServerError,
 )
-from kubectl_nodefail.snapshot import Obj, Snapshot
+from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
 
 Progress = Callable[[str], None]
 
@@ -160,9 +165,15 @@ def gather(
             ),
             [],
         )
+        # Its failure is not a gap yet: the examined nodes' leases are then read one by one.
+        f_all_leases = pool.submit(
+            _Reader(cluster).optional,
+            "node leases",
+            lambda: cluster.list_all(NODE_LEASES, "Lease", keep=_lease_kept),
+            None,
+        )
         nodes = f_nodes.result()
         focus = focus_nodes(nodes, only_nodes)
-        f_leases = pool.submit(_leases, cluster, reader, focus)
         f_on_nodes = pool.submit(
             kube.parallel, lambda name: _pods_on(cluster, namespaces, name), focus
         )
@@ -170,7 +181,7 @@ def gather(
         candidates = list(dict.fromkeys([*f_table.result(), *f_finished.result()]))
         attachments = f_attach.result()
         events = f_events.result()
-        leases = f_leases.result()
+        leases = _leases_needed(f_all_leases.result(), nodes, focus, clock(), cluster, reader)
         on_nodes = f_on_nodes.result()
     missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
     if missing:
@@ -227,6 +238,44 @@ def _pods_on(cluster: kube.Cluster, namespaces: Collection[str], node: str) -> l
     for _, path in _pod_paths(namespaces):
         out += cluster.list_all(path, "Pod", fieldSelector=f"spec.nodeName={node}")
     return out
+
+
+def _lease_kept(obj: Obj) -> Obj:
+    """A lease as the analysis reads it: name, renewTime and duration (no managedFields)."""
+    kube.trim(obj)
+    return obj
+
+
+def _leases_needed(
+    listed: list[Obj] | None,
+    nodes: list[Obj],
+    focus: list[str],
+    now: datetime,
+    cluster: kube.Cluster,
+    reader: _Reader,
+) -> list[Obj]:
+    """The examined nodes' leases, and those of Ready nodes whose kubelet stopped renewing (the
+    node lifecycle controller has not acted yet: NotReady is coming). From one list of every
+    node lease; where that list is refused, one GET per examined node."""
+    if listed is None:
+        return _leases(cluster, reader, focus)
+    wanted = set(focus)
+    ready = {n["metadata"]["name"] for n in nodes if is_ready(n)}
+    out = []
+    for lease in listed:
+        name = lease["metadata"].get("name")
+        if name in wanted or (name in ready and _late(lease, now)):
+            out.append(lease)
+    return out
+
+
+def _late(lease: Obj, now: datetime) -> bool:
+    spec = lease.get("spec") or {}
+    renewed = parse_time(spec.get("renewTime")) if isinstance(spec.get("renewTime"), str) else None
+    duration = spec.get("leaseDurationSeconds")
+    return renewed is not None and lease_late(
+        now, renewed, duration if isinstance(duration, int) else None
+    )
 
 
 def _leases(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> list[Obj]:

@@ -92,29 +92,62 @@ def _next(pod: PodFinding, now: datetime) -> str:
 
 
 def headline(report: Report) -> str:
-    failed = [n for n in report.nodes if n.failed]
     when = format_time(report.captured_at)
     where = f"{report.source}" + (
         f", Kubernetes {report.server_version}" if report.server_version else ""
     )
-    if not report.problems:
+    c = summary.counts(report)
+    scoped = bool(report.scope_nodes or report.scope_namespaces)
+    if not report.problems and not scoped:
         return (
             f"All {plural(report.nodes_total, 'node')} Ready and no pod stuck terminating. "
             f"Nothing to do. ({where}, {when})"
         )
-    c = summary.counts(report)
-    text = (
-        f"{len(failed)} of {plural(report.nodes_total, 'node')} not Ready, "
+    if not report.problems:
+        return f"{_scope(report)}: nothing stuck. {_outside(report, c)}({where}, {when})"
+    text = (f"{_scope(report)}: " if scoped else "") + (
+        f"{c.nodes_not_ready} of {plural(report.nodes_total, 'node')} not Ready, "
         f"{plural(c.node_failure, 'stuck pod')}"
     )
     if c.waiting_for_volume:
         text += f" ({c.waiting_for_volume} waiting for a volume held by a failed node)"
+    late = [n for n in report.nodes if n.cause.code == "lease-not-renewed"]
+    if late:
+        text += (
+            f"; {len(late)} Ready {'node' if len(late) == 1 else 'nodes'} not renewing "
+            f"{'its' if len(late) == 1 else 'their'} lease (NotReady is coming)"
+        )
     if c.elsewhere:
         text += (
             f"; {plural(c.elsewhere, 'pod')} Terminating on nodes that did not fail"
             f" ({c.held_by_finalizers} held by finalizers)"
         )
     return f"{text} ({where}, {when})"
+
+
+def _scope(report: Report) -> str:
+    """What a filtered view shows: 'node healthy-0', 'namespace shop', or both."""
+    parts = []
+    if report.scope_nodes:
+        parts.append(
+            ("node " if len(report.scope_nodes) == 1 else "nodes ") + ", ".join(report.scope_nodes)
+        )
+    if report.scope_namespaces:
+        parts.append(
+            ("namespace " if len(report.scope_namespaces) == 1 else "namespaces ")
+            + ", ".join(report.scope_namespaces)
+        )
+    return " and ".join(parts)
+
+
+def _outside(report: Report, c: summary.Counts) -> str:
+    """A filtered all-clear never speaks for the rest of the cluster."""
+    if c.nodes_not_ready:
+        return (
+            f"Elsewhere {c.nodes_not_ready} of {plural(report.nodes_total, 'node')} "
+            "not Ready: run without the filter to see them. "
+        )
+    return f"(This view is filtered; all {plural(report.nodes_total, 'node')} are Ready.) "
 
 
 def table(report: Report, wide: bool = False) -> str:

@@ -179,6 +179,25 @@ class Snapshot:
         }
 
 
+def require_nodes(snap: Snapshot, names: Iterable[str]) -> None:
+    """Every node the user named exists here, or one NameNotFound line (with close names)."""
+    import difflib
+
+    from kubectl_nodefail.errors import NameNotFound
+
+    known = [n["metadata"]["name"] for n in snap.nodes]
+    present = set(known)
+    missing = [name for name in names if name not in present]
+    if not missing:
+        return
+    close = difflib.get_close_matches(missing[0], known, n=3)
+    listed = ", ".join(f'"{m}"' for m in missing)
+    raise NameNotFound(
+        f"node{'s' if len(missing) > 1 else ''} {listed} not found in {snap.source}",
+        hint=f"did you mean {' or '.join(close)}?" if close else "list them: kubectl get nodes",
+    )
+
+
 def from_items(items: Iterable[Obj], captured_at: datetime, **meta: Any) -> Snapshot:
     """Sort a flat list of objects (each with its `kind`) into a Snapshot."""
     snap = Snapshot(captured_at=captured_at, **meta)

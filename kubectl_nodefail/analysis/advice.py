@@ -443,6 +443,14 @@ def for_node(
             kubectl=f"kubectl taint node {node.name} {facts.TAINT_OUT_OF_SERVICE}-",
             remediate=remediate_cmd(node.name, "--confirm"),
         )
+    if node.cause.code == "lease-not-renewed":
+        return Action(
+            "wait",
+            "nothing to do yet: unless the kubelet renews its lease, the node turns NotReady "
+            "(Ready Unknown) at the time above, is tainted unreachable, and its pods are evicted "
+            "after their tolerations (300 s by default); check the machine meanwhile",
+            "none",
+        )
     if node.cause.code == "healthy":
         return Action("wait", "the kubelet is reporting again", "none")
     if node.cause.code == "kubelet-returning":
@@ -486,8 +494,10 @@ def for_node(
             kubectl=f"kubectl taint node {node.name} {OUT_OF_SERVICE_TAINT}",
             remediate=remediate_cmd(node.name, "--confirm"),
         )
-    if node.cause.code in ("kubelet-stopped", "never-registered") and pods is not None and (
-        not releasing
+    if (
+        node.cause.code in ("kubelet-stopped", "never-registered")
+        and pods is not None
+        and (not releasing)
     ):
         return Action(
             "investigate",

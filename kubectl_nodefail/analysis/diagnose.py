@@ -23,6 +23,7 @@ def _listed(node: NodeFinding) -> bool:
     (pressure, NetworkUnavailable, node-problem-detector); unknown custom conditions never."""
     return (
         node.failed
+        or node.cause.code == "lease-not-renewed"
         or node.stale_out_of_service
         or node.cloud_shutdown
         or node.out_of_service
@@ -86,6 +87,9 @@ def diagnose(
         cluster=_cluster_notes(len(snap.nodes), len(failed), master_disruption, minor, pods),
         gaps=list(snap.gaps),
         server_behaviour=versions.applied(minor),
+        scope_nodes=sorted(only_nodes),
+        scope_namespaces=sorted(namespaces),
+        nodes_not_ready_total=len(failed),
     )
 
 

@@ -13,6 +13,8 @@ LABEL_EXCLUDE_DISRUPTION = "node.kubernetes.io/exclude-disruption"
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 
 ANNOTATION_MIRROR = "kubernetes.io/config.mirror"
+# Written by `remediate` with the out-of-service taint: who attested the shutdown, and when.
+ANNOTATION_TAINTED_BY = "kubectl-nodefail.io/out-of-service-by"
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 REASON_NODE_NEVER_UPDATED = "NodeStatusNeverUpdated"

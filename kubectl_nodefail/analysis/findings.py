@@ -155,6 +155,11 @@ class Report:
     gaps: list[str]
     # Which version-dependent behaviour was applied for this server (analysis/versions.py).
     server_behaviour: list[str] = field(default_factory=list)
+    # A filtered view (node names, namespaces): what it shows is not the whole cluster.
+    scope_nodes: list[str] = field(default_factory=list)
+    scope_namespaces: list[str] = field(default_factory=list)
+    # Not Ready nodes in the whole cluster, whatever the view shows.
+    nodes_not_ready_total: int = 0
 
     @property
     def problems(self) -> bool:

@@ -7,7 +7,8 @@ from datetime import datetime
 from kubectl_nodefail.analysis import facts, storage
 from kubectl_nodefail.analysis.findings import Cause, ConditionView, NodeFinding, TaintView
 from kubectl_nodefail.analysis.text import ago
-from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
+from kubectl_nodefail.analysis.text import duration as duration_text
+from kubectl_nodefail.snapshot import Obj, Snapshot, format_time, parse_time, shifted
 
 
 def conditions(node: Obj) -> dict[str, Obj]:
@@ -96,16 +97,30 @@ def lease_renew_time(snap: Snapshot, name: str) -> tuple[datetime | None, int | 
     return parse_time(spec.get("renewTime")), spec.get("leaseDurationSeconds")
 
 
+def attestation(node: Obj) -> str | None:
+    """Who marked the node out of service, and when: the out-of-service taint is a human's
+    attestation that the machine is off, never an observation of it."""
+    taint = next((t for t in taints(node) if t.key == facts.TAINT_OUT_OF_SERVICE), None)
+    if taint is None:
+        return None
+    by = (node["metadata"].get("annotations") or {}).get(facts.ANNOTATION_TAINTED_BY)
+    spelled = f"taint {taint.key}={taint.value}:{taint.effect}"
+    if by:
+        return f"attested by {by} through kubectl-nodefail remediate ({spelled})"
+    when = f" at {format_time(taint.time_added)}" if taint.time_added else ""
+    return f"attested by whoever applied the {spelled}{when} (who is not recorded)"
+
+
 def shutdown_evidence(node: Obj) -> list[str]:
-    """Signals that the machine itself is down (not just the kubelet or the network)."""
+    """Signals that the machine itself is down (not just the kubelet or the network), each
+    saying where it comes from: an observation (cloud provider, kubelet) or an attestation."""
     found = []
     for t in taints(node):
         if t.key == facts.TAINT_CLOUD_SHUTDOWN:
             found.append(f"cloud provider reports the instance shut down (taint {t.key})")
-        if t.key == facts.TAINT_OUT_OF_SERVICE:
-            found.append(
-                f"an administrator marked it out of service (taint {t.key}={t.value}:{t.effect})"
-            )
+    attested = attestation(node)
+    if attested:
+        found.append(f"out of service: {attested}; not an observation of the machine")
     ready = ready_condition(node) or {}
     if "shutting down" in (ready.get("message") or "").lower():
         found.append(f"kubelet reported: {ready.get('message')}")
@@ -159,9 +174,7 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
                 evidence,
             )
         if shutdown:
-            return Cause(
-                "machine-shutdown", "the machine is shut down", "high", evidence + shutdown
-            )
+            return _shutdown_cause(node, "the machine is shut down", evidence + shutdown)
         if lease_stale is False:
             return Cause(
                 "kubelet-returning",
@@ -183,11 +196,8 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
         evidence.insert(0, f"Ready=False, reason {reason}: {message}".rstrip(": "))
         low = message.lower()
         if shutdown:
-            return Cause(
-                "machine-shutdown",
-                "the machine is shutting down or shut down",
-                "high",
-                evidence + shutdown,
+            return _shutdown_cause(
+                node, "the machine is shutting down or shut down", evidence + shutdown
             )
         if "networkready=false" in low or "network plugin" in low or "cni" in low:
             return Cause(
@@ -221,7 +231,24 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
             "medium",
             evidence,
         )
-    # Ready=True: only listed when tainted out-of-service / shut down, or with problem conditions.
+    # Ready=True: only listed when its lease expired, tainted out-of-service / shut down, or
+    # with problem conditions.
+    if renew is not None and lease_late(now, renew, lease_seconds):
+        grace = _monitor_grace(snap.server_minor)
+        duration = lease_seconds or facts.DEFAULT_LEASE_SECONDS
+        age = (now - renew).total_seconds()
+        return Cause(
+            "lease-not-renewed",
+            f"the kubelet has not renewed its lease for {duration_text(age)} (it renews every "
+            f"{duration_text(duration / 4)}; the lease lasts {duration}s"
+            + (", so it has expired" if age > duration else "")
+            + "): Ready is still True only because the node lifecycle controller has not "
+            f"acted yet. Unless the kubelet renews, it sets Ready Unknown {grace}s after the "
+            "last renewal by default (node-monitor-grace-period), at "
+            + format_time(shifted(renew, grace)),
+            "high" if age > duration else "medium",
+            evidence,
+        )
     if shutdown:
         return Cause(
             "shutdown-taint-on-ready-node",
@@ -234,6 +261,35 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
             "conditions", "node is Ready but reports", problem_conditions, evidence
         )
     return Cause("healthy", "node is Ready", "high", evidence)
+
+
+def lease_late(now: datetime, renewed: datetime, duration: int | None) -> bool:
+    """The kubelet missed at least two renewals (it renews every quarter of the duration): a
+    Ready node that will turn NotReady unless it renews soon."""
+    return (now - renewed).total_seconds() > (duration or facts.DEFAULT_LEASE_SECONDS) / 2
+
+
+def _monitor_grace(minor: int | None) -> int:
+    """kube-controller-manager's default node-monitor-grace-period for this server."""
+    if minor is not None and minor < facts.NODE_MONITOR_GRACE_50S_MINOR:
+        return facts.NODE_MONITOR_GRACE_SECONDS_BEFORE_1_32
+    return facts.NODE_MONITOR_GRACE_SECONDS
+
+
+def _shutdown_cause(node: Obj, observed: str, evidence: list[str]) -> Cause:
+    """A shutdown observed (cloud provider, kubelet) is high confidence; one only attested
+    (the out-of-service taint) says who attested it."""
+    taint_keys = {t.key for t in taints(node)}
+    said = "shutting down" in ((ready_condition(node) or {}).get("message") or "").lower()
+    if facts.TAINT_CLOUD_SHUTDOWN in taint_keys or said:
+        return Cause("machine-shutdown", observed, "high", evidence)
+    return Cause(
+        "attested-shutdown",
+        f"marked out of service: {attestation(node)}; the cluster itself has not observed the "
+        "machine off",
+        "attested",
+        evidence,
+    )
 
 
 def attached_volumes(snap: Snapshot, name: str, now: datetime, ready: bool) -> list[str]:

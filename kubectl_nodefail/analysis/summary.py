@@ -40,7 +40,7 @@ def counts(report: Report) -> Counts:
     elsewhere = [p for p in report.pods if p.category == ELSEWHERE]
     return Counts(
         nodes_total=report.nodes_total,
-        nodes_not_ready=sum(1 for n in report.nodes if n.failed),
+        nodes_not_ready=report.nodes_not_ready_total,
         on_failed_nodes=sum(1 for p in report.pods if p.category in ON_FAILED),
         waiting_for_volume=sum(1 for p in report.pods if p.category == WAITING_FOR_VOLUME),
         elsewhere=len(elsewhere),

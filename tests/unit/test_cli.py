@@ -234,3 +234,33 @@ def test_remediate_refuses_confirm_on_a_dump_and_bad_plans(tmp_path: Path) -> No
         "remediate", "--from-file", AFTER, "--plan-out", str(tmp_path / "no" / "plan.json")
     )
     assert code == 2 and "--plan-out" in err and "does not exist" in err
+
+
+def test_a_node_that_does_not_exist_is_not_found_never_all_clear() -> None:
+    """kubectl says NotFound for a typo; an all-clear would send the on-call back to bed."""
+    code, out, err = run("diagnose", "flaky-aa", "--from-file", AFTER)
+    assert code == 15 and out == ""
+    assert err.count("\n") == 1 and '"flaky-aa" not found' in err and "flaky-a" in err
+    code, _, err = run("remediate", "worker-3", "--from-file", AFTER)
+    assert code == 15 and "not found" in err
+
+
+def test_a_filtered_view_never_speaks_for_the_whole_cluster() -> None:
+    snap = json.loads(Path(AFTER).read_text())
+    ready = next(
+        i["metadata"]["name"]
+        for i in snap["items"]
+        if i.get("kind") == "Node"
+        and any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in i.get("status", {}).get("conditions", [])
+        )
+    )
+    code, out, _ = run("diagnose", ready, "--from-file", AFTER)
+    first = out.splitlines()[0]
+    assert code == 0 and "Nothing to do" not in first and "All " not in first
+    assert first.startswith(f"node {ready}: nothing stuck. Elsewhere 1 of ")
+    code, out, _ = run("diagnose", ready, "--from-file", AFTER, "-o", "json")
+    data = json.loads(out)
+    assert data["summary"]["nodesNotReady"] == sum(z["notReady"] for z in data["zones"]) == 1
+    assert data["scopeNodes"] == [ready]

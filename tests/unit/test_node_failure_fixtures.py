@@ -104,11 +104,17 @@ def test_three_nodes_down_is_flagged_as_likely_not_the_machines() -> None:
     assert any("3 of 6 nodes are not Ready" in note for note in report.cluster)
 
 
-def test_out_of_service_taint_is_shutdown_evidence() -> None:
+def test_out_of_service_taint_is_an_attestation_not_an_observation() -> None:
     report = report_of("out-of-service-applied")
     node = _node(report, "flaky-d")
-    assert node.out_of_service and node.cause.code == "machine-shutdown"
-    assert any("out of service" in e for e in node.shutdown_evidence)
+    # Someone attested the machine is off; the cluster did not observe it: say who, not "shut
+    # down (confidence high)".
+    assert node.out_of_service and node.cause.code == "attested-shutdown"
+    assert node.cause.confidence == "attested" and "the machine is shut down" not in (
+        node.cause.summary
+    )
+    assert "attested by" in node.cause.summary and "has not observed" in node.cause.summary
+    assert any("not an observation" in e for e in node.shutdown_evidence)
     assert node.action is not None and node.action.code == "wait"
 
 
@@ -172,3 +178,39 @@ def test_after_eviction_cronjob_chain_and_unknown_owner(after_eviction: Report) 
     assert operated.controller == "other" and operated.replacement.state == "unknown"
     assert "depends on that controller" in operated.explanation
     assert operated.action.code == "out-of-service" and operated.action.risk == "medium"
+
+
+def test_a_ready_node_whose_kubelet_stopped_renewing_is_not_all_clear() -> None:
+    """Between the kubelet's death and the node lifecycle controller's grace period the node is
+    still Ready, but its lease tells: the diagnosis says NotReady is coming, and when."""
+    from datetime import timedelta
+
+    from kubectl_nodefail import render
+    from kubectl_nodefail.analysis.nodes import is_ready
+    from kubectl_nodefail.snapshot import format_time
+
+    snap = load("node-down-recovered")
+    node = next(n for n in snap.nodes if is_ready(n))
+    name = node["metadata"]["name"]
+    snap.leases = [lease for lease in snap.leases if lease["metadata"]["name"] != name]
+    renewed = snap.captured_at - timedelta(seconds=25)
+    snap.leases.append(
+        {
+            "kind": "Lease",
+            "metadata": {"name": name, "namespace": "kube-node-lease"},
+            "spec": {"renewTime": format_time(renewed), "leaseDurationSeconds": 40},
+        }
+    )
+    report = diagnose(snap, snap.captured_at)
+    found = next(n for n in report.nodes if n.name == name)
+    assert not found.failed and found.cause.code == "lease-not-renewed"
+    assert "has not renewed its lease for 25s" in found.cause.summary
+    grace = 50 if (snap.server_minor or 36) >= 32 else 40
+    assert format_time(renewed + timedelta(seconds=grace)) in found.cause.summary
+    headline = render.headline(report)
+    assert report.problems and "Nothing to do" not in headline
+    assert "1 Ready node not renewing its lease" in headline
+    # A lease renewed within half its duration is a working kubelet.
+    snap.leases[-1]["spec"]["renewTime"] = format_time(snap.captured_at - timedelta(seconds=15))
+    again = diagnose(snap, snap.captured_at)
+    assert all(n.name != name for n in again.nodes)
