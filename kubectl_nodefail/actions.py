@@ -202,6 +202,17 @@ class Stop:
                 signal.signal(sig, previous)
 
 
+class NotConfirmed(Exception):
+    """A request the server accepted whose effect was not observed: the pods it was to release
+    still there at --wait-timeout (or when a signal stopped the watch). `interrupted`: the
+    watch was stopped, not timed out."""
+
+    def __init__(self, detail: str, interrupted: bool = False) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.interrupted = interrupted
+
+
 class NodeChanged(Conflict):
     """A node patch refused because the node changed since it was read."""
 
@@ -311,6 +322,11 @@ class Executor:
                         break
                 try:
                     step.detail = self._act(step, node)
+                except NotConfirmed as exc:
+                    # Sent and accepted, but what it was for did not happen (yet): never "done".
+                    step.result = "interrupted" if exc.interrupted else "unconfirmed"
+                    step.detail = exc.detail
+                    break
                 except NodeChanged as exc:
                     if attempt == attempts:
                         raise
@@ -509,7 +525,7 @@ class Executor:
         ]
         ops += self._annotation_ops(node, ANNOTATION_TAINTED_BY)
         self._patch_node(node, ops)
-        return "out-of-service taint applied; " + self._wait_released(step.node)
+        return "out-of-service taint applied; " + self._released(step.node, "the taint")
 
     def _remove_out_of_service(self, step: Step, node: Obj) -> str:
         taints = (node.get("spec") or {}).get("taints") or []
@@ -531,7 +547,18 @@ class Executor:
             uid=step.uid,
             resource_version=step.resource_version,
         )
-        return "force-deleted (grace 0, UID and resourceVersion preconditions)"
+        done = "force-deleted (grace 0, UID and resourceVersion preconditions)"
+        try:
+            left = self.cluster.get_object(kube.pod_path(ns, name))
+        except NotFound:
+            return done + "; the pod is gone"
+        if left["metadata"].get("uid") != step.uid:
+            return done + "; the pod is gone (a new pod of that name exists)"
+        holders = list(left["metadata"].get("finalizers") or [])
+        raise NotConfirmed(
+            f"{done}, but the pod is still there"
+            + (f": held by finalizers {', '.join(holders)}" if holders else "")
+        )
 
     def _delete_node(self, step: Step, node: Obj) -> str:
         self.cluster.delete(
@@ -539,7 +566,9 @@ class Executor:
             uid=node["metadata"]["uid"],
             resource_version=node["metadata"]["resourceVersion"],
         )
-        return "Node object deleted; PodGC removes its pods within about a minute"
+        return "Node object deleted; " + self._released(
+            step.node, "PodGC (the Node is gone)", every_pod=True
+        )
 
     def _annotation_ops(self, node: Obj, key: str) -> list[Obj]:
         value = f"{self.user} at {format_time(_now())} (kubectl-nodefail {__version__})"
@@ -579,7 +608,21 @@ class Executor:
                 status=422,
             ) from exc
 
-    def _wait_released(self, node: str) -> str:
+    def _released(self, node: str, by: str, every_pod: bool = False) -> str:
+        """What the step was for, observed: the node's Terminating pods (`every_pod`: all its
+        pods, for a deleted Node) and volume attachments gone. Otherwise NotConfirmed, naming
+        what is still there."""
+        released, detail = self._wait_released(node, every_pod)
+        if released:
+            return detail
+        raise NotConfirmed(
+            f"{detail}. The request was accepted but not its effect: whatever {by} should have "
+            "caused (PodGC's force delete, the detach) did not happen; look for a refusal in "
+            "kube-controller-manager's log (an admission policy or webhook), then re-run",
+            interrupted=self.stop.is_set(),
+        )
+
+    def _wait_released(self, node: str, every_pod: bool = False) -> tuple[bool, str]:
         """Watch the node's pods and VolumeAttachments go, up to the timeout or a stop.
 
         Pods held by a finalizer the taint does not release are named, never waited for."""
@@ -589,7 +632,16 @@ class Executor:
                 "/api/v1/pods", "Pod", fieldSelector=f"spec.nodeName={node}"
             )
             held = [p for p in pods if _holders(p)]
-            stuck = [p for p in pods if p["metadata"].get("deletionTimestamp") and not _holders(p)]
+            stuck = [
+                p
+                for p in pods
+                if not _holders(p)
+                and (
+                    every_pod
+                    or p["metadata"].get("deletionTimestamp")
+                    or not _tolerates_out_of_service(p)
+                )
+            ]
             try:
                 vas = [
                     v
@@ -611,16 +663,20 @@ class Executor:
                 else ""
             )
             if not stuck and not vas:
-                return (
-                    f"{len(pods)} pods left on the node, no Terminating pod released by the "
-                    f"taint left, no volume attached{not_waited}"
+                return True, (
+                    f"{len(pods)} pods left on the node (tolerating the taint or held), no "
+                    f"Terminating pod released by the taint left, no volume attached{not_waited}"
                 )
             if _now() > deadline or self.stop.is_set():
                 why = "stopped watching (interrupted)" if self.stop.is_set() else "after"
                 waited = f"{why} {self.wait_timeout:.0f}s" if why == "after" else why
-                return (
-                    f"{waited}: still {len(stuck)} Terminating pods and {len(vas)} volume "
-                    f"attachments on the node{not_waited}"
+                names = ", ".join(
+                    f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" for p in stuck[:5]
+                ) + (", ..." if len(stuck) > 5 else "")
+                return False, (
+                    f"{waited}: still {len(stuck)} pods to be released"
+                    + (f" ({names})" if stuck else "")
+                    + f" and {len(vas)} volume attachments on the node{not_waited}"
                 )
             self.stop.wait(2)
 
@@ -744,6 +800,19 @@ def _holders(pod: Obj) -> list[str]:
     """Finalizers that keep this pod after the out-of-service taint (see holding_finalizers)."""
     meta = pod.get("metadata") or {}
     return holding_finalizers(list(meta.get("finalizers") or []), True, "out-of-service")
+
+
+def _tolerates_out_of_service(pod: Obj) -> bool:
+    """The pod stays under the out-of-service NoExecute taint (a blanket or matching toleration);
+    every other pod is evicted, then force-deleted by PodGC."""
+    for t in (pod.get("spec") or {}).get("tolerations") or []:
+        if t.get("effect") not in (None, "", "NoExecute"):
+            continue
+        if t.get("operator") == "Exists" and t.get("key") in (None, "", facts.TAINT_OUT_OF_SERVICE):
+            return True
+        if t.get("key") == facts.TAINT_OUT_OF_SERVICE and t.get("value") in (None, "nodeshutdown"):
+            return t.get("tolerationSeconds") is None
+    return False
 
 
 def summary(plan: Plan) -> dict[str, int]:

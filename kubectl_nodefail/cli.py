@@ -43,6 +43,8 @@ Exit codes:
   5    nothing to do (remediate)
   6    interrupted by SIGINT/SIGTERM during --confirm: the table lists what was done and
        what was not started; re-run the same command to finish (remediate)
+  7    a step was accepted but its effect was not observed within --wait-timeout (pods
+       still there: the result names what holds them) (remediate)
   2    usage error (also an output path that cannot be written)
   10   no kubeconfig, unknown context, or an unusable kubeconfig (YAML, server URL,
        certificate data)

@@ -70,8 +70,9 @@ class Step:
     uid: str = ""
     resource_version: str = ""
     lease_renewed: str = ""  # the node's lease renewTime when planned: must not move before acting
-    # filled in by actions.py: done | skipped | failed | refused | waited | blocked
-    # | not started | interrupted
+    # filled in by actions.py: done (its effect observed) | unconfirmed (sent and accepted, the
+    # effect not observed) | skipped | failed | refused | waited | blocked | not started
+    # | interrupted
     result: str = ""
     detail: str = ""
 
@@ -88,10 +89,12 @@ class Plan:
         return [s for s in self.steps if s.allowed and s.action in MUTATING]
 
     def result_code(self) -> Exit:
-        """After --confirm: interrupted (6), all done (0), some refused/skipped/failed/blocked
-        (4), nothing done (5)."""
+        """After --confirm: interrupted (6), a step's effect not observed (7), all done (0),
+        some refused/skipped/failed/blocked (4), nothing done (5)."""
         if any(s.result in ("not started", "interrupted") for s in self.steps):
             return Exit.INTERRUPTED
+        if any(s.result == "unconfirmed" for s in self.steps):
+            return Exit.UNCONFIRMED
         if self.refusals or any(
             s.result in ("skipped", "failed", "refused", "blocked") for s in self.steps
         ):
