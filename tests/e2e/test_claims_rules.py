@@ -386,7 +386,7 @@ def test_replicaset_scaled_to_zero_wants_no_replacement(dead: Dead) -> None:
     code, d = plugin.diagnose_json("-n", NS)
     assert code == 3
     row = _pod(d, NS, stuck["metadata"]["name"])
-    assert row["replacement"]["state"] == "none"
+    assert row["replacement"]["state"] == "not-wanted"
     assert row["replacement"]["summary"] == (
         "the ReplicaSet was scaled to 0 (rollout or scale-down): no replacement is wanted"
     )
