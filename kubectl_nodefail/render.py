@@ -80,9 +80,11 @@ def _owner(pod: PodFinding) -> str:
     return summary.owner_of(pod)
 
 
-def _stuck(pod: PodFinding) -> str:
+def _stuck(pod: PodFinding, node_down: float | None = None) -> str:
+    """How long it has been stuck: past its grace period once deleted; before that, on a failed
+    node, as long as the node has been not Ready (it has been unreachable that long)."""
     if pod.stuck_seconds is None:
-        return "-"
+        return duration(node_down) if pod.node_failed and node_down is not None else "-"
     return duration(pod.stuck_seconds) if pod.stuck_seconds > 0 else "in grace"
 
 
@@ -185,6 +187,7 @@ def table(report: Report, wide: bool = False) -> str:
     out += [f"!! {note}" for note in report.cluster]
     if report.pods:
         rows = []
+        down = {n.name: n.not_ready_seconds for n in report.nodes}
         for p in report.pods:
             if p.category == summary.ELSEWHERE:
                 continue
@@ -193,7 +196,7 @@ def table(report: Report, wide: bool = False) -> str:
                 p.kubectl_status,
                 p.node or "-",
                 _owner(p),
-                _stuck(p),
+                _stuck(p, down.get(p.node)),
                 _next(p, report.captured_at),
                 p.action.code,
             ]
