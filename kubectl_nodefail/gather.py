@@ -17,6 +17,7 @@ mid-way, become stated gaps; objects that vanish mid-scan are simply absent.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Collection, Iterable
 from datetime import datetime, timezone
@@ -30,6 +31,7 @@ from kubectl_nodefail.analysis.nodes import (
     lease_late,
     shutdown_evidence,
 )
+from kubectl_nodefail.analysis.pods import pinned_to
 from kubectl_nodefail.analysis.storage import claim_names
 from kubectl_nodefail.errors import (
     Forbidden,
@@ -177,6 +179,8 @@ def gather(
         f_on_nodes = pool.submit(
             kube.parallel, lambda name: _pods_on(cluster, namespaces, name), focus
         )
+        failed = [n["metadata"]["name"] for n in nodes if not is_ready(n)]
+        f_unscheduled = pool.submit(_pinned_pending, cluster, reader, namespaces, failed)
         version = f_version.result()
         candidates = list(dict.fromkeys([*f_table.result(), *f_finished.result()]))
         attachments = f_attach.result()
@@ -197,6 +201,8 @@ def gather(
     for pod in _full_pods(cluster, candidates, focus_set, pods):
         pods.setdefault(pod["metadata"]["uid"], pod)
     pods.update(_waiting_for_attach(cluster, reader, events, namespaces, pods))
+    for pod in f_unscheduled.result():
+        pods.setdefault(pod["metadata"]["uid"], pod)
 
     owners, siblings = _owners_and_siblings(
         cluster, reader, list(pods.values()), progress, cluster_wide=not namespaces
@@ -482,6 +488,28 @@ def _read_owners(
     for batch in kube.parallel(read, sorted(groups.items())):
         found.update((key_of(obj), obj) for obj in batch)
     return found
+
+
+def _pinned_pending(
+    cluster: kube.Cluster, reader: _Reader, namespaces: Collection[str], failed: list[str]
+) -> list[Obj]:
+    """Unscheduled Pending pods that may run only on failed nodes (pinned by hostname): one
+    list of the cluster's unscheduled pods, read only when a node failed."""
+    if not failed:
+        return []
+
+    def pinned(pod: Obj) -> Obj | None:
+        return pod if pinned_to(pod, failed) else None
+
+    def read(path: str) -> list[Obj]:
+        return cluster.list_all(
+            path, "Pod", fieldSelector="spec.nodeName=,status.phase=Pending", keep=pinned
+        )
+
+    out: list[Obj] = []
+    for _, path in _pod_paths(namespaces):
+        out += reader.optional("pending pods", functools.partial(read, path), [])
+    return out
 
 
 def _waiting_for_attach(

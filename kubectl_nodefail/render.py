@@ -52,6 +52,7 @@ def report_data(report: Report) -> dict[str, Any]:
         "stuckPods": len(report.pods),
         "podsOnFailedNodes": c.on_failed_nodes,
         "waitingForVolume": c.waiting_for_volume,
+        "waitingForNode": c.waiting_for_node,
         "terminatingElsewhere": c.elsewhere,
         "heldByFinalizers": c.held_by_finalizers,
     }
@@ -111,8 +112,13 @@ def headline(report: Report) -> str:
         f"{c.nodes_not_ready} of {plural(report.nodes_total, 'node')} not Ready, "
         f"{plural(c.node_failure, 'stuck pod')}"
     )
+    waits = []
     if c.waiting_for_volume:
-        text += f" ({c.waiting_for_volume} waiting for a volume held by a failed node)"
+        waits.append(f"{c.waiting_for_volume} waiting for a volume held by a failed node")
+    if c.waiting_for_node:
+        waits.append(f"{c.waiting_for_node} Pending: they may run only on a failed node")
+    if waits:
+        text += f" ({'; '.join(waits)})"
     late = [n for n in report.nodes if n.cause.code == "lease-not-renewed"]
     if late:
         text += (

@@ -120,7 +120,7 @@ def pending_reason(pod: Obj, dead_node: str) -> str:
     selector = spec.get("nodeSelector") or {}
     if selector.get(facts.LABEL_HOSTNAME) == dead_node:
         return f"pinned: nodeSelector {facts.LABEL_HOSTNAME}={dead_node} names the failed node"
-    if _required_hosts(spec) == [dead_node]:
+    if required_hosts(spec) == [dead_node]:
         return (
             f"pinned: its required node affinity allows only {facts.LABEL_HOSTNAME} "
             f"{dead_node}, the failed node"
@@ -135,7 +135,7 @@ def pending_reason(pod: Obj, dead_node: str) -> str:
     return "not scheduled yet (no scheduler message)"
 
 
-def _required_hosts(spec: Obj) -> list[str] | None:
+def required_hosts(spec: Obj) -> list[str] | None:
     """The hostnames a required node affinity allows, when it is one `hostname In [...]` term."""
     required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"

@@ -8,7 +8,12 @@ from datetime import datetime
 from kubectl_nodefail.analysis import advice, versions
 from kubectl_nodefail.analysis.findings import NodeFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node
-from kubectl_nodefail.analysis.pods import analyse_pod, analyse_waiting_pod
+from kubectl_nodefail.analysis.pods import (
+    analyse_pinned_pod,
+    analyse_pod,
+    analyse_waiting_pod,
+    pinned_to,
+)
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
 from kubectl_nodefail.analysis.storage import held_by_failed_node
 from kubectl_nodefail.analysis.zones import analyse_zones
@@ -61,6 +66,11 @@ def diagnose(
         if (not only_nodes or node_name in only_nodes) and _stuck_pod(pod, node, now):
             zone = zone_by_name.get(node.zone) if node else None
             pods.append(analyse_pod(pod, snap, node, zone, master_disruption, failed, now))
+            continue
+        pinned = pinned_to(pod, failed) if failed else []
+        if pinned:
+            if not only_nodes or set(pinned) & set(only_nodes):
+                pods.append(analyse_pinned_pod(pod, snap, pinned))
             continue
         held = held_by_failed_node(pod, snap, failed) if failed else []
         holders = {va["spec"]["nodeName"] for _, _, va in held}

@@ -118,6 +118,8 @@ class PodFinding:
     meaning: str  # what the status really means
     # on-failed-node | terminating-on-failed-node | terminating-elsewhere
     # | waiting-for-volume (elsewhere, for a volume still attached to a failed node)
+    # | waiting-for-node (Pending: its node selector or required affinity allows only failed
+    # nodes)
     category: str
     terminating: bool
     stuck_seconds: float | None  # past deletionTimestamp (deletion time + grace)

@@ -244,16 +244,20 @@ def _rows(v: _View) -> Iterator[Violation]:
     """Headline counts that disagree with the rows, and rows that disagree with their node."""
     c = summary.counts(v.report)
     failed_nodes = {n.name for n in v.report.nodes if n.failed}
+    scoped = bool(v.report.scope_nodes)
     by_hand = {
-        "nodes_not_ready": len(failed_nodes),
+        # A node filter lists only the named nodes; the count is the whole cluster's.
+        "nodes_not_ready": v.report.nodes_not_ready_total if scoped else len(failed_nodes),
         "on_failed_nodes": sum(1 for p in v.report.pods if p.node in failed_nodes),
         "waiting_for_volume": sum(
             1 for p in v.report.pods if p.category == summary.WAITING_FOR_VOLUME
         ),
+        "waiting_for_node": sum(1 for p in v.report.pods if p.category == summary.WAITING_FOR_NODE),
         "elsewhere": sum(
             1
             for p in v.report.pods
-            if p.node not in failed_nodes and p.category != summary.WAITING_FOR_VOLUME
+            if p.node not in failed_nodes
+            and p.category not in (summary.WAITING_FOR_VOLUME, summary.WAITING_FOR_NODE)
         ),
     }
     for key, value in by_hand.items():
@@ -546,6 +550,7 @@ def check_data(data: dict[str, Any]) -> list[Violation]:
         "stuckPods": len(report.pods),
         "podsOnFailedNodes": c.on_failed_nodes,
         "waitingForVolume": c.waiting_for_volume,
+        "waitingForNode": c.waiting_for_node,
         "terminatingElsewhere": c.elsewhere,
         "heldByFinalizers": c.held_by_finalizers,
     }

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 from kubectl_nodefail.analysis import advice, controllers, eviction, facts, owners, storage
-from kubectl_nodefail.analysis.claims import text_of
+from kubectl_nodefail.analysis.claims import claim, fact, text_of
 from kubectl_nodefail.analysis.findings import (
     Action,
     NodeFinding,
@@ -337,4 +338,80 @@ def analyse_waiting_pod(
             f"owner chain: {owners.describe(links)}",
         ],
         finalizers=list(meta.get("finalizers") or []),
+    )
+
+
+def pinned_to(pod: Obj, failed: Collection[str]) -> list[str]:
+    """The failed nodes an unscheduled Pending pod is restricted to: its nodeSelector hostname,
+    or a required node affinity that allows only failed nodes by hostname; [] otherwise."""
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName") or (pod.get("status") or {}).get("phase") != "Pending":
+        return []
+    host = (spec.get("nodeSelector") or {}).get(facts.LABEL_HOSTNAME)
+    if host:
+        return [host] if host in failed else []
+    hosts = controllers.required_hosts(spec)
+    return sorted(hosts) if hosts and set(hosts) <= set(failed) else []
+
+
+def analyse_pinned_pod(pod: Obj, snap: Snapshot, nodes: list[str]) -> PodFinding:
+    """A Pending pod that may run only on failed nodes (typically the replacement of a pod that
+    was pinned there): a victim of the failure although it is on no node."""
+    meta = pod["metadata"]
+    namespace, name = meta.get("namespace", ""), meta["name"]
+    links, _ = owners.chain(pod, snap)
+    where = ", ".join(nodes)
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    field = (
+        f"spec.nodeSelector[{facts.LABEL_HOSTNAME}]"
+        if selector.get(facts.LABEL_HOSTNAME)
+        else "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    because = [fact("Pod", pod, field), fact("Pod", pod, "status.phase")]
+    because += [
+        fact("Node", node, "status.conditions[type=Ready].status")
+        for n in nodes
+        if (node := snap.node(n)) is not None
+    ]
+    by = "its nodeSelector" if "nodeSelector" in field else "its required node affinity"
+    text = (
+        f"it may run only on {where} ({by}), "
+        f"which {'is' if len(nodes) == 1 else 'are'} not Ready: it stays Pending until "
+        f"{'that node returns' if len(nodes) == 1 else 'one of them returns'} or the "
+        "selector is changed."
+    )
+    claims = [claim("blocked-by", "why", text, *because)]
+    return PodFinding(
+        namespace=namespace,
+        name=name,
+        uid=meta.get("uid", ""),
+        resource_version=meta.get("resourceVersion", ""),
+        node="",
+        node_failed=False,
+        kubectl_status=kubectl_status(pod),
+        ready=ready_column(pod),
+        meaning=f"Pending: the only nodes it may run on ({where}) failed",
+        category="waiting-for-node",
+        terminating=False,
+        stuck_seconds=None,
+        deletion_timestamp=None,
+        owner_chain=links,
+        controller=owners.controller_type(pod, links),
+        explanation=text_of(claims, "why"),
+        replacement=Replacement("not-needed", "none needed: this pod runs once its node returns"),
+        storage=[],
+        timeline="",
+        eviction_at=None,
+        if_node_returns="",  # its explanation says: Pending until the node returns
+        action=Action(
+            "investigate",
+            f"pinned to the failed node {where}: bring the node back, or relax the selector / "
+            "affinity (the owner's template) so it can run elsewhere; nothing remediate does "
+            "schedules it",
+            "low",
+        ),
+        evidence=[f"phase {meta.get('phase') or (pod.get('status') or {}).get('phase')}"],
+        finalizers=list(meta.get("finalizers") or []),
+        claims=claims,
+        phase="Pending",
     )

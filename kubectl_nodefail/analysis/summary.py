@@ -16,24 +16,27 @@ from kubectl_nodefail.analysis.text import ago
 
 ON_FAILED = ("on-failed-node", "terminating-on-failed-node")
 WAITING_FOR_VOLUME = "waiting-for-volume"
+WAITING_FOR_NODE = "waiting-for-node"  # Pending, and may run only on failed nodes
 ELSEWHERE = "terminating-elsewhere"
 
 
 @dataclass
 class Counts:
     """The headline numbers. `node_failure` counts pods stuck because a node failed (on it,
-    or waiting for its volume); `elsewhere` pods are Terminating on nodes that did not fail."""
+    waiting for its volume, or Pending where only failed nodes may run them); `elsewhere` pods
+    are Terminating on nodes that did not fail."""
 
     nodes_total: int
     nodes_not_ready: int
     on_failed_nodes: int
     waiting_for_volume: int
+    waiting_for_node: int
     elsewhere: int
     held_by_finalizers: int  # of `elsewhere`
 
     @property
     def node_failure(self) -> int:
-        return self.on_failed_nodes + self.waiting_for_volume
+        return self.on_failed_nodes + self.waiting_for_volume + self.waiting_for_node
 
 
 def counts(report: Report) -> Counts:
@@ -43,6 +46,7 @@ def counts(report: Report) -> Counts:
         nodes_not_ready=report.nodes_not_ready_total,
         on_failed_nodes=sum(1 for p in report.pods if p.category in ON_FAILED),
         waiting_for_volume=sum(1 for p in report.pods if p.category == WAITING_FOR_VOLUME),
+        waiting_for_node=sum(1 for p in report.pods if p.category == WAITING_FOR_NODE),
         elsewhere=len(elsewhere),
         held_by_finalizers=sum(1 for p in elsewhere if p.finalizers),
     )
@@ -52,6 +56,8 @@ def next_step(pod: PodFinding, now: datetime) -> str:
     """What happens next to the pod, in a few words (the NEXT column)."""
     if pod.category == WAITING_FOR_VOLUME:
         return "waits for volume"
+    if pod.category == WAITING_FOR_NODE:
+        return "waits for node"
     if not pod.node_failed:
         return "held (finalizers)" if pod.finalizers else "kubelet slow"
     if not pod.terminating:

@@ -173,9 +173,10 @@ def test_finalizer_on_a_dead_node_pod_is_named_with_its_remover(dead: Dead) -> N
     assert FINALIZER in p["meaning"] and "kubelet is not reporting" in p["meaning"]
     assert FINALIZER in p["action"]["summary"]
     assert "removed by the controller that set it (e2e.nodefail)" in p["action"]["summary"]
+    assert p["action"]["code"] == "finalizer-held"
     assert (
-        "neither a force delete nor the out-of-service taint removes them"
-        in (p["action"]["summary"])
+        "neither the out-of-service taint nor a force delete removes the object, so nothing "
+        "remediate does releases it" in p["action"]["summary"]
     )
     assert FINALIZER in p["ifNodeReturns"] and "object stays" in p["ifNodeReturns"]
 

@@ -57,6 +57,7 @@ def test_json_output_is_stable_shape() -> None:
         "stuckPods",
         "podsOnFailedNodes",
         "waitingForVolume",
+        "waitingForNode",
         "terminatingElsewhere",
         "heldByFinalizers",
     }

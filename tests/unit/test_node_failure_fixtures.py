@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from kubectl_nodefail.analysis import summary
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import Report
 from tests.unit.conftest import load, pod, report_of
@@ -57,10 +58,17 @@ def test_after_eviction_deployment_pod_is_cosmetic(after_eviction: Report) -> No
 
 
 def test_after_eviction_pinned_replacement_is_pending(after_eviction: Report) -> None:
-    pinned = pod(after_eviction, NS, "pinned")
-    assert pinned.replacement.state == "pending"
-    assert pinned.replacement.pending_reason.startswith("pinned: nodeSelector")
-    assert pinned.action.code == "investigate"
+    rows = [p for p in after_eviction.pods if p.namespace == NS and p.name.startswith("pinned-")]
+    stuck = next(p for p in rows if p.node_failed)
+    assert stuck.replacement.state == "pending"
+    assert stuck.replacement.pending_reason.startswith("pinned: nodeSelector")
+    assert stuck.action.code == "investigate"
+    # The Pending replacement is a victim of the failure too: listed, counted, on no node.
+    (waiting,) = [p for p in rows if not p.node_failed]
+    assert waiting.name in stuck.replacement.pods
+    assert waiting.category == "waiting-for-node" and waiting.node == ""
+    assert "may run only on flaky-a (its nodeSelector)" in waiting.explanation
+    assert summary.counts(after_eviction).waiting_for_node == 1
 
 
 def test_after_eviction_statefulset_blocks_its_own_name(after_eviction: Report) -> None:
