@@ -840,6 +840,12 @@ def remediate(
         )
     if confirm and from_file:
         raise click.UsageError("--confirm acts on a live cluster; not with --from-file")
+    from kubectl_nodefail import attestation
+    from kubectl_nodefail.errors import BadOptionError
+
+    typed = attestation.check_typed(attested)
+    if typed:
+        raise BadOptionError(typed, hint="nothing was done")
     # Everything from outside is checked before the cluster is even read: the saved plan, and
     # that the trail and the plan can be written.
     saved = planfile.read(plan_in) if plan_in else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
+from kubectl_nodefail import attestation
 from kubectl_nodefail.analysis import versions
 from kubectl_nodefail.analysis.diagnose import MASS_FAILURE_NODES, MASS_FAILURE_SHARE
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
@@ -73,8 +74,8 @@ def finalizer_owner(finalizer: str, namespace: str, name: str) -> str:
     domain = finalizer.split("/", 1)[0] if "/" in finalizer else "its controller"
     return (
         f"{finalizer}: the controller that added it ({domain}) must remove it; only if that "
-        f"controller is gone for good, remove it by hand: kubectl patch pod -n {namespace} "
-        f'{name} --type=json -p \'[{{"op":"remove","path":"/metadata/finalizers"}}]\''
+        f"controller is gone for good, remove that entry of metadata.finalizers of pod "
+        f"{namespace}/{name} by hand"
     )
 
 
@@ -138,10 +139,7 @@ class Options:
 def _shutdown_evidence(node: NodeFinding, opts: Options) -> list[str]:
     evidence = list(node.shutdown_evidence)
     if node.name in opts.attested:
-        evidence.append(
-            f"the operator attested the machine is shut down "
-            f"(--node-shutdown-confirmed {node.name})"
-        )
+        evidence.append(f"the operator attested that the machine of {node.name} is shut down")
     return evidence
 
 
@@ -239,9 +237,9 @@ def _node_steps(
     unlock = (
         refusal
         if refusal
-        else f"no evidence the machine is down (a silent kubelet may still run its pods). "
-        f"Check its power state; if it is off, re-run with --node-shutdown-confirmed "
-        f"{node.name}"
+        else "no evidence the machine is down (a silent kubelet may still run its pods). "
+        f"Check the machine of {node.name} (console, power state, cloud instance state); only "
+        f"if it is off, re-run with {attestation.flag()}, typing the node's name yourself"
     )
     gate = "shutdown confirmed: " + "; ".join(evidence) if gate_ok else unlock
     blocked: list[PodFinding] = []  # what only a destructive step releases

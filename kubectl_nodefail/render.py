@@ -14,7 +14,7 @@ from typing import Any
 from tabulate import tabulate
 
 from kubectl_nodefail.analysis import advice, summary
-from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
+from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.owners import describe as describe_owners
 from kubectl_nodefail.analysis.text import ago, duration, plural
 from kubectl_nodefail.snapshot import format_time
@@ -242,12 +242,19 @@ def _widths(wide: bool, headers: list[str]) -> list[int | None]:
     return [limits.get(h) for h in headers]
 
 
+def risk_label(action: Action) -> str:
+    """`[risk LEVEL]`, and for a step an attestation unlocks, what it risks if that is wrong."""
+    if action.if_still_running:
+        return f"[risk {action.risk} if the machine still runs: {action.if_still_running}]"
+    return f"[risk {action.risk}]"
+
+
 def _node_suggestions(report: Report) -> list[str]:
     seen: list[str] = []
     for n in report.nodes:
         a = n.action
         if a and (a.kubectl or a.remediate):
-            line = f"- {n.name}: {a.summary} [risk {a.risk}]"
+            line = f"- {n.name}: {a.summary} {risk_label(a)}"
             for cmd in (a.remediate, a.kubectl):
                 if cmd:
                     line += f"\n    $ {cmd}"
@@ -278,7 +285,7 @@ def explain_pod(p: PodFinding, now: datetime) -> str:
         lines.append(_wrap("If the node returns", p.if_node_returns))
     action = p.action
     until = f" (until {format_time(action.until)})" if action.until else ""
-    lines.append(_wrap("Suggested", f"{action.code}{until}: {action.summary} [risk {action.risk}]"))
+    lines.append(_wrap("Suggested", f"{action.code}{until}: {action.summary} {risk_label(action)}"))
     for cmd in (action.remediate, action.kubectl):
         if cmd:
             lines.append(f"    $ {cmd}")
@@ -345,7 +352,7 @@ def explain_node(n: NodeFinding, report: Report) -> str:
     pods = [p for p in report.pods if p.node == n.name]
     lines.append(_wrap("Pods", f"{plural(n.pod_count, 'pod')} bound; {len(pods)} listed as stuck"))
     if n.action:
-        lines.append(_wrap("Suggested", f"{n.action.summary} [risk {n.action.risk}]"))
+        lines.append(_wrap("Suggested", f"{n.action.summary} {risk_label(n.action)}"))
         for cmd in (n.action.remediate, n.action.kubectl):
             if cmd:
                 lines.append(f"    $ {cmd}")

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from kubectl_nodefail.analysis import facts, versions
+from kubectl_nodefail import attestation
+from kubectl_nodefail.analysis import versions
 from kubectl_nodefail.analysis.eviction import EvictionTime
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, Replacement
 from kubectl_nodefail.analysis.nodes import kubelet_alive
 
-OUT_OF_SERVICE_TAINT = f"{facts.TAINT_OUT_OF_SERVICE}=nodeshutdown:NoExecute"
-
 
 def remediate_cmd(node: str, *extra: str) -> str:
+    """A remediate command that only plans: the human adds --confirm, and types the
+    attestation in place of its placeholder (attestation.flag())."""
     return " ".join(["kubectl nodefail remediate", node, *extra])
 
 
@@ -58,9 +59,6 @@ def _with_finalizers(action: Action, finalizers: list[str]) -> Action:
     note = finalizer_note(finalizers)
     if note:
         action.summary = f"{action.summary}. Then: {note}"
-    if foreign_finalizers(finalizers) and "--force" in action.kubectl:
-        # kubectl waits for the object to vanish, which the finalizers prevent: do not block.
-        action.kubectl += " --wait=false"
     return action
 
 
@@ -117,8 +115,7 @@ def _elsewhere(namespace: str, name: str, finalizers: list[str]) -> Action:
             "investigate",
             f"{finalizer_note(finalizers)}: find out why that controller has not finished",
             "medium",
-            kubectl=f"kubectl patch pod -n {namespace} {name} --type=json "
-            '-p \'[{"op":"remove","path":"/metadata/finalizers"}]\'',
+            kubectl=f"kubectl describe pod -n {namespace} {name}",
         )
     return Action(
         "investigate",
@@ -192,8 +189,9 @@ def _free_it(
 ) -> Action:
     """The out-of-service taint (after the machine is confirmed off), or deleting the Node."""
     confirmed = bool(node.shutdown_evidence)
-    unlock = f"--node-shutdown-confirmed {node.name}"
+    unlock = () if confirmed else (attestation.flag(),)
     risk = "low" if confirmed else ("high" if kind == "statefulset" or holds_rwo else "medium")
+    if_running = "" if confirmed else attestation.IF_STILL_RUNNING
     if node.out_of_service and terminating:
         return Action(
             "wait", "the out-of-service taint is set: PodGC force-deletes it shortly", "none"
@@ -207,10 +205,8 @@ def _free_it(
             "Terminating pods and nothing evicts this one: delete the Node object (PodGC then "
             "removes its pods) if the machine is gone for good, or force-delete the pod",
             risk,
-            kubectl=f"kubectl delete node {node.name}",
-            remediate=remediate_cmd(
-                node.name, "--strategy delete-node", *(() if confirmed else (unlock,)), "--confirm"
-            ),
+            remediate=remediate_cmd(node.name, "--strategy delete-node", *unlock),
+            if_still_running=if_running,
         )
     why_unsafe = (
         ""
@@ -226,8 +222,8 @@ def _free_it(
         f"{head}apply the out-of-service taint (pods force-deleted, volumes detached at "
         f"once), or delete the Node object if the machine is gone for good{why_unsafe}",
         risk,
-        kubectl=f"kubectl taint node {node.name} {OUT_OF_SERVICE_TAINT}",
-        remediate=remediate_cmd(node.name, *(() if confirmed else (unlock,)), "--confirm"),
+        remediate=remediate_cmd(node.name, *unlock),
+        if_still_running=if_running,
     )
 
 
@@ -268,8 +264,8 @@ def _terminating(
                 f"cosmetic: {what}. Clean up when the node "
                 "returns, or delete the Node object if the machine is gone for good",
                 "low",
-                kubectl=f"kubectl delete node {node.name}",
-                remediate=remediate_cmd(node.name, "--strategy delete-node"),
+                remediate=remediate_cmd(node.name, "--strategy delete-node", attestation.flag()),
+                if_still_running=attestation.IF_STILL_RUNNING,
             )
         return Action(
             "investigate",
@@ -283,8 +279,11 @@ def _terminating(
             "nothing recreates a bare pod: re-create it from its manifest "
             "elsewhere if needed; removing the stuck object loses it",
             "medium",
-            kubectl=f"kubectl delete pod -n {namespace} {name} --grace-period=0 --force",
-            remediate=remediate_cmd(node.name, f"--node-shutdown-confirmed {node.name}"),
+            kubectl=f"kubectl get pod -n {namespace} {name} -o yaml",
+            remediate=remediate_cmd(
+                node.name, *(() if node.shutdown_evidence else (attestation.flag(),))
+            ),
+            if_still_running="" if node.shutdown_evidence else attestation.IF_STILL_RUNNING,
         )
     # Forcing while the old process may still run: a StatefulSet gets two copies of one identity
     # (split brain, data loss); a Job or unknown owner may run its work twice.
@@ -333,8 +332,7 @@ def for_node(node: NodeFinding, server_minor: int | None) -> Action:
             "the node is Ready again: remove the out-of-service "
             "taint (Kubernetes never removes it by itself)",
             "low",
-            kubectl=f"kubectl taint node {node.name} {facts.TAINT_OUT_OF_SERVICE}-",
-            remediate=remediate_cmd(node.name, "--confirm"),
+            remediate=remediate_cmd(node.name),
         )
     if node.cause.code == "healthy":
         return Action("wait", "the kubelet is reporting again", "none")
@@ -366,8 +364,7 @@ def for_node(node: NodeFinding, server_minor: int | None) -> Action:
             "out-of-service",
             "machine is shut down: apply the out-of-service taint",
             "low",
-            kubectl=f"kubectl taint node {node.name} {OUT_OF_SERVICE_TAINT}",
-            remediate=remediate_cmd(node.name, "--confirm"),
+            remediate=remediate_cmd(node.name),
         )
     if node.cause.code in ("kubelet-stopped", "never-registered"):
         return Action(
@@ -375,8 +372,9 @@ def for_node(node: NodeFinding, server_minor: int | None) -> Action:
             "check the machine (console, power state): if it is powered off, "
             "attest it and let remediate apply the out-of-service taint; if it is gone for good, "
             "delete the Node object",
-            "none",
-            remediate=remediate_cmd(node.name, f"--node-shutdown-confirmed {node.name}"),
+            "high",
+            remediate=remediate_cmd(node.name, attestation.flag()),
+            if_still_running=attestation.IF_STILL_RUNNING,
         )
     return Action(
         "investigate",
