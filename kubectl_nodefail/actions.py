@@ -365,6 +365,12 @@ class Executor:
 
     def _recheck(self, step: Step, node: Obj) -> str | None:
         """Why the step must not run now (the pod, the node or its lease moved), or None."""
+        uid = (node.get("metadata") or {}).get("uid")
+        if step.target.startswith("node/") and step.uid and uid != step.uid:
+            return (
+                f"node {step.node} is another object now (UID {uid}, planned {step.uid}): it "
+                "was recreated since the plan; nothing is done"
+            )
         if step.action == "remove-out-of-service":
             return None if is_ready(node) else "the node is not Ready any more: taint kept"
         if step.action == "force-delete-pod":

@@ -50,6 +50,8 @@ Exit codes:
   12   credentials rejected or a required read forbidden
   13   malformed or unreadable dump or plan file
   14   any other API error (5xx, throttled past the deadline, malformed answers)
+  15   a saved plan (--plan-in) made for another context, server or cluster, or for a
+       node recreated since: refused before any change (remediate)
   130  interrupted by Ctrl-C (diagnose, dump; remediate says 6)
   1    a bug (rerun with -v for the traceback)
 """
@@ -751,7 +753,8 @@ def dump(
     multiple=True,
     metavar="NODE",
     help="Attest that NODE's machine is powered off (repeatable; one per node). "
-    "Unlocks the destructive steps for that node only.",
+    "Unlocks the destructive steps for that node only. With --plan-in: type again the "
+    "attestation the plan carries, or it does not count.",
 )
 @click.option(
     "--max-nodes",
@@ -793,7 +796,8 @@ def dump(
     metavar="PATH",
     type=click.Path(dir_okay=False),
     help="Narrow to this saved plan: run (with --confirm) only its steps that a plan "
-    "computed from the live cluster now allows too.",
+    "computed from the live cluster now allows too. Refused (exit 15) for another context, "
+    "server or cluster, or a node recreated since.",
 )
 @color.no_color_option
 @handle_errors
@@ -833,10 +837,10 @@ def remediate(
     from kubectl_nodefail.errors import InterruptedRun
     from kubectl_nodefail.plan import Options
 
-    if plan_in and (nodes or attested or from_file or strategy != "auto"):
+    if plan_in and (nodes or from_file or strategy != "auto"):
         raise click.UsageError(
-            "--plan-in replays a saved plan (its own strategy and attestations): give no nodes, "
-            "--strategy, attestations or --from-file with it"
+            "--plan-in replays a saved plan (its own nodes and strategy): give no nodes, "
+            "--strategy or --from-file with it"
         )
     if confirm and from_file:
         raise click.UsageError("--confirm acts on a live cluster; not with --from-file")
@@ -849,13 +853,22 @@ def remediate(
     # Everything from outside is checked before the cluster is even read: the saved plan, and
     # that the trail and the plan can be written.
     saved = planfile.read(plan_in) if plan_in else None
+    if saved is not None:
+        widened = sorted(set(attested) - set(saved.attested))
+        if widened:
+            raise BadOptionError(
+                f"{attestation.FLAG} {widened[0]}: the saved plan {plan_in} has no attestation "
+                "for that node, and a saved plan only narrows (make a new plan with the "
+                "attestation)",
+                hint="nothing was done",
+            )
     _check_writable("--plan-out", plan_out)
     _check_writable("--log-file", log_file)
     progress.machine_output(output)
     conn = Connection(kubeconfig, context, request_timeout, verbose)
     opts = Options(
         strategy=saved.strategy if saved else strategy,
-        attested=saved.attested if saved else attested,
+        attested=attested,
         only_nodes=sorted({s.node for s in saved.steps}) if saved else nodes,
         max_nodes=max_nodes,
         allow_disruption=allow_disruption,
@@ -864,7 +877,14 @@ def remediate(
     log = None
     try:
         try:
-            plan = _make_plan(cluster, from_file, opts, verbose, strict_attested=saved is None)
+            plan = _make_plan(
+                cluster,
+                from_file,
+                opts,
+                verbose,
+                bind=bool(plan_out or saved),
+                replay=(plan_in, saved) if saved else None,
+            )
             if saved is not None:
                 from kubectl_nodefail.plan import narrow
 
@@ -939,14 +959,23 @@ def _write(path: str, text: str) -> None:
 
 
 def _make_plan(
-    cluster: Any, from_file: str | None, opts: Any, verbose: int, strict_attested: bool = True
+    cluster: Any,
+    from_file: str | None,
+    opts: Any,
+    verbose: int,
+    bind: bool = False,
+    replay: Any = None,
 ) -> Any:
-    """Diagnose (live or from a dump), then plan."""
+    """Diagnose (live or from a dump), then plan, bound to the cluster it was computed from.
+
+    `bind`: the plan is saved or replayed, so the cluster's identity must be read (else it is
+    shown when readable). `replay`: a saved plan, refused (exit 15) unless it was made for this
+    context, server, cluster and these node objects; that check comes before anything writes."""
     from dataclasses import replace
 
     from kubectl_nodefail import snapshot
     from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
-    from kubectl_nodefail.plan import make_plan
+    from kubectl_nodefail.plan import binding_problem, make_plan
 
     if from_file:
         snap = snapshot.load_dump(from_file)
@@ -957,13 +986,61 @@ def _make_plan(
             snap = checked(gather(cluster, only_nodes=opts.only_nodes, progress=_progress(verbose)))
         finally:
             progress.done()
-    unknown = set(opts.attested) - {n["metadata"]["name"] for n in snap.nodes}
-    if unknown and strict_attested:
+    uids = {n["metadata"]["name"]: str(n["metadata"].get("uid") or "") for n in snap.nodes}
+    unknown = set(opts.attested) - set(uids)
+    if unknown and replay is None:
         raise click.UsageError(
             f"--node-shutdown-confirmed names unknown nodes: {', '.join(sorted(unknown))}"
         )
+    live = _binding(cluster, snap, from_file, bind, uids)
+    if replay is not None:
+        from kubectl_nodefail.errors import PlanMismatch
+
+        path, saved = replay
+        problem = binding_problem(saved, live)
+        if problem:
+            raise PlanMismatch(
+                f"plan {path}: {problem}; refused before any change", hint="nothing was done"
+            )
     report = run_diagnosis(snap, snap.captured_at, only_nodes=opts.only_nodes)
-    return make_plan(report, replace(opts, server_minor=snap.server_minor))
+    by = _attester(cluster) if opts.attested else ""
+    plan = make_plan(
+        report, replace(opts, server_minor=snap.server_minor, node_uids=uids, attested_by=by)
+    )
+    planned = {s.node for s in plan.steps}
+    plan.bound_to = replace(live, node_uids={n: u for n, u in uids.items() if n in planned})
+    return plan
+
+
+def _binding(cluster: Any, snap: Any, from_file: str | None, required: bool, uids: Any) -> Any:
+    """The identity of the cluster a plan is computed from (plan.Binding)."""
+    from kubectl_nodefail.errors import AuthError, Forbidden, NotFound
+    from kubectl_nodefail.plan import Binding
+    from kubectl_nodefail.snapshot import format_time
+
+    captured = format_time(snap.captured_at) if snap.captured_at else ""
+    if cluster is None:
+        return Binding(captured_at=captured, source=from_file or "", node_uids=dict(uids))
+    try:
+        uid = str(cluster.get_object("/api/v1/namespaces/kube-system")["metadata"]["uid"])
+    except (Forbidden, NotFound) as exc:
+        if required:
+            raise AuthError(
+                f"cannot bind the plan to its cluster: reading namespace kube-system (its UID "
+                f"is the cluster's identity) failed: {exc.message}",
+                hint="grant get on namespaces/kube-system: deploy/rbac/diagnose.yaml",
+            ) from exc
+        uid = ""
+    return Binding(cluster.context, cluster.host, uid, captured, "", dict(uids))
+
+
+def _attester(cluster: Any) -> str:
+    """Who types the attestations, as the API server names them (for the plan's record)."""
+    if cluster is None:
+        return "unknown user (plan from a dump)"
+    from kubectl_nodefail.actions import whoami
+
+    return str(whoami(cluster))
 
 
 def _check_permissions(cluster: Any, plan: Any, confirm: bool) -> None:

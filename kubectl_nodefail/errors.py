@@ -25,6 +25,7 @@ class Exit(IntEnum):
     AUTH = 12  # credentials rejected (401) or a required read forbidden (403)
     BAD_INPUT = 13  # malformed or unreadable dump file
     API = 14  # any other API server error
+    PLAN_MISMATCH = 15  # remediate --plan-in: the plan was made for another cluster or node
     CTRL_C = 130  # diagnose, dump: interrupted by Ctrl-C (remediate's interruptions are 6)
 
 
@@ -85,6 +86,13 @@ class InterruptedRun(NodefailError):
     """SIGINT/SIGTERM before the first change: nothing was done."""
 
     exit_code = Exit.INTERRUPTED
+
+
+class PlanMismatch(NodefailError):
+    """A saved plan replayed against another context, server or cluster, or on a node
+    recreated since: refused before anything is written."""
+
+    exit_code = Exit.PLAN_MISMATCH
 
 
 class ApiError(NodefailError):

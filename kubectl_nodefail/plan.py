@@ -7,7 +7,7 @@ only the allowed steps, re-checking each one right before acting.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
 from kubectl_nodefail import attestation
@@ -98,11 +98,38 @@ class Step:
 
 
 @dataclass
+class Binding:
+    """The cluster a plan was computed from. A saved plan is replayed only against the same
+    context, server and cluster (the kube-system namespace's UID: a rebuilt cluster behind the
+    same name and address has another) and the same node objects (a node recreated under the
+    same name has another UID)."""
+
+    context: str = ""
+    server: str = ""
+    cluster_uid: str = ""  # metadata.uid of namespace kube-system
+    captured_at: str = ""  # when the state the plan was computed from was read (RFC 3339)
+    source: str = ""  # the dump file a plan was computed from; "" for a live cluster
+    node_uids: dict[str, str] = field(default_factory=dict)  # every node the plan has steps on
+
+
+@dataclass
+class Attestation:
+    """The operator's statement that a node's machine is shut down, as recorded in a plan."""
+
+    node: str
+    node_uid: str
+    by: str  # the user the API server says made the plan
+    at: str  # when (RFC 3339)
+
+
+@dataclass
 class Plan:
     strategy: str
     steps: list[Step]
     refusals: list[str]  # plan-wide refusals (zone disruption, node bound)
-    attested: list[str]
+    attested: list[str]  # the nodes whose attestation counts in this plan
+    bound_to: Binding = field(default_factory=Binding)
+    attestations: list[Attestation] = field(default_factory=list)  # who attested, when
 
     @property
     def mutating(self) -> list[Step]:
@@ -134,6 +161,8 @@ class Options:
     max_nodes: int = 1
     allow_disruption: bool = False
     server_minor: int | None = None
+    node_uids: Mapping[str, str] = field(default_factory=dict)  # node name -> metadata.uid
+    attested_by: str = "unknown user"  # who typed the attestations (SelfSubjectReview)
 
 
 def _shutdown_evidence(node: NodeFinding, opts: Options) -> list[str]:
@@ -213,6 +242,7 @@ def _node_steps(
     node: NodeFinding, report: Report, opts: Options, refusal: str | None
 ) -> list[Step]:
     lease = format_time(node.lease_renewed) if node.lease_renewed else ""
+    node_uid = opts.node_uids.get(node.name, "")
     if node.stale_out_of_service:
         return [
             Step(
@@ -224,6 +254,7 @@ def _node_steps(
                 True,
                 "node is Ready (the only action taken on a Ready node)",
                 evidence=[f"node {node.status}"],
+                uid=node_uid,
                 lease_renewed=lease,
             )
         ]
@@ -287,6 +318,7 @@ def _node_steps(
                 "out-of-service taint already set: PodGC force-deletes the pods and volumes detach",
                 True,
                 "nothing to do",
+                uid=node_uid,
                 lease_renewed=lease,
             )
         )
@@ -306,6 +338,7 @@ def _node_steps(
                 gate_ok,
                 gate,
                 evidence,
+                uid=node_uid,
                 lease_renewed=lease,
             )
         )
@@ -319,6 +352,7 @@ def _node_steps(
                 gate_ok,
                 gate,
                 evidence,
+                uid=node_uid,
                 lease_renewed=lease,
             )
         )
@@ -357,8 +391,16 @@ def make_plan(report: Report, opts: Options) -> Plan:
     steps: list[Step] = []
     for node in candidates:
         steps += _node_steps(node, report, opts, refusal)
+    at = format_time(report.captured_at)
     return Plan(
-        strategy=_strategy(opts), steps=steps, refusals=refusals, attested=sorted(opts.attested)
+        strategy=_strategy(opts),
+        steps=steps,
+        refusals=refusals,
+        attested=sorted(opts.attested),
+        attestations=[
+            Attestation(node, opts.node_uids.get(node, ""), opts.attested_by, at)
+            for node in sorted(opts.attested)
+        ],
     )
 
 
@@ -401,6 +443,8 @@ def narrow(saved: Plan, fresh: Plan) -> Plan:
             steps.append(
                 replace(old, allowed=False, gate=f"not allowed now ({_missing(old, fresh)})")
             )
+        elif not live.allowed and old.node in set(saved.attested) - set(fresh.attested):
+            steps.append(replace(old, allowed=False, gate=_not_retyped(saved, old.node)))
         elif not live.allowed:
             steps.append(replace(old, allowed=False, gate=f"not allowed now ({live.gate})"))
         else:
@@ -409,5 +453,61 @@ def narrow(saved: Plan, fresh: Plan) -> Plan:
         strategy=saved.strategy,
         steps=steps,
         refusals=list(fresh.refusals),
-        attested=list(saved.attested),
+        attested=list(fresh.attested),
+        bound_to=fresh.bound_to,
+        attestations=list(saved.attestations),
     )
+
+
+def attestation_line(plan: Plan, record: Attestation) -> str:
+    """How a recorded attestation is shown at replay, and whether it counts now."""
+    counts = (
+        "typed for this run: it counts"
+        if record.node in plan.attested
+        else f"NOT typed again for this run: its steps are refused ({attestation.flag()} "
+        "once you have checked the machine is still off)"
+    )
+    return (
+        f"This plan carries an attestation by {record.by} at {record.at} that {record.node} "
+        f"is shut down; {counts}"
+    )
+
+
+def _not_retyped(saved: Plan, node: str) -> str:
+    record = next((a for a in saved.attestations if a.node == node), None)
+    who = f" by {record.by} at {record.at}" if record else ""
+    return (
+        f"the plan's attestation{who} that {node} is shut down was not typed again for this "
+        f"run: check the machine is still off, then add {attestation.flag()}"
+    )
+
+
+def binding_problem(saved: Plan, live: Binding) -> str | None:
+    """Why a saved plan must not run against this cluster (one line), or None: another
+    context or server, another cluster behind them, a node recreated since, or no cluster."""
+    was = saved.bound_to
+    if was.source or not was.cluster_uid:
+        origin = f"from the dump {was.source}" if was.source else "without a cluster identity"
+        return f"it was computed {origin}, so it is bound to no cluster: plan against the cluster"
+    if (was.context, was.server) != (live.context, live.server):
+        return (
+            f"it was made for context {was.context!r} (server {was.server}), and this is "
+            f"context {live.context!r} (server {live.server})"
+        )
+    if was.cluster_uid != live.cluster_uid:
+        return (
+            f"it was made for another cluster behind this context and server: namespace "
+            f"kube-system has UID {live.cluster_uid or '(unread)'} here, {was.cluster_uid} in "
+            "the plan"
+        )
+    planned = dict(was.node_uids)
+    planned.update({a.node: a.node_uid for a in saved.attestations})
+    for node, uid in sorted(planned.items()):
+        now = live.node_uids.get(node)
+        if uid and now and now != uid:
+            return (
+                f"node {node} is another object now (UID {now}, the plan's {uid}): it was "
+                "deleted and recreated since the plan, which (with any attestation in it) was "
+                "about the old one"
+            )
+    return None

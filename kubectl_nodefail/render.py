@@ -374,8 +374,15 @@ def plan_table(plan: Any, confirmed: bool, wide: bool = False) -> str:
         "Executed" if confirmed else "Plan (DRY RUN: nothing was changed; add --confirm to run it)"
     )
     out = [f"{head}. Strategy: {plan.strategy}."]
-    if plan.attested:
-        out.append(f"Shutdown attested by the operator for: {', '.join(plan.attested)}")
+    where = _plan_cluster(plan.bound_to)
+    if where:
+        out.append(where)
+    from kubectl_nodefail.plan import attestation_line
+
+    out += [attestation_line(plan, record) for record in plan.attestations]
+    unrecorded = [n for n in plan.attested if n not in {a.node for a in plan.attestations}]
+    if unrecorded:
+        out.append(f"Shutdown attested by the operator for: {', '.join(unrecorded)}")
     out += [f"REFUSED: {r}" for r in plan.refusals]
     if not plan.steps:
         out.append("Nothing to do: no failed node (or stale out-of-service taint) in scope.")
@@ -402,3 +409,21 @@ def plan_table(plan: Any, confirmed: bool, wide: bool = False) -> str:
             if s.evidence:
                 out.append(f"   evidence: {'; '.join(s.evidence)}")
     return "\n".join(out) + "\n"
+
+
+def _plan_cluster(bound: Any) -> str:
+    """Which cluster a plan or its result is about (the binding a saved plan carries)."""
+    if bound.source:
+        return f"From the dump {bound.source}" + (
+            f", read at {bound.captured_at}." if bound.captured_at else "."
+        )
+    if not bound.server:
+        return ""
+    identity = (
+        f"cluster kube-system UID {bound.cluster_uid}"
+        if bound.cluster_uid
+        else "cluster identity not read"
+    )
+    return (
+        f"Context {bound.context} (server {bound.server}, {identity}), read at {bound.captured_at}."
+    )

@@ -183,9 +183,9 @@ def test_conflicting_flags_are_usage_errors() -> None:
     assert code == 2 and "exclude each other" in err
     code, _, err = run("diagnose", "-n", "a", "-A")
     assert code == 2 and "exclude each other" in err
-    # A saved plan carries its own strategy and attestations: flags that would change them are
-    # refused, never silently ignored.
-    for extra in (["--strategy", "force-delete"], ["--node-shutdown-confirmed", "n1"], ["n1"]):
+    # A saved plan carries its own nodes and strategy: flags that would change them are
+    # refused, never silently ignored. (Its attestations are typed again: test_plan_binding.)
+    for extra in (["--strategy", "force-delete"], ["n1"]):
         code, _, err = run("remediate", "--plan-in", "plan.json", *extra)
         assert code == 2 and "--plan-in replays a saved plan" in err, (extra, err)
 

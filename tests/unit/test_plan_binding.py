@@ -1,0 +1,161 @@
+"""A saved plan is bound to its cluster: context, server, kube-system's UID and the node
+objects it was made for; its attestations count only typed again at the replay, and are shown.
+(The replay on a recreated node, on the real control plane: e2e test_remediate_binding.)"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kubectl_nodefail import planfile, render
+from kubectl_nodefail.actions import summary
+from kubectl_nodefail.analysis.findings import Report
+from kubectl_nodefail.cli import main
+from kubectl_nodefail.errors import BadInputError
+from kubectl_nodefail.plan import (
+    Binding,
+    Options,
+    Plan,
+    attestation_line,
+    binding_problem,
+    make_plan,
+    narrow,
+)
+from tests.unit.conftest import FIXTURES, load, report_of
+
+NODE = "flaky-a"
+UID = "f8bc244e-a63a-459f-8af3-76e2f3f2b50e"  # flaky-a in node-down-after-eviction
+HERE = Binding("ctx-a", "https://a:6443", "ks-uid-a", "2026-11-30T09:47:27Z", "", {NODE: UID})
+
+
+def _uids() -> dict[str, str]:
+    return {
+        n["metadata"]["name"]: n["metadata"]["uid"] for n in load("node-down-after-eviction").nodes
+    }
+
+
+def _planned(report: Report, **kwargs: object) -> Plan:
+    opts = Options(node_uids=_uids(), server_minor=36, attested_by="alice", **kwargs)  # type: ignore[arg-type]
+    plan = make_plan(report, opts)
+    plan.bound_to = HERE
+    return plan
+
+
+def test_node_steps_carry_the_node_uid_and_the_plan_its_cluster(after_eviction: Report) -> None:
+    plan = _planned(after_eviction, attested=[NODE])
+    taint = next(s for s in plan.steps if s.action == "taint-out-of-service")
+    assert taint.uid == UID
+    data = json.loads(render.as_json(planfile.document(plan, summary(plan))))
+    assert data["boundTo"] == {
+        "context": "ctx-a",
+        "server": "https://a:6443",
+        "clusterUid": "ks-uid-a",
+        "capturedAt": "2026-11-30T09:47:27Z",
+        "source": "",
+        "nodeUids": {NODE: UID},
+    }
+    assert data["attestations"] == [
+        {"node": NODE, "nodeUid": UID, "by": "alice", "at": "2026-11-30T09:47:27Z"}
+    ]
+    assert next(s for s in data["steps"] if s["action"] == "taint-out-of-service")["uid"] == UID
+    again = planfile.load(copy.deepcopy(data))
+    assert again.bound_to == HERE and again.attestations == plan.attestations
+    # The binding and the record are signed: an edit of either is an edited plan.
+    for edit in (
+        lambda d: d["boundTo"].update(clusterUid="ks-uid-b"),
+        lambda d: d["boundTo"]["nodeUids"].update({NODE: "0000-other"}),
+        lambda d: d["attestations"][0].update(by="someone else"),
+    ):
+        edited = copy.deepcopy(data)
+        edit(edited)
+        with pytest.raises(BadInputError, match="edited after it was saved"):
+            planfile.load(edited)
+
+
+def test_a_plan_without_its_binding_is_rejected(after_eviction: Report) -> None:
+    plan = _planned(after_eviction, attested=[NODE])
+    data = json.loads(render.as_json(planfile.document(plan, summary(plan))))
+    old = {k: v for k, v in data.items() if k not in ("boundTo", "attestations")}
+    with pytest.raises(BadInputError, match="names no cluster"):
+        planfile.load(old)
+    unbound_step = copy.deepcopy(data)
+    next(s for s in unbound_step["steps"] if s["target"] == f"node/{NODE}")["uid"] = ""
+    unbound_step["digest"] = "sha256:" + "0" * 64
+    with pytest.raises(BadInputError, match="has no node UID"):
+        planfile.load(unbound_step)
+
+
+@pytest.mark.parametrize(
+    ("live", "message"),
+    [
+        (replace(HERE, context="ctx-b"), "made for context 'ctx-a' (server https://a:6443)"),
+        (replace(HERE, server="https://b:6443"), "and this is context 'ctx-a' (server https://b"),
+        (replace(HERE, cluster_uid="ks-uid-b"), "another cluster behind this context and server"),
+        (replace(HERE, node_uids={NODE: "new-uid"}), f"node {NODE} is another object now"),
+    ],
+)
+def test_another_cluster_context_server_or_node_is_refused(
+    after_eviction: Report, live: Binding, message: str
+) -> None:
+    saved = _planned(after_eviction, attested=[NODE])
+    assert binding_problem(saved, HERE) is None
+    assert binding_problem(saved, replace(HERE, node_uids={})) is None  # node gone: narrowing's
+    problem = binding_problem(saved, live)
+    assert problem is not None and message in problem
+
+
+def test_a_plan_from_a_dump_is_bound_to_no_cluster(after_eviction: Report) -> None:
+    saved = _planned(after_eviction)
+    saved.bound_to = Binding(source="incident.json")
+    problem = binding_problem(saved, HERE)
+    assert problem is not None and "from the dump incident.json" in problem
+
+
+def test_the_files_attestation_counts_only_typed_again(after_eviction: Report) -> None:
+    saved = _planned(after_eviction, attested=[NODE])
+    typed = _planned(after_eviction, attested=[NODE])
+    plan = narrow(saved, typed)
+    assert plan.mutating and plan.attested == [NODE]
+    assert "counts" in attestation_line(plan, plan.attestations[0])
+    untyped = _planned(after_eviction)
+    plan = narrow(saved, untyped)
+    assert not plan.mutating and plan.attested == []
+    line = attestation_line(plan, plan.attestations[0])
+    assert line.startswith(
+        f"This plan carries an attestation by alice at 2026-11-30T09:47:27Z that {NODE} is "
+        "shut down; NOT typed again"
+    )
+    taint = next(s for s in plan.steps if s.action == "taint-out-of-service")
+    assert "was not typed again for this run" in taint.gate
+    assert line in render.plan_table(plan, False)
+
+
+def test_an_attestation_the_file_lacks_cannot_be_added_at_replay(tmp_path: Path) -> None:
+    after = str(FIXTURES / "node-down-after-eviction.json")
+    path = tmp_path / "plan.json"
+    result = CliRunner().invoke(main, ["remediate", "--from-file", after, "--plan-out", str(path)])
+    assert result.exit_code == 4, result.output
+    result = CliRunner().invoke(
+        main,
+        ["remediate", "--plan-in", str(path), "--node-shutdown-confirmed", NODE, "--confirm"],
+    )
+    assert result.exit_code == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "has no attestation for that node" in result.stderr
+
+
+def test_the_plan_header_names_its_cluster(after_eviction: Report) -> None:
+    text = render.plan_table(_planned(after_eviction), False)
+    assert (
+        "Context ctx-a (server https://a:6443, cluster kube-system UID ks-uid-a), read at "
+        "2026-11-30T09:47:27Z." in text.splitlines()[1]
+    )
+    from_dump = report_of("node-down-after-eviction")
+    plan = make_plan(from_dump, Options())
+    plan.bound_to = Binding(captured_at="2026-11-30T09:47:27Z", source="d.json")
+    assert "From the dump d.json, read at 2026-11-30T09:47:27Z." in render.plan_table(plan, True)
