@@ -7,12 +7,13 @@ also logging, many-cluster runs, the analysis) is imported inside that command.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any, NamedTuple
 
@@ -276,7 +277,9 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
         except NodefailError as exc:
             if verbose >= 2:
                 _print_traceback()
-            _fail(f"error: {exc.line()}", int(exc.exit_code), watchdog)
+            # an interruption before any change: not after the reads still in flight
+            now = exc.exit_code == Exit.INTERRUPTED
+            _fail(f"error: {exc.line()}", int(exc.exit_code), watchdog, now=now)
         except KeyboardInterrupt:
             _fail("interrupted", int(Exit.CTRL_C), watchdog, now=True)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
@@ -873,32 +876,36 @@ def remediate(
         max_nodes=max_nodes,
         allow_disruption=allow_disruption,
     )
-    cluster = None if from_file else conn.cluster()
+    cluster = None
     log = None
+    stopped = False
     try:
         try:
-            plan = _make_plan(
-                cluster,
-                from_file,
-                opts,
-                verbose,
-                bind=bool(plan_out or saved),
-                replay=(plan_in, saved) if saved else None,
-            )
-            if saved is not None:
-                from kubectl_nodefail.plan import narrow
+            with _sigterm_interrupts(confirm):
+                cluster = None if from_file else conn.cluster()
+                plan = _make_plan(
+                    cluster,
+                    from_file,
+                    opts,
+                    verbose,
+                    bind=bool(plan_out or saved),
+                    replay=(plan_in, saved) if saved else None,
+                )
+                if saved is not None:
+                    from kubectl_nodefail.plan import narrow
 
-                plan = narrow(saved, plan)
-            if cluster is not None:
-                _check_permissions(cluster, plan, confirm)
-            if plan_out:
-                _write(plan_out, render.as_json(planfile.document(plan, summary(plan))))
-            if confirm and log_file:
-                log = open(log_file, "a", encoding="utf-8")  # noqa: SIM115 (closed below)
+                    plan = narrow(saved, plan)
+                if cluster is not None:
+                    _check_permissions(cluster, plan, confirm)
+                if plan_out:
+                    _write(plan_out, render.as_json(planfile.document(plan, summary(plan))))
+                if confirm and log_file:
+                    log = open(log_file, "a", encoding="utf-8")  # noqa: SIM115 (closed below)
         except KeyboardInterrupt:
+            progress.done()
             raise InterruptedRun("interrupted before any change: nothing was done") from None
         if confirm and cluster is not None:
-            _execute(cluster, plan, log, wait_timeout, verbose)
+            stopped = _execute(cluster, plan, log, wait_timeout, verbose)
     finally:
         if log is not None:
             log.close()
@@ -907,13 +914,15 @@ def remediate(
     counts = summary(plan)
     if output in ("json", "yaml"):
         data = (
-            render.plan_data(plan, confirm, counts) if confirm else planfile.document(plan, counts)
+            render.plan_data(plan, confirm, counts, interrupted=stopped)
+            if confirm
+            else planfile.document(plan, counts)
         )
         click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
     else:
-        plan_text = render.plan_table(plan, confirm, wide=output == "wide")
+        plan_text = render.plan_table(plan, confirm, wide=output == "wide", interrupted=stopped)
         click.echo(color.style_for_terminal(plan_text), nl=False)
-    code = plan.exit_code() if not confirm else plan.result_code()
+    code = plan.exit_code() if not confirm else plan.result_code(interrupted=stopped)
     if code == Exit.INTERRUPTED:
         done = counts.get("done", 0)
         left = counts.get("not started", 0) + counts.get("interrupted", 0)
@@ -1058,8 +1067,29 @@ def _check_permissions(cluster: Any, plan: Any, confirm: bool) -> None:
         plan.refusals.append("missing permissions: " + "; ".join(missing))
 
 
-def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: int) -> None:
+@contextlib.contextmanager
+def _sigterm_interrupts(on: bool) -> Iterator[None]:
+    """While remediate --confirm reads and plans, SIGTERM stops it as Ctrl-C does (exit 6,
+    nothing done) instead of killing it mid-way."""
+    import signal
+
+    if not on:
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: int) -> bool:
     """Run the plan; SIGINT/SIGTERM stop it after the request in flight (see actions.Stop).
+    True when a signal stopped it (the run's exit code is then 6, whatever ran).
 
     The overall deadline bounds reading and planning, not the execution: a hard stop could land
     between a request and its trail line. From here each request is bounded by
@@ -1075,4 +1105,8 @@ def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: in
     with Stop().on_signals(lambda text: click.echo(text, err=True)) as stop:
         executor = Executor(cluster, whoami(cluster), log, wait_timeout, _progress(verbose))
         executor.stop = stop
-        executor.run(plan)
+        try:
+            executor.run(plan)
+        finally:
+            progress.done()
+        return stop.is_set()

@@ -135,10 +135,10 @@ class Plan:
     def mutating(self) -> list[Step]:
         return [s for s in self.steps if s.allowed and s.action in MUTATING]
 
-    def result_code(self) -> Exit:
-        """After --confirm: interrupted (6), all done (0), some refused/skipped/failed/blocked
-        (4), nothing done (5)."""
-        if any(s.result in ("not started", "interrupted") for s in self.steps):
+    def result_code(self, interrupted: bool = False) -> Exit:
+        """After --confirm: interrupted (6: a signal stopped the run, even in its last step's
+        wait), all done (0), some refused/skipped/failed/blocked (4), nothing done (5)."""
+        if interrupted or any(s.result in ("not started", "interrupted") for s in self.steps):
             return Exit.INTERRUPTED
         if self.refusals or any(
             s.result in ("skipped", "failed", "refused", "blocked") for s in self.steps

@@ -359,20 +359,46 @@ def explain_node(n: NodeFinding, report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plan_data(plan: Any, confirmed: bool, summary: dict[str, int]) -> dict[str, Any]:
-    return {
+def plan_data(
+    plan: Any, confirmed: bool, summary: dict[str, int], interrupted: bool = False
+) -> dict[str, Any]:
+    data = {
         "apiVersion": API_VERSION,
         "kind": "RemediationResult" if confirmed else "RemediationPlan",
         "confirmed": confirmed,
         "summary": summary,
         **to_data(plan),
     }
+    if confirmed:
+        data["interrupted"] = interrupted
+    return data
 
 
-def plan_table(plan: Any, confirmed: bool, wide: bool = False) -> str:
-    head = (
-        "Executed" if confirmed else "Plan (DRY RUN: nothing was changed; add --confirm to run it)"
-    )
+CHANGED = ("done", "failed", "interrupted")  # results of steps whose request was sent
+
+
+def _plan_head(plan: Any, confirmed: bool, interrupted: bool) -> str:
+    """The first line: what ran, or what --confirm would run."""
+    from kubectl_nodefail.plan import MUTATING
+
+    if confirmed:
+        if any(s.result in CHANGED for s in plan.steps):
+            return "Executed" + (" until interrupted" if interrupted else "")
+        if interrupted:
+            return "Interrupted before any change: nothing was changed"
+        return "Nothing was executed: no step could change anything"
+    if plan.mutating:
+        return "Plan (DRY RUN: nothing was changed; add --confirm to run it)"
+    if any(s.action in MUTATING for s in plan.steps):
+        return (
+            "Plan (DRY RUN: nothing was changed; every step that would change something is "
+            "REFUSED: running it would change nothing)"
+        )
+    return "Plan (DRY RUN: nothing was changed; no step changes anything)"
+
+
+def plan_table(plan: Any, confirmed: bool, wide: bool = False, interrupted: bool = False) -> str:
+    head = _plan_head(plan, confirmed, interrupted)
     out = [f"{head}. Strategy: {plan.strategy}."]
     where = _plan_cluster(plan.bound_to)
     if where:
