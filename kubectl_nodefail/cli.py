@@ -923,6 +923,8 @@ def remediate(
         plan_text = render.plan_table(plan, confirm, wide=output == "wide", interrupted=stopped)
         click.echo(color.style_for_terminal(plan_text), nl=False)
     code = plan.exit_code() if not confirm else plan.result_code(interrupted=stopped)
+    if plan_out and not confirm:
+        click.echo(_next_command(plan, plan_out, kubeconfig, from_file), err=True)
     if code == Exit.INTERRUPTED:
         done = counts.get("done", 0)
         left = counts.get("not started", 0) + counts.get("interrupted", 0)
@@ -932,6 +934,46 @@ def remediate(
             err=True,
         )
     return code
+
+
+def _next_command(plan: Any, path: str, kubeconfig: str | None, from_file: str | None) -> str:
+    """After --plan-out: what to type next. Never with an attestation filled in or --confirm:
+    the human types the node's name (having checked its machine) and --confirm."""
+    import shlex
+
+    from kubectl_nodefail import attestation
+    from kubectl_nodefail.plan import MUTATING
+
+    where = [f"--kubeconfig {shlex.quote(kubeconfig)}"] if kubeconfig else []
+    if plan.bound_to.context:
+        where.append(f"--context {shlex.quote(plan.bound_to.context)}")
+    replay = " ".join([f"{program_name()} remediate --plan-in {shlex.quote(path)}", *where])
+    saved = f"saved the plan to {path}"
+    if from_file:
+        return (
+            f"{saved}: made from a dump, it is bound to no cluster and cannot be replayed "
+            "(plan against the live cluster to run it)"
+        )
+    if plan.attested:
+        nodes = ", ".join(plan.attested)
+        return (
+            f"{saved}. Next, once you have checked that the machine of {nodes} is still "
+            f"powered off, type {'its' if len(plan.attested) == 1 else 'each'} name in place "
+            f"of the placeholder (the flag once per node) and add --confirm to run it:\n  "
+            f"{replay} {attestation.flag()}"
+        )
+    if plan.mutating:
+        return f"{saved}. Next, to run it, add --confirm to:\n  {replay}"
+    refused = sorted({s.node for s in plan.steps if s.action in MUTATING and not s.allowed})
+    if refused:
+        out = f"--plan-out {shlex.quote(path)}"
+        again = " ".join([f"{program_name()} remediate", *refused, *where, attestation.flag(), out])
+        return (
+            f"{saved}: every step that would change something is refused. If the refusal is "
+            "for want of an attestation, check the machine first; only if it is off, plan "
+            f"again, typing the node's name in place of the placeholder:\n  {again}"
+        )
+    return f"{saved}: it changes nothing, so there is nothing to run"
 
 
 def _check_writable(flag: str, path: str | None) -> None:

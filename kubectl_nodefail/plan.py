@@ -91,6 +91,8 @@ class Step:
     uid: str = ""
     resource_version: str = ""
     lease_renewed: str = ""  # the node's lease renewTime when planned: must not move before acting
+    releases: list[str] = field(default_factory=list)  # stuck pods it frees: NS/NAME (controller)
+    leaves_stuck: list[str] = field(default_factory=list)  # pods on its node it does not free
     # filled in by actions.py: done | skipped | failed | refused | waited | blocked
     # | not started | interrupted
     result: str = ""
@@ -325,7 +327,13 @@ def _node_steps(
         return steps
     if not blocked:
         return steps
-    names = ", ".join(f"{p.namespace}/{p.name} ({p.controller})" for p in blocked)
+    released = [f"{p.namespace}/{p.name} ({p.controller})" for p in blocked]
+    names = ", ".join(released)
+    held_here = [
+        f"{s.target.removeprefix('pod/')} ({s.why.split(':', 1)[0]})"
+        for s in steps
+        if s.action == "finalizer-held"
+    ]
     if strategy == "out-of-service":
         steps.append(
             Step(
@@ -340,6 +348,8 @@ def _node_steps(
                 evidence,
                 uid=node_uid,
                 lease_renewed=lease,
+                releases=released,
+                leaves_stuck=held_here,
             )
         )
     elif strategy == "delete-node":
@@ -354,6 +364,8 @@ def _node_steps(
                 evidence,
                 uid=node_uid,
                 lease_renewed=lease,
+                releases=released,
+                leaves_stuck=held_here,
             )
         )
     else:
@@ -370,6 +382,7 @@ def _node_steps(
                     uid=pod.uid,
                     resource_version=pod.resource_version,
                     lease_renewed=lease,
+                    releases=[f"{pod.namespace}/{pod.name} ({pod.controller})"],
                 )
             )
     return steps

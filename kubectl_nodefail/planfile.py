@@ -187,7 +187,7 @@ def _step(where: str, raw: Any) -> Step:
         value = raw[key]
         if name == "allowed":
             args[name] = _need(f"{where}.{key}", value, bool, "true or false")
-        elif name == "evidence":
+        elif name in ("evidence", "releases", "leaves_stuck"):
             args[name] = _strings(f"{where}.{key}", value)
         else:
             args[name] = _need(f"{where}.{key}", value, str, "a string")

@@ -417,7 +417,7 @@ def plan_table(plan: Any, confirmed: bool, wide: bool = False, interrupted: bool
     for i, s in enumerate(plan.steps, 1):
         state = s.result or ("ok" if s.allowed else "REFUSED")
         note = s.detail if s.result else (s.why if s.allowed else s.gate)
-        rows.append([i, s.action, s.target, state, note])
+        rows.append([i, s.action, s.target, state, note.rstrip(".") + _pods_note(s)])
     out += [
         "",
         tabulate(
@@ -435,6 +435,26 @@ def plan_table(plan: Any, confirmed: bool, wide: bool = False, interrupted: bool
             if s.evidence:
                 out.append(f"   evidence: {'; '.join(s.evidence)}")
     return "\n".join(out) + "\n"
+
+
+def _pods_note(step: Any) -> str:
+    """What the step is for: the stuck pods it frees (or, refused or not run, leaves stuck),
+    and those on its node it never frees (finalizers)."""
+    notes = []
+    freed = ", ".join(step.releases)
+    itself = step.releases and step.target.startswith("pod/") and len(step.releases) == 1
+    runs = step.allowed and step.result in ("", "done")
+    if freed and not runs:
+        notes.append(
+            "Until it runs, the pod stays stuck"
+            if itself
+            else f"Until it runs, these stay stuck: {freed}"
+        )
+    elif freed and not itself and freed not in step.why:  # a taint's why names them already
+        notes.append(f"Releases {freed}")
+    if step.leaves_stuck:
+        notes.append(f"Leaves stuck (finalizers): {', '.join(step.leaves_stuck)}")
+    return "".join(f". {n}" for n in notes) + ("." if notes else "")
 
 
 def _plan_cluster(bound: Any) -> str:

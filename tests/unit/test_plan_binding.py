@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -159,3 +160,54 @@ def test_the_plan_header_names_its_cluster(after_eviction: Report) -> None:
     plan = make_plan(from_dump, Options())
     plan.bound_to = Binding(captured_at="2026-11-30T09:47:27Z", source="d.json")
     assert "From the dump d.json, read at 2026-11-30T09:47:27Z." in render.plan_table(plan, True)
+
+
+def test_every_step_names_the_pods_it_is_for_even_refused(after_eviction: Report) -> None:
+    """Without an attestation the plan still shows the pods the refused step would release
+    (the StatefulSet pod and the bare pod among them), not only the harmless wait rows."""
+    plan = _planned(after_eviction)
+    taint = next(s for s in plan.steps if s.action == "taint-out-of-service")
+    assert not taint.allowed
+    assert "scenario-down/db-0 (statefulset)" in taint.releases
+    assert "scenario-down/lonely (bare)" in taint.releases
+    text = render.plan_table(plan, False)
+    flat = " ".join(re.sub(r"-\n\s+", "-", text).split())
+    assert "Until it runs, these stay stuck: scenario-down/batch-pfp-h74wl (job), " in flat
+    assert "scenario-down/db-0 (statefulset)" in flat
+    forced = _planned(after_eviction, strategy="force-delete")
+    held = [s for s in forced.steps if s.action == "finalizer-held"]
+    deletes = [s for s in forced.steps if s.action == "force-delete-pod"]
+    assert held and deletes
+    assert all(s.releases == [f"{s.target[4:]} ({s.why.split(':')[0]})"] for s in deletes)
+    assert "Until it runs, the pod stays stuck" in " ".join(
+        render.plan_table(forced, False).split()
+    )
+    attested = _planned(after_eviction, attested=[NODE], strategy="force-delete")
+    assert all(s.allowed for s in attested.steps if s.action == "force-delete-pod")
+
+
+def test_plan_out_prints_the_next_command_with_the_placeholder(after_eviction: Report) -> None:
+    from kubectl_nodefail.cli import _next_command
+
+    attested = _planned(after_eviction, attested=[NODE])
+    text = _next_command(attested, "p.json", None, None)
+    assert text.endswith(
+        "\n  kubectl nodefail remediate --plan-in p.json --context ctx-a "
+        "--node-shutdown-confirmed <NODE-YOU-VERIFIED-IS-POWERED-OFF>"
+    )
+    assert f"checked that the machine of {NODE} is still powered off" in text
+    refused = _next_command(_planned(after_eviction), "p.json", "/k", None)
+    assert refused.endswith(
+        f"\n  kubectl nodefail remediate {NODE} --kubeconfig /k --context ctx-a "
+        "--node-shutdown-confirmed <NODE-YOU-VERIFIED-IS-POWERED-OFF> --plan-out p.json"
+    )
+    stale = make_plan(report_of("out-of-service-stale"), Options(only_nodes=["flaky-d"]))
+    stale.bound_to = HERE
+    runnable = _next_command(stale, "p.json", None, None)
+    assert runnable.endswith(
+        "add --confirm to:\n  kubectl nodefail remediate --plan-in p.json --context ctx-a"
+    )
+    from tests.unit.test_human_gate import violations
+
+    for said in (text, refused, runnable):
+        assert violations(said) == []
