@@ -621,6 +621,11 @@ class Executor:
                     f"{len(pods)} pods left on the node, no Terminating pod released by the "
                     f"taint left, no volume attached{not_waited}"
                 )
+            left = (deadline - _now()).total_seconds()
+            self.progress(
+                f"waiting for {len(stuck)} Terminating pods and {len(vas)} volume attachments "
+                f"on node {node} to go ({max(left, 0):.0f}s left; Ctrl-C stops waiting)"
+            )
             if _now() > deadline or self.stop.is_set():
                 why = "stopped watching (interrupted)" if self.stop.is_set() else "after"
                 waited = f"{why} {self.wait_timeout:.0f}s" if why == "after" else why

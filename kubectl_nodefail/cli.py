@@ -44,7 +44,8 @@ Exit codes:
   5    nothing to do (remediate)
   6    interrupted by SIGINT/SIGTERM during --confirm: the table lists what was done and
        what was not started; re-run the same command to finish (remediate)
-  2    usage error (also an output path that cannot be written)
+  2    usage error (also an output path that cannot be written, a node or --explain
+       name not found)
   10   no kubeconfig, unknown context, or an unusable kubeconfig (YAML, server URL,
        certificate data)
   11   API server unreachable or timing out (--request-timeout, --deadline)
@@ -670,6 +671,28 @@ def _renew_deadline() -> None:
         ctx.meta[DEADLINE_KEY] = time.monotonic() + seconds
 
 
+def did_you_mean(name: str, known: Any) -> str:
+    """' (did you mean X?)' for the closest known names, or ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(dict.fromkeys(known)), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def explain_not_found(nodes: list[str], pods: list[str], name: str) -> NodefailError:
+    """The one line for an --explain NAME that is not in the diagnosis (pods: NS/NAME)."""
+    from kubectl_nodefail.errors import BadOptionError
+
+    known = nodes + pods
+    if "/" not in name:  # a bare pod name is matched by name too
+        known += [p.split("/", 1)[1] for p in pods]
+    return BadOptionError(
+        f"--explain {name}: not found among the failed nodes and stuck pods of this diagnosis"
+        f"{did_you_mean(name, known)}",
+        hint="a healthy node or pod has nothing to explain; a pod is NAMESPACE/NAME",
+    )
+
+
 def _explain(report: Any, name: str) -> str:
     from kubectl_nodefail import render
 
@@ -685,7 +708,9 @@ def _explain(report: Any, name: str) -> str:
         raise click.UsageError(f"{name!r} is ambiguous: name it as NAMESPACE/NAME")
     if matches:
         return render.explain_pod(matches[0], report.captured_at)
-    raise click.UsageError(f"{name!r} is neither a failed node nor a stuck pod in this diagnosis")
+    raise explain_not_found(
+        [n.name for n in report.nodes], [f"{p.namespace}/{p.name}" for p in report.pods], name
+    )
 
 
 @main.command(epilog=DUMP_EXAMPLES + EXIT_CODES_HELP)
@@ -1038,6 +1063,11 @@ def _make_plan(
         finally:
             progress.done()
     uids = {n["metadata"]["name"]: str(n["metadata"].get("uid") or "") for n in snap.nodes}
+    missing = sorted(set(opts.only_nodes) - set(uids)) if replay is None else []
+    if missing:  # as kubectl says it, not "Nothing to do"
+        from kubectl_nodefail.errors import BadOptionError
+
+        raise BadOptionError(f'nodes "{missing[0]}" not found{did_you_mean(missing[0], uids)}')
     unknown = set(opts.attested) - set(uids)
     if unknown and replay is None:
         raise click.UsageError(

@@ -97,7 +97,27 @@ def test_explain_pod_and_node() -> None:
 
 def test_explain_unknown_name_is_a_usage_error() -> None:
     code, _, err = run("diagnose", "--from-file", AFTER, "--explain", "nope")
-    assert code == 2 and "neither a failed node nor a stuck pod" in err
+    assert code == 2 and "not found among the failed nodes and stuck pods" in err
+    assert "did you mean" not in err and len(err.strip().splitlines()) == 1
+    for output in ("table", "json"):
+        code, out, err = run(
+            "diagnose", "--from-file", AFTER, "--explain", "scenario-down/db-1", "-o", output
+        )
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+        assert "(did you mean scenario-down/db-0?)" in err
+    code, _, err = run("diagnose", "--from-file", AFTER, "--explain", "db-1")
+    assert code == 2 and "(did you mean db-0?)" in err
+    code, _, err = run("diagnose", "--from-file", AFTER, "--explain", "flaky-b")
+    assert code == 2 and "(did you mean flaky-a?)" in err
+
+
+def test_remediate_on_a_node_that_does_not_exist_is_not_found() -> None:
+    """As kubectl says it, exit 2: not "Nothing to do" (exit 5), which reads as all clear."""
+    code, out, err = run("remediate", "--from-file", AFTER, "flaky-b")
+    assert code == 5 and "Nothing to do" in out  # flaky-b exists and is Ready
+    code, out, err = run("remediate", "--from-file", AFTER, "flakya")
+    assert code == 2 and out == ""
+    assert err.strip() == 'error: nodes "flakya" not found (did you mean flaky-a?)'
 
 
 @pytest.mark.parametrize(

@@ -169,3 +169,33 @@ def test_a_signal_while_waiting_for_the_pods_exits_6(monkeypatch: pytest.MonkeyP
     table = _run(monkeypatch, FakeCluster(signal_on="wait"), ["n1"], output="table")
     assert table.exit_code == 6
     assert table.stdout.startswith("Executed until interrupted. Strategy: out-of-service.")
+
+
+def test_the_status_line_is_shown_while_waiting_and_erased_before_the_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a terminal the wait shows a status line (not a blank screen), and it is erased
+    before the result is printed (it used to be left, and the result glued to it)."""
+    import io
+
+    from kubectl_nodefail import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stderr = Terminal()
+
+    def status_line(verbose: int) -> progress.StatusLine:
+        line = progress.StatusLine(stderr, delay=0)
+        progress._active = line
+        return line
+
+    monkeypatch.setattr(cli, "_progress", status_line)
+    result = _run(monkeypatch, FakeCluster(signal_on="wait"), ["n1"], output="table")
+    assert result.exit_code == 6 and result.stdout.startswith("Executed until interrupted.")
+    shown = stderr.getvalue()
+    assert "\r\x1b[2K... waiting for 1 Terminating pods and 0 volume attachments on node n1" in (
+        shown
+    )
+    assert shown.endswith("\r\x1b[2K")  # erased: the next output starts on a clean line
