@@ -111,11 +111,11 @@ REMEDIATE_EXAMPLES = """
 Examples:
   # the plan for one node (changes nothing)
   kubectl nodefail remediate worker-3
-  # the machine is confirmed powered off: carry the plan out
+  # you checked that worker-3's machine is powered off (console, power state): carry it out
   kubectl nodefail remediate worker-3 --node-shutdown-confirmed worker-3 --confirm
-  # save the plan for review, then execute exactly that plan
+  # save the plan for review, then run exactly that plan (the attestation typed again)
   kubectl nodefail remediate worker-3 --node-shutdown-confirmed worker-3 --plan-out plan.json
-  kubectl nodefail remediate --plan-in plan.json --confirm --log-file remediate.log
+  kubectl nodefail remediate --plan-in plan.json --node-shutdown-confirmed worker-3 --confirm
 """
 DUMP_EXAMPLES = """
 \b
