@@ -276,6 +276,7 @@ def _node_steps(
     )
     gate = "shutdown confirmed: " + "; ".join(evidence) if gate_ok else unlock
     blocked: list[PodFinding] = []  # what only a destructive step releases
+    held_here: list[str] = []  # what no step releases: pods held by finalizers
     for pod in pods:
         if pod.controller in ("daemonset", "mirror"):
             steps.append(
@@ -300,6 +301,7 @@ def _node_steps(
             )
         elif held := holding_finalizers(pod.finalizers, pod.terminating, strategy):
             steps.append(_finalizer_step(node, pod, held))
+            held_here.append(f"{pod.namespace}/{pod.name} ({', '.join(held)})")
         elif not pod.terminating and pod.eviction_at is not None and not gate_ok:
             steps.append(
                 _wait_step(
@@ -329,11 +331,6 @@ def _node_steps(
         return steps
     released = [f"{p.namespace}/{p.name} ({p.controller})" for p in blocked]
     names = ", ".join(released)
-    held_here = [
-        f"{s.target.removeprefix('pod/')} ({s.why.split(':', 1)[0]})"
-        for s in steps
-        if s.action == "finalizer-held"
-    ]
     if strategy == "out-of-service":
         steps.append(
             Step(

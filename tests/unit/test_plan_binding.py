@@ -211,3 +211,14 @@ def test_plan_out_prints_the_next_command_with_the_placeholder(after_eviction: R
 
     for said in (text, refused, runnable):
         assert violations(said) == []
+
+
+def test_a_taint_names_the_pods_it_leaves_stuck() -> None:
+    plan = make_plan(report_of("finalizer-on-failed-node"), Options(server_minor=36))
+    taint = next(s for s in plan.steps if s.action == "taint-out-of-service")
+    assert taint.leaves_stuck == ["scenario-safety/held-flaky-t5 (e2e.nodefail/hold)"]
+    held = next(s for s in plan.steps if s.action == "finalizer-held")
+    assert held.target == "pod/scenario-safety/held-flaky-t5"
+    assert "scenario-safety/held-flaky-t5" not in " ".join(taint.releases)
+    text = " ".join(re.sub(r"-\n\s+", "-", render.plan_table(plan, False)).split())
+    assert "Leaves stuck (finalizers): scenario-safety/held-flaky-t5 (e2e.nodefail/hold)." in text
