@@ -64,25 +64,38 @@ def digest(plan: Plan) -> str:
     when, which node object), the cluster and each step (not its result)."""
     from kubectl_nodefail.render import to_data
 
-    canonical = json.dumps(
+    return _digest(
         {
             "strategy": plan.strategy,
             "attested": list(plan.attested),
             "steps": [_step_data(s) for s in plan.steps],
             "boundTo": to_data(plan.bound_to),
             "attestations": to_data(plan.attestations),
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=True,
+        }
     )
+
+
+def _digest(signed: dict[str, Any]) -> str:
+    canonical = json.dumps(signed, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def sign(data: Any) -> str:
-    """The digest a (hand-edited) document would need: for tests of what narrowing and the
-    binding check catch once the digest no longer does."""
-    return digest(_parse(data))
+def sign(data: dict[str, Any]) -> str:
+    """The digest a hand-edited document would need, valid or not: for tests of what the
+    validation, narrowing and the binding check catch once the digest no longer does."""
+    steps = [
+        {k: v for k, v in raw.items() if k not in UNSIGNED} if isinstance(raw, dict) else raw
+        for raw in data.get("steps") or []
+    ]
+    return _digest(
+        {
+            "strategy": data.get("strategy"),
+            "attested": data.get("attested"),
+            "steps": steps,
+            "boundTo": data.get("boundTo"),
+            "attestations": data.get("attestations"),
+        }
+    )
 
 
 def document(plan: Plan, summary: dict[str, int]) -> dict[str, Any]:
