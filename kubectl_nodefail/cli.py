@@ -1095,7 +1095,7 @@ def _make_plan(
 
 def _binding(cluster: Any, snap: Any, from_file: str | None, required: bool, uids: Any) -> Any:
     """The identity of the cluster a plan is computed from (plan.Binding)."""
-    from kubectl_nodefail.errors import AuthError, Forbidden, NotFound
+    from kubectl_nodefail.errors import ApiError, AuthError, NotFound
     from kubectl_nodefail.plan import Binding
     from kubectl_nodefail.snapshot import format_time
 
@@ -1104,7 +1104,9 @@ def _binding(cluster: Any, snap: Any, from_file: str | None, required: bool, uid
         return Binding(captured_at=captured, source=from_file or "", node_uids=dict(uids))
     try:
         uid = str(cluster.get_object("/api/v1/namespaces/kube-system")["metadata"]["uid"])
-    except (Forbidden, NotFound) as exc:
+    except (AuthError, ApiError) as exc:  # shown as "not read" unless the plan is saved
+        if required and not isinstance(exc, (AuthError, NotFound)):
+            raise
         if required:
             raise AuthError(
                 f"cannot bind the plan to its cluster: reading namespace kube-system (its UID "

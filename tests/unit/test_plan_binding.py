@@ -222,3 +222,26 @@ def test_a_taint_names_the_pods_it_leaves_stuck() -> None:
     assert "scenario-safety/held-flaky-t5" not in " ".join(taint.releases)
     text = " ".join(re.sub(r"-\n\s+", "-", render.plan_table(plan, False)).split())
     assert "Leaves stuck (finalizers): scenario-safety/held-flaky-t5 (e2e.nodefail/hold)." in text
+
+
+def test_binding_a_saved_plan_needs_the_cluster_identity() -> None:
+    """Without `get namespaces/kube-system` a plan is shown ("cluster identity not read") but
+    not saved or replayed: exit 12, naming the permission."""
+    from kubectl_nodefail.cli import _binding
+    from kubectl_nodefail.errors import AuthError, Exit, Forbidden
+
+    class NoNamespaces:
+        context, host = "ctx-a", "https://a:6443"
+
+        def get_object(self, path: str) -> dict[str, object]:
+            raise Forbidden(f"forbidden: GET {path}")
+
+    snap = load("node-down-after-eviction")
+    shown = _binding(NoNamespaces(), snap, None, False, {NODE: UID})
+    assert shown.cluster_uid == "" and shown.context == "ctx-a"
+    plan = make_plan(report_of("node-down-after-eviction"), Options())
+    plan.bound_to = shown
+    assert "cluster identity not read" in render.plan_table(plan, False).splitlines()[1]
+    with pytest.raises(AuthError) as err:
+        _binding(NoNamespaces(), snap, None, True, {NODE: UID})
+    assert err.value.exit_code == Exit.AUTH and "namespaces/kube-system" in err.value.line()
