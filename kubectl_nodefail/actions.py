@@ -381,6 +381,12 @@ class Executor:
 
     def _recheck(self, step: Step, node: Obj) -> str | None:
         """Why the step must not run now (the pod, the node or its lease moved), or None."""
+        uid = (node.get("metadata") or {}).get("uid")
+        if step.target.startswith("node/") and step.uid and uid != step.uid:
+            return (
+                f"node {step.node} is another object now (UID {uid}, planned {step.uid}): it "
+                "was recreated since the plan; nothing is done"
+            )
         if step.action == "remove-out-of-service":
             return None if is_ready(node) else "the node is not Ready any more: taint kept"
         if step.action == "force-delete-pod":
@@ -525,7 +531,7 @@ class Executor:
         ]
         ops += self._annotation_ops(node, ANNOTATION_TAINTED_BY)
         self._patch_node(node, ops)
-        return "out-of-service taint applied; " + self._released(step.node, "the taint")
+        return self._released(step.node, "the taint", "out-of-service taint applied")
 
     def _remove_out_of_service(self, step: Step, node: Obj) -> str:
         taints = (node.get("spec") or {}).get("taints") or []
@@ -566,8 +572,8 @@ class Executor:
             uid=node["metadata"]["uid"],
             resource_version=node["metadata"]["resourceVersion"],
         )
-        return "Node object deleted; " + self._released(
-            step.node, "PodGC (the Node is gone)", every_pod=True
+        return self._released(
+            step.node, "PodGC (the Node is gone)", "Node object deleted", every_pod=True
         )
 
     def _annotation_ops(self, node: Obj, key: str) -> list[Obj]:
@@ -608,18 +614,19 @@ class Executor:
                 status=422,
             ) from exc
 
-    def _released(self, node: str, by: str, every_pod: bool = False) -> str:
+    def _released(self, node: str, by: str, sent: str, every_pod: bool = False) -> str:
         """What the step was for, observed: the node's Terminating pods (`every_pod`: all its
         pods, for a deleted Node) and volume attachments gone. Otherwise NotConfirmed, naming
-        what is still there."""
+        what is still there. `sent`: what the accepted request did."""
         released, detail = self._wait_released(node, every_pod)
         if released:
-            return detail
+            return f"{sent}; {detail}"
+        if self.stop.is_set():
+            raise NotConfirmed(f"{sent}; {detail}", interrupted=True)
         raise NotConfirmed(
-            f"{detail}. The request was accepted but not its effect: whatever {by} should have "
-            "caused (PodGC's force delete, the detach) did not happen; look for a refusal in "
-            "kube-controller-manager's log (an admission policy or webhook), then re-run",
-            interrupted=self.stop.is_set(),
+            f"{sent}, but not its effect: {detail}. What {by} should have caused (PodGC's "
+            "force delete, the detach) did not happen; look for a refusal in "
+            "kube-controller-manager's log (an admission policy or webhook), then re-run"
         )
 
     def _wait_released(self, node: str, every_pod: bool = False) -> tuple[bool, str]:
@@ -667,6 +674,11 @@ class Executor:
                     f"{len(pods)} pods left on the node (tolerating the taint or held), no "
                     f"Terminating pod released by the taint left, no volume attached{not_waited}"
                 )
+            left = (deadline - _now()).total_seconds()
+            self.progress(
+                f"waiting for {len(stuck)} Terminating pods and {len(vas)} volume attachments "
+                f"on node {node} to go ({max(left, 0):.0f}s left; Ctrl-C stops waiting)"
+            )
             if _now() > deadline or self.stop.is_set():
                 why = "stopped watching (interrupted)" if self.stop.is_set() else "after"
                 waited = f"{why} {self.wait_timeout:.0f}s" if why == "after" else why

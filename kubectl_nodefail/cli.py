@@ -7,12 +7,13 @@ also logging, many-cluster runs, the analysis) is imported inside that command.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any, NamedTuple
 
@@ -45,14 +46,17 @@ Exit codes:
        what was not started; re-run the same command to finish (remediate)
   7    a step was accepted but its effect was not observed within --wait-timeout (pods
        still there: the result names what holds them) (remediate)
-  2    usage error (also an output path that cannot be written)
+  2    usage error (also an output path that cannot be written, an --explain name not
+       found)
   10   no kubeconfig, unknown context, or an unusable kubeconfig (YAML, server URL,
        certificate data)
   11   API server unreachable or timing out (--request-timeout, --deadline)
   12   credentials rejected or a required read forbidden
   13   malformed or unreadable dump or plan file
   14   any other API error (5xx, throttled past the deadline, malformed answers)
-  15   a node named on the command line does not exist
+  15   a saved plan (--plan-in) made for another context, server or cluster, or for a
+       node recreated since: refused before any change (remediate)
+  16   a node named on the command line does not exist (diagnose, dump, remediate)
   130  interrupted by Ctrl-C (diagnose, dump; remediate says 6)
   1    a bug (rerun with -v for the traceback)
 """
@@ -110,11 +114,11 @@ REMEDIATE_EXAMPLES = """
 Examples:
   # the plan for one node (changes nothing)
   kubectl nodefail remediate worker-3
-  # the machine is confirmed powered off: carry the plan out
+  # you checked that worker-3's machine is powered off (console, power state): carry it out
   kubectl nodefail remediate worker-3 --node-shutdown-confirmed worker-3 --confirm
-  # save the plan for review, then execute exactly that plan
+  # save the plan for review, then run exactly that plan (the attestation typed again)
   kubectl nodefail remediate worker-3 --node-shutdown-confirmed worker-3 --plan-out plan.json
-  kubectl nodefail remediate --plan-in plan.json --confirm --log-file remediate.log
+  kubectl nodefail remediate --plan-in plan.json --node-shutdown-confirmed worker-3 --confirm
 """
 DUMP_EXAMPLES = """
 \b
@@ -277,7 +281,9 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
         except NodefailError as exc:
             if verbose >= 2:
                 _print_traceback()
-            _fail(f"error: {exc.line()}", int(exc.exit_code), watchdog)
+            # an interruption before any change: not after the reads still in flight
+            now = exc.exit_code == Exit.INTERRUPTED
+            _fail(f"error: {exc.line()}", int(exc.exit_code), watchdog, now=now)
         except KeyboardInterrupt:
             _fail("interrupted", int(Exit.CTRL_C), watchdog, now=True)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
@@ -671,6 +677,28 @@ def _renew_deadline() -> None:
         ctx.meta[DEADLINE_KEY] = time.monotonic() + seconds
 
 
+def did_you_mean(name: str, known: Any) -> str:
+    """' (did you mean X?)' for the closest known names, or ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(dict.fromkeys(known)), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def explain_not_found(nodes: list[str], pods: list[str], name: str) -> NodefailError:
+    """The one line for an --explain NAME that is not in the diagnosis (pods: NS/NAME)."""
+    from kubectl_nodefail.errors import BadOptionError
+
+    known = nodes + pods
+    if "/" not in name:  # a bare pod name is matched by name too
+        known += [p.split("/", 1)[1] for p in pods]
+    return BadOptionError(
+        f"--explain {name}: not found among the failed nodes and stuck pods of this diagnosis"
+        f"{did_you_mean(name, known)}",
+        hint="a healthy node or pod has nothing to explain; a pod is NAMESPACE/NAME",
+    )
+
+
 def _explain(report: Any, name: str) -> str:
     from kubectl_nodefail import render
 
@@ -686,7 +714,9 @@ def _explain(report: Any, name: str) -> str:
         raise click.UsageError(f"{name!r} is ambiguous: name it as NAMESPACE/NAME")
     if matches:
         return render.explain_pod(matches[0], report.captured_at)
-    raise click.UsageError(f"{name!r} is neither a failed node nor a stuck pod in this diagnosis")
+    raise explain_not_found(
+        [n.name for n in report.nodes], [f"{p.namespace}/{p.name}" for p in report.pods], name
+    )
 
 
 @main.command(epilog=DUMP_EXAMPLES + EXIT_CODES_HELP)
@@ -759,7 +789,8 @@ def dump(
     multiple=True,
     metavar="NODE",
     help="Attest that NODE's machine is powered off (repeatable; one per node). "
-    "Unlocks the destructive steps for that node only.",
+    "Unlocks the destructive steps for that node only. With --plan-in: type again the "
+    "attestation the plan carries, or it does not count.",
 )
 @click.option(
     "--max-nodes",
@@ -801,7 +832,8 @@ def dump(
     metavar="PATH",
     type=click.Path(dir_okay=False),
     help="Narrow to this saved plan: run (with --confirm) only its steps that a plan "
-    "computed from the live cluster now allows too.",
+    "computed from the live cluster now allows too. Refused (exit 15) for another context, "
+    "server or cluster, or a node recreated since.",
 )
 @color.no_color_option
 @handle_errors
@@ -841,46 +873,72 @@ def remediate(
     from kubectl_nodefail.errors import InterruptedRun
     from kubectl_nodefail.plan import Options
 
-    if plan_in and (nodes or attested or from_file or strategy != "auto"):
+    if plan_in and (nodes or from_file or strategy != "auto"):
         raise click.UsageError(
-            "--plan-in replays a saved plan (its own strategy and attestations): give no nodes, "
-            "--strategy, attestations or --from-file with it"
+            "--plan-in replays a saved plan (its own nodes and strategy): give no nodes, "
+            "--strategy or --from-file with it"
         )
     if confirm and from_file:
         raise click.UsageError("--confirm acts on a live cluster; not with --from-file")
+    from kubectl_nodefail import attestation
+    from kubectl_nodefail.errors import BadOptionError
+
+    typed = attestation.check_typed(attested)
+    if typed:
+        raise BadOptionError(typed, hint="nothing was done")
     # Everything from outside is checked before the cluster is even read: the saved plan, and
     # that the trail and the plan can be written.
     saved = planfile.read(plan_in) if plan_in else None
+    if saved is not None:
+        widened = sorted(set(attested) - set(saved.attested))
+        if widened:
+            raise BadOptionError(
+                f"{attestation.FLAG} {widened[0]}: the saved plan {plan_in} has no attestation "
+                "for that node, and a saved plan only narrows (make a new plan with the "
+                "attestation)",
+                hint="nothing was done",
+            )
     _check_writable("--plan-out", plan_out)
     _check_writable("--log-file", log_file)
     progress.machine_output(output)
     conn = Connection(kubeconfig, context, request_timeout, verbose)
     opts = Options(
         strategy=saved.strategy if saved else strategy,
-        attested=saved.attested if saved else attested,
+        attested=attested,
         only_nodes=sorted({s.node for s in saved.steps}) if saved else nodes,
         max_nodes=max_nodes,
         allow_disruption=allow_disruption,
     )
-    cluster = None if from_file else conn.cluster()
+    cluster = None
     log = None
+    stopped = False
     try:
         try:
-            plan = _make_plan(cluster, from_file, opts, verbose, strict_attested=saved is None)
-            if saved is not None:
-                from kubectl_nodefail.plan import narrow
+            with _sigterm_interrupts(confirm):
+                cluster = None if from_file else conn.cluster()
+                plan = _make_plan(
+                    cluster,
+                    from_file,
+                    opts,
+                    verbose,
+                    bind=bool(plan_out or saved),
+                    replay=(plan_in, saved) if saved else None,
+                )
+                if saved is not None:
+                    from kubectl_nodefail.plan import narrow
 
-                plan = narrow(saved, plan)
-            if cluster is not None:
-                _check_permissions(cluster, plan, confirm)
-            if plan_out:
-                _write(plan_out, render.as_json(planfile.document(plan, summary(plan))))
-            if confirm and log_file:
-                log = open(log_file, "a", encoding="utf-8")  # noqa: SIM115 (closed below)
+                    plan = narrow(saved, plan)
+                if cluster is not None:
+                    _check_permissions(cluster, plan, confirm)
+                if plan_out:
+                    _write(plan_out, render.as_json(planfile.document(plan, summary(plan))))
+                if confirm and log_file:
+                    log = open(log_file, "a", encoding="utf-8")  # noqa: SIM115 (closed below)
         except KeyboardInterrupt:
+            progress.done()
             raise InterruptedRun("interrupted before any change: nothing was done") from None
         if confirm and cluster is not None:
-            _execute(cluster, plan, log, wait_timeout, verbose)
+            stopped = _execute(cluster, plan, log, wait_timeout, verbose)
     finally:
         if log is not None:
             log.close()
@@ -889,22 +947,68 @@ def remediate(
     counts = summary(plan)
     if output in ("json", "yaml"):
         data = (
-            render.plan_data(plan, confirm, counts) if confirm else planfile.document(plan, counts)
+            render.plan_data(plan, confirm, counts, interrupted=stopped)
+            if confirm
+            else planfile.document(plan, counts)
         )
         click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
     else:
-        plan_text = render.plan_table(plan, confirm, wide=output == "wide")
+        plan_text = render.plan_table(plan, confirm, wide=output == "wide", interrupted=stopped)
         click.echo(color.style_for_terminal(plan_text), nl=False)
-    code = plan.exit_code() if not confirm else plan.result_code()
+    code = plan.exit_code() if not confirm else plan.result_code(interrupted=stopped)
+    if plan_out and not confirm:
+        click.echo(_next_command(plan, plan_out, kubeconfig, from_file), err=True)
     if code == Exit.INTERRUPTED:
         done = counts.get("done", 0)
-        left = counts.get("not started", 0) + counts.get("interrupted", 0)
+        cut = counts.get("interrupted", 0)
+        left = counts.get("not started", 0)
         click.echo(
-            f"interrupted: {done} steps done, {left} not done (listed above); re-run the same "
-            "command to finish the rest",
+            f"interrupted: {done} steps done, "
+            + (f"{cut} sent but their effect not seen, " if cut else "")
+            + f"{left} not started (listed above); re-run the same command to finish the rest",
             err=True,
         )
     return code
+
+
+def _next_command(plan: Any, path: str, kubeconfig: str | None, from_file: str | None) -> str:
+    """After --plan-out: what to type next. Never with an attestation filled in or --confirm:
+    the human types the node's name (having checked its machine) and --confirm."""
+    import shlex
+
+    from kubectl_nodefail import attestation
+    from kubectl_nodefail.plan import MUTATING
+
+    where = [f"--kubeconfig {shlex.quote(kubeconfig)}"] if kubeconfig else []
+    if plan.bound_to.context:
+        where.append(f"--context {shlex.quote(plan.bound_to.context)}")
+    replay = " ".join([f"{program_name()} remediate --plan-in {shlex.quote(path)}", *where])
+    saved = f"saved the plan to {path}"
+    if from_file:
+        return (
+            f"{saved}: made from a dump, it is bound to no cluster and cannot be replayed "
+            "(plan against the live cluster to run it)"
+        )
+    if plan.attested:
+        nodes = ", ".join(plan.attested)
+        return (
+            f"{saved}. Next, once you have checked that the machine of {nodes} is still "
+            f"powered off, type {'its' if len(plan.attested) == 1 else 'each'} name in place "
+            f"of the placeholder (the flag once per node) and add --confirm to run it:\n  "
+            f"{replay} {attestation.flag()}"
+        )
+    if plan.mutating:
+        return f"{saved}. Next, to run it, add --confirm to:\n  {replay}"
+    refused = sorted({s.node for s in plan.steps if s.action in MUTATING and not s.allowed})
+    if refused:
+        out = f"--plan-out {shlex.quote(path)}"
+        again = " ".join([f"{program_name()} remediate", *refused, *where, attestation.flag(), out])
+        return (
+            f"{saved}: every step that would change something is refused. If the refusal is "
+            "for want of an attestation, check the machine first; only if it is off, plan "
+            f"again, typing the node's name in place of the placeholder:\n  {again}"
+        )
+    return f"{saved}: it changes nothing, so there is nothing to run"
 
 
 def _check_writable(flag: str, path: str | None) -> None:
@@ -941,14 +1045,23 @@ def _write(path: str, text: str) -> None:
 
 
 def _make_plan(
-    cluster: Any, from_file: str | None, opts: Any, verbose: int, strict_attested: bool = True
+    cluster: Any,
+    from_file: str | None,
+    opts: Any,
+    verbose: int,
+    bind: bool = False,
+    replay: Any = None,
 ) -> Any:
-    """Diagnose (live or from a dump), then plan."""
+    """Diagnose (live or from a dump), then plan, bound to the cluster it was computed from.
+
+    `bind`: the plan is saved or replayed, so the cluster's identity must be read (else it is
+    shown when readable). `replay`: a saved plan, refused (exit 15) unless it was made for this
+    context, server, cluster and these node objects; that check comes before anything writes."""
     from dataclasses import replace
 
     from kubectl_nodefail import snapshot
     from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
-    from kubectl_nodefail.plan import make_plan
+    from kubectl_nodefail.plan import binding_problem, make_plan
 
     if from_file:
         snap = snapshot.load_dump(from_file)
@@ -959,15 +1072,65 @@ def _make_plan(
             snap = checked(gather(cluster, only_nodes=opts.only_nodes, progress=_progress(verbose)))
         finally:
             progress.done()
-    if strict_attested:  # names typed now (a saved plan's nodes may be gone: its steps say so)
+    uids = {n["metadata"]["name"]: str(n["metadata"].get("uid") or "") for n in snap.nodes}
+    if replay is None:  # names typed now (a saved plan's nodes may be gone: its steps say so)
         snapshot.require_nodes(snap, opts.only_nodes)
-    unknown = set(opts.attested) - {n["metadata"]["name"] for n in snap.nodes}
-    if unknown and strict_attested:
+    unknown = set(opts.attested) - set(uids)
+    if unknown and replay is None:
         raise click.UsageError(
             f"--node-shutdown-confirmed names unknown nodes: {', '.join(sorted(unknown))}"
         )
+    live = _binding(cluster, snap, from_file, bind, uids)
+    if replay is not None:
+        from kubectl_nodefail.errors import PlanMismatch
+
+        path, saved = replay
+        problem = binding_problem(saved, live)
+        if problem:
+            raise PlanMismatch(
+                f"plan {path}: {problem}; refused before any change", hint="nothing was done"
+            )
     report = run_diagnosis(snap, snap.captured_at, only_nodes=opts.only_nodes)
-    return make_plan(report, replace(opts, server_minor=snap.server_minor))
+    by = _attester(cluster) if opts.attested else ""
+    plan = make_plan(
+        report, replace(opts, server_minor=snap.server_minor, node_uids=uids, attested_by=by)
+    )
+    planned = {s.node for s in plan.steps}
+    plan.bound_to = replace(live, node_uids={n: u for n, u in uids.items() if n in planned})
+    return plan
+
+
+def _binding(cluster: Any, snap: Any, from_file: str | None, required: bool, uids: Any) -> Any:
+    """The identity of the cluster a plan is computed from (plan.Binding)."""
+    from kubectl_nodefail.errors import ApiError, AuthError, NotFound
+    from kubectl_nodefail.plan import Binding
+    from kubectl_nodefail.snapshot import format_time
+
+    captured = format_time(snap.captured_at) if snap.captured_at else ""
+    if cluster is None:
+        return Binding(captured_at=captured, source=from_file or "", node_uids=dict(uids))
+    try:
+        uid = str(cluster.get_object("/api/v1/namespaces/kube-system")["metadata"]["uid"])
+    except (AuthError, ApiError) as exc:  # shown as "not read" unless the plan is saved
+        if required and not isinstance(exc, (AuthError, NotFound)):
+            raise
+        if required:
+            raise AuthError(
+                f"cannot bind the plan to its cluster: reading namespace kube-system (its UID "
+                f"is the cluster's identity) failed: {exc.message}",
+                hint="grant get on namespaces/kube-system: deploy/rbac/diagnose.yaml",
+            ) from exc
+        uid = ""
+    return Binding(cluster.context, cluster.host, uid, captured, "", dict(uids))
+
+
+def _attester(cluster: Any) -> str:
+    """Who types the attestations, as the API server names them (for the plan's record)."""
+    if cluster is None:
+        return "unknown user (plan from a dump)"
+    from kubectl_nodefail.actions import whoami
+
+    return str(whoami(cluster))
 
 
 def _check_permissions(cluster: Any, plan: Any, confirm: bool) -> None:
@@ -985,8 +1148,29 @@ def _check_permissions(cluster: Any, plan: Any, confirm: bool) -> None:
         plan.refusals.append("missing permissions: " + "; ".join(missing))
 
 
-def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: int) -> None:
+@contextlib.contextmanager
+def _sigterm_interrupts(on: bool) -> Iterator[None]:
+    """While remediate --confirm reads and plans, SIGTERM stops it as Ctrl-C does (exit 6,
+    nothing done) instead of killing it mid-way."""
+    import signal
+
+    if not on:
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: int) -> bool:
     """Run the plan; SIGINT/SIGTERM stop it after the request in flight (see actions.Stop).
+    True when a signal stopped it (the run's exit code is then 6, whatever ran).
 
     The overall deadline bounds reading and planning, not the execution: a hard stop could land
     between a request and its trail line. From here each request is bounded by
@@ -1002,4 +1186,8 @@ def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: in
     with Stop().on_signals(lambda text: click.echo(text, err=True)) as stop:
         executor = Executor(cluster, whoami(cluster), log, wait_timeout, _progress(verbose))
         executor.stop = stop
-        executor.run(plan)
+        try:
+            executor.run(plan)
+        finally:
+            progress.done()
+        return stop.is_set()

@@ -26,8 +26,8 @@ YELLOW = "\x1b[33m"
 RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<![\w-])(NotReady|Unknown)(?![\w-])"), BOLD + RED),
     (re.compile(r"(?<![\w-])(BLOCKED|REFUSED|failed|lost)(?![\w-])"), BOLD + RED),
-    (re.compile(r"\[risk (high)\]"), RED),
-    (re.compile(r"\[risk (medium)\]"), YELLOW),
+    (re.compile(r"\[risk (high)[] ]"), RED),
+    (re.compile(r"\[risk (medium)[] ]"), YELLOW),
     (re.compile(r"(?<![\w-])(Terminating|Pending|replacement Pending)(?![\w-])"), YELLOW),
     (re.compile(r"(DRY RUN)"), BOLD + YELLOW),
     (re.compile(r"(?<![\w-])(Nothing to do\.|All \d+ nodes Ready)"), GREEN),

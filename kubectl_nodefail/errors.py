@@ -26,7 +26,8 @@ class Exit(IntEnum):
     AUTH = 12  # credentials rejected (401) or a required read forbidden (403)
     BAD_INPUT = 13  # malformed or unreadable dump file
     API = 14  # any other API server error
-    NOT_FOUND = 15  # a node named on the command line does not exist (kubectl's NotFound)
+    PLAN_MISMATCH = 15  # remediate --plan-in: the plan was made for another cluster or node
+    NOT_FOUND = 16  # a node named on the command line does not exist (kubectl's NotFound)
     CTRL_C = 130  # diagnose, dump: interrupted by Ctrl-C (remediate's interruptions are 6)
 
 
@@ -94,6 +95,13 @@ class InterruptedRun(NodefailError):
     """SIGINT/SIGTERM before the first change: nothing was done."""
 
     exit_code = Exit.INTERRUPTED
+
+
+class PlanMismatch(NodefailError):
+    """A saved plan replayed against another context, server or cluster, or on a node
+    recreated since: refused before anything is written."""
+
+    exit_code = Exit.PLAN_MISMATCH
 
 
 class ApiError(NodefailError):

@@ -39,7 +39,13 @@ def explained(data: Obj, name: str) -> Obj:
         raise click.UsageError(f"{name!r} is ambiguous: name it as NAMESPACE/NAME")
     if pods:
         return {"apiVersion": data["apiVersion"], "kind": "PodExplanation", **pods[0]}
-    raise click.UsageError(f"{name!r} is neither a failed node nor a stuck pod in this diagnosis")
+    from kubectl_nodefail.cli import explain_not_found
+
+    raise explain_not_found(
+        [n["name"] for n in data.get("nodes") or []],
+        [f"{p['namespace']}/{p['name']}" for p in data.get("pods") or []],
+        name,
+    )
 
 
 def timeline_text(snap: Snapshot, name: str) -> str:

@@ -7,9 +7,10 @@ only the allowed steps, re-checking each one right before acting.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
+from kubectl_nodefail import attestation
 from kubectl_nodefail.analysis import advice, versions
 from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER
 from kubectl_nodefail.analysis.diagnose import MASS_FAILURE_NODES, MASS_FAILURE_SHARE
@@ -53,8 +54,8 @@ def finalizer_owner(finalizer: str, namespace: str, name: str) -> str:
     domain = finalizer.split("/", 1)[0] if "/" in finalizer else "its controller"
     return (
         f"{finalizer}: the controller that added it ({domain}) must remove it; only if that "
-        f"controller is gone for good, remove it by hand: kubectl patch pod -n {namespace} "
-        f'{name} --type=json -p \'[{{"op":"remove","path":"/metadata/finalizers"}}]\''
+        f"controller is gone for good, remove that entry of metadata.finalizers of pod "
+        f"{namespace}/{name} by hand"
     )
 
 
@@ -70,6 +71,8 @@ class Step:
     uid: str = ""
     resource_version: str = ""
     lease_renewed: str = ""  # the node's lease renewTime when planned: must not move before acting
+    releases: list[str] = field(default_factory=list)  # stuck pods it frees: NS/NAME (controller)
+    leaves_stuck: list[str] = field(default_factory=list)  # pods on its node it does not free
     # filled in by actions.py: done (its effect observed) | unconfirmed (sent and accepted, the
     # effect not observed) | skipped | failed | refused | waited | blocked | not started
     # | interrupted
@@ -78,20 +81,48 @@ class Step:
 
 
 @dataclass
+class Binding:
+    """The cluster a plan was computed from. A saved plan is replayed only against the same
+    context, server and cluster (the kube-system namespace's UID: a rebuilt cluster behind the
+    same name and address has another) and the same node objects (a node recreated under the
+    same name has another UID)."""
+
+    context: str = ""
+    server: str = ""
+    cluster_uid: str = ""  # metadata.uid of namespace kube-system
+    captured_at: str = ""  # when the state the plan was computed from was read (RFC 3339)
+    source: str = ""  # the dump file a plan was computed from; "" for a live cluster
+    node_uids: dict[str, str] = field(default_factory=dict)  # every node the plan has steps on
+
+
+@dataclass
+class Attestation:
+    """The operator's statement that a node's machine is shut down, as recorded in a plan."""
+
+    node: str
+    node_uid: str
+    by: str  # the user the API server says made the plan
+    at: str  # when (RFC 3339)
+
+
+@dataclass
 class Plan:
     strategy: str
     steps: list[Step]
     refusals: list[str]  # plan-wide refusals (zone disruption, node bound)
-    attested: list[str]
+    attested: list[str]  # the nodes whose attestation counts in this plan
+    bound_to: Binding = field(default_factory=Binding)
+    attestations: list[Attestation] = field(default_factory=list)  # who attested, when
 
     @property
     def mutating(self) -> list[Step]:
         return [s for s in self.steps if s.allowed and s.action in MUTATING]
 
-    def result_code(self) -> Exit:
-        """After --confirm: interrupted (6), a step's effect not observed (7), all done (0),
-        some refused/skipped/failed/blocked (4), nothing done (5)."""
-        if any(s.result in ("not started", "interrupted") for s in self.steps):
+    def result_code(self, interrupted: bool = False) -> Exit:
+        """After --confirm: interrupted (6: a signal stopped the run, even in its last step's
+        wait), a step's effect not observed (7), all done (0), some refused/skipped/failed/
+        blocked (4), nothing done (5)."""
+        if interrupted or any(s.result in ("not started", "interrupted") for s in self.steps):
             return Exit.INTERRUPTED
         if any(s.result == "unconfirmed" for s in self.steps):
             return Exit.UNCONFIRMED
@@ -116,15 +147,14 @@ class Options:
     max_nodes: int = 1
     allow_disruption: bool = False
     server_minor: int | None = None
+    node_uids: Mapping[str, str] = field(default_factory=dict)  # node name -> metadata.uid
+    attested_by: str = "unknown user"  # who typed the attestations (SelfSubjectReview)
 
 
 def _shutdown_evidence(node: NodeFinding, opts: Options) -> list[str]:
     evidence = list(node.shutdown_evidence)
     if node.name in opts.attested:
-        evidence.append(
-            f"the operator attested the machine is shut down "
-            f"(--node-shutdown-confirmed {node.name})"
-        )
+        evidence.append(f"the operator attested that the machine of {node.name} is shut down")
     return evidence
 
 
@@ -206,6 +236,7 @@ def _node_steps(
     node: NodeFinding, report: Report, opts: Options, refusal: str | None
 ) -> list[Step]:
     lease = format_time(node.lease_renewed) if node.lease_renewed else ""
+    node_uid = opts.node_uids.get(node.name, "")
     if node.stale_out_of_service:
         return [
             Step(
@@ -217,6 +248,7 @@ def _node_steps(
                 True,
                 "node is Ready (the only action taken on a Ready node)",
                 evidence=[f"node {node.status}"],
+                uid=node_uid,
                 lease_renewed=lease,
             )
         ]
@@ -230,12 +262,13 @@ def _node_steps(
     unlock = (
         refusal
         if refusal
-        else f"no evidence the machine is down (a silent kubelet may still run its pods). "
-        f"Check its power state; if it is off, re-run with --node-shutdown-confirmed "
-        f"{node.name}"
+        else "no evidence the machine is down (a silent kubelet may still run its pods). "
+        f"Check the machine of {node.name} (console, power state, cloud instance state); only "
+        f"if it is off, re-run with {attestation.flag()}, typing the node's name yourself"
     )
     gate = "shutdown confirmed: " + "; ".join(evidence) if gate_ok else unlock
     blocked: list[PodFinding] = []  # what only a destructive step releases
+    held_here: list[str] = []  # what no step releases: pods held by finalizers
     for pod in pods:
         what, held = advice.disposition(pod, strategy)
         if what == advice.RESUMES:
@@ -248,6 +281,7 @@ def _node_steps(
             steps.append(_wait_step(node, pod, _cosmetic_why(pod)))
         elif what == advice.FINALIZER_HELD:
             steps.append(_finalizer_step(node, pod, held))
+            held_here.append(f"{pod.namespace}/{pod.name} ({', '.join(held)})")
         elif what == advice.REPLACEMENT_PROBLEM:
             steps.append(
                 _wait_step(
@@ -276,13 +310,15 @@ def _node_steps(
                 "out-of-service taint already set: PodGC force-deletes the pods and volumes detach",
                 True,
                 "nothing to do",
+                uid=node_uid,
                 lease_renewed=lease,
             )
         )
         return steps
     if not blocked:
         return steps
-    names = ", ".join(f"{p.namespace}/{p.name} ({p.controller})" for p in blocked)
+    released = [f"{p.namespace}/{p.name} ({p.controller})" for p in blocked]
+    names = ", ".join(released)
     if strategy == "out-of-service":
         steps.append(
             Step(
@@ -295,7 +331,10 @@ def _node_steps(
                 gate_ok,
                 gate,
                 evidence,
+                uid=node_uid,
                 lease_renewed=lease,
+                releases=released,
+                leaves_stuck=held_here,
             )
         )
     elif strategy == "delete-node":
@@ -308,7 +347,10 @@ def _node_steps(
                 gate_ok,
                 gate,
                 evidence,
+                uid=node_uid,
                 lease_renewed=lease,
+                releases=released,
+                leaves_stuck=held_here,
             )
         )
     else:
@@ -325,6 +367,7 @@ def _node_steps(
                     uid=pod.uid,
                     resource_version=pod.resource_version,
                     lease_renewed=lease,
+                    releases=[f"{pod.namespace}/{pod.name} ({pod.controller})"],
                 )
             )
     return steps
@@ -346,8 +389,16 @@ def make_plan(report: Report, opts: Options) -> Plan:
     steps: list[Step] = []
     for node in candidates:
         steps += _node_steps(node, report, opts, refusal)
+    at = format_time(report.captured_at)
     return Plan(
-        strategy=_strategy(opts), steps=steps, refusals=refusals, attested=sorted(opts.attested)
+        strategy=_strategy(opts),
+        steps=steps,
+        refusals=refusals,
+        attested=sorted(opts.attested),
+        attestations=[
+            Attestation(node, opts.node_uids.get(node, ""), opts.attested_by, at)
+            for node in sorted(opts.attested)
+        ],
     )
 
 
@@ -390,6 +441,8 @@ def narrow(saved: Plan, fresh: Plan) -> Plan:
             steps.append(
                 replace(old, allowed=False, gate=f"not allowed now ({_missing(old, fresh)})")
             )
+        elif not live.allowed and old.node in set(saved.attested) - set(fresh.attested):
+            steps.append(replace(old, allowed=False, gate=_not_retyped(saved, old.node)))
         elif not live.allowed:
             steps.append(replace(old, allowed=False, gate=f"not allowed now ({live.gate})"))
         else:
@@ -398,5 +451,61 @@ def narrow(saved: Plan, fresh: Plan) -> Plan:
         strategy=saved.strategy,
         steps=steps,
         refusals=list(fresh.refusals),
-        attested=list(saved.attested),
+        attested=list(fresh.attested),
+        bound_to=fresh.bound_to,
+        attestations=list(saved.attestations),
     )
+
+
+def attestation_line(plan: Plan, record: Attestation) -> str:
+    """How a recorded attestation is shown at replay, and whether it counts now."""
+    counts = (
+        "typed for this run: it counts"
+        if record.node in plan.attested
+        else f"NOT typed again for this run: its steps are refused ({attestation.flag()} "
+        "once you have checked the machine is still off)"
+    )
+    return (
+        f"This plan carries an attestation by {record.by} at {record.at} that {record.node} "
+        f"is shut down; {counts}"
+    )
+
+
+def _not_retyped(saved: Plan, node: str) -> str:
+    record = next((a for a in saved.attestations if a.node == node), None)
+    who = f" by {record.by} at {record.at}" if record else ""
+    return (
+        f"the plan's attestation{who} that {node} is shut down was not typed again for this "
+        f"run: check the machine is still off, then add {attestation.flag()}"
+    )
+
+
+def binding_problem(saved: Plan, live: Binding) -> str | None:
+    """Why a saved plan must not run against this cluster (one line), or None: another
+    context or server, another cluster behind them, a node recreated since, or no cluster."""
+    was = saved.bound_to
+    if was.source or not was.cluster_uid:
+        origin = f"from the dump {was.source}" if was.source else "without a cluster identity"
+        return f"it was computed {origin}, so it is bound to no cluster: plan against the cluster"
+    if (was.context, was.server) != (live.context, live.server):
+        return (
+            f"it was made for context {was.context!r} (server {was.server}), and this is "
+            f"context {live.context!r} (server {live.server})"
+        )
+    if was.cluster_uid != live.cluster_uid:
+        return (
+            f"it was made for another cluster behind this context and server: namespace "
+            f"kube-system has UID {live.cluster_uid or '(unread)'} here, {was.cluster_uid} in "
+            "the plan"
+        )
+    planned = dict(was.node_uids)
+    planned.update({a.node: a.node_uid for a in saved.attestations})
+    for node, uid in sorted(planned.items()):
+        now = live.node_uids.get(node)
+        if uid and now and now != uid:
+            return (
+                f"node {node} is another object now (UID {now}, the plan's {uid}): it was "
+                "deleted and recreated since the plan, which (with any attestation in it) was "
+                "about the old one"
+            )
+    return None

@@ -20,15 +20,26 @@ from dataclasses import fields
 from typing import Any
 
 from kubectl_nodefail.errors import BadInputError
-from kubectl_nodefail.plan import ACTIONS, MUTATING, NODE_ACTIONS, POD_ACTIONS, Plan, Step
+from kubectl_nodefail.plan import (
+    ACTIONS,
+    MUTATING,
+    NODE_ACTIONS,
+    POD_ACTIONS,
+    Attestation,
+    Binding,
+    Plan,
+    Step,
+)
 from kubectl_nodefail.snapshot import format_time, parse_time
 
 API_VERSION = "kubectl-nodefail/v1"
 KIND = "RemediationPlan"
 SAVED_STRATEGIES = ("out-of-service", "force-delete", "delete-node")
 TOP_FIELDS = {"apiVersion", "kind", "confirmed", "summary", "strategy", "steps", "refusals"}
-TOP_FIELDS |= {"attested", "digest"}
+TOP_FIELDS |= {"attested", "digest", "boundTo", "attestations"}
 STEP_FIELDS = {f.name: f for f in fields(Step)}
+BINDING_FIELDS = {"context", "server", "clusterUid", "capturedAt", "source", "nodeUids"}
+ATTESTATION_FIELDS = {"node", "nodeUid", "by", "at"}
 UNSIGNED = ("result", "detail")  # filled in by a run; not part of the digest, reset on load
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -48,15 +59,43 @@ def _step_data(step: Step) -> dict[str, Any]:
     return {_camel(name): getattr(step, name) for name in STEP_FIELDS if name not in UNSIGNED}
 
 
-def digest(strategy: str, attested: list[str], steps: list[Step]) -> str:
-    """sha256 over what a plan decides: strategy, attestations and each step (not its result)."""
-    canonical = json.dumps(
-        {"strategy": strategy, "attested": list(attested), "steps": [_step_data(s) for s in steps]},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=True,
+def digest(plan: Plan) -> str:
+    """sha256 over what a plan decides and what it is bound to: strategy, attestations (who,
+    when, which node object), the cluster and each step (not its result)."""
+    from kubectl_nodefail.render import to_data
+
+    return _digest(
+        {
+            "strategy": plan.strategy,
+            "attested": list(plan.attested),
+            "steps": [_step_data(s) for s in plan.steps],
+            "boundTo": to_data(plan.bound_to),
+            "attestations": to_data(plan.attestations),
+        }
     )
+
+
+def _digest(signed: dict[str, Any]) -> str:
+    canonical = json.dumps(signed, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def sign(data: dict[str, Any]) -> str:
+    """The digest a hand-edited document would need, valid or not: for tests of what the
+    validation, narrowing and the binding check catch once the digest no longer does."""
+    steps = [
+        {k: v for k, v in raw.items() if k not in UNSIGNED} if isinstance(raw, dict) else raw
+        for raw in data.get("steps") or []
+    ]
+    return _digest(
+        {
+            "strategy": data.get("strategy"),
+            "attested": data.get("attested"),
+            "steps": steps,
+            "boundTo": data.get("boundTo"),
+            "attestations": data.get("attestations"),
+        }
+    )
 
 
 def document(plan: Plan, summary: dict[str, int]) -> dict[str, Any]:
@@ -64,7 +103,7 @@ def document(plan: Plan, summary: dict[str, int]) -> dict[str, Any]:
     from kubectl_nodefail import render
 
     data = render.plan_data(plan, False, summary)
-    data["digest"] = digest(plan.strategy, plan.attested, plan.steps)
+    data["digest"] = digest(plan)
     return data
 
 
@@ -161,7 +200,7 @@ def _step(where: str, raw: Any) -> Step:
         value = raw[key]
         if name == "allowed":
             args[name] = _need(f"{where}.{key}", value, bool, "true or false")
-        elif name == "evidence":
+        elif name in ("evidence", "releases", "leaves_stuck"):
             args[name] = _strings(f"{where}.{key}", value)
         else:
             args[name] = _need(f"{where}.{key}", value, str, "a string")
@@ -173,8 +212,69 @@ def _step(where: str, raw: Any) -> Step:
     return step
 
 
+def _binding(raw: Any) -> Binding:
+    _need("boundTo", raw, dict, "an object")
+    _exactly("boundTo", raw, BINDING_FIELDS)
+    text = {
+        k: _need(f"boundTo.{k}", raw[k], str, "a string") for k in BINDING_FIELDS - {"nodeUids"}
+    }
+    if text["capturedAt"] and not _is_time(text["capturedAt"]):
+        raise BadInputError(f"boundTo.capturedAt {_what(text['capturedAt'])} is not a time")
+    if text["clusterUid"] and not UID.match(text["clusterUid"]):
+        raise BadInputError(f"boundTo.clusterUid {_what(text['clusterUid'])} is not a UID")
+    nodes = _need("boundTo.nodeUids", raw["nodeUids"], dict, "an object")
+    for name, uid in nodes.items():
+        _name(f"boundTo.nodeUids key {name!r}", name, DNS_SUBDOMAIN, 253, "node name")
+        _need(f"boundTo.nodeUids[{name!r}]", uid, str, "a string")
+        if not UID.match(uid):
+            raise BadInputError(f"boundTo.nodeUids[{name!r}] {_what(uid)} is not a UID")
+    return Binding(
+        context=text["context"],
+        server=text["server"],
+        cluster_uid=text["clusterUid"],
+        captured_at=text["capturedAt"],
+        source=text["source"],
+        node_uids=dict(nodes),
+    )
+
+
+def _attestation(where: str, raw: Any) -> Attestation:
+    _need(where, raw, dict, "an object")
+    _exactly(where, raw, ATTESTATION_FIELDS)
+    text = {k: _need(f"{where}.{k}", raw[k], str, "a string") for k in ATTESTATION_FIELDS}
+    _name(f"{where}.node", text["node"], DNS_SUBDOMAIN, 253, "node name")
+    if text["nodeUid"] and not UID.match(text["nodeUid"]):
+        raise BadInputError(f"{where}.nodeUid {_what(text['nodeUid'])} is not a UID")
+    if not _is_time(text["at"]):
+        raise BadInputError(f"{where}.at {_what(text['at'])} is not a time")
+    return Attestation(text["node"], text["nodeUid"], text["by"], text["at"])
+
+
+def _exactly(where: str, raw: dict[str, Any], known: set[str]) -> None:
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise BadInputError(f"{where} has unknown field {unknown[0]!r}")
+    missing = sorted(known - set(raw))
+    if missing:
+        raise BadInputError(f"{where} lacks the field {missing[0]!r}")
+
+
 def load(data: Any) -> Plan:
     """A Plan from a parsed saved-plan document; BadInputError (one line) if anything is off."""
+    plan = _parse(data)
+    saved = _need("digest", data["digest"], str, "a string")
+    if not DIGEST.match(saved):
+        raise BadInputError(f"digest must be sha256:<64 hex digits>, not {_what(saved)}")
+    if saved != digest(plan):
+        raise BadInputError(
+            "the plan was edited after it was saved: its steps do not match their digest "
+            "(save a new plan with --plan-out)"
+        )
+    return plan
+
+
+def _parse(data: Any) -> Plan:
+    """Everything but the digest check."""
     _need("the plan", data, dict, "a JSON object")
     if data.get("kind") != KIND:
         hint = " (that is the result of a run)" if data.get("kind") == "RemediationResult" else ""
@@ -186,7 +286,12 @@ def load(data: Any) -> Plan:
     unknown = sorted(set(data) - TOP_FIELDS)
     if unknown:
         raise BadInputError(f"unknown field {unknown[0]!r}")
-    for key in ("strategy", "steps", "refusals", "attested", "digest"):
+    if "boundTo" not in data:
+        raise BadInputError(
+            "the plan names no cluster (saved by an older kubectl-nodefail?): it cannot be "
+            "bound to one; save a new plan with --plan-out"
+        )
+    for key in ("strategy", "steps", "refusals", "attested", "digest", "attestations"):
         if key not in data:
             raise BadInputError(f"the field {key!r} is missing")
     if data.get("confirmed", False) is not False:
@@ -204,15 +309,29 @@ def load(data: Any) -> Plan:
     refusals = _strings("refusals", data["refusals"])
     raw_steps = _need("steps", data["steps"], list, "a list")
     steps = [_step(f"steps[{i}]", raw) for i, raw in enumerate(raw_steps)]
-    saved = _need("digest", data["digest"], str, "a string")
-    if not DIGEST.match(saved):
-        raise BadInputError(f"digest must be sha256:<64 hex digits>, not {_what(saved)}")
-    if saved != digest(strategy, attested, steps):
+    bound_to = _binding(data["boundTo"])
+    raw_attestations = _need("attestations", data["attestations"], list, "a list")
+    records = [_attestation(f"attestations[{i}]", a) for i, a in enumerate(raw_attestations)]
+    if sorted(a.node for a in records) != sorted(attested):
         raise BadInputError(
-            "the plan was edited after it was saved: its steps do not match their digest "
-            "(save a new plan with --plan-out)"
+            "attestations must record exactly the attested nodes "
+            f"({', '.join(attested) or 'none'}), not {', '.join(a.node for a in records) or 'none'}"
         )
-    return Plan(strategy=strategy, steps=steps, refusals=refusals, attested=attested)
+    if bound_to.cluster_uid:  # bound to a live cluster: every node step names its node object
+        for i, step in enumerate(steps):
+            if step.target.startswith("node/") and not step.uid:
+                raise BadInputError(f"steps[{i}] ({step.action} {step.target}) has no node UID")
+        for i, record in enumerate(records):
+            if not record.node_uid:
+                raise BadInputError(f"attestations[{i}] ({record.node}) has no node UID")
+    return Plan(
+        strategy=strategy,
+        steps=steps,
+        refusals=refusals,
+        attested=attested,
+        bound_to=bound_to,
+        attestations=records,
+    )
 
 
 def read(path: str) -> Plan:

@@ -14,7 +14,7 @@ from typing import Any
 from tabulate import tabulate
 
 from kubectl_nodefail.analysis import advice, summary
-from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
+from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.owners import describe as describe_owners
 from kubectl_nodefail.analysis.text import ago, duration, plural
 from kubectl_nodefail.snapshot import format_time
@@ -284,12 +284,19 @@ def _widths(wide: bool, headers: list[str]) -> list[int | None]:
     return [limits.get(h) for h in headers]
 
 
+def risk_label(action: Action) -> str:
+    """`[risk LEVEL]`, and for a step an attestation unlocks, what it risks if that is wrong."""
+    if action.if_still_running:
+        return f"[risk {action.risk} if the machine still runs: {action.if_still_running}]"
+    return f"[risk {action.risk}]"
+
+
 def _node_suggestions(report: Report) -> list[str]:
     seen: list[str] = []
     for n in report.nodes:
         a = n.action
         if a and (a.kubectl or a.remediate):
-            line = f"- {n.name}: {a.summary} [risk {a.risk}]"
+            line = f"- {n.name}: {a.summary} {risk_label(a)}"
             for cmd in (a.remediate, a.kubectl):
                 if cmd:
                     line += f"\n    $ {cmd}"
@@ -320,7 +327,7 @@ def explain_pod(p: PodFinding, now: datetime) -> str:
         lines.append(_wrap("If the node returns", p.if_node_returns))
     action = p.action
     until = f" (until {format_time(action.until)})" if action.until else ""
-    lines.append(_wrap("Suggested", f"{action.code}{until}: {action.summary} [risk {action.risk}]"))
+    lines.append(_wrap("Suggested", f"{action.code}{until}: {action.summary} {risk_label(action)}"))
     for cmd in (action.remediate, action.kubectl):
         if cmd:
             lines.append(f"    $ {cmd}")
@@ -387,30 +394,63 @@ def explain_node(n: NodeFinding, report: Report) -> str:
     pods = [p for p in report.pods if p.node == n.name]
     lines.append(_wrap("Pods", f"{plural(n.pod_count, 'pod')} bound; {len(pods)} listed as stuck"))
     if n.action:
-        lines.append(_wrap("Suggested", f"{n.action.summary} [risk {n.action.risk}]"))
+        lines.append(_wrap("Suggested", f"{n.action.summary} {risk_label(n.action)}"))
         for cmd in (n.action.remediate, n.action.kubectl):
             if cmd:
                 lines.append(f"    $ {cmd}")
     return "\n".join(lines) + "\n"
 
 
-def plan_data(plan: Any, confirmed: bool, summary: dict[str, int]) -> dict[str, Any]:
-    return {
+def plan_data(
+    plan: Any, confirmed: bool, summary: dict[str, int], interrupted: bool = False
+) -> dict[str, Any]:
+    data = {
         "apiVersion": API_VERSION,
         "kind": "RemediationResult" if confirmed else "RemediationPlan",
         "confirmed": confirmed,
         "summary": summary,
         **to_data(plan),
     }
+    if confirmed:
+        data["interrupted"] = interrupted
+    return data
 
 
-def plan_table(plan: Any, confirmed: bool, wide: bool = False) -> str:
-    head = (
-        "Executed" if confirmed else "Plan (DRY RUN: nothing was changed; add --confirm to run it)"
-    )
+CHANGED = ("done", "failed", "interrupted")  # results of steps whose request was sent
+
+
+def _plan_head(plan: Any, confirmed: bool, interrupted: bool) -> str:
+    """The first line: what ran, or what --confirm would run."""
+    from kubectl_nodefail.plan import MUTATING
+
+    if confirmed:
+        if any(s.result in CHANGED for s in plan.steps):
+            return "Executed" + (" until interrupted" if interrupted else "")
+        if interrupted:
+            return "Interrupted before any change: nothing was changed"
+        return "Nothing was executed: no step could change anything"
+    if plan.mutating:
+        return "Plan (DRY RUN: nothing was changed; add --confirm to run it)"
+    if any(s.action in MUTATING for s in plan.steps):
+        return (
+            "Plan (DRY RUN: nothing was changed; every step that would change something is "
+            "REFUSED: running it would change nothing)"
+        )
+    return "Plan (DRY RUN: nothing was changed; no step changes anything)"
+
+
+def plan_table(plan: Any, confirmed: bool, wide: bool = False, interrupted: bool = False) -> str:
+    head = _plan_head(plan, confirmed, interrupted)
     out = [f"{head}. Strategy: {plan.strategy}."]
-    if plan.attested:
-        out.append(f"Shutdown attested by the operator for: {', '.join(plan.attested)}")
+    where = _plan_cluster(plan.bound_to)
+    if where:
+        out.append(where)
+    from kubectl_nodefail.plan import attestation_line
+
+    out += [attestation_line(plan, record) for record in plan.attestations]
+    unrecorded = [n for n in plan.attested if n not in {a.node for a in plan.attestations}]
+    if unrecorded:
+        out.append(f"Shutdown attested by the operator for: {', '.join(unrecorded)}")
     out += [f"REFUSED: {r}" for r in plan.refusals]
     if not plan.steps:
         out.append("Nothing to do: no failed node (or stale out-of-service taint) in scope.")
@@ -419,7 +459,7 @@ def plan_table(plan: Any, confirmed: bool, wide: bool = False) -> str:
     for i, s in enumerate(plan.steps, 1):
         state = s.result or ("ok" if s.allowed else "REFUSED")
         note = s.detail if s.result else (s.why if s.allowed else s.gate)
-        rows.append([i, s.action, s.target, state, note])
+        rows.append([i, s.action, s.target, state, note.rstrip(".") + _pods_note(s)])
     out += [
         "",
         tabulate(
@@ -437,3 +477,41 @@ def plan_table(plan: Any, confirmed: bool, wide: bool = False) -> str:
             if s.evidence:
                 out.append(f"   evidence: {'; '.join(s.evidence)}")
     return "\n".join(out) + "\n"
+
+
+def _pods_note(step: Any) -> str:
+    """What the step is for: the stuck pods it frees (or, refused or not run, leaves stuck),
+    and those on its node it never frees (finalizers)."""
+    notes = []
+    freed = ", ".join(step.releases)
+    itself = step.releases and step.target.startswith("pod/") and len(step.releases) == 1
+    runs = step.allowed and step.result in ("", "done")
+    if freed and not runs:
+        notes.append(
+            "Until it runs, the pod stays stuck"
+            if itself
+            else f"Until it runs, these stay stuck: {freed}"
+        )
+    elif freed and not itself and freed not in step.why:  # a taint's why names them already
+        notes.append(f"Releases {freed}")
+    if step.leaves_stuck:
+        notes.append(f"Leaves stuck (finalizers): {', '.join(step.leaves_stuck)}")
+    return "".join(f". {n}" for n in notes) + ("." if notes else "")
+
+
+def _plan_cluster(bound: Any) -> str:
+    """Which cluster a plan or its result is about (the binding a saved plan carries)."""
+    if bound.source:
+        return f"From the dump {bound.source}" + (
+            f", read at {bound.captured_at}." if bound.captured_at else "."
+        )
+    if not bound.server:
+        return ""
+    identity = (
+        f"cluster kube-system UID {bound.cluster_uid}"
+        if bound.cluster_uid
+        else "cluster identity not read"
+    )
+    return (
+        f"Context {bound.context} (server {bound.server}, {identity}), read at {bound.captured_at}."
+    )

@@ -190,11 +190,11 @@ def require_nodes(snap: Snapshot, names: Iterable[str]) -> None:
     missing = [name for name in names if name not in present]
     if not missing:
         return
-    close = difflib.get_close_matches(missing[0], known, n=3)
+    close = difflib.get_close_matches(missing[0], known, n=1)
     listed = ", ".join(f'"{m}"' for m in missing)
     raise NameNotFound(
-        f"node{'s' if len(missing) > 1 else ''} {listed} not found in {snap.source}",
-        hint=f"did you mean {' or '.join(close)}?" if close else "list them: kubectl get nodes",
+        f"nodes {listed} not found",  # kubectl's words for it
+        hint=f"did you mean {close[0]}?" if close else f"not in {snap.source}",
     )
 
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from kubectl_nodefail.analysis import facts, versions
+from kubectl_nodefail import attestation
+from kubectl_nodefail.analysis import versions
 from kubectl_nodefail.analysis.eviction import EvictionTime
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Replacement
 from kubectl_nodefail.analysis.nodes import kubelet_alive
 
-OUT_OF_SERVICE_TAINT = f"{facts.TAINT_OUT_OF_SERVICE}=nodeshutdown:NoExecute"
-
 
 def remediate_cmd(node: str, *extra: str) -> str:
+    """A remediate command that only plans: the human adds --confirm, and types the
+    attestation in place of its placeholder (attestation.flag())."""
     return " ".join(["kubectl nodefail remediate", node, *extra])
 
 
@@ -58,9 +59,6 @@ def _with_finalizers(action: Action, finalizers: list[str]) -> Action:
     note = finalizer_note(finalizers)
     if note:
         action.summary = f"{action.summary}. Then: {note}"
-    if foreign_finalizers(finalizers) and "--force" in action.kubectl:
-        # kubectl waits for the object to vanish, which the finalizers prevent: do not block.
-        action.kubectl += " --wait=false"
     return action
 
 
@@ -179,8 +177,12 @@ def for_pod(
                 f"{lead}. Clean up when the node returns, or delete the Node object if the "
                 "machine is gone for good",
                 "low",
-                kubectl=f"kubectl delete node {node.name}",
-                remediate=remediate_cmd(node.name, "--strategy delete-node"),
+                remediate=remediate_cmd(
+                    node.name,
+                    "--strategy delete-node",
+                    *(() if node.shutdown_evidence else (attestation.flag(),)),
+                ),
+                if_still_running="" if node.shutdown_evidence else attestation.IF_STILL_RUNNING,
             ),
             finalizers,
         )
@@ -236,8 +238,7 @@ def _elsewhere(namespace: str, name: str, finalizers: list[str]) -> Action:
             "investigate",
             f"{finalizer_note(finalizers)}: find out why that controller has not finished",
             "medium",
-            kubectl=f"kubectl patch pod -n {namespace} {name} --type=json "
-            '-p \'[{"op":"remove","path":"/metadata/finalizers"}]\'',
+            kubectl=f"kubectl describe pod -n {namespace} {name}",
         )
     return Action(
         "investigate",
@@ -330,8 +331,9 @@ def _free_it(
 ) -> Action:
     """The out-of-service taint (after the machine is confirmed off), or deleting the Node."""
     confirmed = bool(node.shutdown_evidence)
-    unlock = f"--node-shutdown-confirmed {node.name}"
+    unlock = () if confirmed else (attestation.flag(),)
     risk = "low" if confirmed else ("high" if kind == "statefulset" or holds_rwo else "medium")
+    if_running = "" if confirmed else attestation.IF_STILL_RUNNING
     if node.out_of_service and terminating:
         return Action(
             "wait", "the out-of-service taint is set: PodGC force-deletes it shortly", "none"
@@ -345,10 +347,8 @@ def _free_it(
             "Terminating pods and nothing evicts this one: delete the Node object (PodGC then "
             "removes its pods) if the machine is gone for good, or force-delete the pod",
             risk,
-            kubectl=f"kubectl delete node {node.name}",
-            remediate=remediate_cmd(
-                node.name, "--strategy delete-node", *(() if confirmed else (unlock,)), "--confirm"
-            ),
+            remediate=remediate_cmd(node.name, "--strategy delete-node", *unlock),
+            if_still_running=if_running,
         )
     why_unsafe = (
         ""
@@ -364,8 +364,8 @@ def _free_it(
         f"{head}apply the out-of-service taint (pods force-deleted, volumes detached at "
         f"once), or delete the Node object if the machine is gone for good{why_unsafe}",
         risk,
-        kubectl=f"kubectl taint node {node.name} {OUT_OF_SERVICE_TAINT}",
-        remediate=remediate_cmd(node.name, *(() if confirmed else (unlock,)), "--confirm"),
+        remediate=remediate_cmd(node.name, *unlock),
+        if_still_running=if_running,
     )
 
 
@@ -384,8 +384,11 @@ def _terminating(
             "nothing recreates a bare pod: re-create it from its manifest "
             "elsewhere if needed; removing the stuck object loses it",
             "medium",
-            kubectl=f"kubectl delete pod -n {namespace} {name} --grace-period=0 --force",
-            remediate=remediate_cmd(node.name, f"--node-shutdown-confirmed {node.name}"),
+            kubectl=f"kubectl get pod -n {namespace} {name} -o yaml",
+            remediate=remediate_cmd(
+                node.name, *(() if node.shutdown_evidence else (attestation.flag(),))
+            ),
+            if_still_running="" if node.shutdown_evidence else attestation.IF_STILL_RUNNING,
         )
     # Forcing while the old process may still run: a StatefulSet gets two copies of one identity
     # (split brain, data loss); a Job or unknown owner may run its work twice.
@@ -440,8 +443,7 @@ def for_node(
             "the node is Ready again: remove the out-of-service "
             "taint (Kubernetes never removes it by itself)",
             "low",
-            kubectl=f"kubectl taint node {node.name} {facts.TAINT_OUT_OF_SERVICE}-",
-            remediate=remediate_cmd(node.name, "--confirm"),
+            remediate=remediate_cmd(node.name),
         )
     if node.cause.code == "lease-not-renewed":
         return Action(
@@ -483,7 +485,6 @@ def for_node(
             "(each is replaced, not wanted, finished or held by finalizers): delete the Node "
             "object if the machine is gone for good",
             "low",
-            kubectl=f"kubectl delete node {node.name}",
             remediate=remediate_cmd(node.name, "--strategy delete-node"),
         )
     if node.shutdown_evidence and oos_ok:
@@ -491,8 +492,7 @@ def for_node(
             "out-of-service",
             "machine is shut down: apply the out-of-service taint",
             "low",
-            kubectl=f"kubectl taint node {node.name} {OUT_OF_SERVICE_TAINT}",
-            remediate=remediate_cmd(node.name, "--confirm"),
+            remediate=remediate_cmd(node.name),
         )
     if (
         node.cause.code in ("kubelet-stopped", "never-registered")
@@ -513,8 +513,9 @@ def for_node(
             "check the machine (console, power state): if it is powered off, "
             "attest it and let remediate apply the out-of-service taint; if it is gone for good, "
             "delete the Node object",
-            "none",
-            remediate=remediate_cmd(node.name, f"--node-shutdown-confirmed {node.name}"),
+            "high",
+            remediate=remediate_cmd(node.name, attestation.flag()),
+            if_still_running=attestation.IF_STILL_RUNNING,
         )
     return Action(
         "investigate",

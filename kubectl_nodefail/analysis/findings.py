@@ -100,9 +100,10 @@ class Action:
     code: str  # wait | delete-node | out-of-service | force-delete | none-possible | investigate
     summary: str
     risk: str  # none | low | medium | high
-    kubectl: str = ""
-    remediate: str = ""
+    kubectl: str = ""  # read-only: mutations go through remediate's gates
+    remediate: str = ""  # a plan (never --confirm); an attestation only as its placeholder
     until: datetime | None = None
+    if_still_running: str = ""  # what the step risks if the attestation is wrong
 
 
 @dataclass

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from kubectl_nodefail import attestation
 from kubectl_nodefail.analysis import eviction, summary
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report, ZoneFinding
 from kubectl_nodefail.analysis.nodes import kubelet_alive
@@ -177,9 +178,10 @@ def _forces(p: PodFinding) -> bool:
     """The action force-deletes this pod (a pod waiting for a volume is not touched by the
     out-of-service taint suggested for the node that holds the volume)."""
     a = p.action
+    attested = attestation.FLAG in a.remediate  # the step the attestation unlocks releases it
     if p.category == summary.WAITING_FOR_VOLUME:
         return "--force" in a.kubectl
-    return "--force" in a.kubectl or a.code in ("force-delete", "out-of-service")
+    return "--force" in a.kubectl or attested or a.code in ("force-delete", "out-of-service")
 
 
 @_check("force-ignores-finalizers")
@@ -216,7 +218,11 @@ def _power_off_on_live(v: _View) -> Iterator[Violation]:
             node is not None
             and kubelet_alive(node)
             and not node.shutdown_evidence
-            and ("powered off" in p.action.summary or "--force" in p.action.kubectl)
+            and (
+                "powered off" in p.action.summary
+                or "--force" in p.action.kubectl
+                or attestation.FLAG in p.action.remediate
+            )
         ):
             yield Violation(
                 "power-off-advice-on-live-kubelet",

@@ -194,7 +194,7 @@ def test_replacement_waiting_for_a_dead_nodes_volume_is_listed(
     )
     assert any(f"still attached to {DEAD}" in note for note in waiting["storage"])
     assert any("Multi-Attach error" in note for note in waiting["storage"])
-    assert waiting["action"]["code"] == "out-of-service" and DEAD in waiting["action"]["kubectl"]
+    assert waiting["action"]["code"] == "out-of-service" and DEAD in waiting["action"]["remediate"]
     assert d["summary"]["waitingForVolume"] == 1
     report = report_from_data(d)
     mine = next(p for p in report.pods if p.name == "db-v2-0")

@@ -76,7 +76,8 @@ def test_statefulset_force_delete_needs_attestation(
     plan = _json(proc)
     refused = [s for s in plan["steps"] if not s["allowed"]]
     assert [s["target"] for s in refused] == [f"pod/{NS}/db-{node}-0"]
-    assert f"--node-shutdown-confirmed {node}" in refused[0]["gate"]
+    assert "--node-shutdown-confirmed <NODE-YOU-VERIFIED-IS-POWERED-OFF>" in refused[0]["gate"]
+    assert f"Check the machine of {node}" in refused[0]["gate"]
     waits = {s["target"]: s["why"] for s in plan["steps"] if s["action"] == "wait"}
     assert any("daemonset pod: never acted on" in why for why in waits.values())
     assert "the stuck object is cosmetic" in waits[f"pod/{NS}/{web['metadata']['name']}"]
@@ -159,7 +160,16 @@ def test_rechecks_skip_a_returned_node_and_a_recreated_pod(
     # saved step is refused, never run.
     cp.start_kubelet(back)
     wait_node_ready(cp, back)
-    proc = plugin.run("remediate", "--plan-in", str(plans[back]), "--confirm", "-o", "json")
+    proc = plugin.run(
+        "remediate",
+        "--plan-in",
+        str(plans[back]),
+        "--node-shutdown-confirmed",
+        back,
+        "--confirm",
+        "-o",
+        "json",
+    )
     assert proc.returncode == 4, proc.stdout + proc.stderr
     step = next(s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod")
     assert step["result"] == "refused", step
@@ -173,7 +183,16 @@ def test_rechecks_skip_a_returned_node_and_a_recreated_pod(
     again = wait_running_elsewhere(cp, NS, f"db-{renamed}", renamed, timeout=60)
     assert again["metadata"]["name"] == f"db-{renamed}-0"
     assert again["metadata"]["uid"] != uids[renamed]
-    proc = plugin.run("remediate", "--plan-in", str(plans[renamed]), "--confirm", "-o", "json")
+    proc = plugin.run(
+        "remediate",
+        "--plan-in",
+        str(plans[renamed]),
+        "--node-shutdown-confirmed",
+        renamed,
+        "--confirm",
+        "-o",
+        "json",
+    )
     assert proc.returncode == 4, proc.stdout + proc.stderr
     step = next(s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod")
     assert step["result"] == "refused", step

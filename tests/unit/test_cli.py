@@ -98,7 +98,27 @@ def test_explain_pod_and_node() -> None:
 
 def test_explain_unknown_name_is_a_usage_error() -> None:
     code, _, err = run("diagnose", "--from-file", AFTER, "--explain", "nope")
-    assert code == 2 and "neither a failed node nor a stuck pod" in err
+    assert code == 2 and "not found among the failed nodes and stuck pods" in err
+    assert "did you mean" not in err and len(err.strip().splitlines()) == 1
+    for output in ("table", "json"):
+        code, out, err = run(
+            "diagnose", "--from-file", AFTER, "--explain", "scenario-down/db-1", "-o", output
+        )
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+        assert "(did you mean scenario-down/db-0?)" in err
+    code, _, err = run("diagnose", "--from-file", AFTER, "--explain", "db-1")
+    assert code == 2 and "(did you mean db-0?)" in err
+    code, _, err = run("diagnose", "--from-file", AFTER, "--explain", "flaky-b")
+    assert code == 2 and "(did you mean flaky-a?)" in err
+
+
+def test_remediate_on_a_node_that_does_not_exist_is_not_found() -> None:
+    """As kubectl says it, exit 16: not "Nothing to do" (exit 5), which reads as all clear."""
+    code, out, err = run("remediate", "--from-file", AFTER, "flaky-b")
+    assert code == 5 and "Nothing to do" in out  # flaky-b exists and is Ready
+    code, out, err = run("remediate", "--from-file", AFTER, "flakya")
+    assert code == 16 and out == ""
+    assert err.strip() == 'error: nodes "flakya" not found (did you mean flaky-a?)'
 
 
 @pytest.mark.parametrize(
@@ -184,9 +204,9 @@ def test_conflicting_flags_are_usage_errors() -> None:
     assert code == 2 and "exclude each other" in err
     code, _, err = run("diagnose", "-n", "a", "-A")
     assert code == 2 and "exclude each other" in err
-    # A saved plan carries its own strategy and attestations: flags that would change them are
-    # refused, never silently ignored.
-    for extra in (["--strategy", "force-delete"], ["--node-shutdown-confirmed", "n1"], ["n1"]):
+    # A saved plan carries its own nodes and strategy: flags that would change them are
+    # refused, never silently ignored. (Its attestations are typed again: test_plan_binding.)
+    for extra in (["--strategy", "force-delete"], ["n1"]):
         code, _, err = run("remediate", "--plan-in", "plan.json", *extra)
         assert code == 2 and "--plan-in replays a saved plan" in err, (extra, err)
 
@@ -240,10 +260,10 @@ def test_remediate_refuses_confirm_on_a_dump_and_bad_plans(tmp_path: Path) -> No
 def test_a_node_that_does_not_exist_is_not_found_never_all_clear() -> None:
     """kubectl says NotFound for a typo; an all-clear would send the on-call back to bed."""
     code, out, err = run("diagnose", "flaky-aa", "--from-file", AFTER)
-    assert code == 15 and out == ""
-    assert err.count("\n") == 1 and '"flaky-aa" not found' in err and "flaky-a" in err
+    assert code == 16 and out == ""
+    assert err.strip() == 'error: nodes "flaky-aa" not found (did you mean flaky-a?)'
     code, _, err = run("remediate", "worker-3", "--from-file", AFTER)
-    assert code == 15 and "not found" in err
+    assert code == 16 and 'nodes "worker-3" not found' in err
 
 
 def test_a_filtered_view_never_speaks_for_the_whole_cluster() -> None:

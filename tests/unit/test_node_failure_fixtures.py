@@ -76,7 +76,11 @@ def test_after_eviction_statefulset_blocks_its_own_name(after_eviction: Report) 
     assert db.controller == "statefulset" and db.replacement.state == "blocked"
     assert "OrderedReady" in db.explanation and "at-most-one" in db.explanation
     assert db.action.code == "out-of-service" and db.action.risk == "high"
-    assert "--node-shutdown-confirmed flaky-a" in db.action.remediate
+    assert db.action.remediate == (
+        "kubectl nodefail remediate flaky-a --node-shutdown-confirmed "
+        "<NODE-YOU-VERIFIED-IS-POWERED-OFF>"
+    )
+    assert db.action.if_still_running and not db.action.kubectl
     assert "recreates db-0" in db.if_node_returns
 
 
@@ -131,7 +135,8 @@ def test_stale_out_of_service_taint_on_ready_node() -> None:
     node = _node(report, "flaky-d")
     assert not node.failed and node.stale_out_of_service
     assert node.action is not None and node.action.code == "remove-out-of-service"
-    assert "out-of-service-" in node.action.kubectl
+    # the taint goes through remediate (lock, re-check that the node is Ready, trail)
+    assert node.action.remediate == "kubectl nodefail remediate flaky-d" and not node.action.kubectl
     assert report.problems
 
 

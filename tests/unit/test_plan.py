@@ -30,7 +30,8 @@ def _by_action(plan: Plan, action: str) -> list:  # type: ignore[type-arg]
 def test_without_attestation_the_destructive_step_is_refused(after_eviction: Report) -> None:
     plan = make_plan(after_eviction, Options(server_minor=36))
     step = _by_action(plan, "taint-out-of-service")[0]
-    assert not step.allowed and f"--node-shutdown-confirmed {NODE}" in step.gate
+    assert not step.allowed and f"Check the machine of {NODE}" in step.gate
+    assert "--node-shutdown-confirmed <NODE-YOU-VERIFIED-IS-POWERED-OFF>" in step.gate
     assert plan.exit_code() == Exit.PARTIAL
     waits = {s.target for s in _by_action(plan, "wait")}
     assert any("/agent-" in t for t in waits) and any("/web-" in t for t in waits)
@@ -170,7 +171,8 @@ def test_a_saved_plan_only_narrows(after_eviction: Report) -> None:
     plan = narrow(make_plan(after_eviction, attested), unattested)
     assert not plan.mutating
     refused = plan.steps[deletes[1]]
-    assert refused.gate.startswith("not allowed now (no evidence the machine is down")
+    assert "attestation by unknown user" in refused.gate
+    assert "was not typed again for this run" in refused.gate
 
 
 def test_a_saved_plan_switched_on_by_hand_is_refused_now(after_eviction: Report) -> None:

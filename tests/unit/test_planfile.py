@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from kubectl_nodefail import planfile, render
 from kubectl_nodefail.actions import summary
 from kubectl_nodefail.cli import main
 from kubectl_nodefail.errors import BadInputError
-from kubectl_nodefail.plan import Options, Plan, Step, make_plan
+from kubectl_nodefail.plan import Options, Plan, make_plan
 from tests.unit.conftest import report_of
 
 NODE = "flaky-a"
@@ -37,11 +36,7 @@ SAVED_OOS = _saved("out-of-service")
 
 def _resigned(data: Any) -> Any:
     """What someone editing a plan by hand and recomputing its digest would produce."""
-    plan_steps = [
-        Step(**{f.name: raw.get(planfile._camel(f.name)) for f in fields(Step)})
-        for raw in data["steps"]
-    ]
-    data["digest"] = planfile.digest(data["strategy"], data["attested"], plan_steps)
+    data["digest"] = planfile.sign(data)
     return data
 
 
@@ -92,6 +87,7 @@ def test_an_edit_that_is_well_formed_is_reported_as_edited() -> None:
         planfile.load(data)
     data = copy.deepcopy(SAVED)
     data["attested"] = [NODE, "healthy-0"]
+    data["attestations"].append(dict(data["attestations"][0], node="healthy-0"))
     with pytest.raises(BadInputError, match="edited after it was saved"):
         planfile.load(data)
     # With the digest recomputed the file loads: narrowing against live state is what protects.

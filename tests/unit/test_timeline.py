@@ -182,7 +182,10 @@ def test_markdown_for_an_incident_channel() -> None:
     assert md.startswith("## Node failure: flaky-a\n")
     assert "### Timeline of `flaky-a`" in md and "### Stuck pods" in md
     assert "| `scenario-down/db-0` | Terminating | flaky-a | StatefulSet/db |" in md
-    assert "```sh\nkubectl nodefail remediate flaky-a --node-shutdown-confirmed flaky-a\n```" in md
+    assert (
+        "```sh\nkubectl nodefail remediate flaky-a --node-shutdown-confirmed "
+        "<NODE-YOU-VERIFIED-IS-POWERED-OFF>\n```"
+    ) in md
     # every table row has as many cells as its header
     for block in md.split("\n\n"):
         rows = [r for r in block.splitlines() if r.startswith("|")]
