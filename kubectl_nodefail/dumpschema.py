@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Union
 
 from kubectl_nodefail.errors import BadInputError, MalformedResponse
 
@@ -82,7 +82,7 @@ class AnyObject:
     """An object whose content the analysis does not look into (only whether it is set)."""
 
 
-Spec = Scalar | Object | ListOf | MapOf | AnyObject
+Spec = Union[Scalar, Object, ListOf, MapOf, AnyObject]  # evaluated at run time: no `|` (3.9)
 
 
 def _expect(kind: type | tuple[type, ...], word: str) -> Callable[[Any], str | None]:
