@@ -45,9 +45,15 @@ record-matrix: $(STAMP) controlplane-matrix
 	  NODEFAIL_RECORD=1 NODEFAIL_K8S_VERSION=$$v $(BIN)/pytest tests/e2e/test_versions.py || exit 1; \
 	done
 
+## ruff, mypy, and the oldest Pythons: the plugin on 3.9 (vermin for the standard library and
+## syntax, hack/oldest_python.py for `X | Y` evaluated at run time), the krew zipapp's first
+## file on any Python (it must reach its version check).
 lint: $(STAMP)
-	$(BIN)/ruff check kubectl_nodefail tests bench release
+	$(BIN)/ruff check kubectl_nodefail tests bench release hack
 	$(BIN)/mypy
+	$(BIN)/vermin --quiet --no-tips --violations -t=3.9- kubectl_nodefail
+	$(BIN)/vermin --quiet --no-tips --violations -t=2.7- -t=3.0- release/zipapp_main.py
+	$(BIN)/python hack/oldest_python.py kubectl_nodefail
 
 ## Everything: lint, types, unit tests and the end-to-end scenarios on the real control plane
 ## of the newest minor, then the core scenarios on each older minor of the matrix.

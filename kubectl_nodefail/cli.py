@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import wraps
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import click
 
@@ -734,7 +734,7 @@ def _explain(report: Any, name: str) -> str:
     "-f",
     "--file",
     "out",
-    type=click.Path(dir_okay=False, writable=True),
+    type=click.Path(),
     default="-",
     show_default=True,
     help="Where to write the dump ('-' = stdout).",
@@ -750,10 +750,12 @@ def dump(
     out: str,
 ) -> int:
     """Write what diagnose reads as one JSON file, for offline analysis (--from-file)."""
-    from kubectl_nodefail import snapshot
+    from kubectl_nodefail import outpath, snapshot
     from kubectl_nodefail.dumpfile import write_dump
     from kubectl_nodefail.gather import gather
 
+    if out != "-":
+        outpath.check_writable("--file", out)  # before the cluster is read
     conn = Connection(kubeconfig, context, request_timeout, verbose)
     cluster = conn.cluster()
     try:
@@ -765,8 +767,7 @@ def dump(
         write_dump(snap, sys.stdout)
         sys.stdout.flush()
     else:
-        with open(out, "w", encoding="utf-8") as fh:
-            write_dump(snap, fh)
+        _write("--file", out, lambda fh: write_dump(snap, fh))
         click.echo(f"wrote {out}: {len(snap.nodes)} nodes, {len(snap.pods)} pods", err=True)
     return Exit.OK
 
@@ -807,7 +808,7 @@ def dump(
 )
 @click.option(
     "--log-file",
-    type=click.Path(dir_okay=False),
+    type=click.Path(),  # checked by outpath.check_writable, in one line
     metavar="PATH",
     help="Append a JSON line when each change starts and one with its result "
     "(checked writable before anything is done).",
@@ -824,7 +825,7 @@ def dump(
 @click.option(
     "--plan-out",
     metavar="PATH",
-    type=click.Path(dir_okay=False),
+    type=click.Path(),  # checked by outpath.check_writable, in one line
     help="Also save the plan as JSON, for review and a later --plan-in --confirm.",
 )
 @click.option(
@@ -868,7 +869,7 @@ def remediate(
     A saved plan (--plan-in) only narrows: the live plan decides. One run at a time per node
     (a lock annotation). SIGINT/SIGTERM stop after the request in flight (exit 6).
     """
-    from kubectl_nodefail import planfile, render
+    from kubectl_nodefail import outpath, planfile, render
     from kubectl_nodefail.actions import summary
     from kubectl_nodefail.errors import InterruptedRun
     from kubectl_nodefail.plan import Options
@@ -898,8 +899,8 @@ def remediate(
                 "attestation)",
                 hint="nothing was done",
             )
-    _check_writable("--plan-out", plan_out)
-    _check_writable("--log-file", log_file)
+    outpath.check_writable("--plan-out", plan_out)
+    outpath.check_writable("--log-file", log_file)
     progress.machine_output(output)
     conn = Connection(kubeconfig, context, request_timeout, verbose)
     opts = Options(
@@ -931,9 +932,10 @@ def remediate(
                 if cluster is not None:
                     _check_permissions(cluster, plan, confirm)
                 if plan_out:
-                    _write(plan_out, render.as_json(planfile.document(plan, summary(plan))))
+                    text = render.as_json(planfile.document(plan, summary(plan)))
+                    _write("--plan-out", plan_out, lambda fh: fh.write(text))
                 if confirm and log_file:
-                    log = open(log_file, "a", encoding="utf-8")  # noqa: SIM115 (closed below)
+                    log = _open_trail(log_file)
         except KeyboardInterrupt:
             progress.done()
             raise InterruptedRun("interrupted before any change: nothing was done") from None
@@ -1011,37 +1013,26 @@ def _next_command(plan: Any, path: str, kubeconfig: str | None, from_file: str |
     return f"{saved}: it changes nothing, so there is nothing to run"
 
 
-def _check_writable(flag: str, path: str | None) -> None:
-    """Refuse, before anything is read or changed, an output path that cannot be written."""
-    import os
-
-    from kubectl_nodefail.errors import BadOptionError
-
-    if not path:
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        problem = "it is a directory"
-    elif not os.path.isdir(folder):
-        problem = f"the folder {folder} does not exist"
-    elif os.path.exists(path) and not os.access(path, os.W_OK):
-        problem = "permission denied"
-    elif not os.path.exists(path) and not os.access(folder, os.W_OK | os.X_OK):
-        problem = f"the folder {folder} is not writable"
-    else:
-        return
-    raise BadOptionError(f"{flag}: cannot write {path}: {problem}", hint="nothing was done")
-
-
-def _write(path: str, text: str) -> None:
-    """Write the saved plan (before any change is made)."""
-    from kubectl_nodefail.errors import BadOptionError
+def _write(flag: str, path: str, write: Callable[[IO[str]], object]) -> None:
+    """Write an output file checked by outpath.check_writable; a change since (the folder
+    removed, the disk full) is still one line and exit 2."""
+    from kubectl_nodefail.errors import BadOptionError, short
 
     try:
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            write(fh)
     except OSError as exc:
-        raise BadOptionError(f"--plan-out: cannot write {path}: {exc}") from exc
+        raise BadOptionError(f"{flag}: cannot write {path}: {short(exc)}") from exc
+
+
+def _open_trail(path: str) -> IO[str]:
+    """The --log-file, opened to append before the first change (closed by the caller)."""
+    from kubectl_nodefail.errors import BadOptionError, short
+
+    try:
+        return open(path, "a", encoding="utf-8")
+    except OSError as exc:
+        raise BadOptionError(f"--log-file: cannot write {path}: {short(exc)}") from exc
 
 
 def _make_plan(

@@ -14,11 +14,12 @@ starts reading gets one line here.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Union
 
 from kubectl_nodefail.errors import BadInputError, MalformedResponse
 
@@ -82,7 +83,7 @@ class AnyObject:
     """An object whose content the analysis does not look into (only whether it is set)."""
 
 
-Spec = Scalar | Object | ListOf | MapOf | AnyObject
+Spec = Union[Scalar, Object, ListOf, MapOf, AnyObject]  # evaluated at run time: no `|` (3.9)
 
 
 def _expect(kind: type | tuple[type, ...], word: str) -> Callable[[Any], str | None]:
@@ -109,12 +110,25 @@ def _int64(value: Any) -> str | None:
     return problem
 
 
+# RFC 3339 as the API server's Go code reads it (time.RFC3339): a fraction of any length
+# (RFC3339Nano has 9 digits), then Z or an offset. datetime.fromisoformat alone differs by
+# Python: 3.9 and 3.10 take only 3 or 6 digits, 3.11+ also forms that are not RFC 3339.
+_RFC3339 = re.compile(
+    r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})", re.ASCII
+)
+
+
 def parse_rfc3339(value: str) -> datetime | None:
-    """The time in UTC, or None for anything else (no zone, or not representable in UTC, as
-    0001-01-01T00:00:00+14:00 is not)."""
+    """The time in UTC (a fraction cut to microseconds), or None for anything else (no zone,
+    not RFC 3339, or not representable in UTC, as 0001-01-01T00:00:00+14:00 is not)."""
+    match = _RFC3339.fullmatch(value)
+    if not match:
+        return None
+    seconds, fraction, zone = match.groups()
+    micros = f".{(fraction or '')[:6]:0<6}"
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        return parsed.astimezone(timezone.utc) if parsed.tzinfo is not None else None
+        parsed = datetime.fromisoformat(seconds + micros + ("+00:00" if zone == "Z" else zone))
+        return parsed.astimezone(timezone.utc)
     except (ValueError, OverflowError):
         return None
 

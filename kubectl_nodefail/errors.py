@@ -21,7 +21,7 @@ class Exit(IntEnum):
     NOTHING_TO_DO = 5  # remediate: no action is needed or possible
     INTERRUPTED = 6  # remediate --confirm: stopped by SIGINT/SIGTERM; re-run to finish
     UNCONFIRMED = 7  # remediate --confirm: a step was accepted but its effect not observed
-    CONFIG = 10  # no kubeconfig, unknown context, unusable configuration
+    CONFIG = 10  # no kubeconfig, unknown context, unusable configuration; python3 < 3.9 (zipapp)
     UNREACHABLE = 11  # API server unreachable or timing out
     AUTH = 12  # credentials rejected (401) or a required read forbidden (403)
     BAD_INPUT = 13  # malformed or unreadable dump file

@@ -3,7 +3,8 @@
 Produces, in --out (default dist/):
   kubectl_nodefail-V-py3-none-any.whl, kubectl_nodefail-V.tar.gz   (pip / pipx users)
   kubectl-nodefail                 the plugin as one executable zipapp (shiv) that runs on a
-                                   bare python3 (3.10+): every dependency inside, pure Python
+                                   bare python3 (3.9+): every dependency inside, pure Python;
+                                   an older python3 gets one line and exit 10 (zipapp_main.py)
   kubectl-nodefail-vV.tar.gz       the krew archive: that zipapp and LICENSE
   krew-manifest.yaml               with the archive's sha256 (also written to the repository)
   SHA256SUMS
@@ -30,10 +31,12 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 REQUIREMENTS = REPO / "release" / "zipapp-requirements.txt"
+ZIPAPP_MAIN = REPO / "release" / "zipapp_main.py"
 MANIFEST = REPO / "krew-manifest.yaml"
 PLUGIN = "kubectl-nodefail"
 DOWNLOAD = "https://github.com/kubectl-nodefail/kubectl-nodefail/releases/download"
@@ -177,6 +180,24 @@ def zipapp(site: Path, target: Path, epoch: int) -> None:
         env=env,
         stdout=subprocess.DEVNULL,
     )
+    replace_main(target, ZIPAPP_MAIN.read_bytes())
+
+
+def replace_main(exe: Path, main: bytes) -> None:
+    """Put `main` in place of shiv's __main__.py, which imports shiv's bootstrap at once: an
+    old python3 would stop on its syntax with a traceback before any check of ours could run.
+    Every other entry is copied as it is (same names, order, times and modes)."""
+    data = exe.read_bytes()
+    shebang = data[: data.index(b"\n") + 1]
+    out = io.BytesIO()
+    out.write(shebang)
+    with zipfile.ZipFile(io.BytesIO(data[len(shebang) :])) as old:
+        if "__main__.py" not in old.namelist():
+            sys.exit(f"release: shiv wrote no __main__.py into {exe}")
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as new:
+            for info in old.infolist():
+                new.writestr(info, main if info.filename == "__main__.py" else old.read(info))
+    exe.write_bytes(out.getvalue())
 
 
 def krew_archive(exe: Path, target: Path, epoch: int) -> None:
@@ -190,11 +211,9 @@ def krew_archive(exe: Path, target: Path, epoch: int) -> None:
             info.uid = info.gid = 0
             info.uname = info.gname = "root"
             tar.addfile(info, io.BytesIO(data))
-    with (
-        open(target, "wb") as raw,
-        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz,
-    ):
-        gz.write(buf.getvalue())
+    with open(target, "wb") as raw:  # noqa: SIM117 (one `with` per line: Python 3.9's syntax)
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
+            gz.write(buf.getvalue())
 
 
 def sha256(path: Path) -> str:

@@ -514,7 +514,7 @@ def _decode(tp: Any, value: Any) -> Any:
     if value is None:
         return None
     origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
+    if origin in (typing.Union, getattr(types, "UnionType", typing.Union)):  # 3.10+: X | Y
         inner = [a for a in typing.get_args(tp) if a is not type(None)]
         return _decode(inner[0], value)
     if origin is list:

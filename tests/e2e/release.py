@@ -1,6 +1,6 @@
 """The release as `make release` builds it (once per test session), and bare Pythons to run it.
 
-A "bare" Python is an empty virtual environment (no pip, no packages) of the oldest Python 3.10+
+A "bare" Python is an empty virtual environment (no pip, no packages) of the oldest Python 3.9+
 found: its interpreter, run with -I, sees nothing but the standard library.
 """
 
@@ -21,7 +21,9 @@ import yaml
 
 from tests.e2e.controlplane import REPO
 
-SUPPORTED = ("3.10", "3.11", "3.12", "3.13", "3.14")
+SUPPORTED = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14")
+# Too old for the plugin: the zipapp must still say so in one line (release/zipapp_main.py).
+TOO_OLD = ("2.7", "3.6", "3.7", "3.8")
 
 
 @dataclass(frozen=True)
@@ -72,25 +74,42 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def pythons() -> list[Path]:
-    """Every supported CPython on this machine (at least the one running the tests)."""
+def _interpreters(versions: tuple[str, ...]) -> dict[str, Path]:
+    """Each of `versions` found on this machine (pyenv's, else on PATH) that runs and is the
+    version its name says."""
     found: dict[str, Path] = {}
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    for ver in SUPPORTED:
+    for ver in versions:
         installed = sorted(pyenv.glob(f"{ver}.*/bin/python{ver}"))
         exe = str(installed[-1]) if installed else shutil.which(f"python{ver}")
         if exe:
             probe = subprocess.run(
-                [exe, "-c", "import sys; print(sys.version_info[:2] >= (3, 10))"],
+                [exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                 capture_output=True,
                 text=True,
                 check=False,
             )
-            if probe.returncode == 0 and probe.stdout.strip() == "True":
+            if probe.returncode == 0 and probe.stdout.strip() == ver:
                 found[ver] = Path(exe)
+    return found
+
+
+def _by_version(found: dict[str, Path]) -> list[Path]:
+    return [found[v] for v in sorted(found, key=lambda v: tuple(map(int, v.split("."))))]
+
+
+def pythons() -> list[Path]:
+    """Every supported CPython on this machine, oldest first (at least the one running the
+    tests)."""
+    found = _interpreters(SUPPORTED)
     current = f"{sys.version_info[0]}.{sys.version_info[1]}"
     found.setdefault(current, Path(sys.executable))
-    return [found[v] for v in sorted(found, key=lambda v: tuple(map(int, v.split("."))))]
+    return _by_version(found)
+
+
+def old_pythons() -> list[Path]:
+    """Every CPython on this machine too old for the plugin (none on a machine without them)."""
+    return _by_version(_interpreters(TOO_OLD))
 
 
 def bare_venv(python: Path, where: Path) -> Path:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -16,7 +17,7 @@ import pytest
 
 from kubectl_nodefail import __version__
 from tests.e2e.controlplane import REPO
-from tests.e2e.release import bare_venv, built_release, pythons, sha256
+from tests.e2e.release import SUPPORTED, bare_venv, built_release, old_pythons, pythons, sha256
 
 pytestmark = pytest.mark.e2e
 
@@ -124,15 +125,61 @@ def test_zipapp_runs_on_a_bare_python(python: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["compiled"] == [] and report["libyaml"] is False
-    assert report["kubernetes"].startswith("36.")
+    assert report["kubernetes"].startswith("35.")  # the newest client that installs on 3.9
+    # the same answer as the development install (its newer click, tabulate and client)
+    proc = subprocess.run([py, "-I", str(rel.zipapp), "diagnose", "--demo"], **run)  # type: ignore[call-overload]
+    dev = subprocess.run(
+        [str(Path(sys.executable).parent / "kubectl-nodefail"), "diagnose", "--demo"], **run
+    )  # type: ignore[call-overload]
+
+    def demo(text: str) -> str:  # the demo file's path differs: inside ~/.shiv, in the checkout
+        return re.sub(r"[^\s(]*/statefulset-node-down\.json", "DEMO", text)
+
+    assert (proc.returncode, demo(proc.stdout)) == (dev.returncode, demo(dev.stdout))
+    assert demo(proc.stdout).startswith("1 of 6 nodes not Ready, 10 stuck pods (DEMO, ")
 
 
-def test_wheel_installs_into_an_empty_venv(tmp_path: Path) -> None:
-    """pip install of the released wheel into a fresh venv: offline from a wheel cache
-    (filled from the package index once, on the first run), then the console script runs."""
+def test_the_oldest_supported_python_is_tested() -> None:
+    """3.9 (macOS's own python3) must be among the Pythons the zipapp is run on: this machine
+    kind carries it (pyenv), so its absence is a broken machine, not a reason to test less."""
+    found = sorted(p.name for p in pythons())
+    assert f"python{SUPPORTED[0]}" in found, f"no Python {SUPPORTED[0]} here, only {found}"
+
+
+@pytest.mark.parametrize("python", old_pythons(), ids=lambda p: p.name)
+def test_an_old_python_gets_one_line_and_exit_10(python: Path, tmp_path: Path) -> None:
+    """Run by an old python3 first on PATH (the shebang) and by name: one line naming the
+    need, exit 10, before shiv's bootstrap or any dependency is imported (nothing unpacked)."""
+    rel = built_release()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python3").symlink_to(python)
+    env = {
+        "PATH": f"{bindir}{os.pathsep}/usr/bin:/bin",
+        "HOME": str(tmp_path / "home"),
+        "SHIV_ROOT": str(tmp_path / "shiv"),
+    }
+    for argv in ([str(rel.zipapp), "diagnose", "--demo"], [str(python), str(rel.zipapp)]):
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+        assert proc.returncode == 10, proc.stderr
+        assert proc.stdout == ""
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1, proc.stderr
+        assert lines[0].startswith("error: kubectl-nodefail needs Python 3.9 or newer; ")
+        assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "shiv").exists()
+
+
+@pytest.mark.parametrize(
+    "python", sorted({pythons()[0], Path(sys.executable)}), ids=lambda p: p.name
+)
+def test_wheel_installs_into_an_empty_venv(python: Path, tmp_path: Path) -> None:
+    """pip install of the released wheel into a fresh venv of the oldest supported Python and
+    of this one: offline from a wheel cache (filled from the package index once, on the first
+    run), then the console script runs."""
     rel = built_release()
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(python), "-m", "venv", str(venv)], check=True)
     cache = Path(os.environ.get("NODEFAIL_CACHE", Path.home() / ".cache/kubectl-nodefail"))
     cache = cache / "wheels-pip"
     pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
