@@ -8,19 +8,28 @@ the tests inside a module keep their order (a module's scenario is a sequence). 
 printed in the header, and every xdist worker shuffles with the same one (xdist requires the
 workers' collections to agree).
 
-Parallel runs (`make test`: `-n WORKERS --dist loadgroup`). Each test module is one unit of
-work, an `xdist_group` named after the module, so its tests run in order on one worker; a
-module may name its group itself (the release and krew modules share one release build), and
-a parametrized module fixture may give each parameter its own group (the version matrix: one
-group per Kubernetes minor, each with its own control plane).
+Parallel runs (`make test`: `pytest -n WORKERS`). The scheduler below hands out whole units of
+work (work_group): a module, whose tests run in order on one worker; the modules of
+SHARED_WORKER together; and a test module parametrized by Kubernetes minor (ids `k8s-...`, the
+version matrix) one unit per minor, so the minors run side by side. Units go out in the order
+above, one at a time as workers free up.
 """
 
 from __future__ import annotations
 
 import random
+import re
+from typing import Any
 
 import pytest
 
+# Modules that must run on one worker: the release modules share one release build
+# (tests/e2e/release.py), and two builds at once in one checkout race on its build/ folder.
+SHARED_WORKER = {
+    "tests/e2e/test_release.py": "release",
+    "tests/e2e/test_krew_manifest.py": "release",
+}
+MINOR_PARAM = re.compile(r"\[(k8s-[^\]]+)\]$")
 SEED_KEY = pytest.StashKey[int | None]()
 WORKER_INPUT = "nodefail_module_seed"
 
@@ -89,9 +98,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # In a serial run the checks of those timers wait until the end of the session.
     late = [i for i in ordered if i.get_closest_marker("session_end")]
     items[:] = [i for i in ordered if i not in late] + late
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(_module(item)))
+
+
+def work_group(nodeid: str) -> str:
+    """The unit of work of a parallel run that this test belongs to (see the module's doc)."""
+    path, _, rest = nodeid.partition("::")
+    group = SHARED_WORKER.get(path, path)
+    minor = MINOR_PARAM.search(rest)
+    return f"{group}[{minor.group(1)}]" if minor else group
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist: whole units of work (work_group), in collection order (the module order chosen
+    above), the next one sent to a worker only when it has one test left (the one it keeps
+    until it knows what runs next): a long unit never waits behind another on a busy worker
+    while a free worker idles."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return work_group(nodeid)
+
+        def _reschedule(self, node: Any) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) > 1:
+                return
+            self._assign_work_unit(node)
+
+    config.option.loadscopereorder = False  # keep the order chosen, not "most tests first"
+    return UnitScheduling(config, log)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -23,9 +23,9 @@ from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import wait_node_ready, wait_node_unknown, wait_running_on
 from tests.e2e.release import bare_venv, built_release, pythons
 
-# One worker runs both release modules: they share one build (release.built_release), and two
-# builds at once in one checkout would race on its build/ and *.egg-info folders.
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("release")]
+pytestmark = (
+    pytest.mark.e2e
+)  # one parallel worker with test_release/test_krew_manifest: tests/conftest.py
 NS = "scenario-krew"
 NODE = "krew-a"
 

@@ -18,9 +18,9 @@ from kubectl_nodefail import __version__
 from tests.e2e.controlplane import REPO
 from tests.e2e.release import bare_venv, built_release, pythons, sha256
 
-# One worker runs both release modules: they share one build (release.built_release), and two
-# builds at once in one checkout would race on its build/ and *.egg-info folders.
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("release")]
+pytestmark = (
+    pytest.mark.e2e
+)  # one parallel worker with test_release/test_krew_manifest: tests/conftest.py
 
 # Run inside the unpacked zipapp by a bare python -I: imports everything the plugin uses,
 # exercises the two packages whose compiled part was stripped, and lists every compiled

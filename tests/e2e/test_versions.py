@@ -2,7 +2,7 @@
 
 The module runs on the suite's minor (the newest, or $NODEFAIL_K8S_VERSION) and on each minor
 of $NODEFAIL_MATRIX (e.g. "1.26 1.31": `make test` and `make test-matrix` set it), each minor
-an xdist group of its own, so a parallel run runs the minors side by side. Per minor, on its
+a unit of work of its own, so a parallel run runs the minors side by side. Per minor, on its
 own real control plane: a kubelet stops -> the node goes Unknown and is tainted -> the pods as
 that minor's kubectl shows them -> eviction -> the per-controller explanations -> force delete
 -> the kubelet returns; and on a second node the out-of-service path that remediate picks for
@@ -54,8 +54,9 @@ OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 
 
 def _minor_param(version: str | None) -> Any:
-    name = f"k8s-{version or 'default'}"
-    return pytest.param(version, id=name, marks=pytest.mark.xdist_group(f"test_versions-{name}"))
+    # The id `k8s-...` makes each minor a unit of work of its own in a parallel run
+    # (tests/conftest.py: work_group).
+    return pytest.param(version, id=f"k8s-{version or 'default'}")
 
 
 @pytest.fixture(

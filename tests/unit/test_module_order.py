@@ -4,10 +4,11 @@ group, unless it names its own."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import work_group
 
 pytest_plugins = ["pytester"]
 
@@ -80,21 +81,31 @@ def test_a_session_start_module_goes_first_and_session_end_tests_last(
         assert ids[-1] == "test_timer.py::test_end"
 
 
-def test_each_module_is_an_xdist_group_unless_it_names_one(suite: pytest.Pytester) -> None:
-    suite.makepyfile(
-        test_named="import pytest\npytestmark = pytest.mark.xdist_group('shared')\n"
-        "def test_x(): pass\n"
+def test_units_of_work_are_modules_shared_groups_and_minors() -> None:
+    assert work_group("tests/e2e/test_node_down.py::test_1_kubelet_stops") == (
+        "tests/e2e/test_node_down.py"
     )
-    suite.makepyfile(
-        group_recorder="import json, pytest\n"
-        "@pytest.hookimpl(trylast=True)\n"
-        "def pytest_collection_modifyitems(items):\n"
-        "    groups = {i.nodeid: [m.args[0] for m in i.iter_markers('xdist_group')]\n"
-        "              for i in items}\n"
-        "    open('groups.json', 'w').write(json.dumps(groups))\n"
-    )
-    suite.syspathinsert()
-    suite.runpytest("--collect-only", "-q", "-p", "group_recorder")
-    groups = json.loads((suite.path / "groups.json").read_text())
-    assert groups["test_m0.py::test_a"] == ["test_m0.py"]
-    assert groups["test_named.py::test_x"] == ["shared"]
+    assert work_group("tests/unit/test_cli.py::test_x[a-b]") == "tests/unit/test_cli.py"
+    release = work_group("tests/e2e/test_release.py::test_zipapp_runs_on_a_bare_python[p0]")
+    assert release == work_group("tests/e2e/test_krew_manifest.py::test_a_corrupted_archive")
+    minors = {
+        work_group(f"tests/e2e/test_versions.py::test_{t}[k8s-{m}]")
+        for t in ("a", "b")
+        for m in ("default", "1.26", "1.31")
+    }
+    assert minors == {
+        "tests/e2e/test_versions.py[k8s-default]",
+        "tests/e2e/test_versions.py[k8s-1.26]",
+        "tests/e2e/test_versions.py[k8s-1.31]",
+    }
+
+
+def test_a_parallel_run_keeps_each_module_on_one_worker(suite: pytest.Pytester) -> None:
+    result = suite.runpytest_subprocess("-n", "3", "-v", "-p", "no:cacheprovider")
+    workers: dict[str, set[str]] = {}
+    for line in result.outlines:
+        if "PASSED" in line and line.startswith("[gw"):
+            workers.setdefault(line.split()[-1].split("::")[0], set()).add(line.split()[0])
+    assert sorted(workers) == [f"{m}.py" for m in MODULES]
+    assert all(len(w) == 1 for w in workers.values()), workers
+    assert len(set().union(*workers.values())) > 1  # and the modules were spread
