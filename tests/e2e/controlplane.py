@@ -114,7 +114,7 @@ def _port_free(port: int) -> bool:
     return True
 
 
-SHARED_NODE = "(the session)"  # node_modules value of the nodes every module may use
+SHARED_NODE = "(every module)"  # node_modules value of the nodes every module may use
 
 
 @dataclass
@@ -126,8 +126,9 @@ class ControlPlane:
     # Extra kube-controller-manager flags (name -> value), e.g. a pre-1.27 cluster run with
     # enable-taint-manager=false to reproduce the NodeLost-era eviction path.
     controller_manager_args: dict[str, str] = field(default_factory=dict)
-    # Node name -> the test module that created it: modules share the session's control plane,
-    # so two of them using one node name would fail each other's nodes (node_manifest refuses).
+    # Node name -> the test module that created it. Each module has a control plane of its own
+    # (tests/e2e/conftest.py); should one ever be shared, two modules using one node name would
+    # fail each other's nodes, and node_manifest refuses that.
     node_modules: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -405,7 +406,7 @@ componentsPatches:
         owner = self.node_modules.setdefault(name, module)
         assert owner in (module, SHARED_NODE), (
             f"node {name!r} is already used by {owner}: each test module needs node names of "
-            "its own (the session's control plane is shared)"
+            "its own on a control plane they share"
         )
         node: dict[str, Any] = {
             "apiVersion": "v1",
