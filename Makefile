@@ -35,8 +35,9 @@ controlplane-matrix:
 # Parallel test runs: this many pytest-xdist workers, each module on one worker with a control
 # plane of its own (the end-to-end tests mostly wait on Kubernetes timers; see docs/testing.md).
 TEST_WORKERS ?= 4
-# The order of the test modules: random (a new seed each run, printed), none, or a seed to replay.
-MODULE_SEED ?= random
+# The order of the test modules: none (collection order: the long end-to-end modules first, so
+# the short unit modules fill the end), random (a new seed each run, printed) or a seed to replay.
+MODULE_SEED ?= none
 PYTEST_PARALLEL = $(BIN)/pytest -n $(TEST_WORKERS) $(if $(filter none,$(MODULE_SEED)),,--module-seed=$(MODULE_SEED))
 
 ## The core scenarios (tests/e2e/test_versions.py) on each older minor's own control plane,
@@ -57,7 +58,7 @@ lint: $(STAMP)
 
 ## Everything: lint, types, unit tests and the end-to-end scenarios on the real control plane
 ## of the newest minor, and the core scenarios on each older minor of the matrix, in one
-## parallel run (modules in a random order, its seed printed: MODULE_SEED=N replays it).
+## parallel run (MODULE_SEED=random shuffles the modules and prints the seed; =N replays it).
 test: $(STAMP) controlplane controlplane-matrix lint
 	NODEFAIL_MATRIX="$(MATRIX_MINORS)" $(PYTEST_PARALLEL)
 
