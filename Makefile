@@ -32,12 +32,19 @@ MATRIX_MINORS ?= 1.26 1.31
 controlplane-matrix:
 	@for v in $(MATRIX_MINORS); do bash hack/build-control-plane.sh $$v >/dev/null || exit 1; done
 
-## The core scenarios (tests/e2e/test_versions.py) on each older minor's own control plane.
+# Parallel test runs: this many pytest-xdist workers, each module on one worker with a control
+# plane of its own (the end-to-end tests mostly wait on Kubernetes timers; see docs/testing.md).
+TEST_WORKERS ?= 4
+# The order of the test modules: none (collection order: the long end-to-end modules first, so
+# the short unit modules fill the end), random (a new seed each run, printed) or a seed to replay.
+MODULE_SEED ?= none
+PYTEST_PARALLEL = $(BIN)/pytest -n $(TEST_WORKERS) $(if $(filter none,$(MODULE_SEED)),,--module-seed=$(MODULE_SEED))
+
+## The core scenarios (tests/e2e/test_versions.py) on each older minor's own control plane,
+## the minors side by side.
 test-matrix: $(STAMP) controlplane-matrix
-	@for v in $(MATRIX_MINORS); do \
-	  echo "== Kubernetes $$v"; \
-	  NODEFAIL_K8S_VERSION=$$v $(BIN)/pytest tests/e2e/test_versions.py || exit 1; \
-	done
+	NODEFAIL_MATRIX="$(MATRIX_MINORS)" $(BIN)/pytest -n $(words $(MATRIX_MINORS)) \
+	  tests/e2e/test_versions.py -k 'not k8s-default'
 
 ## Re-record tests/fixtures/v1.MINOR/ on each older minor (make record does the newest's).
 record-matrix: $(STAMP) controlplane-matrix
@@ -56,16 +63,16 @@ lint: $(STAMP)
 	$(BIN)/python hack/oldest_python.py kubectl_nodefail
 
 ## Everything: lint, types, unit tests and the end-to-end scenarios on the real control plane
-## of the newest minor, then the core scenarios on each older minor of the matrix.
-test: $(STAMP) controlplane lint
-	$(BIN)/pytest
-	$(MAKE) --no-print-directory test-matrix
+## of the newest minor, and the core scenarios on each older minor of the matrix, in one
+## parallel run (MODULE_SEED=random shuffles the modules and prints the seed; =N replays it).
+test: $(STAMP) controlplane controlplane-matrix lint
+	NODEFAIL_MATRIX="$(MATRIX_MINORS)" $(PYTEST_PARALLEL)
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit
 
 e2e: $(STAMP) controlplane
-	$(BIN)/pytest tests/e2e
+	$(PYTEST_PARALLEL) tests/e2e
 
 ## Re-record the snapshots in tests/fixtures/ (and the bundled demo) from the real control plane.
 record: $(STAMP) controlplane

@@ -122,6 +122,39 @@ build_krew() {
 mkdir -p "$bindir"
 command -v go >/dev/null || { log "FAILED: go is not on PATH (Go 1.26 is required)"; exit 1; }
 
+k8s=$(key kubernetes "$K8S_VERSION${k8s_tags:+-$k8s_tags}" "$k8s_module/go.sum")
+etcd=$(key etcd "$ETCD_VERSION" "$etcd_module/go.sum")
+kwok=$(key kwok "$KWOK_VERSION")
+krew=$(key krew "$KREW_VERSION")
+kubectl=$(key kubectl "$K8S_VERSION${k8s_tags:+-$k8s_tags}" "$k8s_module/go.sum")
+
+# The folder of links the tests use (made below). Its name carries a digest of what it points
+# to, so its content never changes once made: a suite running from it is never disturbed by a
+# later call.
+link_set_dir() {
+  targets=$(for d in "$etcd" "$kwok" "$k8s" "$kubectl" "$krew"; do ls -d "$d"/*; done)
+  digest=$(printf '%s\n' "$targets" | sha256sum | cut -c1-12)
+  set_dir=$bindir/controlplane-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION-$digest
+}
+
+# Warm: every binary in place (each folder is moved there complete, in one step) and the folder
+# of links made. Then no lock is needed: the test suites ask at every control plane they start
+# (several at once with parallel workers) and must not wait behind a build of another minor.
+complete() {
+  local dest=$1 b; shift
+  for b in "$@"; do [ -x "$dest/$b" ] || return 1; done
+}
+if complete "$etcd" etcd etcdctl etcdutl && complete "$kwok" kwok kwokctl &&
+  complete "$k8s" kube-apiserver kube-controller-manager kube-scheduler &&
+  complete "$kubectl" kubectl && complete "$krew" krew; then
+  link_set_dir
+  if [ -d "$set_dir" ]; then
+    log "control plane cached in $set_dir"
+    echo "$set_dir"
+    exit 0
+  fi
+fi
+
 # One build at a time on this machine: a second checkout (or a developer) waits here instead of
 # building the same binaries into the same cache concurrently. The lock is released on exit.
 exec 9>"$bindir/.lock"
@@ -130,25 +163,16 @@ if ! flock -n 9; then
   flock 9
 fi
 
-k8s=$(key kubernetes "$K8S_VERSION${k8s_tags:+-$k8s_tags}" "$k8s_module/go.sum")
-etcd=$(key etcd "$ETCD_VERSION" "$etcd_module/go.sum")
-kwok=$(key kwok "$KWOK_VERSION")
-krew=$(key krew "$KREW_VERSION")
-kubectl=$(key kubectl "$K8S_VERSION${k8s_tags:+-$k8s_tags}" "$k8s_module/go.sum")
-
 build_into "$etcd" "etcd etcdctl etcdutl" build_etcd
 build_into "$kwok" "kwok kwokctl" build_kwok
 build_into "$k8s" "kube-apiserver kube-controller-manager kube-scheduler" build_kubernetes
 build_into "$kubectl" "kubectl" build_kubectl
 build_into "$krew" "krew" build_krew
 
-# One folder of links the tests use. Its name carries a digest of what it points to, so its
-# content never changes once made: a suite running from it is never disturbed by a later call.
-# It is built under a temporary name and renamed into place in one step, only when missing.
+# The folder of links, built under a temporary name and renamed into place in one step, only
+# when missing.
 rm -rf "$bindir"/.building.*  # leftovers of an interrupted build (we hold the lock)
-targets=$(for d in "$etcd" "$kwok" "$k8s" "$kubectl" "$krew"; do ls -d "$d"/*; done)
-digest=$(printf '%s\n' "$targets" | sha256sum | cut -c1-12)
-set_dir=$bindir/controlplane-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION-$digest
+link_set_dir
 if [ ! -d "$set_dir" ]; then
   tmp=$(mktemp -d "$bindir/.links.XXXXXX")
   for f in $targets; do ln -s "$f" "$tmp/$(basename "$f")"; done

@@ -1,8 +1,11 @@
-"""Session fixture: one real control plane for all end-to-end tests, torn down at the end.
+"""Module fixture: a real control plane of each end-to-end test module's own, torn down (and
+waited for) when the module ends, so that no module sees another's nodes, pods or timers
+whatever the order the modules run in, on one worker or several (see tests/conftest.py).
 
 The control plane is the newest supported Kubernetes minor, or the one $NODEFAIL_K8S_VERSION
-names (e.g. 1.26; `make test-matrix` runs tests/e2e/test_versions.py on each older minor).
-Component logs are copied to $NODEFAIL_E2E_LOGS (default .e2e-logs/) when a test failed.
+names (e.g. 1.26; tests/e2e/test_versions.py also runs on each minor of $NODEFAIL_MATRIX).
+Component logs are copied to $NODEFAIL_E2E_LOGS (default .e2e-logs/), one folder per control
+plane, when a test failed.
 With NODEFAIL_RECORD=1 the scenarios write their snapshots into tests/fixtures/ (on another
 minor than the default: tests/fixtures/v1.MINOR/, so the default's recordings stay as they are).
 """
@@ -39,37 +42,29 @@ FIXTURES = REPO / "tests" / "fixtures"
 _failed: list[str] = []
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `session_start` run before the other end-to-end tests and those marked
-    `session_end` after every test: a scenario that waits on a long Kubernetes timer (the
-    6-minute force-detach of test_force_detach) starts early and is checked late, so that its
-    wait overlaps the rest of the suite instead of adding to it."""
-    early = [i for i in items if i.get_closest_marker("session_start")]
-    late = [i for i in items if i.get_closest_marker("session_end")]
-    rest = [i for i in items if i not in early and i not in late]
-    first_e2e = next((k for k, i in enumerate(rest) if i.get_closest_marker("e2e")), len(rest))
-    items[:] = [*rest[:first_e2e], *early, *rest[first_e2e:], *late]
-
-
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.failed:
         _failed.append(report.nodeid)
 
 
-@pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
-    with running_control_plane(requested_version()) as cp:
+@pytest.fixture(scope="module")
+def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
+    """This module's own control plane (about 10 s to start, less than any scenario's wait)."""
+    with running_control_plane(requested_version(), label=request.module.__name__) as cp:
         yield cp
 
 
 @contextmanager
 def running_control_plane(
-    version: str | None, controller_manager_args: dict[str, str] | None = None
+    version: str | None,
+    controller_manager_args: dict[str, str] | None = None,
+    label: str = "control-plane",
 ) -> Iterator[ControlPlane]:
     """A started control plane of one Kubernetes minor (None: the newest) with the healthy
-    nodes, stopped on exit (logs kept when a test failed)."""
+    nodes, stopped on exit (logs kept, in a folder named after `label`, when a test failed)."""
     bindir = build_binaries(version)
-    workdir = Path(tempfile.mkdtemp(prefix="nodefail-e2e-"))
+    label = label.rsplit(".", 1)[-1]
+    workdir = Path(tempfile.mkdtemp(prefix=f"nodefail-e2e-{label}-"))
     cp = ControlPlane(bindir, workdir, controller_manager_args=dict(controller_manager_args or {}))
     try:
         cp.start()
@@ -80,7 +75,7 @@ def running_control_plane(
     finally:
         logs = None
         if _failed:
-            logs = Path(os.environ.get("NODEFAIL_E2E_LOGS", REPO / ".e2e-logs"))
+            logs = Path(os.environ.get("NODEFAIL_E2E_LOGS", REPO / ".e2e-logs")) / workdir.name
             print(f"\n[e2e] a test failed: component logs kept in {logs}", file=sys.stderr)
         cp.stop(keep_logs_to=logs)
         shutil.rmtree(workdir, ignore_errors=True)
@@ -168,6 +163,6 @@ class Plugin:
         return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def plugin(control_plane: ControlPlane) -> Plugin:
     return Plugin(control_plane)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -76,6 +77,12 @@ def requested_version() -> str | None:
     return os.environ.get("NODEFAIL_K8S_VERSION") or None
 
 
+def matrix_minors() -> list[str]:
+    """The older minors tests/e2e/test_versions.py runs on too: $NODEFAIL_MATRIX, e.g.
+    "1.26 1.31" (`make test` sets it; unset: none, so a run never builds a minor by surprise)."""
+    return os.environ.get("NODEFAIL_MATRIX", "").replace(",", " ").split()
+
+
 def build_binaries(version: str | None = None) -> Path:
     """Run the idempotent build of one Kubernetes minor (None: the default, the newest);
     return the folder holding every binary. Fails loudly."""
@@ -93,7 +100,21 @@ def build_binaries(version: str | None = None) -> Path:
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
-SHARED_NODE = "(the session)"  # node_modules value of the nodes every module may use
+# Components' ports: below Linux's default ephemeral range (32768-60999), see _ports_yaml.
+PORT_RANGE = (20000, 32768)
+_RANDOM = random.Random()  # seeded from the OS: two processes never share a sequence
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+SHARED_NODE = "(every module)"  # node_modules value of the nodes every module may use
 
 
 @dataclass
@@ -105,8 +126,9 @@ class ControlPlane:
     # Extra kube-controller-manager flags (name -> value), e.g. a pre-1.27 cluster run with
     # enable-taint-manager=false to reproduce the NodeLost-era eviction path.
     controller_manager_args: dict[str, str] = field(default_factory=dict)
-    # Node name -> the test module that created it: modules share the session's control plane,
-    # so two of them using one node name would fail each other's nodes (node_manifest refuses).
+    # Node name -> the test module that created it. Each module has a control plane of its own
+    # (tests/e2e/conftest.py); should one ever be shared, two modules using one node name would
+    # fail each other's nodes, and node_manifest refuses that.
     node_modules: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -164,11 +186,14 @@ componentsPatches:
 
     @staticmethod
     def _ports_yaml() -> str:
-        """Every component's port, handed out by the OS. kwokctl's own choice scans down from
-        32767 and checks each port is free only when the cluster is created, so two clusters
-        created at once on this machine (other checkouts' suites) got the same ports, and a
-        component then failed to bind (seen: the kwok-controller, leaving every healthy node
-        NotReady)."""
+        """Every component's port: random ones below the kernel's ephemeral range, each seen
+        free. kwokctl's own choice scans down from 32767 and checks each port is free only when
+        the cluster is created, so two clusters created at once on this machine (parallel
+        workers, other checkouts' suites) got the same ports, and a component then failed to
+        bind (seen: the kwok-controller, leaving every healthy node NotReady). Ports the OS
+        hands out (bind to 0) come from the ephemeral range, where any outgoing connection (the
+        suite makes thousands) may take one between this check and the component's bind; below
+        it only another listener can, and start() tries again with new ports if one did."""
         names = (
             "kubeApiserverPort",
             "etcdPort",
@@ -177,19 +202,12 @@ componentsPatches:
             "kubeSchedulerPort",
             "kwokControllerPort",
         )
-        socks = []
-        try:
-            for _ in names:
-                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                sock.bind(("127.0.0.1", 0))
-                socks.append(sock)
-            return "".join(
-                f"  {name}: {sock.getsockname()[1]}\n"
-                for name, sock in zip(names, socks, strict=True)
-            )
-        finally:
-            for sock in socks:
-                sock.close()
+        chosen: list[int] = []
+        while len(chosen) < len(names):
+            port = _RANDOM.randrange(*PORT_RANGE)
+            if port not in chosen and _port_free(port):
+                chosen.append(port)
+        return "".join(f"  {name}: {port}\n" for name, port in zip(names, chosen, strict=True))
 
     @staticmethod
     def _extra_args_yaml(args: dict[str, str]) -> str:
@@ -212,41 +230,55 @@ componentsPatches:
             "- level: None\n"
         )
         cfg = self.workdir / "kwokctl.yaml"
-        cfg.write_text(self.config_yaml())
+        failures = []
         for attempt in range(3):
-            self._create(cfg)
-            if self._kwok_controller_serving():
+            cfg.write_text(self.config_yaml())  # new ports each time
+            try:
+                self._create(cfg)
+                self._wait_components_serving()
                 return
-            # kwokctl picks its components' ports before they bind them: with other control
-            # planes starting on the machine at once, kwok-controller may lose its port and then
-            # manage no node at all. Start again.
-            print(f"[e2e] kwok-controller lost its port (attempt {attempt + 1}); recreating")
-            self._run_kwokctl(
-                "delete",
-                "cluster",
-                "--name",
-                CLUSTER_NAME,
-                "--kubeconfig",
-                str(self.workdir / "no-kubeconfig"),
-                check=False,
-            )
-        raise RuntimeError("kwok-controller could not bind its port in three attempts")
+            except (RuntimeError, WaitTimeout) as exc:
+                # With other control planes starting on the machine at once, a component may
+                # lose its port to another's between the choice and the bind. Start again.
+                failures.append(f"attempt {attempt + 1}: {str(exc)[:2000]}")
+                print(f"[e2e] control plane did not start ({exc!s:.300}); recreating")
+                self._run_kwokctl(
+                    "delete",
+                    "cluster",
+                    "--name",
+                    CLUSTER_NAME,
+                    "--kubeconfig",
+                    str(self.workdir / "no-kubeconfig"),
+                    check=False,
+                )
+                shutil.rmtree(self.cluster_dir, ignore_errors=True)  # its logs: a clean slate
+        raise RuntimeError(
+            "the control plane did not start in three attempts:\n" + "\n".join(failures)
+        )
 
-    def _kwok_controller_serving(self) -> bool:
-        """True once kwok-controller serves; False if its port was taken."""
-        log = self.cluster_dir / "logs" / "kwok-controller.log"
+    def _wait_components_serving(self) -> None:
+        """Wait until kwok-controller serves; fail if any component lost its port."""
+        logs = self.cluster_dir / "logs"
+        kwok_log = logs / "kwok-controller.log"
+
+        def clashed() -> list[str]:
+            return [
+                log.name
+                for log in sorted(logs.glob("*.log"))
+                if log.name != "audit.log" and "bind: address already in use" in log.read_text()
+            ]
 
         def outcome() -> str:
-            text = log.read_text() if log.exists() else ""
-            if "address already in use" in text:
+            if clashed():
                 return "clash"
+            text = kwok_log.read_text() if kwok_log.exists() else ""
             started = "Starting HTTP server" in text and "Starting HTTPS server" in text
             return "started" if started else ""
 
-        if wait_for("kwok-controller to serve", outcome, 120) == "clash":
-            return False
+        wait_for("kwok-controller to serve", outcome, 120)
         time.sleep(1)  # a bind failure is logged right after the start lines
-        return outcome() != "clash"
+        if clashed():
+            raise RuntimeError(f"a component lost its port: {', '.join(clashed())}")
 
     def _create(self, cfg: Path) -> None:
         self._run_kwokctl(
@@ -374,7 +406,7 @@ componentsPatches:
         owner = self.node_modules.setdefault(name, module)
         assert owner in (module, SHARED_NODE), (
             f"node {name!r} is already used by {owner}: each test module needs node names of "
-            "its own (the session's control plane is shared)"
+            "its own on a control plane they share"
         )
         node: dict[str, Any] = {
             "apiVersion": "v1",

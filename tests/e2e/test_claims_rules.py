@@ -401,7 +401,9 @@ def slow_tainting() -> Iterator[ControlPlane]:
     from tests.e2e.controlplane import requested_version
 
     with running_control_plane(
-        requested_version(), controller_manager_args={"node-eviction-rate": "0.05"}
+        requested_version(),
+        controller_manager_args={"node-eviction-rate": "0.05"},
+        label="claims-rules-slow-tainting",
     ) as cp:
         yield cp
 
@@ -459,7 +461,9 @@ def no_taint_eviction() -> Iterator[ControlPlane]:
     from tests.e2e.controlplane import requested_version
 
     with running_control_plane(
-        requested_version(), controller_manager_args={"controllers": "*,-taint-eviction-controller"}
+        requested_version(),
+        controller_manager_args={"controllers": "*,-taint-eviction-controller"},
+        label="claims-rules-no-taint-eviction",
     ) as cp:
         yield cp
 

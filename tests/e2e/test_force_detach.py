@@ -13,10 +13,11 @@ mounted, left Terminating). The test plays the CSI external-attacher, holding it
 so that the controller's detach leaves the VolumeAttachment's deletionTimestamp behind: the
 API server's own time of the detach.
 
-The timer costs the suite nothing: the scenario runs on a control plane of its own, starts
-before every other end-to-end test (the `session_start` mark) and is checked after them all
-(`session_end`, see conftest.py), about 20 minutes later. Run alone, the last test waits out
-the rest of the 6 minutes.
+The timer costs the suite little: the scenario runs on a control plane of its own and its
+module is scheduled first (the `session_start` mark, see tests/conftest.py). In a parallel run
+(`make test`) it then occupies one worker for its 6 minutes while the others run the rest; in a
+serial run its last test (`session_end`) is checked after every other test. Run alone, the last
+test waits out the rest of the 6 minutes.
 """
 
 from __future__ import annotations
@@ -126,9 +127,10 @@ def _start(cp: ControlPlane) -> Started:
 
 @pytest.fixture(scope="session")
 def force_detach() -> Iterator[Started]:
-    """The scenario on a control plane of its own (its node stays down all session; on the
-    shared one, other modules' cluster-wide runs would see it), kept until the session ends."""
-    with running_control_plane(requested_version()) as cp:
+    """The scenario on a control plane of its own, kept until the session ends: session-scoped
+    so that, in a serial run, its `session_start` and `session_end` tests share it while other
+    modules run in between."""
+    with running_control_plane(requested_version(), label="force-detach") as cp:
         yield _start(cp)
 
 

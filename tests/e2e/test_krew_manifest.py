@@ -23,7 +23,9 @@ from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import wait_node_ready, wait_node_unknown, wait_running_on
 from tests.e2e.release import bare_venv, built_release, pythons
 
-pytestmark = pytest.mark.e2e
+pytestmark = (
+    pytest.mark.e2e
+)  # one parallel worker with test_release/test_krew_manifest: tests/conftest.py
 NS = "scenario-krew"
 NODE = "krew-a"
 

@@ -19,7 +19,9 @@ from kubectl_nodefail import __version__
 from tests.e2e.controlplane import REPO
 from tests.e2e.release import SUPPORTED, bare_venv, built_release, old_pythons, pythons, sha256
 
-pytestmark = pytest.mark.e2e
+pytestmark = (
+    pytest.mark.e2e
+)  # one parallel worker with test_release/test_krew_manifest: tests/conftest.py
 
 # Run inside the unpacked zipapp by a bare python -I: imports everything the plugin uses,
 # exercises the two packages whose compiled part was stripped, and lists every compiled

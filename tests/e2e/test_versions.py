@@ -1,7 +1,8 @@
 """The core node-failure scenarios on the Kubernetes minor under test.
 
-`make test` runs this module on the newest minor with the rest of the suite; `make test-matrix`
-runs it on each older minor of the matrix (NODEFAIL_K8S_VERSION=1.26, 1.31). Per minor, on its
+The module runs on the suite's minor (the newest, or $NODEFAIL_K8S_VERSION) and on each minor
+of $NODEFAIL_MATRIX (e.g. "1.26 1.31": `make test` and `make test-matrix` set it), each minor
+a unit of work of its own, so a parallel run runs the minors side by side. Per minor, on its
 own real control plane: a kubelet stops -> the node goes Unknown and is tainted -> the pods as
 that minor's kubectl shows them -> eviction -> the per-controller explanations -> force delete
 -> the kubelet returns; and on a second node the out-of-service path that remediate picks for
@@ -26,7 +27,7 @@ import pytest
 from kubectl_nodefail.analysis import versions
 from tests.e2e import workloads as w
 from tests.e2e.conftest import REPO, Plugin, running_control_plane, version_fixtures
-from tests.e2e.controlplane import ControlPlane, requested_version, wait_for
+from tests.e2e.controlplane import ControlPlane, matrix_minors, requested_version, wait_for
 from tests.e2e.helpers import (
     pod_on,
     pods,
@@ -52,11 +53,36 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
 OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 
 
+def _minor_param(version: str | None) -> Any:
+    # The id `k8s-...` makes each minor a unit of work of its own in a parallel run
+    # (tests/conftest.py: work_group).
+    return pytest.param(version, id=f"k8s-{version or 'default'}")
+
+
+@pytest.fixture(
+    scope="module",
+    params=[_minor_param(v) for v in dict.fromkeys([requested_version(), *matrix_minors()])],
+)
+def minor(request: pytest.FixtureRequest) -> str | None:
+    """The minor asked for (None: the build script's default)."""
+    version: str | None = request.param
+    return version
+
+
+@pytest.fixture(scope="module")
+def control_plane(minor: str | None) -> Iterator[ControlPlane]:
+    """A control plane of each minor under test (this replaces the conftest's, which is of the
+    suite's minor only)."""
+    with running_control_plane(minor, label=f"versions-{minor or 'default'}") as cp:
+        yield cp
+
+
 @dataclass
 class Matrix:
     cp: ControlPlane
     plugin: Plugin
     minor: int
+    wanted: str | None  # the minor asked for (None: the build script's default)
     uids: dict[str, str] = field(default_factory=dict)
     diagnoses: dict[str, Any] = field(default_factory=dict)
     codes: dict[str, int] = field(default_factory=dict)
@@ -115,7 +141,7 @@ def name_on(state: Matrix, app: str, node: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def matrix(control_plane: ControlPlane) -> Matrix:
+def matrix(control_plane: ControlPlane, minor: str | None) -> Matrix:
     cp = control_plane
     for name in HEALTHY:
         cp.add_node(name, ZONE)
@@ -133,7 +159,7 @@ def matrix(control_plane: ControlPlane) -> Matrix:
         w.job(NS, "batch", prefer=DOWN, **tol),
         w.statefulset(NS, "store", prefer=OOS, **tol),
     )
-    state = Matrix(cp, Plugin(cp), cp.server_minor())
+    state = Matrix(cp, Plugin(cp), cp.server_minor(), minor)
     state.plugin.fixtures = version_fixtures(cp)
     for app in ("web", "db", "agent", "lonely", "batch"):
         state.uids[app] = wait_running_on(cp, NS, app, DOWN)["metadata"]["uid"]
@@ -146,7 +172,7 @@ def matrix(control_plane: ControlPlane) -> Matrix:
 
 def test_the_control_plane_runs_the_requested_minor(matrix: Matrix) -> None:
     version = matrix.cp.server_version()
-    wanted = requested_version()
+    wanted = matrix.wanted
     if wanted is not None:
         assert version.startswith("v" + wanted.lstrip("v").rsplit(".", 1)[0] + ".")
     both = json.loads(matrix.cp.kubectl("version", "-o", "json"))
@@ -342,7 +368,7 @@ def nodelost_cluster(matrix: Matrix) -> Iterator[ControlPlane | None]:
         yield None
         return
     args = {"enable-taint-manager": "false", "pod-eviction-timeout": "10s"}
-    with running_control_plane(requested_version(), controller_manager_args=args) as cp:
+    with running_control_plane(matrix.wanted, controller_manager_args=args, label="nodelost") as cp:
         yield cp
 
 

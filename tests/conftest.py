@@ -1,0 +1,141 @@
+"""The order and grouping of the test modules, for a serial run and a parallel one (xdist).
+
+Module order. By default the modules run in collection order, except that a module with a test
+marked `session_start` goes first (and, in a serial run, its `session_end` tests last: a
+scenario waiting on a long Kubernetes timer overlaps the rest of the suite). With
+`--module-seed=N` the modules are shuffled with seed N, `--module-seed=random` picks a seed;
+the tests inside a module keep their order (a module's scenario is a sequence). The seed is
+printed in the header, and every xdist worker shuffles with the same one (xdist requires the
+workers' collections to agree).
+
+Parallel runs (`make test`: `pytest -n WORKERS`). The scheduler below hands out whole units of
+work (work_group): a module, whose tests run in order on one worker; the modules of
+SHARED_WORKER together; and a test module parametrized by Kubernetes minor (ids `k8s-...`, the
+version matrix) one unit per minor, so the minors run side by side. Units go out in the order
+above, one at a time as workers free up.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import pytest
+
+# Modules that must run on one worker: the release modules share one release build
+# (tests/e2e/release.py), and two builds at once in one checkout race on its build/ folder.
+SHARED_WORKER = {
+    "tests/e2e/test_release.py": "release",
+    "tests/e2e/test_krew_manifest.py": "release",
+}
+MINOR_PARAM = re.compile(r"\[(k8s-[^\]]+)\]$")
+SEED_KEY = pytest.StashKey[int | None]()
+WORKER_INPUT = "nodefail_module_seed"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--module-seed",
+        default=None,
+        metavar="N|random",
+        help="shuffle the order of the test modules with this seed (random: pick one); "
+        "the tests inside each module keep their order",
+    )
+
+
+def _chosen_seed(config: pytest.Config) -> int | None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:  # an xdist worker: the controller's seed
+        seed: int | None = workerinput.get(WORKER_INPUT)
+        return seed
+    value = config.getoption("module_seed")
+    if value is None:
+        return None
+    if value == "random":
+        return random.SystemRandom().randrange(10**6)
+    try:
+        return int(value)
+    except ValueError:
+        raise pytest.UsageError(
+            f"--module-seed: {value!r} is neither a number nor 'random'"
+        ) from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[SEED_KEY] = _chosen_seed(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: object) -> None:
+    """xdist: each worker receives the controller's seed."""
+    node.workerinput[WORKER_INPUT] = node.config.stash[SEED_KEY]  # type: ignore[attr-defined]
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    seed = config.stash[SEED_KEY]
+    if seed is None:
+        return "module order: as collected (shuffle with --module-seed=N or --module-seed=random)"
+    return f"module order: shuffled with --module-seed={seed}"
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist turns the groups into node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    by_module: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_module.setdefault(_module(item), []).append(item)
+    order = list(by_module)
+    seed = config.stash[SEED_KEY]
+    if seed is not None:
+        random.Random(seed).shuffle(order)
+    # Modules that start a long timer go first (a stable sort keeps the order otherwise).
+    order.sort(key=lambda m: not any(i.get_closest_marker("session_start") for i in by_module[m]))
+    ordered = [item for module in order for item in by_module[module]]
+    # In a serial run the checks of those timers wait until the end of the session.
+    late = [i for i in ordered if i.get_closest_marker("session_end")]
+    items[:] = [i for i in ordered if i not in late] + late
+
+
+def work_group(nodeid: str) -> str:
+    """The unit of work of a parallel run that this test belongs to (see the module's doc)."""
+    path, _, rest = nodeid.partition("::")
+    group = SHARED_WORKER.get(path, path)
+    minor = MINOR_PARAM.search(rest)
+    return f"{group}[{minor.group(1)}]" if minor else group
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist: whole units of work (work_group), in collection order (the module order chosen
+    above), the next one sent to a worker only when it has one test left (the one it keeps
+    until it knows what runs next): a long unit never waits behind another on a busy worker
+    while a free worker idles."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return work_group(nodeid)
+
+        def _reschedule(self, node: Any) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) > 1:
+                return
+            self._assign_work_unit(node)
+
+    config.option.loadscopereorder = False  # keep the order chosen, not "most tests first"
+    return UnitScheduling(config, log)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The seed again at the end, where a failed run is read."""
+    seed = terminalreporter.config.stash[SEED_KEY]
+    if seed is not None:
+        terminalreporter.write_line(f"module order: shuffled with --module-seed={seed}")
