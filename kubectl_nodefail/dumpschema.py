@@ -283,6 +283,7 @@ OWNER = obj(
         podManagementPolicy=STR,
         podReplacementPolicy=STR,
         podFailurePolicy=ANY,
+        suspend=BOOL,
         selector=ANY,
     ),
     # conditions: a Job's Complete / Failed (a finished Job replaces nothing)

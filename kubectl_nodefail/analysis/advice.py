@@ -314,6 +314,12 @@ def _after_eviction(kind: str, replacement: Replacement, holds_rwo: bool) -> str
         return "nothing replaces it (none is wanted)"
     if kind == "bare":
         return "no controller recreates a bare pod: it is lost unless you re-create it"
+    if kind == "statefulset" and replacement.state == "not-yet":
+        return (
+            "its grace period is 0, so the eviction removes the object at once and a second "
+            "copy starts elsewhere while this one may still run (split brain): if the machine "
+            "may be alive, fence it before then"
+        )
     if kind == "statefulset" or holds_rwo:
         return (
             "it then stays Terminating and blocks its replacement (fixed name or a single-node "

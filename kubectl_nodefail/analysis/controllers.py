@@ -37,6 +37,12 @@ class Context:
     terminating: bool
     now: datetime
     owner_kinds: list[str] = field(default_factory=list)  # the kinds of `owners`, same order
+    never_evicted: bool = False  # tolerates the node's NoExecute taints without a time limit
+
+    @property
+    def grace_zero(self) -> bool:
+        """Deleted with grace period 0, the object goes at once, without the kubelet."""
+        return (self.pod.get("spec") or {}).get("terminationGracePeriodSeconds") == 0
 
     @property
     def name(self) -> str:
@@ -308,6 +314,16 @@ def replicaset(ctx: Context) -> Explained:
         if rs is not None and desired == 0:
             rep = Replacement("not-wanted", "none: the ReplicaSet wants 0 replicas now")
             text = f"{owner} wants 0 replicas now: it deletes this pod and replaces nothing."
+        elif ctx.never_evicted:
+            rep = Replacement(
+                "not-yet",
+                "none: it tolerates the node's taints without a time limit, so it is never "
+                "evicted and never replaced",
+            )
+            text = (
+                f"{owner} still counts this pod as a live replica, and it is never evicted: "
+                "nothing replaces it while the node is down."
+            )
         else:
             rep = Replacement("not-yet", "none yet: created when the pod is evicted")
             text = (
@@ -492,6 +508,19 @@ def statefulset(ctx: Context) -> Explained:
         )
         out.append(claim("blocks", "why", block[0].upper() + block[1:] + ".", *policy_fact))
         out.append(_released_by(ctx))
+    elif ctx.grace_zero and not ctx.never_evicted:
+        out.append(
+            claim(
+                "counts-as",
+                "why",
+                f"StatefulSet {name} still counts {ctx.name} as its replica. Its grace period is "
+                "0: once evicted, the API server removes the object at once, without the "
+                f"kubelet, and the StatefulSet controller creates {ctx.name} again elsewhere "
+                "while the old one may still run (at-most-one does not hold: split brain).",
+                ctx.pod_fact("spec.terminationGracePeriodSeconds"),
+                *owner_wants,
+            )
+        )
     else:
         out.append(
             claim(
@@ -516,6 +545,12 @@ def statefulset(ctx: Context) -> Explained:
     elif ctx.terminating:
         rep = Replacement(
             "blocked", f"blocked: the name {ctx.name} is still taken by this Terminating pod"
+        )
+    elif ctx.grace_zero and not ctx.never_evicted:
+        rep = Replacement(
+            "not-yet",
+            f"none yet: {ctx.name} is created again elsewhere as soon as the eviction removes "
+            "the object (grace period 0)",
         )
     else:
         rep = Replacement(
@@ -590,6 +625,23 @@ def _job_finished(job: Obj) -> str | None:
     return None
 
 
+def _ignores_disruption(spec: Obj, pod: Obj) -> bool:
+    """The Job's podFailurePolicy has an Ignore rule on the DisruptionTarget condition, and the
+    pod carries it: its failure is not counted (the taint manager sets it when it evicts)."""
+    disrupted = any(
+        c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+    if not disrupted:
+        return False
+    for rule in ((spec.get("podFailurePolicy") or {}).get("rules")) or []:
+        if rule.get("action") != "Ignore":
+            continue
+        if any(c.get("type") == "DisruptionTarget" for c in rule.get("onPodConditions") or []):
+            return True
+    return False
+
+
 def job(ctx: Context) -> Explained:
     job_obj = ctx.owners[0] if ctx.owners else None
     spec = (job_obj or {}).get("spec") or {}
@@ -604,6 +656,12 @@ def job(ctx: Context) -> Explained:
         else []
     )
     done = _job_finished(job_obj) if job_obj is not None else None
+    suspended = bool(spec.get("suspend"))
+    ignored = _ignores_disruption(spec, ctx.pod)
+    if suspended:
+        policy_facts.append(ctx.owner_fact(0, "spec.suspend"))
+    if ignored:
+        policy_facts.append(ctx.pod_fact("status.conditions[type=DisruptionTarget].status"))
     found = (
         _replacements(ctx, job_obj["metadata"]["uid"], finished_too=True)
         if job_obj is not None and ctx.terminating
@@ -675,19 +733,32 @@ def job(ctx: Context) -> Explained:
             "blocked", "blocked: podReplacementPolicy Failed waits for this pod to fail"
         )
         rep_claim = claim("replacement", "replacement", rep.summary, *policy_facts)
+    elif suspended:
+        rep = Replacement("not-wanted", f"none while Job {name} is suspended (spec.suspend)")
+        rep_claim = claim(
+            "owner-wants", "replacement", rep.summary, ctx.owner_fact(0, "spec.suspend")
+        )
     else:
         rep = Replacement(
             "missing",
-            "no replacement found (the Job may be suspended or at its backoffLimit)",
+            "no replacement yet: the Job may be waiting out its failure backoff (10 s after a "
+            "failure, doubling), or be at its backoffLimit",
         )
         rep_claim = claim(
             "replacement", "replacement", rep.summary, ctx.owner_fact(0, "status.conditions")
         )
     out.append(rep_claim)
+    counted = (
+        "the Job does not count it as failed (its podFailurePolicy ignores DisruptionTarget)"
+        if ignored
+        else "the Job counts it as failed"
+    )
     if ctx.terminating and done is not None:
         returns = f"kubelet removes the old pod; the Job, already {done}, does not change."
+    elif ctx.terminating and suspended:
+        returns = f"kubelet removes the old pod; {counted}; suspended, it creates no replacement."
     elif ctx.terminating:
-        returns = "kubelet removes the old pod; the Job counts it as failed" + (
+        returns = f"kubelet removes the old pod; {counted}" + (
             " and then creates the replacement." if policy == "Failed" else "."
         )
     else:
@@ -791,6 +862,52 @@ def other(ctx: Context) -> Explained:
     )
 
 
+def owner_gone(ctx: Context) -> bool:
+    """The pod's controller is not in the snapshot and nothing says it could not be read: it was
+    deleted (the garbage collector removes its pods)."""
+    if ctx.owners or ctx.kind in ("bare", "mirror", "other"):
+        return False
+    ref = (ctx.pod["metadata"].get("ownerReferences") or [{}])[0]
+    kind = str(ref.get("kind") or "")
+    return not any(kind.lower() in gap.lower() or "owner" in gap.lower() for gap in ctx.snap.gaps)
+
+
+def orphaned(ctx: Context) -> Explained:
+    """Its owner was deleted: nothing recreates the pod, whatever kind the owner was."""
+    ref = next(
+        (r for r in ctx.pod["metadata"].get("ownerReferences") or [] if r.get("controller")),
+        (ctx.pod["metadata"].get("ownerReferences") or [{}])[0],
+    )
+    owner = f"{ref.get('kind', '?')} {ref.get('name', '?')}"
+    refs = ctx.owner_ref_fact()
+    rep = Replacement("not-wanted", f"none: its owner {owner} is gone")
+    returns = (
+        "kubelet removes the old pod; nothing recreates it (its owner is gone)."
+        if ctx.terminating
+        else "the pod carries on until the garbage collector deletes it (its owner is gone)."
+    )
+    return Explained(
+        [
+            claim(
+                "owner-wants",
+                "why",
+                f"its owner {owner} is not in the cluster (deleted): nothing recreates this pod, "
+                "and the garbage collector deletes it.",
+                refs,
+            ),
+            claim("owner-wants", "replacement", rep.summary, refs),
+            claim(
+                "if-node-returns",
+                "returns",
+                returns,
+                refs,
+                ctx.pod_fact("metadata.deletionTimestamp"),
+            ),
+        ],
+        rep,
+    )
+
+
 RULES = {
     "deployment": replicaset,
     "replicaset": replicaset,
@@ -810,4 +927,6 @@ def explain(ctx: Context) -> Explained:
     and its replacement. A finished pod that was deleted is explained as such, whatever owns it."""
     if ctx.terminating and ctx.finished and ctx.kind not in ("mirror", "daemonset"):
         return _finished(ctx)
+    if owner_gone(ctx):
+        return orphaned(ctx)
     return RULES[ctx.kind](ctx)

@@ -163,6 +163,11 @@ def analyse_pod(
     links, owner_objs = owners.chain(pod, snap)
     kind = owners.controller_type(pod, links)
     node_failed = bool(node and node.failed)
+    if node_failed and node is not None:
+        ev = eviction.eviction_time(pod, node.taints, zone, master_disruption, now)
+        timeline, eviction_at = ev.text, ev.at
+    else:
+        ev, timeline, eviction_at = None, "", None
     ctx = controllers.Context(
         pod,
         kind,
@@ -174,16 +179,12 @@ def analyse_pod(
         terminating,
         now,
         owner_kinds=[link.kind for link in links[: len(owner_objs)]],
+        never_evicted=ev is not None and ev.state == "never",
     )
     explained = controllers.explain(ctx)
     replacement = explained.replacement
     rep_pods = [p for p in (snap.pod(namespace, n) for n in replacement.pods) if p]
     notes = storage.blockers(pod, node_name, rep_pods, snap, now) if node_failed else []
-    if node_failed and node is not None:
-        ev = eviction.eviction_time(pod, node.taints, zone, master_disruption, now)
-        timeline, eviction_at = ev.text, ev.at
-    else:
-        ev, timeline, eviction_at = None, "", None
     if terminating and deletion is not None:
         timeline = (
             f"deletion requested, grace period ends {ago((now - deletion).total_seconds())}"

@@ -6,7 +6,9 @@ each sentence once printed where its premise did not hold. On one node whose kub
 - `done`: a Job pod that had Succeeded before the node died, held by a finalizer (not failed
   work, nothing waits on it);
 - `anti`: a Deployment whose replacement cannot schedule: required anti-affinity and a node
-  affinity to the two nodes of this module (the scheduler's own reason, not a guessed taint).
+  affinity to the two nodes of this module (the scheduler's own reason, not a guessed taint);
+- `pinned`: a Deployment pinned to the dead node by nodeSelector: its replacement is Pending on
+  no node, a victim of the failure listed and counted as such.
 
 The real control plane plays each out; each test states what it did, then checks the diagnosis
 and the remediate plan say exactly that, with every claim's premises true in the recorded dump.
@@ -90,8 +92,9 @@ def dead(control_plane: ControlPlane, plugin: Plugin) -> Dead:
         w.only_on(w.statefulset(NS, "shrink", toleration_seconds=5, grace=5), [DEAD]),
         done,
         _anti(2),
+        w.deployment(NS, "pinned", pin=DEAD, toleration_seconds=5, grace=5),
     )
-    for app in ("fin", "shrink", "done", "anti"):
+    for app in ("fin", "shrink", "done", "anti", "pinned"):
         wait_running_on(cp, NS, app, DEAD)
     wait_running_on(cp, NS, "anti", SPARE)
     # The Job's pod finishes: a real kubelet would report it; the failable nodes' kwok does not
@@ -119,7 +122,7 @@ def dead(control_plane: ControlPlane, plugin: Plugin) -> Dead:
     )
     cp.stop_kubelet(DEAD)
     wait_node_unknown(cp, DEAD)
-    for app in ("fin", "shrink", "anti"):
+    for app in ("fin", "shrink", "anti", "pinned"):
         wait_terminating_on(cp, NS, app, DEAD, timeout=60)
     cp.kubectl("scale", "statefulset", "-n", NS, "shrink", "--replicas=0")
     wait_for(
@@ -214,6 +217,22 @@ def test_a_pending_replacements_cause_is_the_schedulers(dead: Dead) -> None:
     assert "the scheduler found no node" in row["replacement"]["pendingReason"]
     assert "anti-affinity" in message and "anti-affinity" in row["replacement"]["pendingReason"]
     assert "the replacement keeps running" not in row["ifNodeReturns"]
+
+
+def test_a_replacement_pinned_to_the_dead_node_is_listed_and_counted(dead: Dead) -> None:
+    waiting = [
+        p
+        for p in pods(dead.cp, NS, "pinned")
+        if p["status"].get("phase") == "Pending" and not p["spec"].get("nodeName")
+    ]
+    assert len(waiting) == 1
+    rows = [p for p in dead.diagnosis["pods"] if p["name"] == waiting[0]["metadata"]["name"]]
+    assert len(rows) == 1 and rows[0]["category"] == "waiting-for-node"
+    assert f"may run only on {DEAD}" in rows[0]["explanation"]
+    assert dead.diagnosis["summary"]["waitingForNode"] >= 1
+    proc = dead.plugin.run("diagnose", "-n", NS)
+    assert "Pending: they may run only on a failed node" in proc.stdout.splitlines()[0]
+    assert "waits for node" in proc.stdout
 
 
 def test_after_the_node_returns_shrink_is_not_recreated(dead: Dead) -> None:
