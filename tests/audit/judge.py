@@ -140,6 +140,11 @@ def judge_eviction(ctx: Ctx) -> None:
     actual = first.deletion_requested if first else None
     by_taint = bool(first and first.disruption_reason == "DeletionByTaintManager")
     window_end = ctx.marks.late
+    if actual is not None and actual > window_end and not by_taint:
+        first, actual = None, None  # deleted by a late change or on the return: no eviction
+    gone = ctx.history.vanished(p.uid) if first is None else None
+    if gone is not None and gone[1] > window_end:
+        gone = None  # went away after the window (late change, return): not an eviction
     for kind, when in (("eviction-time", p.eviction_at), ("next-time", p.action_until)):
         if when is None:
             continue
@@ -148,6 +153,15 @@ def judge_eviction(ctx: Ctx) -> None:
         predicted = f"evicted at {_fmt(when)}"
         if first is not None and not by_taint and actual is not None and actual < when - EARLY:
             ctx.add(kind, predicted, f"deleted by another actor at {_fmt(actual)} first", None)
+        elif actual is None and gone is not None:
+            seen, missed = gone
+            if ctx.scenario.change_at == "early":
+                ctx.add(kind, predicted, "object gone; an early change may have deleted it", None)
+            else:
+                ok = missed >= when - EARLY and seen <= when + LATE
+                ctx.add(
+                    kind, predicted, f"object deleted between {_fmt(seen)} and {_fmt(missed)}", ok
+                )
         elif actual is None:
             if when + LATE < window_end:
                 ctx.add(kind, predicted, f"not evicted by {_fmt(window_end)}", False)
@@ -158,6 +172,9 @@ def judge_eviction(ctx: Ctx) -> None:
             delta = (actual - when).total_seconds()
             ctx.add(kind, predicted, f"evicted at {_fmt(actual)} ({delta:+.0f}s)", ok)
     if p.never_evicted:
+        if gone is not None and ctx.scenario.change_at != "early":
+            ctx.add("never-evicted", "never evicted", f"object deleted by {_fmt(gone[1])}", False)
+            return
         ok = not by_taint
         observed = f"evicted at {_fmt(actual)}" if by_taint else f"not evicted in {_window(ctx)}"
         ctx.add("never-evicted", "never evicted", observed, ok)

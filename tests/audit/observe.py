@@ -122,6 +122,17 @@ class History:
                 return poll.at, poll.pods[uid]
         return None
 
+    def vanished(self, uid: str) -> tuple[datetime, datetime] | None:
+        """(last poll that saw it, first poll that did not) for a pod whose object went away
+        between two polls without one of them seeing its deletionTimestamp (grace period 0)."""
+        seen_at = None
+        for poll in self.polls:
+            if uid in poll.pods:
+                seen_at = poll.at
+            elif seen_at is not None:
+                return seen_at, poll.at
+        return None
+
     def first_deletion(self, uid: str) -> PodView | None:
         """The pod as first seen with a deletionTimestamp."""
         for poll in self.polls:

@@ -262,6 +262,25 @@ class Batch:
             self.cp.stop_kubelet(node)
             self.cp.kubectl("delete", "node", node, "--wait=false", check=False)
 
+    def judge_nodes(self, predicted: list[Obj]) -> list[Verdict]:
+        """The node's cause: its kubelet was killed, which the API shows as a kubelet that
+        stopped posting status (a silent lease); the diagnosis must not name another cause."""
+        seed = self.scenarios[0].seed
+        return [
+            Verdict(
+                kind="node-cause",
+                seed=seed,
+                index=-1,
+                moment=str(n["moment"]),
+                pod=f"node/{n['node']}",
+                predicted=str(n["cause"]),
+                observed="kubelet killed (lease stale, Ready Unknown)",
+                ok=n["cause"] == "kubelet-stopped",
+                scenario=f"batch {self.batch}",
+            )
+            for n in predicted
+        ]
+
     def run(self) -> BatchResult:
         started = time.monotonic()
         log(f"batch {self.batch}: {len(self.scenarios)} scenarios on {', '.join(self.nodes)}")
@@ -325,6 +344,7 @@ class Batch:
                 continue
             mine = [p for p in preds if p.namespace == s.namespace]
             verdicts += judge(s, mine, self.history, limits.known_limit)
+        verdicts += self.judge_nodes(nodes_pred)
         stray = {p.namespace for p in preds} - set(by_ns)
         if stray:
             self.errors.append(f"predictions for namespaces not in the batch: {sorted(stray)}")
