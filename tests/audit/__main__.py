@@ -10,16 +10,41 @@ Scenario i of seed S is rebuilt by `--seed S --only i`.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from tests.audit.fixtures import save_wrong
 from tests.audit.run import Batch, BatchResult, log, table, write_results
 from tests.audit.scenarios import generate
-from tests.e2e.conftest import running_control_plane
-from tests.e2e.controlplane import HEALTHY_ZONE, REPO
+from tests.e2e.conftest import HEALTHY_NODES, running_control_plane
+from tests.e2e.controlplane import HEALTHY_ZONE, REPO, ControlPlane
 
 EXTRA_HEALTHY = ("audit-healthy-3", "audit-healthy-4")
+
+
+@contextmanager
+def control_plane(bindir: Path | None) -> Iterator[ControlPlane]:
+    """The suite's control plane (tests/e2e/conftest.running_control_plane), or one from
+    prebuilt binaries (--bindir: no build step, so no wait on another checkout's build lock)."""
+    if bindir is None:
+        with running_control_plane(None) as cp:
+            yield cp
+        return
+    workdir = Path(tempfile.mkdtemp(prefix="nodefail-audit-"))
+    cp = ControlPlane(bindir, workdir)
+    try:
+        cp.start()
+        for name in HEALTHY_NODES:
+            cp.add_node(name, HEALTHY_ZONE)
+        yield cp
+    finally:
+        cp.stop(keep_logs_to=REPO / ".audit" / "logs")
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +60,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=None, help="results JSON (default .audit/SEED/results.json)"
     )
+    parser.add_argument(
+        "--bindir",
+        type=Path,
+        default=None,
+        help="control plane binaries (default: hack/build-control-plane.sh's newest minor)",
+    )
+    parser.add_argument(
+        "--save-fixtures",
+        action="store_true",
+        help="keep each wrong prediction's snapshot in tests/fixtures/audit/",
+    )
     args = parser.parse_args(argv)
     if args.seed < 0 or args.n < 1 or args.batch_size < 1 or not 1 <= args.slots <= 2:
         parser.error("seed >= 0, n >= 1, batch-size >= 1, 1 <= slots <= 2")
@@ -45,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     scenarios = [generate(args.seed, i, args.profile, args.slots) for i in indexes]
     started = time.monotonic()
     batches: list[BatchResult] = []
-    with running_control_plane(None) as cp:
+    with control_plane(args.bindir) as cp:
         # Five healthy nodes beside a batch's two failable ones in the zone: never more than
         # two NotReady, so the zone never enters PartialDisruption (eviction stays on).
         for name in EXTRA_HEALTHY:
@@ -70,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     for err in [e for b in batches for e in b.errors]:
         print(f"note: {err}")
+    if args.save_fixtures:
+        for path in save_wrong(doc, REPO / "tests" / "fixtures" / "audit"):
+            print(f"fixture: {path.relative_to(REPO)}")
     if doc["wrong"]:
         print(
             f"{len(doc['wrong'])} wrong prediction(s); "

@@ -345,9 +345,22 @@ def _not_yet(ctx: Ctx, kind: str) -> None:
         )
         return
     first = ctx.history.first_deletion(p.uid)
-    evicted = first.deletion_requested if first else None
+    by_taint = first is not None and first.disruption_reason == "DeletionByTaintManager"
+    evicted = first.deletion_requested if first and by_taint else None
+    if evicted is None and p.never_evicted:
+        # "created when the pod is evicted" beside "never evicted": nothing ever comes.
+        new = _new_pods(ctx, p.at, ctx.until)
+        ctx.add(
+            kind,
+            "replacement created when the pod is evicted (and: never evicted)",
+            f"never evicted; {len(new)} pod(s) of the owner created while the node was down",
+            bool(new),
+        )
+        return
     if evicted is None or evicted > ctx.until:
-        ctx.add(kind, "created when evicted", "not evicted in the window", None)
+        ctx.add(
+            kind, "created when evicted", "not evicted by the taint manager in the window", None
+        )
         return
     new = _new_pods(ctx, evicted - timedelta(seconds=2), evicted + SETTLE)
     observed = (
@@ -398,9 +411,27 @@ RETURN_PHRASES = (
 )
 
 
+HELD = re.compile(r"object stays until its finalizers are removed")
+THEN = "only then does what follows happen:"
+
+
 def judge_return(ctx: Ctx) -> None:
     text = ctx.pred.if_node_returns.lower()
     matched = False
+    if HELD.search(text):
+        # "...stays until its finalizers are removed ... Only then does what follows happen:
+        # X": the object must still be there; X is conditional on a removal the audit never
+        # makes, so it is not judged.
+        matched = True
+        _return_check(ctx, "finalizer-holds")
+        text, _, then = text.partition(THEN)
+        if then.strip():
+            ctx.add(
+                "if-node-returns:after-finalizer",
+                then.strip(),
+                "not judged: conditional on the finalizer's removal",
+                None,
+            )
     for name, pattern in RETURN_PHRASES:
         if pattern.search(text):
             matched = True
@@ -436,6 +467,13 @@ def _return_check(ctx: Ctx, name: str) -> None:
         ok = old is not None and old.deletion is None and old.phase == "Running"
         seen = "gone" if old is None else f"{old.phase}{' Terminating' if old.deletion else ''}"
         ctx.add(kind, "the pod carries on in place", seen, ok)
+    elif name == "finalizer-holds":
+        seen = (
+            "gone"
+            if old is None
+            else f"still there ({old.phase}, finalizers {list(old.finalizers)})"
+        )
+        ctx.add(kind, "the object stays until its finalizers are removed", seen, old is not None)
     elif name == "old-removed":
         seen = (
             "gone"
@@ -453,7 +491,12 @@ def _return_check(ctx: Ctx, name: str) -> None:
         seen = "gone" if ok else ("still there" if old else "recreated")
         ctx.add(kind, "gone for good", seen, ok)
     elif name == "job-counts-failed":
-        before, after = h.job_failed(p.namespace, m.back), h.job_failed(p.namespace, m.end)
+        # Counted at any time from the pod's deletion on (the Job controller may count a
+        # Terminating pod at once): status.failed at the end exceeds its value before that.
+        first = h.first_deletion(p.uid)
+        since = first.deletion_requested if first and first.deletion_requested else p.at
+        before = h.job_failed(p.namespace, since - timedelta(seconds=1))
+        after = h.job_failed(p.namespace, m.end)
         if before is None or after is None:
             ctx.add(kind, "the Job counts it as failed", "the Job is gone", None)
         else:

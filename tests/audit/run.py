@@ -25,9 +25,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.audit import limits
 from tests.audit.judge import Verdict, judge
-from tests.audit.observe import History, audit_pods, now, parse_time
+from tests.audit.observe import History, PodView, audit_pods, now, parse_time
 from tests.audit.predictions import PodPrediction, node_predictions, pod_predictions
 from tests.audit.scenarios import Scenario, manifests
 from tests.e2e.controlplane import HEALTHY_ZONE, ControlPlane
@@ -136,6 +138,16 @@ class Batch:
         (self.outdir / f"batch{self.batch}-{moment}.diagnosis.json").write_text(proc.stdout)
         return data
 
+    def start_kubelet(self, node: str) -> None:
+        self.cp.start_kubelet(node, kubelet_stages(self.cp))
+
+    def record_plan(self) -> None:
+        """What remediate would do now (its dry-run plan, not attested), kept with the batch's
+        files for a reader; not judged here."""
+        proc = self.nodefail("remediate", *self.nodes, "-o", "json")
+        path = self.outdir / f"batch{self.batch}-d2.remediate-plan.json"
+        path.write_text(proc.stdout or proc.stderr)
+
     def node_ready(self, node: str) -> str:
         obj = self.cp.get("node", node) or {}
         for cond in (obj.get("status") or {}).get("conditions") or []:
@@ -167,7 +179,8 @@ class Batch:
 
     def setup(self) -> dict[int, bool]:
         for node in self.nodes:
-            self.cp.add_failable_node(node, zone=HEALTHY_ZONE)
+            self.cp.add_node(node, HEALTHY_ZONE, managed_by=node)
+            self.start_kubelet(node)
         self.wait_until(
             "the failable nodes Ready",
             lambda: all(self.node_ready(n) == "True" for n in self.nodes),
@@ -262,6 +275,22 @@ class Batch:
             self.cp.stop_kubelet(node)
             self.cp.kubectl("delete", "node", node, "--wait=false", check=False)
 
+    def save_history(self) -> None:
+        """Every poll of the batch, so the verdicts can be recomputed offline."""
+        polls = [
+            {"at": poll.at.isoformat(), "pods": [_view_json(v) for v in poll.pods.values()]}
+            for poll in self.history.polls
+        ]
+        doc = {
+            "marks": {k: v.isoformat() for k, v in self.history.marks.items()},
+            "jobs": {
+                ns: [(at.isoformat(), status) for at, status in rows]
+                for ns, rows in self.history.jobs.items()
+            },
+            "polls": polls,
+        }
+        (self.outdir / f"batch{self.batch}-history.json").write_text(json.dumps(doc))
+
     def judge_nodes(self, predicted: list[Obj]) -> list[Verdict]:
         """The node's cause: its kubelet was killed, which the API shows as a kubelet that
         stopped posting status (a silent lease); the diagnosis must not name another cause."""
@@ -323,13 +352,14 @@ class Batch:
         self.watch(3)
         marks["d2"] = now()
         d2 = self.diagnose("d2")
+        self.record_plan()
         preds += pod_predictions(d2, "d2", self.prefix)
         nodes_pred += [{"moment": "d2", **n} for n in node_predictions(d2, set(self.nodes))]
         self.watch(D2_WATCH)
         marks["return"] = now()
         log(f"batch {self.batch}: nodes back")
         for node in self.nodes:
-            self.cp.start_kubelet(node)
+            self.start_kubelet(node)
         self.wait_until(
             "the nodes Ready again",
             lambda: all(self.node_ready(n) == "True" for n in self.nodes),
@@ -349,6 +379,7 @@ class Batch:
         if stray:
             self.errors.append(f"predictions for namespaces not in the batch: {sorted(stray)}")
         self.cleanup()
+        self.save_history()
         dumps = {m: str(self.outdir / f"batch{self.batch}-{m}.dump.json") for m in ("d1", "d2")}
         return BatchResult(
             self.batch,
@@ -362,6 +393,69 @@ class Batch:
             time.monotonic() - started,
             self.errors,
         )
+
+
+TERMINATE_STAGE = """\
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: audit-pod-terminate
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Pending', 'Running']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range $index, $item := .spec.containers }}
+      - image: {{ $item.image | Quote }}
+        name: {{ $item.name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 137
+            finishedAt: {{ $now | Quote }}
+            reason: Error
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Failed
+"""
+
+
+def kubelet_stages(cp: ControlPlane) -> Path:
+    """The failable nodes' kwok stages for the audit: the suite's (tests/e2e/controlplane.py),
+    with a deleted pod first put in phase Failed, its containers killed, and only then removed —
+    what a kubelet does since Kubernetes 1.27 (a pod being deleted reaches a terminal phase
+    first). kwok's own pod-delete removes the object at once, so a Job with podReplacementPolicy
+    Failed (or a podFailurePolicy) would never see the Failed phase it waits for."""
+    path = cp.workdir / "kwok-audit.yaml"
+    if path.exists():
+        return path
+    docs = [d for d in yaml.safe_load_all(cp.kubelet_config().read_text()) if d]
+    for doc in docs:
+        if doc["metadata"]["name"] == "pod-delete":
+            doc["spec"]["selector"]["matchExpressions"].append(
+                {"key": ".status.phase", "operator": "In", "values": ["Failed", "Succeeded"]}
+            )
+    path.write_text(yaml.safe_dump_all([*docs, yaml.safe_load(TERMINATE_STAGE)]))
+    return path
+
+
+def _view_json(view: PodView) -> Obj:
+    out: Obj = {}
+    for key, value in view.__dict__.items():
+        out[key] = value.isoformat() if hasattr(value, "isoformat") else value
+    return out
 
 
 def summarize(verdicts: list[Verdict]) -> dict[str, dict[str, Any]]:

@@ -424,8 +424,9 @@ componentsPatches:
             path.write_text(yaml.safe_dump_all(stages))
         return path
 
-    def start_kubelet(self, name: str) -> None:
-        """Start the kwok process that plays this node's kubelet."""
+    def start_kubelet(self, name: str, config: Path | None = None) -> None:
+        """Start the kwok process that plays this node's kubelet (its stages: `config`, by
+        default kubelet_config())."""
         if name in self.kwoks:
             return
         self.logdir.mkdir(parents=True, exist_ok=True)
@@ -436,7 +437,7 @@ componentsPatches:
                 "--kubeconfig",
                 str(self.kubeconfig),
                 "--config",
-                str(self.kubelet_config()),
+                str(config or self.kubelet_config()),
                 "--manage-all-nodes=false",
                 f"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node={name}",
                 f"--node-lease-duration-seconds={LEASE_SECONDS}",

@@ -179,3 +179,18 @@ def test_a_scenario_is_rebuilt_from_its_seed_and_index(seed: int, index: int) ->
 
 def test_parse_time_keeps_microseconds() -> None:
     assert parse_time("2026-12-01T12:00:00.123456789Z") == T0 + timedelta(microseconds=123456)
+
+
+def test_a_finalizer_held_pod_is_judged_on_staying_not_on_what_follows() -> None:
+    text = (
+        "the kubelet stops the containers, but the object stays until its finalizers are "
+        "removed: x/hold. Only then does what follows happen: kubelet removes the old pod."
+    )
+    pred = prediction(moment="d2", at=at(85), terminating=True, if_node_returns=text)
+    held = replace(evicted(pod(), 40), finalizers=("x/hold",), phase="Failed")
+    h = history([(85, [held]), (150, [held])])
+    assert verdicts([pred], h, "if-node-returns:finalizer-holds") == [True]
+    assert verdicts([pred], h, "if-node-returns:old-removed") == []
+    assert verdicts(
+        [pred], history([(85, [held]), (150, [])]), "if-node-returns:finalizer-holds"
+    ) == [False]
