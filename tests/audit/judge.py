@@ -497,7 +497,9 @@ def _return_check(ctx: Ctx, name: str) -> None:
         since = first.deletion_requested if first and first.deletion_requested else p.at
         before = h.job_failed(p.namespace, since - timedelta(seconds=1))
         after = h.job_failed(p.namespace, m.end)
-        if before is None or after is None:
+        if h.job_status_since(p.namespace, m.back) is None:
+            ctx.add(kind, "the Job counts it as failed", "the Job was deleted", None)
+        elif before is None or after is None:
             ctx.add(kind, "the Job counts it as failed", "the Job is gone", None)
         else:
             ctx.add(
@@ -508,15 +510,48 @@ def _return_check(ctx: Ctx, name: str) -> None:
             )
     elif name == "job-creates-replacement":
         new = _new_pods(ctx, m.back, m.end)
-        ctx.add(
-            kind,
-            "the Job creates the replacement",
-            f"{len(new)} new pod(s) after the return",
-            bool(new),
-        )
+        status = h.job_status_since(p.namespace, m.back)
+        ended = _job_ended(status)
+        if new:
+            ctx.add(kind, "the Job creates the replacement", f"{len(new)} new pod(s)", True)
+        elif ended:
+            ctx.add(kind, "the Job creates the replacement", f"none: the Job is {ended}", False)
+        else:
+            # The Job controller delays a pod after failures (10 s, doubled per failure):
+            # beyond the watch after the return, not a contradiction.
+            ctx.add(
+                kind,
+                "the Job creates the replacement",
+                "none yet within the watch; the Job is live (pod failure backoff)",
+                None,
+            )
     elif name == "ds-new-on-node":
         new = [v for v in _new_pods(ctx, m.back, m.end) if v.node == p.node]
         ctx.add(kind, "a new DaemonSet pod on the node", f"{len(new)} new pod(s) on it", bool(new))
+
+
+def _deleted_before(ctx: Ctx, when: datetime) -> bool:
+    first = ctx.history.first_deletion(ctx.pred.uid)
+    if first is not None and first.deletion_requested and first.deletion_requested < when:
+        return True
+    gone = ctx.history.vanished(ctx.pred.uid)
+    return gone is not None and gone[1] <= when
+
+
+def _job_ended(status: Obj | None) -> str:
+    """Why a Job will create no pod any more ("" when it still may)."""
+    if status is None:
+        return "deleted"
+    for cond in status.get("conditions") or []:
+        if cond.get("status") == "True" and cond.get("type") in (
+            "Complete",
+            "Failed",
+            "Suspended",
+            "SuccessCriteriaMet",
+            "FailureTarget",
+        ):
+            return str(cond["type"])
+    return ""
 
 
 def judge_claims(ctx: Ctx) -> None:
@@ -548,9 +583,18 @@ def judge(
         verdicts += ctx.verdicts
         latest[pred.uid] = pred
     for pred in latest.values():
-        if pred.moment == "d1" and scenario.change_at == "late":
-            continue  # the late change came after this word: the second diagnosis' counts
         ctx = Ctx(scenario, pred, history, marks)
+        why = ""
+        if pred.moment == "d1" and scenario.change_at == "late":
+            why = "a late change came after this prediction"
+        elif pred.moment == "d1" and not pred.terminating and _deleted_before(ctx, marks.back):
+            # "If the node returns" spoke of a return before the eviction; the node came back
+            # after it (the pod was deleted since, and no later diagnosis listed it).
+            why = "the pod was deleted before the node returned"
+        if why:
+            ctx.add("if-node-returns:superseded", pred.if_node_returns, f"not judged: {why}", None)
+            verdicts += ctx.verdicts
+            continue
         judge_return(ctx)
         verdicts += ctx.verdicts
     if limits is not None:

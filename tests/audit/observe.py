@@ -141,6 +141,11 @@ class History:
                 return view
         return None
 
+    def job_status_since(self, ns: str, since: datetime) -> Obj | None:
+        """The namespace's Job status last read at or after `since` (None: the Job was gone)."""
+        rows = [status for at, status in self.jobs.get(ns, []) if at >= since]
+        return rows[-1] if rows else None
+
     def job_failed(self, ns: str, when: datetime) -> int | None:
         """status.failed of the namespace's Job at the last reading before `when`."""
         seen = None
