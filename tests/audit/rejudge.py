@@ -27,6 +27,13 @@ def _time(value: str) -> datetime:
     return parsed
 
 
+def view_from_json(raw: Obj) -> PodView:
+    """A PodView as tests/audit/run.py saved it."""
+    fields: Obj = {k: (parse_time(v) if k in TIMES else v) for k, v in raw.items()}
+    fields["finalizers"] = tuple(fields["finalizers"])
+    return PodView(**fields)
+
+
 def load_history(path: Path) -> History:
     doc = json.loads(path.read_text())
     h = History()
@@ -35,9 +42,7 @@ def load_history(path: Path) -> History:
     for poll in doc["polls"]:
         views = {}
         for raw in poll["pods"]:
-            fields: Obj = {k: (parse_time(v) if k in TIMES else v) for k, v in raw.items()}
-            fields["finalizers"] = tuple(fields["finalizers"])
-            views[raw["uid"]] = PodView(**fields)
+            views[raw["uid"]] = view_from_json(raw)
         h.polls.append(Poll(_time(poll["at"]), views))
     return h
 

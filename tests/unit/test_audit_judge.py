@@ -3,6 +3,7 @@ wrong when the control plane did otherwise, or the audit could pass on anything.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -194,3 +195,11 @@ def test_a_finalizer_held_pod_is_judged_on_staying_not_on_what_follows() -> None
     assert verdicts(
         [pred], history([(85, [held]), (150, [])]), "if-node-returns:finalizer-holds"
     ) == [False]
+
+
+def test_a_saved_pod_view_loads_back_unchanged() -> None:
+    from tests.audit.rejudge import view_from_json
+    from tests.audit.run import _view_json
+
+    view = replace(evicted(pod(), 40), finalizers=("x/hold",))
+    assert view_from_json(json.loads(json.dumps(_view_json(view)))) == view
