@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: diagnose test unit e2e lint record controlplane clean test-matrix record-matrix controlplane-matrix bench release release-check
+.PHONY: diagnose test unit e2e lint record controlplane clean test-matrix record-matrix controlplane-matrix bench release release-check audit
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -74,6 +74,15 @@ unit: $(STAMP)
 e2e: $(STAMP) controlplane
 	$(PYTEST_PARALLEL) tests/e2e
 
+## The live prediction audit (docs/audit.md): N generated scenarios of SEED on a real control
+## plane, batched (each batch shares one node failure), every prediction of the diagnosis judged
+## by what the control plane did. Exit 1 on a wrong prediction. Results in .audit/SEED/.
+SEED ?= 1
+N ?= 40
+AUDIT_ARGS ?=
+audit: $(STAMP) controlplane
+	$(BIN)/python -m tests.audit --seed $(SEED) --n $(N) $(AUDIT_ARGS)
+
 ## Re-record the snapshots in tests/fixtures/ (and the bundled demo) from the real control plane.
 record: $(STAMP) controlplane
 	NODEFAIL_RECORD=1 $(BIN)/pytest tests/e2e
@@ -95,4 +104,4 @@ release-check: $(STAMP)
 	$(BIN)/python release/build.py --check
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .e2e-logs
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .e2e-logs .audit

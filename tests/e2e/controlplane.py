@@ -85,7 +85,13 @@ def matrix_minors() -> list[str]:
 
 def build_binaries(version: str | None = None) -> Path:
     """Run the idempotent build of one Kubernetes minor (None: the default, the newest);
-    return the folder holding every binary. Fails loudly."""
+    return the folder holding every binary. Fails loudly. $NODEFAIL_CONTROLPLANE_BIN names an
+    already built folder instead (no build step: no wait on another checkout's build lock)."""
+    prebuilt = os.environ.get("NODEFAIL_CONTROLPLANE_BIN")
+    if prebuilt:
+        if not (Path(prebuilt) / "kube-apiserver").is_file():
+            raise RuntimeError(f"NODEFAIL_CONTROLPLANE_BIN={prebuilt} holds no kube-apiserver")
+        return Path(prebuilt)
     proc = subprocess.run(
         ["bash", str(BUILD_SCRIPT), *([version] if version else [])],
         stdout=subprocess.PIPE,
@@ -456,8 +462,9 @@ componentsPatches:
             path.write_text(yaml.safe_dump_all(stages))
         return path
 
-    def start_kubelet(self, name: str) -> None:
-        """Start the kwok process that plays this node's kubelet."""
+    def start_kubelet(self, name: str, config: Path | None = None) -> None:
+        """Start the kwok process that plays this node's kubelet (its stages: `config`, by
+        default kubelet_config())."""
         if name in self.kwoks:
             return
         self.logdir.mkdir(parents=True, exist_ok=True)
@@ -468,7 +475,7 @@ componentsPatches:
                 "--kubeconfig",
                 str(self.kubeconfig),
                 "--config",
-                str(self.kubelet_config()),
+                str(config or self.kubelet_config()),
                 "--manage-all-nodes=false",
                 f"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node={name}",
                 f"--node-lease-duration-seconds={LEASE_SECONDS}",

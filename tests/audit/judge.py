@@ -1,0 +1,604 @@
+"""The judge: each prediction of a diagnosis against what the control plane then did (a History
+of polls). Pure: predictions + history + scenario in, verdicts out; no cluster, no clock.
+
+A verdict's `ok` is True (the control plane did what was said), False (it did not: a wrong
+prediction), or None (not judgeable here, with the reason: counted, never hidden).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from tests.audit.observe import History, PodView
+from tests.audit.predictions import PodPrediction
+from tests.audit.scenarios import Scenario
+
+Obj = dict[str, Any]
+
+# Eviction time tolerance. Early: the taint's timeAdded and the condition's lastTransitionTime
+# are both truncated to the second (up to 1 s each way). Late: the taint-eviction controller
+# handles its timed queue on a 2-core machine shared with other control planes, with up to a
+# few hundred pods due in the same seconds; measured lag stays under 3 s, 5 s leaves room.
+EARLY = timedelta(seconds=2)
+LATE = timedelta(seconds=5)
+# A ReplicaSet creates the replacement within moments of the eviction; a diagnosis' "missing"
+# is judged against what existed this long after it was captured.
+SETTLE = timedelta(seconds=15)
+TERMINAL = ("Succeeded", "Failed")
+FAILED_NODE_TAINTS = {"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"}
+
+
+@dataclass
+class Verdict:
+    kind: str
+    seed: int
+    index: int
+    moment: str
+    pod: str
+    predicted: str
+    observed: str
+    ok: bool | None
+    known_limit: str = ""
+    scenario: str = ""
+
+    def as_dict(self) -> Obj:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Marks:
+    """When each phase of a batch happened (from History.marks)."""
+
+    kill: datetime
+    d1: datetime
+    late: datetime  # late changes applied (end of the eviction window)
+    d2: datetime
+    back: datetime  # kubelets started again
+    end: datetime  # last poll
+
+    @classmethod
+    def of(cls, history: History) -> Marks:
+        m = history.marks
+        return cls(m["kill"], m["d1"], m["late"], m["d2"], m["return"], m["end"])
+
+
+@dataclass
+class Ctx:
+    scenario: Scenario
+    pred: PodPrediction
+    history: History
+    marks: Marks
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    @property
+    def until(self) -> datetime:
+        """Predictions of the first diagnosis hold until the late change; the second's until
+        the node returns."""
+        return self.marks.late if self.pred.moment == "d1" else self.marks.back
+
+    def view(self) -> PodView | None:
+        seen = self.history.last_seen(self.pred.uid)
+        return seen[1] if seen else None
+
+    def add(
+        self, kind: str, predicted: str, observed: str, ok: bool | None, limit: str = ""
+    ) -> None:
+        s = self.scenario
+        self.verdicts.append(
+            Verdict(
+                kind=kind,
+                seed=s.seed,
+                index=s.index,
+                moment=self.pred.moment,
+                pod=f"{self.pred.namespace}/{self.pred.name}",
+                predicted=predicted,
+                observed=observed,
+                ok=ok,
+                known_limit=limit,
+                scenario=s.describe(),
+            )
+        )
+
+
+def _fmt(t: datetime | None) -> str:
+    return t.strftime("%H:%M:%S") if t else "-"
+
+
+def _owner_uid(ctx: Ctx) -> str:
+    view = ctx.view()
+    return view.owner_uid if view else ""
+
+
+def _new_pods(ctx: Ctx, start: datetime, end: datetime, same_name: bool = False) -> list[PodView]:
+    """Pods created in [start, end] by the same owner (or, same_name, with the same name),
+    other than the predicted pod."""
+    owner = _owner_uid(ctx)
+    out = []
+    for view in ctx.history.ever().values():
+        if view.uid == ctx.pred.uid or view.namespace != ctx.pred.namespace:
+            continue
+        if same_name and view.name != ctx.pred.name:
+            continue
+        if not same_name and (not owner or view.owner_uid != owner):
+            continue
+        if view.created is not None and start - timedelta(seconds=1) <= view.created <= end:
+            out.append(view)
+    return out
+
+
+# --- eviction and NEXT ---
+
+
+def judge_eviction(ctx: Ctx) -> None:
+    p = ctx.pred
+    if p.terminating or p.moment != "d1":
+        return
+    first = ctx.history.first_deletion(p.uid)
+    actual = first.deletion_requested if first else None
+    by_taint = bool(first and first.disruption_reason == "DeletionByTaintManager")
+    window_end = ctx.marks.late
+    if actual is not None and actual > window_end and not by_taint:
+        first, actual = None, None  # deleted by a late change or on the return: no eviction
+    gone = ctx.history.vanished(p.uid) if first is None else None
+    if gone is not None and gone[1] > window_end:
+        gone = None  # went away after the window (late change, return): not an eviction
+    for kind, when in (("eviction-time", p.eviction_at), ("next-time", p.action_until)):
+        if when is None:
+            continue
+        if kind == "next-time" and p.action_code != "wait":
+            continue
+        predicted = f"evicted at {_fmt(when)}"
+        if first is not None and not by_taint and actual is not None and actual < when - EARLY:
+            ctx.add(kind, predicted, f"deleted by another actor at {_fmt(actual)} first", None)
+        elif actual is None and gone is not None:
+            seen, missed = gone
+            if ctx.scenario.change_at == "early":
+                ctx.add(kind, predicted, "object gone; an early change may have deleted it", None)
+            else:
+                ok = missed >= when - EARLY and seen <= when + LATE
+                ctx.add(
+                    kind, predicted, f"object deleted between {_fmt(seen)} and {_fmt(missed)}", ok
+                )
+        elif actual is None:
+            if when + LATE < window_end:
+                ctx.add(kind, predicted, f"not evicted by {_fmt(window_end)}", False)
+            else:
+                ctx.add(kind, predicted, "window ended before the predicted time", None)
+        else:
+            ok = when - EARLY <= actual <= when + LATE
+            delta = (actual - when).total_seconds()
+            ctx.add(kind, predicted, f"evicted at {_fmt(actual)} ({delta:+.0f}s)", ok)
+    if p.never_evicted:
+        if gone is not None and ctx.scenario.change_at != "early":
+            ctx.add("never-evicted", "never evicted", f"object deleted by {_fmt(gone[1])}", False)
+            return
+        ok = not by_taint
+        observed = f"evicted at {_fmt(actual)}" if by_taint else f"not evicted in {_window(ctx)}"
+        ctx.add("never-evicted", "never evicted", observed, ok)
+
+
+def _window(ctx: Ctx) -> str:
+    return f"{(ctx.marks.late - ctx.marks.kill).total_seconds():.0f}s down"
+
+
+# --- replacement state ---
+
+
+def judge_replacement(ctx: Ctx) -> None:
+    p = ctx.pred
+    state = p.replacement_state
+    kind = f"replacement:{state}"
+    handler = {
+        "running": _running,
+        "pending": _pending,
+        "finished": _finished,
+        "blocked": _blocked,
+        "none": _none,
+        "not-needed": _not_needed,
+        "not-yet": _not_yet,
+        "missing": _missing,
+    }.get(state)
+    if handler is None:
+        ctx.add(kind, state, "not judgeable: the prediction names no outcome", None)
+        return
+    handler(ctx, kind)
+
+
+def _listed(ctx: Ctx) -> list[tuple[str, PodView | None]]:
+    poll = ctx.history.at(ctx.pred.at)
+    by_name = {v.name: v for v in poll.pods.values() if v.namespace == ctx.pred.namespace}
+    return [(name, by_name.get(name)) for name in ctx.pred.replacement_pods]
+
+
+def _running(ctx: Ctx, kind: str) -> None:
+    listed = _listed(ctx)
+    bad = [n for n, v in listed if v is None or v.phase != "Running" or v.deletion is not None]
+    seen = ", ".join(f"{n}:{v.phase if v else 'absent'}" for n, v in listed) or "no pod listed"
+    ok = bool(listed) and not bad
+    ctx.add(kind, f"running {ctx.pred.replacement_pods}", seen, ok)
+
+
+def _finished(ctx: Ctx, kind: str) -> None:
+    listed = _listed(ctx)
+    ok = bool(listed) and all(v is not None and v.phase in TERMINAL for _, v in listed)
+    seen = ", ".join(f"{n}:{v.phase if v else 'absent'}" for n, v in listed) or "no pod listed"
+    ctx.add(kind, f"finished {ctx.pred.replacement_pods}", seen, ok)
+
+
+def _pending(ctx: Ctx, kind: str) -> None:
+    listed = _listed(ctx)
+    ok = bool(listed) and all(
+        v is not None and v.phase == "Pending" and not v.node for _, v in listed
+    )
+    seen = ", ".join(
+        f"{n}:{(v.phase + ' on ' + (v.node or '(unscheduled)')) if v else 'absent'}"
+        for n, v in listed
+    )
+    ctx.add(kind, f"pending {ctx.pred.replacement_pods}", seen or "no pod listed", ok)
+    for _name, view in listed:
+        if view is not None:
+            judge_pending_reason(ctx, view)
+
+
+def judge_pending_reason(ctx: Ctx, view: PodView) -> None:
+    """The reason given for a Pending replacement must be the scheduler's or the pod's own."""
+    reason = ctx.pred.pending_reason
+    kind = "pending-reason"
+    if not reason:
+        ctx.add(kind, "(none given)", view.scheduled_message or "(no message)", None)
+        return
+    if reason.startswith("pinned: nodeSelector"):
+        ok = view.node_selector_host == ctx.pred.node
+        ctx.add(kind, reason, f"nodeSelector hostname={view.node_selector_host or '-'}", ok)
+        return
+    quoted = re.search(r"\((.*)\)\s*$", reason)
+    message = view.scheduled_message
+    if "taints it does not tolerate" in reason:
+        # Premise: a healthy node carries an untolerated taint (the message must say so for a
+        # node other than the failed ones, which carry unreachable/not-ready).
+        keys = set(re.findall(r"untolerated taint[^{]*\{([^:}]+)", message))
+        ok = bool(keys - FAILED_NODE_TAINTS)
+        ctx.add(kind, reason, message or "(no message)", ok)
+        return
+    if quoted:
+        ok = quoted.group(1).strip() == message.strip()
+        if ok and "affinity" in reason:
+            ok = "affinity/selector" in message or "affinity" in message
+        ctx.add(kind, reason, message or "(no message)", ok)
+        return
+    ctx.add(kind, reason, message or "(no message)", reason.strip() == message.strip() or None)
+
+
+def _blocked(ctx: Ctx, kind: str) -> None:
+    p, s = ctx.pred, ctx.scenario
+    if p.controller == "statefulset" or s.kind.startswith("sts"):
+        new = _new_pods(ctx, p.at, ctx.until, same_name=True)
+        ok = not new
+        observed = (
+            f"{p.name} recreated (uid {new[0].uid[:8]}) at {_fmt(new[0].created)}, node still down"
+            if new
+            else f"no second {p.name} while the node was down"
+        )
+        ctx.add(kind, "blocked: same name not recreated while the node is down", observed, ok)
+        return
+    if p.controller in ("job", "cronjob"):
+        over = _job_over_parallelism(ctx)
+        ctx.add(
+            kind,
+            "blocked: no replacement until this pod is Failed",
+            over or "no pod beyond parallelism while the node was down",
+            not over,
+        )
+        return
+    new = _new_pods(ctx, p.at, ctx.until)
+    ctx.add(kind, "blocked", f"{len(new)} new pod(s) of the owner", not new)
+
+
+def _job_over_parallelism(ctx: Ctx) -> str:
+    """Under podReplacementPolicy Failed a Terminating pod still holds its slot: unfinished pods
+    (Terminating ones included) never exceed parallelism. A poll where they do shows a
+    replacement made for a pod still Terminating."""
+    owner = _owner_uid(ctx)
+    limit = ctx.scenario.replicas
+    for poll in ctx.history.between(ctx.pred.at, ctx.until):
+        alive = [
+            v
+            for v in poll.pods.values()
+            if v.owner_uid == owner and owner and v.phase not in TERMINAL
+        ]
+        if len(alive) > limit:
+            names = ", ".join(sorted(v.name for v in alive))
+            return f"{len(alive)} unfinished pods > parallelism {limit} at {_fmt(poll.at)}: {names}"
+    return ""
+
+
+def _none(ctx: Ctx, kind: str) -> None:
+    p = ctx.pred
+    same_name = p.controller in ("bare", "statefulset")
+    late = ctx.pred.moment == "d1" and ctx.scenario.change_at == "late"
+    new = _new_pods(ctx, p.at, ctx.until if late else ctx.marks.end, same_name=same_name)
+    observed = (
+        f"new pod {new[0].name} at {_fmt(new[0].created)}"
+        if new
+        else "no new pod, node back included"
+    )
+    ctx.add(kind, "none: no replacement ever", observed, not new)
+
+
+def _not_needed(ctx: Ctx, kind: str) -> None:
+    new = [v for v in _new_pods(ctx, ctx.pred.at, ctx.until) if v.node != ctx.pred.node]
+    observed = f"new pod {new[0].name} on {new[0].node}" if new else "no pod elsewhere"
+    ctx.add(kind, "none by design", observed, not new)
+
+
+def _not_yet(ctx: Ctx, kind: str) -> None:
+    p = ctx.pred
+    if p.controller not in ("deployment", "replicaset", "replicationcontroller"):
+        ctx.add(
+            kind,
+            "none yet",
+            "not judged: a Job's next pods are not told apart from replacements",
+            None,
+        )
+        return
+    first = ctx.history.first_deletion(p.uid)
+    by_taint = first is not None and first.disruption_reason == "DeletionByTaintManager"
+    evicted = first.deletion_requested if first and by_taint else None
+    if evicted is None and p.never_evicted:
+        # "created when the pod is evicted" beside "never evicted": nothing ever comes.
+        new = _new_pods(ctx, p.at, ctx.until)
+        ctx.add(
+            kind,
+            "replacement created when the pod is evicted (and: never evicted)",
+            f"never evicted; {len(new)} pod(s) of the owner created while the node was down",
+            bool(new),
+        )
+        return
+    if evicted is None or evicted > ctx.until:
+        ctx.add(
+            kind, "created when evicted", "not evicted by the taint manager in the window", None
+        )
+        return
+    new = _new_pods(ctx, evicted - timedelta(seconds=2), evicted + SETTLE)
+    observed = (
+        f"{new[0].name} created {(new[0].created - evicted).total_seconds():+.0f}s after eviction"
+        if new and new[0].created
+        else f"no pod of the owner created within {SETTLE.seconds}s of the eviction"
+    )
+    ctx.add(kind, "replacement created when the pod is evicted", observed, bool(new))
+
+
+def _missing(ctx: Ctx, kind: str) -> None:
+    p = ctx.pred
+    first = ctx.history.first_deletion(p.uid)
+    since = first.deletion_requested if first and first.deletion_requested else p.at
+    poll = ctx.history.at(p.at + SETTLE)
+    owner = _owner_uid(ctx)
+    found = [
+        v
+        for v in poll.pods.values()
+        if owner
+        and v.owner_uid == owner
+        and v.uid != p.uid
+        and v.created is not None
+        and v.created >= since - timedelta(seconds=5)
+        and v.deletion is None
+    ]
+    observed = f"replacement {found[0].name} exists" if found else "no replacement"
+    ctx.add(kind, "missing: no replacement", observed, not found)
+
+
+# --- if the node returns ---
+
+RETURN_PHRASES = (
+    ("keeps-running", re.compile(r"replacement keeps running")),
+    ("carries-on", re.compile(r"carries on|back to running in place")),
+    ("recreated", re.compile(r"recreates (\S+)")),
+    ("job-counts-failed", re.compile(r"counts it as failed")),
+    ("job-creates-replacement", re.compile(r"then creates the replacement")),
+    ("gone-for-good", re.compile(r"gone for good")),
+    ("ds-new-on-node", re.compile(r"creates a new one on the node")),
+    (
+        "old-removed",
+        re.compile(
+            r"removes the (object|old pod)|finishes deleting it|finishes the deletion|"
+            r"kills it and removes"
+        ),
+    ),
+)
+
+
+HELD = re.compile(r"object stays until its finalizers are removed")
+THEN = "only then does what follows happen:"
+
+
+def judge_return(ctx: Ctx) -> None:
+    text = ctx.pred.if_node_returns.lower()
+    matched = False
+    if HELD.search(text):
+        # "...stays until its finalizers are removed ... Only then does what follows happen:
+        # X": the object must still be there; X is conditional on a removal the audit never
+        # makes, so it is not judged.
+        matched = True
+        _return_check(ctx, "finalizer-holds")
+        text, _, then = text.partition(THEN)
+        if then.strip():
+            ctx.add(
+                "if-node-returns:after-finalizer",
+                then.strip(),
+                "not judged: conditional on the finalizer's removal",
+                None,
+            )
+    for name, pattern in RETURN_PHRASES:
+        if pattern.search(text):
+            matched = True
+            _return_check(ctx, name)
+    if not matched and text:
+        ctx.add("if-node-returns:unparsed", ctx.pred.if_node_returns, "no rule for this text", None)
+
+
+def _return_check(ctx: Ctx, name: str) -> None:
+    p, h, m = ctx.pred, ctx.history, ctx.marks
+    kind = f"if-node-returns:{name}"
+    end = h.polls[-1]
+    old = end.pods.get(p.uid)
+    same_name = [v for v in end.pods.values() if v.namespace == p.namespace and v.name == p.name]
+    if name == "keeps-running":
+        listed = [
+            next((v for v in end.pods.values() if v.namespace == p.namespace and v.name == n), None)
+            for n in p.replacement_pods
+        ]
+        ok = bool(listed) and all(
+            v is not None and v.deletion is None and v.phase in ("Running", "Succeeded")
+            for v in listed
+        )
+        seen = (
+            ", ".join(
+                f"{n}:{v.phase if v else 'gone'}"
+                for n, v in zip(p.replacement_pods, listed, strict=True)
+            )
+            or "no replacement existed"
+        )
+        ctx.add(kind, "the replacement keeps running", seen, ok)
+    elif name == "carries-on":
+        ok = old is not None and old.deletion is None and old.phase == "Running"
+        seen = "gone" if old is None else f"{old.phase}{' Terminating' if old.deletion else ''}"
+        ctx.add(kind, "the pod carries on in place", seen, ok)
+    elif name == "finalizer-holds":
+        seen = (
+            "gone"
+            if old is None
+            else f"still there ({old.phase}, finalizers {list(old.finalizers)})"
+        )
+        ctx.add(kind, "the object stays until its finalizers are removed", seen, old is not None)
+    elif name == "old-removed":
+        seen = (
+            "gone"
+            if old is None
+            else f"still there ({old.phase}, finalizers {list(old.finalizers)})"
+        )
+        ctx.add(kind, "the old pod object is removed", seen, old is None)
+    elif name == "recreated":
+        new = [v for v in same_name if v.uid != p.uid]
+        seen = f"{p.name} recreated" if new else f"no new {p.name}"
+        ctx.add(kind, f"{p.name} recreated", seen, bool(new))
+    elif name == "gone-for-good":
+        new = [v for v in same_name if v.uid != p.uid]
+        ok = old is None and not new
+        seen = "gone" if ok else ("still there" if old else "recreated")
+        ctx.add(kind, "gone for good", seen, ok)
+    elif name == "job-counts-failed":
+        # Counted at any time from the pod's deletion on (the Job controller may count a
+        # Terminating pod at once): status.failed at the end exceeds its value before that.
+        first = h.first_deletion(p.uid)
+        since = first.deletion_requested if first and first.deletion_requested else p.at
+        before = h.job_failed(p.namespace, since - timedelta(seconds=1))
+        after = h.job_failed(p.namespace, m.end)
+        if h.job_status_since(p.namespace, m.back) is None:
+            ctx.add(kind, "the Job counts it as failed", "the Job was deleted", None)
+        elif before is None or after is None:
+            ctx.add(kind, "the Job counts it as failed", "the Job is gone", None)
+        else:
+            ctx.add(
+                kind,
+                "the Job counts it as failed",
+                f"status.failed {before} -> {after}",
+                after > before,
+            )
+    elif name == "job-creates-replacement":
+        new = _new_pods(ctx, m.back, m.end)
+        status = h.job_status_since(p.namespace, m.back)
+        ended = _job_ended(status)
+        if new:
+            ctx.add(kind, "the Job creates the replacement", f"{len(new)} new pod(s)", True)
+        elif ended:
+            ctx.add(kind, "the Job creates the replacement", f"none: the Job is {ended}", False)
+        else:
+            # The Job controller delays a pod after failures (10 s, doubled per failure):
+            # beyond the watch after the return, not a contradiction.
+            ctx.add(
+                kind,
+                "the Job creates the replacement",
+                "none yet within the watch; the Job is live (pod failure backoff)",
+                None,
+            )
+    elif name == "ds-new-on-node":
+        new = [v for v in _new_pods(ctx, m.back, m.end) if v.node == p.node]
+        ctx.add(kind, "a new DaemonSet pod on the node", f"{len(new)} new pod(s) on it", bool(new))
+
+
+def _deleted_before(ctx: Ctx, when: datetime) -> bool:
+    first = ctx.history.first_deletion(ctx.pred.uid)
+    if first is not None and first.deletion_requested and first.deletion_requested < when:
+        return True
+    gone = ctx.history.vanished(ctx.pred.uid)
+    return gone is not None and gone[1] <= when
+
+
+def _job_ended(status: Obj | None) -> str:
+    """Why a Job will create no pod any more ("" when it still may)."""
+    if status is None:
+        return "deleted"
+    for cond in status.get("conditions") or []:
+        if cond.get("status") == "True" and cond.get("type") in (
+            "Complete",
+            "Failed",
+            "Suspended",
+            "SuccessCriteriaMet",
+            "FailureTarget",
+        ):
+            return str(cond["type"])
+    return ""
+
+
+def judge_claims(ctx: Ctx) -> None:
+    """Typed claims (pods[].claims) when the JSON has them: counted per kind; those whose
+    meaning the audit knows are judged by the rules above, the rest recorded as unjudged."""
+    for claim in ctx.pred.claims:
+        kind = str(claim.get("kind") or "?")
+        ctx.add(
+            f"claim:{kind}",
+            str(claim.get("text") or claim),
+            "recorded (judged through the fields it renders)",
+            None,
+        )
+
+
+def judge(
+    scenario: Scenario, preds: list[PodPrediction], history: History, limits: Any = None
+) -> list[Verdict]:
+    """Every verdict for one scenario. The second diagnosis' if-node-returns supersedes the
+    first's for a pod both list (only the latest word before the return is judged)."""
+    marks = Marks.of(history)
+    latest: dict[str, PodPrediction] = {}
+    verdicts: list[Verdict] = []
+    for pred in preds:
+        ctx = Ctx(scenario, pred, history, marks)
+        judge_eviction(ctx)
+        judge_replacement(ctx)
+        judge_claims(ctx)
+        verdicts += ctx.verdicts
+        latest[pred.uid] = pred
+    for pred in latest.values():
+        ctx = Ctx(scenario, pred, history, marks)
+        why = ""
+        if pred.moment == "d1" and scenario.change_at == "late":
+            why = "a late change came after this prediction"
+        elif pred.moment == "d1" and not pred.terminating and _deleted_before(ctx, marks.back):
+            # "If the node returns" spoke of a return before the eviction; the node came back
+            # after it (the pod was deleted since, and no later diagnosis listed it).
+            why = "the pod was deleted before the node returned"
+        if why:
+            ctx.add("if-node-returns:superseded", pred.if_node_returns, f"not judged: {why}", None)
+            verdicts += ctx.verdicts
+            continue
+        judge_return(ctx)
+        verdicts += ctx.verdicts
+    if limits is not None:
+        for v in verdicts:
+            if v.ok is False:
+                v.known_limit = limits(v)
+    return verdicts

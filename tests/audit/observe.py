@@ -1,0 +1,164 @@
+"""What the control plane did: every pod of the audit's namespaces, polled while a batch plays
+out, reduced to the few fields the judge compares predictions with."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    value = value.replace("Z", "+00:00")
+    if "." in value:
+        head, tail = value.split(".", 1)
+        zone = tail[tail.find("+") :] if "+" in tail else ""
+        digits = tail[: len(tail) - len(zone)][:6]
+        value = f"{head}.{digits}{zone}"
+    return datetime.fromisoformat(value)
+
+
+@dataclass(frozen=True)
+class PodView:
+    namespace: str
+    name: str
+    uid: str
+    owner_uid: str  # the controller reference's uid ("" for none)
+    owner_kind: str
+    node: str
+    phase: str
+    created: datetime | None
+    deletion: datetime | None  # deletionTimestamp
+    grace: int | None  # deletionGracePeriodSeconds
+    disruption: datetime | None  # DisruptionTarget condition (reason DeletionByTaintManager)
+    disruption_reason: str
+    scheduled_message: str  # PodScheduled=False message (the scheduler's reason)
+    node_selector_host: str
+    finalizers: tuple[str, ...]
+
+    @property
+    def deletion_requested(self) -> datetime | None:
+        """When the deletion was asked for: the taint-eviction controller's condition when it
+        wrote one, else deletionTimestamp minus the grace period it was set with."""
+        if self.disruption is not None and self.disruption_reason == "DeletionByTaintManager":
+            return self.disruption
+        if self.deletion is None:
+            return None
+        from datetime import timedelta
+
+        return self.deletion - timedelta(seconds=self.grace or 0)
+
+
+def pod_view(pod: Obj) -> PodView:
+    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+    ref: Obj = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), {})
+    disruption, reason, message = None, "", ""
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
+            disruption, reason = parse_time(cond.get("lastTransitionTime")), cond.get("reason", "")
+        if cond.get("type") == "PodScheduled" and cond.get("status") != "True":
+            message = cond.get("message") or cond.get("reason") or ""
+    return PodView(
+        namespace=meta["namespace"],
+        name=meta["name"],
+        uid=meta["uid"],
+        owner_uid=ref.get("uid", ""),
+        owner_kind=ref.get("kind", ""),
+        node=spec.get("nodeName") or "",
+        phase=status.get("phase") or "",
+        created=parse_time(meta.get("creationTimestamp")),
+        deletion=parse_time(meta.get("deletionTimestamp")),
+        grace=meta.get("deletionGracePeriodSeconds"),
+        disruption=disruption,
+        disruption_reason=reason,
+        scheduled_message=message,
+        node_selector_host=(spec.get("nodeSelector") or {}).get("kubernetes.io/hostname", ""),
+        finalizers=tuple(meta.get("finalizers") or ()),
+    )
+
+
+@dataclass
+class Poll:
+    at: datetime
+    pods: dict[str, PodView]  # uid -> view
+
+
+@dataclass
+class History:
+    """Polls in time order; the judge reads it, nothing else."""
+
+    polls: list[Poll] = field(default_factory=list)
+    jobs: dict[str, list[tuple[datetime, Obj]]] = field(default_factory=dict)  # ns -> statuses
+    marks: dict[str, datetime] = field(default_factory=dict)  # kill, d1, late, d2, return, end
+
+    def add(self, at: datetime, pods: list[Obj]) -> None:
+        self.polls.append(Poll(at, {p["metadata"]["uid"]: pod_view(p) for p in pods}))
+
+    def at(self, when: datetime) -> Poll:
+        """The first poll at or after `when` (the last one if none)."""
+        for poll in self.polls:
+            if poll.at >= when:
+                return poll
+        return self.polls[-1]
+
+    def between(self, start: datetime, end: datetime) -> list[Poll]:
+        return [p for p in self.polls if start <= p.at <= end]
+
+    def ever(self) -> dict[str, PodView]:
+        """Every pod seen, in its last seen state."""
+        out: dict[str, PodView] = {}
+        for poll in self.polls:
+            out.update(poll.pods)
+        return out
+
+    def last_seen(self, uid: str) -> tuple[datetime, PodView] | None:
+        for poll in reversed(self.polls):
+            if uid in poll.pods:
+                return poll.at, poll.pods[uid]
+        return None
+
+    def vanished(self, uid: str) -> tuple[datetime, datetime] | None:
+        """(last poll that saw it, first poll that did not) for a pod whose object went away
+        between two polls without one of them seeing its deletionTimestamp (grace period 0)."""
+        seen_at = None
+        for poll in self.polls:
+            if uid in poll.pods:
+                seen_at = poll.at
+            elif seen_at is not None:
+                return seen_at, poll.at
+        return None
+
+    def first_deletion(self, uid: str) -> PodView | None:
+        """The pod as first seen with a deletionTimestamp."""
+        for poll in self.polls:
+            view = poll.pods.get(uid)
+            if view is not None and view.deletion is not None:
+                return view
+        return None
+
+    def job_status_since(self, ns: str, since: datetime) -> Obj | None:
+        """The namespace's Job status last read at or after `since` (None: the Job was gone)."""
+        rows = [status for at, status in self.jobs.get(ns, []) if at >= since]
+        return rows[-1] if rows else None
+
+    def job_failed(self, ns: str, when: datetime) -> int | None:
+        """status.failed of the namespace's Job at the last reading before `when`."""
+        seen = None
+        for at, status in self.jobs.get(ns, []):
+            if at <= when:
+                seen = int(status.get("failed") or 0)
+        return seen
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def audit_pods(kubectl_out: str, prefix: str) -> list[Obj]:
+    items = json.loads(kubectl_out or '{"items": []}')["items"]
+    return [p for p in items if p["metadata"]["namespace"].startswith(prefix)]

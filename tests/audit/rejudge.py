@@ -1,0 +1,91 @@
+"""`python -m tests.audit.rejudge RESULTS.json`: recompute every verdict of a finished audit run
+from its saved files (the predictions in the results, each batch's polled history), with the
+judge as it is now. For changes to the judge, never to what the control plane did."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tests.audit import limits
+from tests.audit.judge import Verdict, judge
+from tests.audit.observe import History, PodView, Poll, parse_time
+from tests.audit.predictions import PodPrediction
+from tests.audit.run import summarize, table
+from tests.audit.scenarios import generate
+
+Obj = dict[str, Any]
+TIMES = ("created", "deletion", "disruption")
+
+
+def _time(value: str) -> datetime:
+    parsed = parse_time(value)
+    assert parsed is not None
+    return parsed
+
+
+def view_from_json(raw: Obj) -> PodView:
+    """A PodView as tests/audit/run.py saved it."""
+    fields: Obj = {k: (parse_time(v) if k in TIMES else v) for k, v in raw.items()}
+    fields["finalizers"] = tuple(fields["finalizers"])
+    return PodView(**fields)
+
+
+def load_history(path: Path) -> History:
+    doc = json.loads(path.read_text())
+    h = History()
+    h.marks = {k: _time(v) for k, v in doc["marks"].items()}
+    h.jobs = {ns: [(_time(at), st) for at, st in rows] for ns, rows in doc["jobs"].items()}
+    for poll in doc["polls"]:
+        views = {}
+        for raw in poll["pods"]:
+            views[raw["uid"]] = view_from_json(raw)
+        h.polls.append(Poll(_time(poll["at"]), views))
+    return h
+
+
+def load_prediction(raw: Obj) -> PodPrediction:
+    fields = dict(raw)
+    for key in ("at", "eviction_at", "action_until"):
+        fields[key] = parse_time(fields[key]) if fields[key] else None
+    return PodPrediction(**fields)
+
+
+def rejudge(results: Path) -> Obj:
+    doc = json.loads(results.read_text())
+    verdicts: list[Verdict] = []
+    for batch in doc["batches"]:
+        history = load_history(results.parent / f"batch{batch['batch']}-history.json")
+        preds = [load_prediction(p) for p in batch["predictions"]]
+        kept = [v for v in batch["verdicts"] if v["kind"] == "node-cause"]
+        batch_verdicts = [Verdict(**v) for v in kept]
+        for s in batch["scenarios"]:
+            if not s["placed"]:
+                continue
+            scenario = generate(s["seed"], s["index"], s["profile"], len(batch["nodes"]))
+            mine = [p for p in preds if p.namespace == scenario.namespace]
+            batch_verdicts += judge(scenario, mine, history, limits.known_limit)
+        batch["verdicts"] = [v.as_dict() for v in batch_verdicts]
+        verdicts += batch_verdicts
+    doc["summary"] = summarize(verdicts)
+    doc["wrong"] = [v.as_dict() for v in verdicts if v.ok is False and not v.known_limit]
+    doc["knownLimits"] = [v.as_dict() for v in verdicts if v.ok is False and v.known_limit]
+    return doc
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m tests.audit.rejudge RESULTS.json", file=sys.stderr)
+        return 2
+    results = Path(argv[0])
+    doc = rejudge(results)
+    results.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    print(table(doc["summary"]))
+    return 1 if doc["wrong"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,510 @@
+"""Plays a batch of scenarios out on a real control plane: their workloads on a few failable
+nodes, one failure for all of them, two diagnoses, the nodes back; every pod polled throughout.
+
+Phases of a batch (History.marks):
+  kill    the failable nodes' kubelets stop (SIGKILL of their kwok processes)
+  (the node lifecycle controller marks them Unknown and taints them; early changes are made)
+  d1      first diagnosis: eviction times, replacement states, what happens on return
+  late    the eviction window has passed (every finite toleration of the batch + margin);
+          late changes are made
+  d2      second diagnosis (pods now Terminating): replacement states, what happens on return
+  return  the kubelets start again
+  end     last poll, 30 s after every node is Ready again
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.audit import limits
+from tests.audit.judge import Verdict, judge
+from tests.audit.observe import History, PodView, audit_pods, now, parse_time
+from tests.audit.predictions import PodPrediction, node_predictions, pod_predictions
+from tests.audit.scenarios import Scenario, manifests
+from tests.e2e.controlplane import HEALTHY_ZONE, ControlPlane
+
+Obj = dict[str, Any]
+POLL_SECONDS = 2.0
+AFTER_WINDOW = 10.0  # past the last predicted eviction
+D2_WATCH = 20.0  # seconds of watching after the second diagnosis, node still down
+AFTER_RETURN = 30.0
+
+
+def log(msg: str) -> None:
+    print(f"[audit {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def nodefail_bin() -> str:
+    found = shutil.which("kubectl-nodefail", path=str(Path(sys.executable).parent))
+    if not found:
+        raise RuntimeError(
+            "kubectl-nodefail is not installed next to this Python (pip install -e .)"
+        )
+    return found
+
+
+@dataclass
+class BatchResult:
+    batch: int
+    nodes: list[str]
+    scenarios: list[Scenario]
+    placed: dict[int, bool]
+    predictions: list[PodPrediction]
+    node_predictions: list[Obj]
+    verdicts: list[Verdict]
+    dumps: dict[str, str]
+    seconds: float
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> Obj:
+        return {
+            "batch": self.batch,
+            "nodes": self.nodes,
+            "seconds": round(self.seconds, 1),
+            "scenarios": [
+                {**s.as_dict(), "placed": self.placed.get(s.index, False)} for s in self.scenarios
+            ],
+            "predictions": [p.as_dict() for p in self.predictions],
+            "nodePredictions": self.node_predictions,
+            "verdicts": [v.as_dict() for v in self.verdicts],
+            "dumps": self.dumps,
+            "errors": self.errors,
+        }
+
+
+class Batch:
+    def __init__(
+        self, cp: ControlPlane, scenarios: list[Scenario], batch: int, slots: int, outdir: Path
+    ) -> None:
+        self.cp, self.scenarios, self.batch = cp, scenarios, batch
+        seed = scenarios[0].seed
+        self.prefix = f"au-{seed}-"
+        self.nodes = [f"au{seed}-b{batch}-n{k}" for k in range(slots)]
+        self.outdir = outdir
+        self.history = History()
+        self.env = {**cp.env, "KUBECONFIG": str(cp.kubeconfig)}
+        self.errors: list[str] = []
+
+    # --- the cluster ---
+
+    def node_of(self, s: Scenario) -> str:
+        return self.nodes[s.node_slot % len(self.nodes)]
+
+    def poll(self) -> None:
+        at = now()
+        out = self.cp.kubectl("get", "pods", "-A", "-o", "json", check=False)
+        self.history.add(at, audit_pods(out, self.prefix))
+        jobs = json.loads(
+            self.cp.kubectl("get", "jobs", "-A", "-o", "json", check=False) or '{"items":[]}'
+        )
+        for job in jobs["items"]:
+            ns = job["metadata"]["namespace"]
+            if ns.startswith(self.prefix):
+                self.history.jobs.setdefault(ns, []).append((at, job.get("status") or {}))
+
+    def watch(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while True:
+            self.poll()
+            if time.monotonic() >= end:
+                return
+            time.sleep(POLL_SECONDS)
+
+    def nodefail(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [nodefail_bin(), *args], capture_output=True, text=True, env=self.env, check=False
+        )
+
+    def diagnose(self, moment: str) -> Obj:
+        path = self.outdir / f"batch{self.batch}-{moment}.dump.json"
+        dumped = self.nodefail("dump", "-f", str(path))
+        if dumped.returncode != 0:
+            self.errors.append(f"dump {moment}: exit {dumped.returncode}: {dumped.stderr.strip()}")
+        proc = self.nodefail("diagnose", "-o", "json")
+        if proc.returncode not in (0, 3):
+            raise RuntimeError(f"diagnose failed ({proc.returncode}): {proc.stderr.strip()}")
+        data: Obj = json.loads(proc.stdout)
+        (self.outdir / f"batch{self.batch}-{moment}.diagnosis.json").write_text(proc.stdout)
+        return data
+
+    def start_kubelet(self, node: str) -> None:
+        self.cp.start_kubelet(node, kubelet_stages(self.cp))
+
+    def record_plan(self) -> None:
+        """What remediate would do now (its dry-run plan, not attested), kept with the batch's
+        files for a reader; not judged here."""
+        proc = self.nodefail("remediate", *self.nodes, "-o", "json")
+        path = self.outdir / f"batch{self.batch}-d2.remediate-plan.json"
+        path.write_text(proc.stdout or proc.stderr)
+
+    def node_ready(self, node: str) -> str:
+        obj = self.cp.get("node", node) or {}
+        for cond in (obj.get("status") or {}).get("conditions") or []:
+            if cond["type"] == "Ready":
+                return str(cond["status"])
+        return "?"
+
+    def noexec_times(self) -> list[Any]:
+        times = []
+        for node in self.nodes:
+            obj = self.cp.get("node", node) or {}
+            for taint in (obj.get("spec") or {}).get("taints") or []:
+                if taint.get("effect") == "NoExecute" and taint.get("timeAdded"):
+                    times.append(parse_time(taint["timeAdded"]))
+        return times
+
+    def wait_until(self, what: str, probe: Any, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.poll()
+            if probe():
+                return True
+            time.sleep(POLL_SECONDS)
+        self.errors.append(f"timed out after {timeout:.0f}s waiting for {what}")
+        log(f"timed out waiting for {what}")
+        return False
+
+    # --- phases ---
+
+    def setup(self) -> dict[int, bool]:
+        for node in self.nodes:
+            self.cp.add_node(node, HEALTHY_ZONE, managed_by=node)
+            self.start_kubelet(node)
+        self.wait_until(
+            "the failable nodes Ready",
+            lambda: all(self.node_ready(n) == "True" for n in self.nodes),
+            90,
+        )
+        objs = [o for s in self.scenarios for o in manifests(s, self.node_of(s))]
+        namespaces = [o for o in objs if o["kind"] == "Namespace"]
+        self.cp.apply(*namespaces)
+        self.cp.apply(*[o for o in objs if o["kind"] != "Namespace"])
+        for s in self.scenarios:
+            if s.kind == "cronjob":
+                self.cp.kubectl("create", "job", "w-manual", "--from=cronjob/w", "-n", s.namespace)
+
+        def placed() -> dict[int, bool]:
+            poll = self.history.polls[-1]
+            out = {}
+            for s in self.scenarios:
+                running = [
+                    v
+                    for v in poll.pods.values()
+                    if v.namespace == s.namespace and v.phase == "Running" and v.deletion is None
+                ]
+                on_node = [v for v in running if v.node == self.node_of(s)]
+                want = 1 if s.kind in ("bare", "daemonset") else s.replicas
+                out[s.index] = bool(on_node) and len(running) >= want
+            return out
+
+        self.wait_until("every scenario's pods Running", lambda: all(placed().values()), 150)
+        result = placed()
+        # A scenario with a pod on its node counts, even if some replicas went elsewhere.
+        poll = self.history.polls[-1]
+        for s in self.scenarios:
+            result[s.index] = any(
+                v.namespace == s.namespace and v.node == self.node_of(s) and v.phase == "Running"
+                for v in poll.pods.values()
+            )
+        return result
+
+    def change(self, s: Scenario) -> None:
+        ns, kind = (
+            s.namespace,
+            {"deployment": "deployment", "daemonset": "daemonset", "cronjob": "cronjob"}.get(
+                s.kind, "statefulset" if s.kind.startswith("sts") else "job"
+            ),
+        )
+        run = self.cp.kubectl
+        if s.change == "scale-up":
+            run("scale", kind, "w", "-n", ns, f"--replicas={s.replicas + 2}")
+        elif s.change == "scale-down":
+            run("scale", kind, "w", "-n", ns, f"--replicas={max(s.replicas - 1, 0)}")
+        elif s.change == "scale-zero":
+            run("scale", kind, "w", "-n", ns, "--replicas=0")
+        elif s.change == "delete-owner":
+            run("delete", kind, "w", "-n", ns, "--wait=false")
+        elif s.change == "suspend":
+            run("patch", "job", "w", "-n", ns, "--type=merge", "-p", '{"spec":{"suspend":true}}')
+        elif s.change == "delete-pod":
+            run("delete", "pod", "w", "-n", ns, "--wait=false")
+
+    def changes(self, when: str, placed: dict[int, bool]) -> None:
+        for s in self.scenarios:
+            if s.change_at == when and placed.get(s.index):
+                try:
+                    self.change(s)
+                except subprocess.CalledProcessError as exc:
+                    self.errors.append(f"{s.namespace}: change {s.change}: {exc}")
+
+    def cleanup(self) -> None:
+        for ns in {s.namespace for s in self.scenarios}:
+            out = self.cp.kubectl("get", "pods", "-n", ns, "-o", "json", check=False)
+            for pod in json.loads(out or '{"items":[]}')["items"]:
+                if pod["metadata"].get("finalizers"):
+                    self.cp.kubectl(
+                        "patch",
+                        "pod",
+                        pod["metadata"]["name"],
+                        "-n",
+                        ns,
+                        "--type=json",
+                        "-p",
+                        '[{"op":"remove","path":"/metadata/finalizers"}]',
+                        check=False,
+                    )
+        self.cp.kubectl(
+            "delete",
+            "namespace",
+            "--wait=false",
+            *sorted({s.namespace for s in self.scenarios}),
+            check=False,
+        )
+        for node in self.nodes:
+            self.cp.stop_kubelet(node)
+            self.cp.kubectl("delete", "node", node, "--wait=false", check=False)
+
+    def save_history(self) -> None:
+        """Every poll of the batch, so the verdicts can be recomputed offline."""
+        polls = [
+            {"at": poll.at.isoformat(), "pods": [_view_json(v) for v in poll.pods.values()]}
+            for poll in self.history.polls
+        ]
+        doc = {
+            "marks": {k: v.isoformat() for k, v in self.history.marks.items()},
+            "jobs": {
+                ns: [(at.isoformat(), status) for at, status in rows]
+                for ns, rows in self.history.jobs.items()
+            },
+            "polls": polls,
+        }
+        (self.outdir / f"batch{self.batch}-history.json").write_text(json.dumps(doc))
+
+    def judge_nodes(self, predicted: list[Obj]) -> list[Verdict]:
+        """The node's cause: its kubelet was killed, which the API shows as a kubelet that
+        stopped posting status (a silent lease); the diagnosis must not name another cause."""
+        seed = self.scenarios[0].seed
+        return [
+            Verdict(
+                kind="node-cause",
+                seed=seed,
+                index=-1,
+                moment=str(n["moment"]),
+                pod=f"node/{n['node']}",
+                predicted=str(n["cause"]),
+                observed="kubelet killed (lease stale, Ready Unknown)",
+                ok=n["cause"] == "kubelet-stopped",
+                scenario=f"batch {self.batch}",
+            )
+            for n in predicted
+        ]
+
+    def run(self) -> BatchResult:
+        started = time.monotonic()
+        log(f"batch {self.batch}: {len(self.scenarios)} scenarios on {', '.join(self.nodes)}")
+        placed = self.setup()
+        log(
+            f"batch {self.batch}: {sum(placed.values())}/{len(placed)} placed; killing the kubelets"
+        )
+        marks = self.history.marks
+        marks["kill"] = now()
+        for node in self.nodes:
+            self.cp.stop_kubelet(node)
+        self.wait_until(
+            "the nodes Unknown and tainted NoExecute",
+            lambda: (
+                all(self.node_ready(n) == "Unknown" for n in self.nodes)
+                and len(self.noexec_times()) >= len(self.nodes)
+            ),
+            120,
+        )
+        self.changes("early", placed)
+        self.watch(3)
+        marks["d1"] = now()
+        d1 = self.diagnose("d1")
+        preds = pod_predictions(d1, "d1", self.prefix)
+        nodes_pred = [{"moment": "d1", **n} for n in node_predictions(d1, set(self.nodes))]
+        tainted = max(self.noexec_times(), default=marks["kill"])
+        finite = [s.toleration_seconds for s in self.scenarios if s.toleration_seconds is not None]
+        due = max(
+            [p.eviction_at for p in preds if p.eviction_at]
+            + [tainted + timedelta(seconds=max(finite, default=0))]
+        )
+        wait = max((due - now()).total_seconds() + AFTER_WINDOW, AFTER_WINDOW)
+        log(
+            f"batch {self.batch}: d1 lists {len(preds)} pods; watching {wait:.0f}s "
+            f"(evictions due until {due:%H:%M:%S})"
+        )
+        self.watch(wait)
+        marks["late"] = now()
+        self.changes("late", placed)
+        self.watch(3)
+        marks["d2"] = now()
+        d2 = self.diagnose("d2")
+        self.record_plan()
+        preds += pod_predictions(d2, "d2", self.prefix)
+        nodes_pred += [{"moment": "d2", **n} for n in node_predictions(d2, set(self.nodes))]
+        self.watch(D2_WATCH)
+        marks["return"] = now()
+        log(f"batch {self.batch}: nodes back")
+        for node in self.nodes:
+            self.start_kubelet(node)
+        self.wait_until(
+            "the nodes Ready again",
+            lambda: all(self.node_ready(n) == "True" for n in self.nodes),
+            120,
+        )
+        self.watch(AFTER_RETURN)
+        marks["end"] = now()
+        verdicts: list[Verdict] = []
+        by_ns = {s.namespace: s for s in self.scenarios}
+        for s in self.scenarios:
+            if not placed.get(s.index):
+                continue
+            mine = [p for p in preds if p.namespace == s.namespace]
+            verdicts += judge(s, mine, self.history, limits.known_limit)
+        verdicts += self.judge_nodes(nodes_pred)
+        stray = {p.namespace for p in preds} - set(by_ns)
+        if stray:
+            self.errors.append(f"predictions for namespaces not in the batch: {sorted(stray)}")
+        self.cleanup()
+        self.save_history()
+        dumps = {m: str(self.outdir / f"batch{self.batch}-{m}.dump.json") for m in ("d1", "d2")}
+        return BatchResult(
+            self.batch,
+            self.nodes,
+            self.scenarios,
+            placed,
+            preds,
+            nodes_pred,
+            verdicts,
+            dumps,
+            time.monotonic() - started,
+            self.errors,
+        )
+
+
+TERMINATE_STAGE = """\
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: audit-pod-terminate
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Pending', 'Running']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range $index, $item := .spec.containers }}
+      - image: {{ $item.image | Quote }}
+        name: {{ $item.name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 137
+            finishedAt: {{ $now | Quote }}
+            reason: Error
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Failed
+"""
+
+
+def kubelet_stages(cp: ControlPlane) -> Path:
+    """The failable nodes' kwok stages for the audit: the suite's (tests/e2e/controlplane.py),
+    with a deleted pod first put in phase Failed, its containers killed, and only then removed —
+    what a kubelet does since Kubernetes 1.27 (a pod being deleted reaches a terminal phase
+    first). kwok's own pod-delete removes the object at once, so a Job with podReplacementPolicy
+    Failed (or a podFailurePolicy) would never see the Failed phase it waits for."""
+    path = cp.workdir / "kwok-audit.yaml"
+    if path.exists():
+        return path
+    docs = [d for d in yaml.safe_load_all(cp.kubelet_config().read_text()) if d]
+    for doc in docs:
+        if doc["metadata"]["name"] == "pod-delete":
+            doc["spec"]["selector"]["matchExpressions"].append(
+                {"key": ".status.phase", "operator": "In", "values": ["Failed", "Succeeded"]}
+            )
+    path.write_text(yaml.safe_dump_all([*docs, yaml.safe_load(TERMINATE_STAGE)]))
+    return path
+
+
+def _view_json(view: PodView) -> Obj:
+    out: Obj = {}
+    for key, value in view.__dict__.items():
+        out[key] = value.isoformat() if hasattr(value, "isoformat") else value
+    return out
+
+
+def summarize(verdicts: list[Verdict]) -> dict[str, dict[str, Any]]:
+    """Per claim kind: checked (judged true or false), wrong, known limits, not judgeable, and
+    the (seed, index) of each wrong one."""
+    out: dict[str, dict[str, Any]] = {}
+    for v in verdicts:
+        row = out.setdefault(
+            v.kind, {"checked": 0, "wrong": 0, "knownLimit": 0, "unjudged": 0, "wrongAt": []}
+        )
+        if v.ok is None:
+            row["unjudged"] += 1
+            continue
+        row["checked"] += 1
+        if v.ok is False and v.known_limit:
+            row["knownLimit"] += 1
+        elif v.ok is False:
+            row["wrong"] += 1
+            row["wrongAt"].append(f"{v.seed}/{v.index}")
+    return dict(sorted(out.items()))
+
+
+def table(summary: dict[str, dict[str, Any]]) -> str:
+    lines = [
+        f"{'CLAIM KIND':38} {'CHECKED':>7} {'WRONG':>5} {'LIMIT':>5} {'UNJUDGED':>8}"
+        "  WRONG AT (seed/index)"
+    ]
+    for kind, row in summary.items():
+        at = " ".join(sorted(set(row["wrongAt"]), key=lambda x: int(x.split("/")[1])))
+        lines.append(
+            f"{kind:38} {row['checked']:7} {row['wrong']:5} {row['knownLimit']:5} "
+            f"{row['unjudged']:8}  {at}"
+        )
+    return "\n".join(lines)
+
+
+def write_results(path: Path, meta: Obj, batches: list[BatchResult]) -> Obj:
+    verdicts = [v for b in batches for v in b.verdicts]
+    doc = {
+        **meta,
+        "summary": summarize(verdicts),
+        "wrong": [v.as_dict() for v in verdicts if v.ok is False and not v.known_limit],
+        "knownLimits": [v.as_dict() for v in verdicts if v.ok is False and v.known_limit],
+        "batches": [b.as_dict() for b in batches],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    return doc
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")

@@ -1,0 +1,301 @@
+"""The audit's scenario generator: one workload in its own namespace per scenario, drawn from a
+seeded random.Random, so that (seed, index, profile) alone rebuilds it.
+
+Dimensions: controller kind and its settings (replicas, podManagementPolicy,
+podReplacementPolicy, podFailurePolicy, completions), finalizers on the pods, not-ready /
+unreachable tolerations (absent = the apiserver's 300 s default, short, forever, 0), placement
+(preferred, nodeSelector- or required-affinity-pinned to the node that fails) and one change after
+the failure (scale up, down, to 0, owner deletion, Job suspension, bare pod deletion), made early
+(before the first diagnosis) or late (after the eviction window, before the second).
+
+Some draws come from what Kubernetes' own e2e tests expect of node failure (facts re-tested
+here, no code taken): test/e2e/apps/network_partition.go — a ReplicationController's pod on an
+unreachable node is replaced while the old one stays (grace > 0), a StatefulSet pod is *not*
+deleted from the apiserver during the partition and comes back once the node is Ready again, a
+Job keeps `parallelism` pods running during the partition; test/e2e/node/taints.go — a pod is
+evicted tolerationSeconds after the NoExecute taint, never with a toleration without seconds;
+test/e2e/apps/job.go — with podReplacementPolicy Failed a replacement waits for the old pod to
+be Failed. The `KUBERNETES_E2E` draws below make those situations frequent.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from tests.e2e import workloads as w
+
+Obj = dict[str, Any]
+FINALIZER = "audit.nodefail/hold"
+DEFAULT_TOLERATION = 300  # DefaultTolerationSeconds admission plugin
+
+KINDS = (
+    "deployment",
+    "sts-ordered",
+    "sts-parallel",
+    "job",
+    "job-failed",
+    "job-pfp",
+    "cronjob",
+    "daemonset",
+    "bare",
+)
+CHANGES: dict[str, tuple[str, ...]] = {
+    "deployment": ("none", "scale-up", "scale-down", "scale-zero", "delete-owner"),
+    "sts-ordered": ("none", "scale-up", "scale-down", "scale-zero", "delete-owner"),
+    "sts-parallel": ("none", "scale-up", "scale-down", "scale-zero", "delete-owner"),
+    "job": ("none", "suspend", "delete-owner"),
+    "job-failed": ("none", "suspend", "delete-owner"),
+    "job-pfp": ("none", "suspend", "delete-owner"),
+    "cronjob": ("none", "delete-owner"),
+    "daemonset": ("none", "delete-owner"),
+    "bare": ("none", "delete-pod"),
+}
+# The situations Kubernetes' e2e tests check (network_partition.go, taints.go, job.go):
+# a ReplicaSet, StatefulSet or Job pod on a node that stops, nothing changed afterwards.
+KUBERNETES_E2E = (
+    ("deployment", "none"),
+    ("sts-ordered", "none"),
+    ("sts-parallel", "none"),
+    ("job", "none"),
+    ("job-failed", "none"),
+)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    seed: int
+    index: int
+    profile: str  # quick: tolerations of at most 25 s (make test); full: the 300 s default too
+    kind: str
+    replicas: int
+    completions: int  # Jobs only
+    toleration: str  # default | short | forever | zero
+    toleration_seconds: int | None  # the seconds it means (None: forever)
+    finalizer: bool
+    placement: str  # prefer | pin-selector | pin-affinity
+    grace: int
+    change: str
+    change_at: str  # early | late | -
+    node_slot: int  # which of the batch's failable nodes
+
+    @property
+    def namespace(self) -> str:
+        return f"au-{self.seed}-{self.index}"
+
+    @property
+    def app(self) -> str:
+        return "w"
+
+    def describe(self) -> str:
+        tol = (
+            f"{self.toleration}({self.toleration_seconds}s)"
+            if self.toleration_seconds is not None
+            else self.toleration
+        )
+        bits = [
+            self.kind,
+            f"replicas={self.replicas}",
+            f"tol={tol}",
+            f"grace={self.grace}",
+            self.placement,
+        ]
+        if self.kind.startswith("job"):
+            bits.append(f"completions={self.completions}")
+        if self.finalizer:
+            bits.append("finalizer")
+        if self.change != "none":
+            bits.append(f"{self.change}@{self.change_at}")
+        return " ".join(bits)
+
+    def as_dict(self) -> Obj:
+        return {**asdict(self), "namespace": self.namespace, "describe": self.describe()}
+
+
+def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) -> Scenario:
+    """Scenario number `index` of `seed`: its own Random, so no scenario depends on another."""
+    if profile not in ("quick", "full"):
+        raise ValueError(f"profile must be quick or full, not {profile!r}")
+    rng = random.Random(f"{seed}/{index}/{profile}")
+    if rng.random() < 0.2:
+        kind, change = rng.choice(KUBERNETES_E2E)
+    else:
+        kind = rng.choice(KINDS)
+        change = rng.choice(CHANGES[kind])
+    replicas = 1 if kind in ("daemonset", "bare") else rng.choice((1, 1, 2, 3))
+    completions = replicas * rng.choice((1, 2)) if kind.startswith("job") else 0
+    if kind == "daemonset":
+        toleration, seconds = "forever", None  # the DaemonSet controller adds its own
+    else:
+        choices = ["short", "short", "forever", "zero"] + (["default"] if profile == "full" else [])
+        toleration = rng.choice(choices)
+        seconds = {
+            "default": DEFAULT_TOLERATION,
+            "short": rng.randint(10, 25),
+            "forever": None,
+            "zero": 0,
+        }[toleration]
+    placement = rng.choice(("prefer", "prefer", "pin-selector", "pin-affinity"))
+    if kind == "daemonset":
+        placement = "pin-selector"
+    return Scenario(
+        seed=seed,
+        index=index,
+        profile=profile,
+        kind=kind,
+        replicas=replicas,
+        completions=completions,
+        toleration=toleration,
+        toleration_seconds=seconds,
+        finalizer=kind != "daemonset" and rng.random() < 0.25,
+        placement=placement,
+        grace=rng.choice((0, 5, 30)),
+        change=change,
+        change_at=rng.choice(("early", "late")) if change != "none" else "-",
+        node_slot=index % node_slots,
+    )
+
+
+def _tolerations(s: Scenario) -> list[Obj]:
+    if s.toleration == "default":
+        return []  # the admission plugin adds 300 s
+    if s.toleration == "forever":
+        return w.forever_tolerations()
+    return w.tolerations(s.toleration_seconds)
+
+
+def _place(spec: Obj, s: Scenario, node: str) -> None:
+    if s.placement == "pin-selector":
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+        return
+    term = {
+        "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]
+    }
+    if s.placement == "pin-affinity":
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+            }
+        }
+    else:
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 100, "preference": term}
+                ]
+            }
+        }
+
+
+def _pod_spec(s: Scenario, node: str, job: bool = False) -> Obj:
+    spec: Obj = {
+        "containers": [{"name": "main", "image": w.IMAGE}],
+        "terminationGracePeriodSeconds": s.grace,
+        "tolerations": _tolerations(s),
+    }
+    if job:
+        spec["restartPolicy"] = "Never"
+    _place(spec, s, node)
+    return spec
+
+
+def _template(s: Scenario, node: str, job: bool = False) -> Obj:
+    meta: Obj = {"labels": {"app": s.app}}
+    if s.finalizer:
+        meta["finalizers"] = [FINALIZER]
+    return {"metadata": meta, "spec": _pod_spec(s, node, job)}
+
+
+def manifests(s: Scenario, node: str) -> list[Obj]:
+    """The namespace and the workload of one scenario, its pods aimed at `node`."""
+    ns, name = s.namespace, s.app
+    out: list[Obj] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": ns, "labels": {"nodefail-audit": str(s.seed)}},
+        }
+    ]
+    meta = {"name": name, "namespace": ns}
+    selector = {"matchLabels": {"app": name}}
+    if s.kind == "deployment":
+        out.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": meta,
+                "spec": {
+                    "replicas": s.replicas,
+                    "selector": selector,
+                    "template": _template(s, node),
+                },
+            }
+        )
+    elif s.kind.startswith("sts"):
+        out.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": meta,
+                "spec": {
+                    "replicas": s.replicas,
+                    "serviceName": name,
+                    "podManagementPolicy": "Parallel"
+                    if s.kind == "sts-parallel"
+                    else "OrderedReady",
+                    "selector": selector,
+                    "template": _template(s, node),
+                },
+            }
+        )
+    elif s.kind == "daemonset":
+        out.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": meta,
+                "spec": {"selector": selector, "template": _template(s, node)},
+            }
+        )
+    elif s.kind == "bare":
+        pod_meta: Obj = {**meta, "labels": {"app": name}}
+        if s.finalizer:
+            pod_meta["finalizers"] = [FINALIZER]
+        out.append(
+            {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": _pod_spec(s, node)}
+        )
+    elif s.kind == "cronjob":
+        out.append(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "CronJob",
+                "metadata": meta,
+                "spec": {
+                    "schedule": "0 3 * * *",
+                    "suspend": True,
+                    "jobTemplate": {"spec": _job_spec(s, node)},
+                },
+            }
+        )
+    else:
+        out.append(
+            {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": _job_spec(s, node)}
+        )
+    return out
+
+
+def _job_spec(s: Scenario, node: str) -> Obj:
+    spec: Obj = {
+        "parallelism": s.replicas,
+        "completions": s.completions or s.replicas,
+        "backoffLimit": 6,
+        "template": _template(s, node, job=True),
+    }
+    if s.kind == "job-failed":
+        spec["podReplacementPolicy"] = "Failed"
+    if s.kind == "job-pfp":
+        spec["podFailurePolicy"] = {
+            "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+        }
+    return spec

@@ -1,0 +1,205 @@
+"""The audit's judge (tests/audit/judge.py) on hand-made histories: it must call a prediction
+wrong when the control plane did otherwise, or the audit could pass on anything."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.audit.judge import EARLY, LATE, judge
+from tests.audit.observe import History, PodView, Poll, parse_time
+from tests.audit.predictions import PodPrediction
+from tests.audit.scenarios import KINDS, generate, manifests
+
+T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc)
+NS = "au-1-0"
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def pod(name: str = "w-0", uid: str = "old", **kw: object) -> PodView:
+    base = PodView(
+        namespace=NS,
+        name=name,
+        uid=uid,
+        owner_uid="owner",
+        owner_kind="StatefulSet",
+        node="dead",
+        phase="Running",
+        created=at(-100),
+        deletion=None,
+        grace=None,
+        disruption=None,
+        disruption_reason="",
+        scheduled_message="",
+        node_selector_host="",
+        finalizers=(),
+    )
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+def evicted(view: PodView, when: float) -> PodView:
+    return replace(
+        view,
+        deletion=at(when + 30),
+        grace=30,
+        disruption=at(when),
+        disruption_reason="DeletionByTaintManager",
+    )
+
+
+def history(polls: list[tuple[float, list[PodView]]]) -> History:
+    h = History()
+    for when, views in polls:
+        h.polls.append(Poll(at(when), {v.uid: v for v in views}))
+    h.marks = {"kill": at(0), "d1": at(20), "late": at(80), "d2": at(85), "return": at(110)}
+    h.marks["end"] = at(150)
+    return h
+
+
+def prediction(**kw: object) -> PodPrediction:
+    base = PodPrediction(
+        moment="d1",
+        at=at(20),
+        namespace=NS,
+        name="w-0",
+        uid="old",
+        node="dead",
+        controller="statefulset",
+        terminating=False,
+        eviction_at=at(40),
+        eviction_text="eviction due in 20s",
+        replacement_state="blocked",
+        replacement_pods=[],
+        pending_reason="",
+        action_code="wait",
+        action_until=at(40),
+        if_node_returns="the pod carries on in place.",
+        finalizers=[],
+    )
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+SCENARIO = generate(1, 0, "quick", 1)
+
+
+def verdicts(preds: list[PodPrediction], h: History, kind: str) -> list[bool | None]:
+    return [v.ok for v in judge(SCENARIO, preds, h) if v.kind == kind]
+
+
+@pytest.mark.parametrize(
+    ("actual", "ok"),
+    [(40, True), (40 + LATE.seconds, True), (40 - EARLY.seconds, True), (50, False), (35, False)],
+)
+def test_eviction_time_is_judged_within_its_tolerance(actual: float, ok: bool) -> None:
+    h = history([(20, [pod()]), (60, [evicted(pod(), actual)]), (150, [])])
+    assert verdicts([prediction()], h, "eviction-time") == [ok]
+
+
+def test_an_eviction_that_never_came_is_wrong() -> None:
+    h = history([(20, [pod()]), (79, [pod()]), (150, [pod()])])
+    assert verdicts([prediction()], h, "eviction-time") == [False]
+
+
+def test_never_evicted_is_wrong_when_the_taint_manager_evicts() -> None:
+    pred = prediction(eviction_at=None, action_until=None, eviction_text="never evicted")
+    h = history([(20, [pod()]), (60, [evicted(pod(), 50)]), (150, [])])
+    assert verdicts([pred], h, "never-evicted") == [False]
+    quiet = history([(20, [pod()]), (60, [pod()]), (150, [pod()])])
+    assert verdicts([pred], quiet, "never-evicted") == [True]
+
+
+def test_blocked_statefulset_pod_recreated_while_the_node_is_down_is_wrong() -> None:
+    twin = pod(uid="new", node="healthy-0", created=at(50))
+    h = history([(20, [pod()]), (60, [evicted(pod(), 40), twin]), (150, [twin])])
+    assert verdicts([prediction()], h, "replacement:blocked") == [False]
+    alone = history([(20, [pod()]), (60, [evicted(pod(), 40)]), (150, [])])
+    assert verdicts([prediction()], alone, "replacement:blocked") == [True]
+
+
+def test_keeps_running_without_a_replacement_is_wrong() -> None:
+    pred = prediction(
+        moment="d2",
+        at=at(85),
+        terminating=True,
+        if_node_returns="kubelet removes the object; the replacement keeps running.",
+        replacement_pods=[],
+    )
+    h = history([(85, [evicted(pod(), 40)]), (150, [])])
+    assert verdicts([pred], h, "if-node-returns:keeps-running") == [False]
+    assert verdicts([pred], h, "if-node-returns:old-removed") == [True]
+
+
+def test_old_pod_removed_is_wrong_when_a_finalizer_keeps_it() -> None:
+    pred = prediction(
+        moment="d2", at=at(85), terminating=True, if_node_returns="removes the object"
+    )
+    held = replace(evicted(pod(), 40), finalizers=("audit.nodefail/hold",))
+    h = history([(85, [held]), (150, [held])])
+    assert verdicts([pred], h, "if-node-returns:old-removed") == [False]
+
+
+def test_an_inferred_taint_cause_the_scheduler_did_not_give_is_wrong() -> None:
+    message = (
+        "0/6 nodes are available: 1 node(s) had untolerated taint "
+        "{node.kubernetes.io/unreachable: }, 5 node(s) didn't match Pod's node affinity/selector."
+    )
+    pending = pod(name="w-x", uid="rep", node="", phase="Pending", scheduled_message=message)
+    pred = prediction(
+        moment="d2",
+        at=at(85),
+        controller="deployment",
+        terminating=True,
+        replacement_state="pending",
+        replacement_pods=["w-x"],
+        pending_reason=f"healthy nodes carry taints it does not tolerate ({message})",
+    )
+    h = history([(85, [evicted(pod(), 40), pending]), (150, [pending])])
+    assert verdicts([pred], h, "pending-reason") == [False]
+    pred.pending_reason = (
+        f"pinned by node selector/affinity to nodes that are not available ({message})"
+    )
+    assert verdicts([pred], h, "pending-reason") == [True]
+
+
+@given(st.integers(min_value=0, max_value=10**6), st.integers(min_value=0, max_value=500))
+def test_a_scenario_is_rebuilt_from_its_seed_and_index(seed: int, index: int) -> None:
+    first, again = generate(seed, index), generate(seed, index)
+    assert first == again
+    assert first.kind in KINDS
+    assert manifests(first, "n0") == manifests(again, "n0")
+    assert first.namespace == f"au-{seed}-{index}"
+
+
+def test_parse_time_keeps_microseconds() -> None:
+    assert parse_time("2026-12-01T12:00:00.123456789Z") == T0 + timedelta(microseconds=123456)
+
+
+def test_a_finalizer_held_pod_is_judged_on_staying_not_on_what_follows() -> None:
+    text = (
+        "the kubelet stops the containers, but the object stays until its finalizers are "
+        "removed: x/hold. Only then does what follows happen: kubelet removes the old pod."
+    )
+    pred = prediction(moment="d2", at=at(85), terminating=True, if_node_returns=text)
+    held = replace(evicted(pod(), 40), finalizers=("x/hold",), phase="Failed")
+    h = history([(85, [held]), (150, [held])])
+    assert verdicts([pred], h, "if-node-returns:finalizer-holds") == [True]
+    assert verdicts([pred], h, "if-node-returns:old-removed") == []
+    assert verdicts(
+        [pred], history([(85, [held]), (150, [])]), "if-node-returns:finalizer-holds"
+    ) == [False]
+
+
+def test_a_saved_pod_view_loads_back_unchanged() -> None:
+    from tests.audit.rejudge import view_from_json
+    from tests.audit.run import _view_json
+
+    view = replace(evicted(pod(), 40), finalizers=("x/hold",))
+    assert view_from_json(json.loads(json.dumps(_view_json(view)))) == view
