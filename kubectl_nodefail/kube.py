@@ -111,23 +111,27 @@ class Cluster:
         context: str | None = None,
         timeout: float | None = 30.0,
         deadline: float | None = None,
+        overrides: Any = None,
     ) -> None:
         from kubectl_nodefail import __version__
-        from kubectl_nodefail.kubeconfig import connect
+        from kubectl_nodefail.kubeconfig import NO_OVERRIDES, connect
 
-        self._conn = connect(kubeconfig, context, WORKERS * 2)
-        self.context = self._conn.context
-        self.host = self._conn.host
         self.timeout = timeout or None
         self.deadline = deadline
+        self._conn = connect(
+            kubeconfig, context, WORKERS * 2, overrides or NO_OVERRIDES, lambda: self.deadline
+        )
+        self.context = self._conn.context
+        self.host = self._conn.host
         self.sleep: Callable[[float], None] = time.sleep  # replaced by tests
         self._pool = self._conn.pool
         self._user_agent = f"kubectl-nodefail/{__version__}"
 
-    def _auth_headers(self) -> dict[str, str]:
-        """The User-Agent and the credentials' header (a token from an exec plugin or
-        auth-provider is refreshed when due); client certificates live in the pool's TLS."""
-        return {"User-Agent": self._user_agent, **self._conn.auth_headers()}
+    def _auth_headers(self) -> list[tuple[str, str]]:
+        """The User-Agent, the credentials' header (a token from an exec plugin or
+        auth-provider is refreshed when due) and the Impersonate-* headers (a name may
+        repeat); client certificates live in the pool's TLS."""
+        return [("User-Agent", self._user_agent), *self._conn.auth_headers()]
 
     # --- plain requests ---
 
@@ -224,12 +228,15 @@ class Cluster:
 
         what = f"{method} {path}"
         timeout = self._attempt_timeout(what)
-        headers = {"Accept": accept}
+        headers = urllib3.HTTPHeaderDict({"Accept": accept})
         if body is not None:
             headers["Content-Type"] = content_type
         try:
-            headers.update(self._auth_headers())
-        except Exception as exc:  # exec plugins and token refreshers fail in many ways
+            for name, value in self._auth_headers():
+                headers.add(name, value)
+        except NodefailError:
+            raise  # a credential plugin's own one line
+        except Exception as exc:  # token refreshers fail in many ways
             raise AuthError(
                 f"could not get credentials for context {self.context!r}: {short(exc)}",
                 hint="log in again",
