@@ -32,9 +32,10 @@ import base64
 import binascii
 import os
 import ssl
+import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -543,14 +544,47 @@ def check_url(path: str, host: str) -> None:
         )
 
 
+ALPN = ("http/1.1",)  # what urllib3 offers (urllib3.util.ssl_.ALPN_PROTOCOLS)
+
+
+class SharedContext(ssl.SSLContext):
+    """A TLS context shared by every connection of the pool, on several threads, that urllib3
+    cannot reconfigure under another connection's feet.
+
+    urllib3 calls `set_alpn_protocols` on the context it is given each time it opens a
+    connection. OpenSSL's SSL_CTX_set_alpn_protos frees and reallocates the context's ALPN list
+    while SSL_new on another thread (CPython releases the GIL around it) copies that list: the
+    new connection's ClientHello then carries a garbled ALPN extension, and the API server
+    answers with a decode_error alert. That was the intermittent `[SSL:
+    TLSV1_ALERT_DECODE_ERROR]` under load (issue 18; reproduced and tested in
+    tests/unit/test_tls_race.py). Here the list is set once, before the context is shared;
+    setting the same list again does nothing.
+    """
+
+    def set_alpn_protocols(self, alpn_protocols: Iterable[str]) -> None:
+        wanted = tuple(alpn_protocols)
+        if getattr(self, "_nodefail_alpn", None) == wanted:
+            return
+        super().set_alpn_protocols(list(wanted))
+        self._nodefail_alpn = wanted
+
+
 def ssl_context(
     path: str, ca: bytes | None, cert: bytes | None, key: bytes | None, verify: bool = True
 ) -> ssl.SSLContext:
     """A TLS context trusting `ca` (else the system's roots) and presenting the client
-    certificate. The key touches the disk only in a private temporary folder, for the moment
-    `load_cert_chain` (which reads files only) needs it."""
+    certificate, as ssl.create_default_context makes it, but safe to share across threads
+    (SharedContext). The key touches the disk only in a private temporary folder, for the
+    moment `load_cert_chain` (which reads files only) needs it."""
     try:
-        ctx = ssl.create_default_context(cadata=ca.decode("ascii") if ca else None)
+        ctx = SharedContext(ssl.PROTOCOL_TLS_CLIENT)
+        if sys.version_info >= (3, 13):  # what create_default_context adds there
+            ctx.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
+        if ca:
+            ctx.load_verify_locations(cadata=ca.decode("ascii"))
+        else:
+            ctx.load_default_certs()
+        ctx.set_alpn_protocols(ALPN)
         if not verify:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
