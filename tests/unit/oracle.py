@@ -198,9 +198,10 @@ class Proxy:
 
 
 @contextmanager
-def connect_proxy() -> Iterator[Proxy]:
+def connect_proxy(pki: Pki | None = None) -> Iterator[Proxy]:
     """An HTTP CONNECT proxy on 127.0.0.1: any target host is reached at 127.0.0.1 (so
-    SERVER_NAME works through it), every target recorded."""
+    SERVER_NAME works through it), every target recorded. With `pki`, an https proxy (the
+    server certificate: the client must trust the test CA to use it)."""
     proxy = Proxy("")
 
     class Tunnel(socketserver.BaseRequestHandler):
@@ -229,9 +230,23 @@ def connect_proxy() -> Iterator[Proxy]:
                 upstream.sendall(rest)
             _pipe(client, upstream)
 
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Tunnel)
-    server.daemon_threads = True
-    proxy.url = f"http://127.0.0.1:{server.server_address[1]}"
+    class Server(socketserver.ThreadingTCPServer):
+        daemon_threads = True
+
+        def get_request(self) -> tuple[socket.socket, Any]:
+            sock, addr = super().get_request()
+            if tls is None:
+                return sock, addr
+            sock.settimeout(10)
+            return tls.wrap_socket(sock, server_side=True), addr
+
+    tls = None
+    if pki is not None:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(str(pki.server_cert), str(pki.server_key))
+    server = Server(("127.0.0.1", 0), Tunnel)
+    scheme = "https" if pki is not None else "http"
+    proxy.url = f"{scheme}://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

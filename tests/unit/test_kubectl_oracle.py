@@ -54,7 +54,12 @@ def kubectl_binary() -> str:
 def bed() -> Iterator[tuple[Pki, Recorder, Proxy, str]]:
     with tempfile.TemporaryDirectory() as tmp:
         pki = make_pki(Path(tmp))
-        with recording_server(pki) as server, connect_proxy() as proxy:
+        with (
+            recording_server(pki) as server,
+            connect_proxy() as proxy,
+            connect_proxy(pki) as tls_proxy,
+        ):
+            proxy.tls_twin = tls_proxy  # type: ignore[attr-defined]
             yield pki, server, proxy, kubectl_binary()
 
 
@@ -98,7 +103,9 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
         "as_groups": draw(st.sampled_from([[], [], ["g1", "g2"]])),
         "as_uid": draw(st.sampled_from([None, None, "42"])),
         "as_extra": draw(st.sampled_from([None, None, {"scopes": ["a", "b"], "we/ird": ["x"]}])),
-        "proxy": draw(st.sampled_from(["none", "none", "url", "dead", "env", "env+no_proxy"])),
+        "proxy": draw(
+            st.sampled_from(["none", "none", "url", "https-url", "dead", "env", "env+no_proxy"])
+        ),
         "flags": draw(
             st.lists(
                 st.sampled_from(
@@ -136,6 +143,8 @@ def build(
         cluster["tls-server-name"] = case["tls_name"]
     if case["proxy"] == "url":
         cluster["proxy-url"] = proxy.url
+    if case["proxy"] == "https-url":
+        cluster["proxy-url"] = proxy.tls_twin.url  # type: ignore[attr-defined]
     if case["proxy"] == "dead":
         cluster["proxy-url"] = f"http://127.0.0.1:{dead_port()}"
     user: dict[str, Any] = {}
@@ -201,6 +210,7 @@ def observe(argv: list[str], env: dict[str, str], server: Recorder, proxy: Proxy
     compared headers, and the proxy targets."""
     server.clear()
     proxy.targets.clear()
+    proxy.tls_twin.targets.clear()  # type: ignore[attr-defined]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
     requests = [
         s
@@ -221,6 +231,7 @@ def observe(argv: list[str], env: dict[str, str], server: Recorder, proxy: Proxy
         "client_cert": first.client_cn if first else None,
         "headers": headers,
         "proxied": sorted(set(proxy.targets)),
+        "proxied_tls": sorted(set(proxy.tls_twin.targets)),  # type: ignore[attr-defined]
     }
 
 
@@ -241,7 +252,7 @@ def compare(case: dict[str, Any], bed: tuple[Pki, Recorder, Proxy, str]) -> None
     assert theirs_failed == ours_failed, (case, theirs, ours)
     if not theirs_failed:
         assert theirs["sent"] and ours["sent"], (case, theirs, ours)
-        for key in ("sni", "client_cert", "headers", "proxied"):
+        for key in ("sni", "client_cert", "headers", "proxied", "proxied_tls"):
             assert theirs[key] == ours[key], (key, case, theirs, ours)
     else:
         assert ours["code"] in (10, 11, 12), ours  # one documented code, never a crash
@@ -260,6 +271,8 @@ HAND_PICKED = [
     # proxies: kubeconfig, down, environment, NO_PROXY, loopback never through the environment
     {"auth": "token", "proxy": "url", "host": "name", "flags": []},
     {"auth": "token", "proxy": "dead", "flags": []},
+    {"auth": "cert", "proxy": "https-url", "host": "name", "flags": []},
+    {"auth": "token", "proxy": "https-url", "ca": "none", "flags": []},
     {"auth": "token", "proxy": "env", "host": "name", "flags": []},
     {"auth": "token", "proxy": "env", "host": "ip", "flags": []},
     {"auth": "token", "proxy": "env+no_proxy", "host": "name", "flags": []},
