@@ -123,6 +123,14 @@ class Cluster:
         )
         self.context = self._conn.context
         self.host = self._conn.host
+        proxy = getattr(self._conn, "proxy", None)
+        self._via = f" through the proxy {_without_password(proxy)}" if proxy else ""
+        acting = [v for k, v in self._conn.impersonation if k == "Impersonate-User"]
+        self._acting_as = (
+            f"; requests impersonate {acting[0]!r} (as: in the kubeconfig, or --as)"
+            if acting
+            else ""
+        )
         self.sleep: Callable[[float], None] = time.sleep  # replaced by tests
         self._pool = self._conn.pool
         self._user_agent = f"kubectl-nodefail/{__version__}"
@@ -256,13 +264,13 @@ class Cluster:
         except urllib3.exceptions.NewConnectionError as exc:  # refused, unresolvable
             raise _Retryable(
                 UnreachableError(
-                    f"cannot reach the API server at {self.host}: {short(_reason(exc))}",
+                    f"cannot reach the API server at {self.host}{self._via}: {short(_reason(exc))}",
                     hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
                 )
             ) from exc
         except urllib3.exceptions.ConnectTimeoutError as exc:
             raise UnreachableError(
-                f"cannot reach the API server at {self.host}: no connection within "
+                f"cannot reach the API server at {self.host}{self._via}: no connection within "
                 f"{_seconds(timeout)}",
                 hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
             ) from exc
@@ -276,14 +284,14 @@ class Cluster:
             ) from exc
         except urllib3.exceptions.SSLError as exc:
             raise UnreachableError(
-                f"TLS with the API server at {self.host} failed: {short(_reason(exc))}",
+                f"TLS with the API server at {self.host}{self._via} failed: {short(_reason(exc))}",
                 hint=f"context {self.context!r}; check the server URL and its CA data",
             ) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             # reset or dropped: safe to try a GET again
             raise _Retryable(
                 UnreachableError(
-                    f"cannot reach the API server at {self.host}: {short(_reason(exc))}",
+                    f"cannot reach the API server at {self.host}{self._via}: {short(_reason(exc))}",
                     hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
                 )
             ) from exc
@@ -357,7 +365,8 @@ class Cluster:
             )
         if status == 403:
             return Forbidden(
-                f"forbidden: {what}: {message}", hint="ask for the RBAC role in deploy/rbac/"
+                f"forbidden: {what}: {message}",
+                hint="ask for the RBAC role in deploy/rbac/" + self._acting_as,
             )
         if status == 404:
             return NotFound(f"not found: {what}", status=404)
@@ -524,6 +533,14 @@ class Cluster:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _without_password(url: str) -> str:
+    """A proxy URL as messages show it: user info dropped."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
 
 def _reason(exc: BaseException) -> object:

@@ -615,6 +615,7 @@ class Connection:
     host: str
     pool: Any  # urllib3.PoolManager or ProxyManager
     impersonation: tuple[tuple[str, str], ...] = ()
+    proxy: str | None = None  # the proxy requests go through
 
     def auth_headers(self) -> list[tuple[str, str]]:
         raise NotImplementedError
@@ -645,6 +646,7 @@ class StaticConnection(Connection):
         self.host = settings.host
         self.settings = settings
         self.impersonation = settings.impersonation
+        self.proxy = settings.proxy
         self._deadline = deadline
         self._lock = threading.Lock()
         self._credential: credplugin.Credential | None = None

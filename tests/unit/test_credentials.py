@@ -373,3 +373,37 @@ def test_plugin_hang_leaves_no_process_and_is_quick(tmp_path: Path) -> None:
         assert api.requests == []
     assert proc.returncode == 12 and "credential plugin 'sh' did not finish" in proc.stderr
     assert took < 15, took
+
+
+def test_plugin_credential_is_reused_until_it_expires(tmp_path: Path) -> None:
+    """One run of the plugin for a whole diagnosis while its credential is valid; run again
+    (for each request) once expirationTimestamp has passed, as client-go does."""
+    for expiry, many in (("2999-01-01T00:00:00Z", False), ("2000-01-01T00:00:00Z", True)):
+        runs = tmp_path / f"runs-{many}"
+        credential = {
+            "kind": "ExecCredential",
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "status": {"token": "tok", "expirationTimestamp": expiry},
+        }
+        user = exec_user(f"echo run >> {runs}; echo '{json.dumps(credential)}'")
+        with tls_server(tmp_path) as (api, cluster):
+            proc = plugin_cli("diagnose", "--kubeconfig", write(tmp_path, cluster, user))
+        assert proc.returncode == 0, proc.stderr
+        count = len(runs.read_text().splitlines())
+        assert len(api.requests) >= 3
+        assert count == (len(api.requests) + 1 if many else 1), (count, len(api.requests))
+
+
+def test_a_refusal_while_impersonating_names_the_impersonated_user(tmp_path: Path) -> None:
+    folder = tmp_path / "server"
+    folder.mkdir()
+    cert = self_signed(folder)
+    ca = base64.b64encode(Path(cert[0]).read_bytes()).decode()
+    refused = {"kind": "Status", "message": 'nodes is forbidden: User "alice" cannot list'}
+    with serve(lambda n, m, p: json_answer(refused, 403), tls=cert) as api:
+        cluster = {"server": api.url, "certificate-authority-data": ca}
+        proc = plugin_cli(
+            "diagnose", "--kubeconfig", write(tmp_path, cluster, {"token": "t"}), "--as", "alice"
+        )
+    assert proc.returncode == 12 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "requests impersonate 'alice'" in proc.stderr
