@@ -9,21 +9,27 @@ kubectl rejects such a file (a later file's duplicates of an earlier name are ne
 Static credentials are resolved here without importing the `kubernetes` client (importing it
 costs 0.5-0.7 s, most of a small cluster's diagnosis): the server URL, certificate-authority
 (file or -data), client-certificate / client-key (file or -data), token or tokenFile,
-username/password, insecure-skip-tls-verify and tls-server-name. Relative file paths are
+username/password, insecure-skip-tls-verify, tls-server-name, proxy-url (proxy.py),
+disable-compression and impersonation (as, as-uid, as-groups, as-user-extra). kubectl's
+connection flags (Overrides) are applied with client-go's precedence. Relative file paths are
 resolved against the folder of the file that defined the entry, as kubectl does. The TLS
-context and the urllib3 pool are built here.
+context and the urllib3 pool are built here. `exec` credential plugins are run by
+credplugin.py, before any request.
 
-A user with `exec` (credential plugins) or `auth-provider` (oidc, gcp, azure) is handed to the
-official client, imported only then: it owns token refresh, caching and the plugin protocols.
-It is given the same files (its own merger reads a list joined by os.pathsep) and the context
-chosen here: its merger lets the last current-context win where kubectl lets the first.
+A user with `auth-provider` (oidc) is handed to the official client, imported only then, for
+its token: it is given the same files (its own merger reads a list joined by os.pathsep) and
+the context chosen here (its merger lets the last current-context win where kubectl lets the
+first); what it cannot do as kubectl does (a proxy, connection flags other than --as*) is
+refused.
 
-Where the client and kubectl differ, this follows kubectl: a token file's surrounding
-whitespace is trimmed, an empty `token` falls back to `tokenFile`, basic-auth credentials are
-UTF-8, and a cluster without `server` is an error rather than http://localhost. With no
-certificate authority the system's trusted roots are used. `proxy-url` is not read (the client
-never read it either). Every problem is a ConfigError (exit 10) naming the file it comes
-from (all the files merged when no single one is to blame).
+kubectl is the reference (tests/unit/test_kubectl_oracle.py compares what both send): a token
+file's surrounding whitespace is trimmed, a readable `tokenFile` wins over `token` (and
+--token), basic-auth credentials are UTF-8, a cluster without `server` is an error rather than
+http://localhost, credentials go to https servers only, and what kubectl refuses (a CA with
+insecure-skip-tls-verify, a certificate without its key, a token with username/password, a file
+and -data for the same thing, impersonation details without a user) is refused. With no
+certificate authority the system's trusted roots are used. Every problem is a ConfigError
+(exit 10) naming the file it comes from (all the files merged when no single one is to blame).
 """
 
 from __future__ import annotations
@@ -371,11 +377,6 @@ def _settings(
         _both("certificate-authority", cluster)
         tls = host.startswith("https")  # as the client: TLS material is read for https only
         ca = _material(cluster, "certificate-authority", _folder(cluster_file)) if tls else None
-        if skip and ca:
-            raise Problem(
-                "certificate-authority and insecure-skip-tls-verify are both set "
-                "(kubectl refuses a CA with the insecure flag)"
-            )
         proxy_url = _string(cluster, "proxy-url")
         try:
             chosen_proxy = proxy.choose(host, proxy_url)
@@ -386,20 +387,25 @@ def _settings(
         label = user_name or "(none)"
         _both("client-certificate", user)
         _both("client-key", user)
+        _one_method(user, label)  # kubectl checks these whatever the server's scheme
         # kubectl sends no credentials to an http:// server (client-go reads them for TLS only)
         cert = _material(user, "client-certificate", user_base) if tls else None
         key = _material(user, "client-key", user_base) if tls else None
-        if bool(cert) != bool(key):
-            missing = "client-key" if cert else "client-certificate"
-            raise Problem(f"user {label!r} has a client certificate or key without its {missing}")
         authorization = _authorization(user, user_base) if tls else None
         impersonation = _impersonation(user, label)
         plugin = None
-        if "exec" in user and tls:
+        if "exec" in user:
             try:
-                plugin = credplugin.parse(label, user["exec"], user_base)
+                parsed = credplugin.parse(label, user["exec"], user_base)
+                plugin = parsed if tls else None
             except credplugin.Problem as exc:
                 raise Problem(str(exc)) from exc
+    with _blame(cluster_file):  # after the user's checks, in kubectl's order
+        if skip and ca:
+            raise Problem(
+                "certificate-authority and insecure-skip-tls-verify are both set "
+                "(kubectl refuses a CA with the insecure flag)"
+            )
     info = None
     if plugin is not None and plugin.provide_cluster_info:
         info = credplugin.cluster_info(
@@ -509,19 +515,36 @@ def _read_file(key: str, file: str, base: str) -> bytes:
         raise Problem(f"{key} {full}: {short(exc)}") from exc
 
 
+def _one_method(user: dict[str, Any], label: str) -> None:
+    """What kubectl's validation refuses in a user, for http and https servers alike: a client
+    certificate without its key (or the reverse), a token with username/password."""
+    cert = bool(user.get("client-certificate") or user.get("client-certificate-data"))
+    key = bool(user.get("client-key") or user.get("client-key-data"))
+    if cert != key:
+        missing = "client-key" if cert else "client-certificate"
+        raise Problem(f"user {label!r} has a client certificate or key without its {missing}")
+    token = _string(user, "token") or _string(user, "tokenFile")
+    if token and (_string(user, "username") or _string(user, "password")):
+        raise Problem(
+            f"user {label!r}: more than one authentication method (a token and "
+            "username/password); kubectl allows only one"
+        )
+
+
 def _authorization(user: dict[str, Any], base: str) -> str | None:
     """The Authorization header: a token (or token file), or username/password (kubectl
     refuses both at once)."""
     token = _string(user, "token")
     token_file = _string(user, "tokenFile")
     username, password = _string(user, "username"), _string(user, "password")
-    if (token or token_file) and (username or password):
-        raise Problem(
-            "more than one authentication method (a token and username/password); "
-            "kubectl allows only one"
-        )
-    if not token and token_file:
-        token = _read_file("tokenFile", token_file, base).decode("utf-8", "replace").strip()
+    if token_file:
+        # client-go sends the file's token whenever the file can be read, over `token` and
+        # even over --token (checked with kubectl 1.32 and 1.36); `token` only when it cannot
+        try:
+            token = _read_file("tokenFile", token_file, base).decode("utf-8", "replace").strip()
+        except Problem:
+            if not token:
+                raise
     if token:
         return f"Bearer {token}"
     if username or password:

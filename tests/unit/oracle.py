@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 SERVER_NAME = "apiserver.test"  # in the server certificate; resolvable only through the proxy
 
@@ -128,8 +129,9 @@ ANSWERS: dict[str, Any] = {
 
 
 @contextmanager
-def recording_server(pki: Pki) -> Iterator[Recorder]:
-    """HTTPS on 127.0.0.1 that asks for (but does not require) a client certificate."""
+def recording_server(pki: Pki | None) -> Iterator[Recorder]:
+    """HTTPS on 127.0.0.1 that asks for (but does not require) a client certificate; plain
+    HTTP without `pki`."""
     recorder = Recorder("", 0)
 
     class Handler(BaseHTTPRequestHandler):
@@ -170,18 +172,19 @@ def recording_server(pki: Pki) -> Iterator[Recorder]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(str(pki.server_cert), str(pki.server_key))
-    ctx.verify_mode = ssl.CERT_OPTIONAL
-    ctx.load_verify_locations(cafile=str(pki.ca))
+    if pki is not None:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(pki.server_cert), str(pki.server_key))
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+        ctx.load_verify_locations(cafile=str(pki.ca))
 
-    def remember_sni(sock: Any, name: str | None, _ctx: Any) -> None:
-        sock.oracle_sni = name
+        def remember_sni(sock: Any, name: str | None, _ctx: Any) -> None:
+            sock.oracle_sni = name
 
-    ctx.sni_callback = remember_sni
-    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        ctx.sni_callback = remember_sni
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     recorder.port = server.server_address[1]
-    recorder.url = f"https://127.0.0.1:{recorder.port}"
+    recorder.url = f"{'https' if pki else 'http'}://127.0.0.1:{recorder.port}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -214,9 +217,20 @@ def connect_proxy(pki: Pki | None = None) -> Iterator[Proxy]:
                     return
                 data += chunk
             head, _, rest = data.partition(b"\r\n\r\n")
-            method, target, _ = head.split(b"\r\n")[0].decode().split(" ", 2)
-            if method != "CONNECT":
-                client.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+            first, _, headers = head.partition(b"\r\n")
+            method, target, version = first.decode().split(" ", 2)
+            if method != "CONNECT":  # plain http through the proxy: absolute-form request
+                url = urlsplit(target)
+                proxy.targets.append(f"{url.scheme} {url.netloc}")
+                path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+                forward = f"{method} {path} {version}\r\n".encode() + headers + b"\r\n\r\n"
+                try:
+                    upstream = socket.create_connection(("127.0.0.1", url.port or 80), timeout=5)
+                except OSError:
+                    client.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+                    return
+                upstream.sendall(forward + rest)
+                _pipe(client, upstream)
                 return
             proxy.targets.append(target)
             port = int(target.rsplit(":", 1)[1])

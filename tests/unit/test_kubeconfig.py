@@ -235,23 +235,21 @@ def test_static_kubeconfigs_resolve_as_the_official_client_merges(case: dict[str
         assert ours.tls_server_name == cfg.tls_server_name
         # kubectl sends credentials over TLS only (the client sends them over http too)
         https = cfg.host.startswith("https")
-        assert ours.authorization == ((cfg.api_key.get("BearerToken") or None) if https else None)
+        theirs = cfg.api_key.get("BearerToken") or None
+        _, _, (user_file, _, user) = merged._pick(case["context"])
+        if user.get("tokenFile") and user.get("token"):
+            # kubectl sends the token file's token over `token` (the client sends `token`)
+            file = Path(user_file).parent / user["tokenFile"]
+            theirs = "Bearer " + file.read_text().strip()
+        assert ours.authorization == (theirs if https else None)
 
 
 def _kubectl_refuses(merged: kubeconfig.Kubeconfig, context: str | None) -> str | None:
     """What kubectl refuses (and the client accepts) in the chosen context, checked with
-    kubectl 1.32 against a local server: a CA with insecure-skip-tls-verify, a client
-    certificate without its key (or the reverse), a token and username/password together.
-    TLS material is read for https only."""
+    kubectl 1.32 and 1.36 against a local server: a client certificate without its key (or the
+    reverse) and a token with username/password, whatever the scheme (its validation); a CA
+    with insecure-skip-tls-verify for https (its TLS set-up)."""
     _, (_, cluster), (_, _, user) = merged._pick(context)
-    if not str(cluster.get("server", "")).startswith("https"):
-        return None
-    has = {
-        key: bool(cluster.get(key) or cluster.get(f"{key}-data"))
-        for key in ("certificate-authority",)
-    }
-    if cluster.get("insecure-skip-tls-verify") and has["certificate-authority"]:
-        return "insecure"
     cert = bool(user.get("client-certificate") or user.get("client-certificate-data"))
     key = bool(user.get("client-key") or user.get("client-key-data"))
     if cert != key:
@@ -260,6 +258,10 @@ def _kubectl_refuses(merged: kubeconfig.Kubeconfig, context: str | None) -> str 
         user.get("username") or user.get("password")
     ):
         return "more than one authentication method"
+    https = str(cluster.get("server", "")).startswith("https")
+    ca = cluster.get("certificate-authority") or cluster.get("certificate-authority-data")
+    if https and cluster.get("insecure-skip-tls-verify") and ca:
+        return "insecure"
     return None
 
 

@@ -56,10 +56,12 @@ def bed() -> Iterator[tuple[Pki, Recorder, Proxy, str]]:
         pki = make_pki(Path(tmp))
         with (
             recording_server(pki) as server,
+            recording_server(None) as plain,
             connect_proxy() as proxy,
             connect_proxy(pki) as tls_proxy,
         ):
             proxy.tls_twin = tls_proxy  # type: ignore[attr-defined]
+            server.plain_twin = plain  # type: ignore[attr-defined]
             yield pki, server, proxy, kubectl_binary()
 
 
@@ -96,6 +98,7 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
                     "exec",
                     "exec-fails",
                     "cert+token",
+                    "token+tokenFile",
                 ]
             )
         ),
@@ -131,7 +134,8 @@ def build(
 ) -> tuple[Path, list[str], dict[str, str]]:
     """The kubeconfig file, the flags and the environment of a case."""
     host = "127.0.0.1" if case["host"] == "ip" else SERVER_NAME
-    url = f"{case['scheme']}://{host}:{server.port}"
+    port = server.port if case["scheme"] == "https" else server.plain_twin.port  # type: ignore[attr-defined]
+    url = f"{case['scheme']}://{host}:{port}"
     cluster: dict[str, Any] = {"server": url}
     if "data" in case["ca"]:
         cluster["certificate-authority-data"] = _b64(pki.ca)
@@ -151,7 +155,7 @@ def build(
     auth = case["auth"]
     if "token" in auth and auth != "tokenFile":
         user["token"] = "kc-token"
-    if auth == "tokenFile":
+    if auth in ("tokenFile", "token+tokenFile"):
         (folder / "token").write_text("file-token\n")
         user["tokenFile"] = "token"
     if "basic" in auth:
@@ -209,12 +213,13 @@ def observe(argv: list[str], env: dict[str, str], server: Recorder, proxy: Proxy
     """What one run sent: failed or not, and the first request's TLS name, client certificate,
     compared headers, and the proxy targets."""
     server.clear()
+    server.plain_twin.clear()  # type: ignore[attr-defined]
     proxy.targets.clear()
     proxy.tls_twin.targets.clear()  # type: ignore[attr-defined]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
     requests = [
         s
-        for s in server.seen
+        for s in [*server.seen, *server.plain_twin.seen]  # type: ignore[attr-defined]
         if not dict(s.headers).get("user-agent", "").startswith("kubectl-dispatcher")
     ]
     first = requests[0] if requests else None
@@ -284,7 +289,11 @@ HAND_PICKED = [
     {"auth": "token", "ca": "data+insecure", "flags": []},
     {"auth": "cert-no-key", "flags": []},
     {"auth": "token+basic", "flags": []},
+    # a readable tokenFile wins over token and --token in kubectl (found by the generated cases)
+    {"auth": "token+tokenFile", "flags": ["--token=flag-token"]},
+    {"auth": "tokenFile", "flags": ["--token=flag-token"]},
     {"auth": "token", "scheme": "http", "as": "alice", "flags": []},
+    {"auth": "none", "scheme": "http", "proxy": "url", "flags": []},  # absolute-form GET
 ]
 DEFAULTS = {
     "scheme": "https",
