@@ -55,7 +55,7 @@ Exit codes:
   1    a bug (rerun with -v for the traceback)
 """
 DEFAULT_DEADLINE = 120.0  # seconds for a whole run; remediate adds its --wait-timeout
-DEADLINE_GRACE = 1.0  # the hard stop, for waits nothing can interrupt (DNS, exec plugins)
+DEADLINE_GRACE = 1.0  # the hard stop, for waits nothing can interrupt (DNS); kills exec plugins
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
