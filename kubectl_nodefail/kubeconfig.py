@@ -695,7 +695,7 @@ class StaticConnection(Connection):
                     proxy_basic_auth=f"{unquote(proxy_url.username)}:"
                     f"{unquote(proxy_url.password or '')}"
                 )
-            self.pool = urllib3.ProxyManager(
+            self.pool = _proxy_manager()(
                 settings.proxy,
                 num_pools=4,
                 maxsize=pool_size,
@@ -723,6 +723,30 @@ class StaticConnection(Connection):
                 credential = credplugin.run(plugin, self.settings.cluster_info, self._deadline())
                 self._credential = credential
             return credential.token
+
+
+def _proxy_manager() -> Any:
+    """urllib3's ProxyManager, except that a plain-http request through the proxy keeps
+    repeated headers as separate lines (urllib3 joins them into one "a, b" there, which
+    would make two Impersonate-Group values one group; found by tests/unit/
+    test_kubectl_oracle.py)."""
+    import urllib3
+    from urllib3.util import parse_url
+
+    class ProxyManager(urllib3.ProxyManager):
+        def _set_proxy_headers(self, url: str, headers: Any = None) -> Any:
+            merged = urllib3.HTTPHeaderDict({"Accept": "*/*"})
+            netloc = parse_url(url).netloc
+            if netloc:
+                merged["Host"] = netloc
+            for name, value in (headers or {}).items():
+                if name.lower() in ("accept", "host"):
+                    merged[name] = value
+                else:
+                    merged.add(name, value)
+            return merged
+
+    return ProxyManager
 
 
 class ClientConnection(Connection):

@@ -294,6 +294,16 @@ HAND_PICKED = [
     {"auth": "tokenFile", "flags": ["--token=flag-token"]},
     {"auth": "token", "scheme": "http", "as": "alice", "flags": []},
     {"auth": "none", "scheme": "http", "proxy": "url", "flags": []},  # absolute-form GET
+    # repeated impersonation headers stay separate lines through a proxy to an http server
+    {
+        "auth": "none",
+        "scheme": "http",
+        "proxy": "url",
+        "as": "alice",
+        "as_groups": ["g1", "g2"],
+        "as_extra": {"scopes": ["a", "b"]},
+        "flags": [],
+    },
 ]
 DEFAULTS = {
     "scheme": "https",
