@@ -51,7 +51,8 @@ Exit codes:
   10   no kubeconfig, unknown context, or an unusable kubeconfig (YAML, server URL,
        certificate data)
   11   API server unreachable or timing out (--request-timeout, --deadline)
-  12   credentials rejected or a required read forbidden
+  12   credentials rejected or a required read forbidden, or a credential plugin
+       failed (nothing is sent then)
   13   malformed or unreadable dump or plan file
   14   any other API error (5xx, throttled past the deadline, malformed answers)
   15   a saved plan (--plan-in) made for another context, server or cluster, or for a
@@ -61,7 +62,7 @@ Exit codes:
   1    a bug (rerun with -v for the traceback)
 """
 DEFAULT_DEADLINE = 120.0  # seconds for a whole run; remediate adds its --wait-timeout
-DEADLINE_GRACE = 1.0  # the hard stop, for waits nothing can interrupt (DNS, exec plugins)
+DEADLINE_GRACE = 1.0  # the hard stop, for waits nothing can interrupt (DNS); kills exec plugins
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
@@ -178,22 +179,130 @@ class Connection(NamedTuple):
     context: str | None
     request_timeout: float
     verbose: int
+    overrides: Any = None  # kubeconfig.Overrides; None: those of the running command's flags
 
     def cluster(self) -> Any:
         from kubectl_nodefail.kube import Cluster
 
         ctx = click.get_current_context(silent=True)
         deadline = ctx.meta.get(DEADLINE_KEY) if ctx is not None else None
-        return Cluster(self.kubeconfig, self.context, self.request_timeout or None, deadline)
+        overrides = self.overrides if self.overrides is not None else current_overrides()
+        return Cluster(
+            self.kubeconfig, self.context, self.request_timeout or None, deadline, overrides
+        )
+
+
+def current_overrides() -> Any:
+    """kubectl's connection flags of the running command (a kubeconfig.Overrides), or None
+    outside a command (the click context is per thread: read it on the command's own)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(OVERRIDES_KEY) if ctx is not None else None
 
 
 DEADLINE_KEY = "kubectl_nodefail.deadline"  # the run's time.monotonic() deadline, in ctx.meta
+OVERRIDES_KEY = "kubectl_nodefail.overrides"  # kubectl's connection flags, in ctx.meta
 WATCHDOG_KEY = "kubectl_nodefail.watchdog"  # lifted while remediate executes (see _execute)
 DEADLINE_SECONDS_KEY = "kubectl_nodefail.deadline_seconds"  # --deadline, for --watch
 
 
+# kubectl's global connection flags (cli-runtime's ConfigFlags), as `kubectl options` lists
+# them: (flags, kubeconfig.Overrides field, help, multiple, is_flag)
+KUBECTL_FLAGS: tuple[tuple[tuple[str, ...], str, str, bool, bool], ...] = (
+    (("--cluster",), "cluster", "The name of the kubeconfig cluster to use.", False, False),
+    (("--user",), "user", "The name of the kubeconfig user to use.", False, False),
+    (
+        ("-s", "--server"),
+        "server",
+        "The address and port of the Kubernetes API server.",
+        False,
+        False,
+    ),
+    (("--token",), "token", "Bearer token for authentication to the API server.", False, False),
+    (
+        ("--as",),
+        "impersonate",
+        "Username to impersonate for the operation (a user or a "
+        "service account, system:serviceaccount:NS:NAME).",
+        False,
+        False,
+    ),
+    (
+        ("--as-group",),
+        "impersonate_groups",
+        "Group to impersonate for the operation (repeatable).",
+        True,
+        False,
+    ),
+    (("--as-uid",), "impersonate_uid", "UID to impersonate for the operation.", False, False),
+    (
+        ("--certificate-authority",),
+        "certificate_authority",
+        "Path to a cert file for the certificate authority.",
+        False,
+        False,
+    ),
+    (
+        ("--client-certificate",),
+        "client_certificate",
+        "Path to a client certificate file for TLS.",
+        False,
+        False,
+    ),
+    (("--client-key",), "client_key", "Path to a client key file for TLS.", False, False),
+    (
+        ("--insecure-skip-tls-verify",),
+        "insecure_skip_tls_verify",
+        "The server's certificate is not checked for validity (insecure).",
+        False,
+        True,
+    ),
+    (
+        ("--tls-server-name",),
+        "tls_server_name",
+        "Server name to use for server certificate validation (default: the server URL's host).",
+        False,
+        False,
+    ),
+    (
+        ("--disable-compression",),
+        "disable_compression",
+        "Accepted as kubectl's; kubectl-nodefail never asks for compressed responses.",
+        False,
+        True,
+    ),
+)
+CONNECTION_PARAMS = frozenset(
+    {"kubeconfig", "context", "request_timeout", "deadline"} | {f[1] for f in KUBECTL_FLAGS}
+)
+
+
 def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """kubectl's connection flags, shared by every command that reads the cluster."""
+    """kubectl's connection flags, shared by every command that reads the cluster. The flags
+    of KUBECTL_FLAGS reach the command as one kubeconfig.Overrides (in ctx.meta, see
+    `current_overrides`), not as parameters of its own."""
+
+    @wraps(fn)
+    def collect(*args: Any, **kwargs: Any) -> Any:
+        given = {field: kwargs.pop(field) for _, field, _, _, _ in KUBECTL_FLAGS}
+        given["impersonate_groups"] = tuple(given["impersonate_groups"])
+        ctx = click.get_current_context()
+        from kubectl_nodefail.kubeconfig import Overrides
+
+        ctx.meta[OVERRIDES_KEY] = Overrides(**given)
+        return fn(*args, **kwargs)
+
+    kubectl_flags = [
+        click.option(
+            *names,
+            field,
+            multiple=multiple,
+            is_flag=is_flag,
+            default=None if not (multiple or is_flag) else (() if multiple else False),
+            metavar=None if is_flag else "TEXT",
+            help=text,
+        )
+        for names, field, text, multiple, is_flag in KUBECTL_FLAGS
+    ]
     for decorator in reversed(
         [
             click.option(
@@ -207,6 +316,7 @@ def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 help="The kubeconfig context to use.",
                 shell_complete=completion.contexts,
             ),
+            *kubectl_flags,
             click.option(
                 "--request-timeout",
                 type=Duration(),
@@ -233,8 +343,28 @@ def connection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             ),
         ]
     ):
-        fn = decorator(fn)
-    return fn
+        collect = decorator(collect)
+    return collect
+
+
+class NodefailCommand(click.Command):
+    """A command whose --help lists kubectl's connection flags in their own section, as
+    `kubectl options` does."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        own: list[tuple[str, str]] = []
+        connection: list[tuple[str, str]] = []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None:
+                (connection if param.name in CONNECTION_PARAMS else own).append(record)
+        for title, rows in (("Options", own), ("Connection options (as kubectl's)", connection)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+PluginGroup.command_class = NodefailCommand
 
 
 def repeatable_context(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -376,6 +506,9 @@ class _Watchdog:
     def _expire(self) -> None:
         if not self.claim():
             return
+        plugins = sys.modules.get("kubectl_nodefail.credplugin")
+        if plugins is not None:
+            plugins.kill_all()  # no credential plugin outlives the command
         sys.stdout.flush()
         sys.stderr.write(
             f"error: the run did not finish within the overall deadline of {self.seconds:g}s "
@@ -651,8 +784,10 @@ def diagnose(
         if all_contexts and context:
             raise click.UsageError("--context and --all-contexts exclude each other")
 
+        overrides = current_overrides()
+
         def one(name: str) -> tuple[str, int]:
-            per = Connection(kubeconfig, name, request_timeout, 0)
+            per = Connection(kubeconfig, name, request_timeout, 0, overrides)
             return show(load_snapshot(per, None, False, nodes, namespaces))
 
         results = contexts.run_many(names, one)

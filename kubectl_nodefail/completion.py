@@ -40,11 +40,16 @@ def _read(ctx: click.Context, fetch: Callable[[Any], list[str]]) -> list[str]:
     params = _params(ctx)
     try:
         from kubectl_nodefail.kube import Cluster
+        from kubectl_nodefail.kubeconfig import Overrides
 
         context = params.get("context")
         if isinstance(context, (tuple, list)):  # diagnose's --context is repeatable
             context = context[0] if context else None
-        cluster = Cluster(params.get("kubeconfig"), context, TIMEOUT)
+        fields = Overrides.__dataclass_fields__
+        given = {k: v for k, v in params.items() if k in fields and v is not None}
+        given["impersonate_groups"] = tuple(given.get("impersonate_groups") or ())
+        overrides = Overrides(**given)
+        cluster = Cluster(params.get("kubeconfig"), context, TIMEOUT, overrides=overrides)
     except Exception:
         return []
     try:

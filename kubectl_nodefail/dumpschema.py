@@ -211,6 +211,7 @@ SCHEMAS: dict[str, Object] = {
         spec=obj(
             nodeName=STR,
             nodeSelector=STR_MAP,
+            terminationGracePeriodSeconds=INT,
             containers=ListOf(CONTAINER),
             initContainers=ListOf(CONTAINER),
             tolerations=ListOf(

@@ -111,23 +111,35 @@ class Cluster:
         context: str | None = None,
         timeout: float | None = 30.0,
         deadline: float | None = None,
+        overrides: Any = None,
     ) -> None:
         from kubectl_nodefail import __version__
-        from kubectl_nodefail.kubeconfig import connect
+        from kubectl_nodefail.kubeconfig import NO_OVERRIDES, connect
 
-        self._conn = connect(kubeconfig, context, WORKERS * 2)
-        self.context = self._conn.context
-        self.host = self._conn.host
         self.timeout = timeout or None
         self.deadline = deadline
+        self._conn = connect(
+            kubeconfig, context, WORKERS * 2, overrides or NO_OVERRIDES, lambda: self.deadline
+        )
+        self.context = self._conn.context
+        self.host = self._conn.host
+        proxy = getattr(self._conn, "proxy", None)
+        self._via = f" through the proxy {_without_password(proxy)}" if proxy else ""
+        acting = [v for k, v in self._conn.impersonation if k == "Impersonate-User"]
+        self._acting_as = (
+            f"; requests impersonate {acting[0]!r} (as: in the kubeconfig, or --as)"
+            if acting
+            else ""
+        )
         self.sleep: Callable[[float], None] = time.sleep  # replaced by tests
         self._pool = self._conn.pool
         self._user_agent = f"kubectl-nodefail/{__version__}"
 
-    def _auth_headers(self) -> dict[str, str]:
-        """The User-Agent and the credentials' header (a token from an exec plugin or
-        auth-provider is refreshed when due); client certificates live in the pool's TLS."""
-        return {"User-Agent": self._user_agent, **self._conn.auth_headers()}
+    def _auth_headers(self) -> list[tuple[str, str]]:
+        """The User-Agent, the credentials' header (a token from an exec plugin or
+        auth-provider is refreshed when due) and the Impersonate-* headers (a name may
+        repeat); client certificates live in the pool's TLS."""
+        return [("User-Agent", self._user_agent), *self._conn.auth_headers()]
 
     # --- plain requests ---
 
@@ -224,12 +236,15 @@ class Cluster:
 
         what = f"{method} {path}"
         timeout = self._attempt_timeout(what)
-        headers = {"Accept": accept}
+        headers = urllib3.HTTPHeaderDict({"Accept": accept})
         if body is not None:
             headers["Content-Type"] = content_type
         try:
-            headers.update(self._auth_headers())
-        except Exception as exc:  # exec plugins and token refreshers fail in many ways
+            for name, value in self._auth_headers():
+                headers.add(name, value)
+        except NodefailError:
+            raise  # a credential plugin's own one line
+        except Exception as exc:  # token refreshers fail in many ways
             raise AuthError(
                 f"could not get credentials for context {self.context!r}: {short(exc)}",
                 hint="log in again",
@@ -249,13 +264,13 @@ class Cluster:
         except urllib3.exceptions.NewConnectionError as exc:  # refused, unresolvable
             raise _Retryable(
                 UnreachableError(
-                    f"cannot reach the API server at {self.host}: {short(_reason(exc))}",
+                    f"cannot reach the API server at {self.host}{self._via}: {short(_reason(exc))}",
                     hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
                 )
             ) from exc
         except urllib3.exceptions.ConnectTimeoutError as exc:
             raise UnreachableError(
-                f"cannot reach the API server at {self.host}: no connection within "
+                f"cannot reach the API server at {self.host}{self._via}: no connection within "
                 f"{_seconds(timeout)}",
                 hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
             ) from exc
@@ -269,14 +284,14 @@ class Cluster:
             ) from exc
         except urllib3.exceptions.SSLError as exc:
             raise UnreachableError(
-                f"TLS with the API server at {self.host} failed: {short(_reason(exc))}",
+                f"TLS with the API server at {self.host}{self._via} failed: {short(_reason(exc))}",
                 hint=f"context {self.context!r}; check the server URL and its CA data",
             ) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             # reset or dropped: safe to try a GET again
             raise _Retryable(
                 UnreachableError(
-                    f"cannot reach the API server at {self.host}: {short(_reason(exc))}",
+                    f"cannot reach the API server at {self.host}{self._via}: {short(_reason(exc))}",
                     hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
                 )
             ) from exc
@@ -350,7 +365,8 @@ class Cluster:
             )
         if status == 403:
             return Forbidden(
-                f"forbidden: {what}: {message}", hint="ask for the RBAC role in deploy/rbac/"
+                f"forbidden: {what}: {message}",
+                hint="ask for the RBAC role in deploy/rbac/" + self._acting_as,
             )
         if status == 404:
             return NotFound(f"not found: {what}", status=404)
@@ -517,6 +533,14 @@ class Cluster:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _without_password(url: str) -> str:
+    """A proxy URL as messages show it: user info dropped."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
 
 def _reason(exc: BaseException) -> object:

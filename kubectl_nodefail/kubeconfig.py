@@ -9,21 +9,27 @@ kubectl rejects such a file (a later file's duplicates of an earlier name are ne
 Static credentials are resolved here without importing the `kubernetes` client (importing it
 costs 0.5-0.7 s, most of a small cluster's diagnosis): the server URL, certificate-authority
 (file or -data), client-certificate / client-key (file or -data), token or tokenFile,
-username/password, insecure-skip-tls-verify and tls-server-name. Relative file paths are
+username/password, insecure-skip-tls-verify, tls-server-name, proxy-url (proxy.py),
+disable-compression and impersonation (as, as-uid, as-groups, as-user-extra). kubectl's
+connection flags (Overrides) are applied with client-go's precedence. Relative file paths are
 resolved against the folder of the file that defined the entry, as kubectl does. The TLS
-context and the urllib3 pool are built here.
+context and the urllib3 pool are built here. `exec` credential plugins are run by
+credplugin.py, before any request.
 
-A user with `exec` (credential plugins) or `auth-provider` (oidc, gcp, azure) is handed to the
-official client, imported only then: it owns token refresh, caching and the plugin protocols.
-It is given the same files (its own merger reads a list joined by os.pathsep) and the context
-chosen here: its merger lets the last current-context win where kubectl lets the first.
+A user with `auth-provider` (oidc) is handed to the official client, imported only then, for
+its token: it is given the same files (its own merger reads a list joined by os.pathsep) and
+the context chosen here (its merger lets the last current-context win where kubectl lets the
+first); what it cannot do as kubectl does (a proxy, connection flags other than --as*) is
+refused.
 
-Where the client and kubectl differ, this follows kubectl: a token file's surrounding
-whitespace is trimmed, an empty `token` falls back to `tokenFile`, basic-auth credentials are
-UTF-8, and a cluster without `server` is an error rather than http://localhost. With no
-certificate authority the system's trusted roots are used. `proxy-url` is not read (the client
-never read it either). Every problem is a ConfigError (exit 10) naming the file it comes
-from (all the files merged when no single one is to blame).
+kubectl is the reference (tests/unit/test_kubectl_oracle.py compares what both send): a token
+file's surrounding whitespace is trimmed, a readable `tokenFile` wins over `token` (and
+--token), basic-auth credentials are UTF-8, a cluster without `server` is an error rather than
+http://localhost, credentials go to https servers only, and what kubectl refuses (a CA with
+insecure-skip-tls-verify, a certificate without its key, a token with username/password, a file
+and -data for the same thing, impersonation details without a user) is refused. With no
+certificate authority the system's trusted roots are used. Every problem is a ConfigError
+(exit 10) naming the file it comes from (all the files merged when no single one is to blame).
 """
 
 from __future__ import annotations
@@ -32,17 +38,20 @@ import base64
 import binascii
 import os
 import ssl
+import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubectl_nodefail.errors import ConfigError, short
+from kubectl_nodefail import credplugin, proxy
+from kubectl_nodefail.errors import AuthError, ConfigError, short
 
 SECTIONS = ("clusters", "users", "contexts")
-DELEGATED = ("exec", "auth-provider")  # credentials only the official client produces
+DELEGATED = ("auth-provider",)  # credentials only the official client produces
 
 
 def paths(explicit: str | None) -> list[str]:
@@ -68,9 +77,9 @@ def find(explicit: str | None) -> list[str]:
     return found
 
 
-def read(path: str, empty_ok: bool = False) -> dict[str, Any]:
-    """The kubeconfig document, checked for the shape kubectl needs. With `empty_ok` an empty
-    file is an empty document (kubectl skips an empty file among several)."""
+def read(path: str) -> dict[str, Any]:
+    """The kubeconfig document, checked for the shape kubectl needs. An empty file is an empty
+    document, as for kubectl."""
     import yaml
 
     try:
@@ -82,7 +91,7 @@ def read(path: str, empty_ok: bool = False) -> dict[str, Any]:
         raise ConfigError(f"kubeconfig {path} is not valid YAML{where}") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read kubeconfig {path}: {short(exc)}") from exc
-    if doc is None and empty_ok:
+    if doc is None:
         return {}
     problem = _shape_problem(doc)
     if problem:
@@ -114,6 +123,33 @@ def _shape_problem(doc: Any) -> str | None:
     return None
 
 
+KUBECTL_DEFAULT_SERVER = "http://localhost:8080"  # kubectl's server when nothing names one
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """kubectl's connection flags (cli-runtime's ConfigFlags): each one given wins over the
+    kubeconfig's field, with client-go's rules (see `_override_cluster`, `_override_user`).
+    File paths are the user's, relative to the current folder."""
+
+    cluster: str | None = None
+    user: str | None = None
+    server: str | None = None
+    token: str | None = None
+    impersonate: str | None = None
+    impersonate_groups: tuple[str, ...] = ()
+    impersonate_uid: str | None = None
+    certificate_authority: str | None = None
+    client_certificate: str | None = None
+    client_key: str | None = None
+    insecure_skip_tls_verify: bool = False
+    tls_server_name: str | None = None
+    disable_compression: bool = False
+
+
+NO_OVERRIDES = Overrides()
+
+
 @dataclass(frozen=True)
 class Settings:
     """One context's connection settings, with the TLS material read (PEM bytes)."""
@@ -127,6 +163,12 @@ class Settings:
     tls_server_name: str | None = None
     authorization: str | None = None  # the Authorization header: "Bearer ..." or "Basic ..."
     origin: str = ""  # the file(s) these settings come from, for messages
+    # Impersonate-User/-Uid/-Group/-Extra-KEY headers, in order (a name may repeat)
+    impersonation: tuple[tuple[str, str], ...] = ()
+    proxy: str | None = None  # the proxy URL requests go through (None: direct)
+    disable_compression: bool = False
+    plugin: credplugin.Plugin | None = None  # an exec credential plugin, run before any request
+    cluster_info: dict[str, Any] | None = None  # what provideClusterInfo hands the plugin
 
 
 class Problem(Exception):
@@ -174,22 +216,36 @@ class Kubeconfig:
                 return path, dict(found[0].get(section[:-1]) or {})
         return None
 
-    def resolve(self, context: str | None) -> Settings | None:
-        """The settings of `context` (default: current-context), or None when its user needs
-        the official client (exec or auth-provider). Raises ConfigError."""
+    def resolve(self, context: str | None, overrides: Overrides = NO_OVERRIDES) -> Settings | None:
+        """The settings of `context` (default: current-context) with kubectl's flags applied,
+        or None when its user needs the official client (auth-provider). Raises ConfigError."""
         try:
-            name, (cluster_file, cluster), (user_file, user) = self._pick(context)
+            name, (cluster_file, cluster), (user_file, user_name, user) = self._pick(
+                context, overrides
+            )
+            cluster = _override_cluster(cluster, overrides)
+            user = _override_user(user, overrides)
             if any(key in user for key in DELEGATED):
                 return None
-            return _settings(name, cluster, user, cluster_file, user_file)
+            return _settings(name, cluster, user, cluster_file, user_file, user_name, overrides)
         except Problem as exc:
             raise ConfigError(f"kubeconfig {exc.path or self.label} is unusable: {exc}") from exc
 
+    def delegated_user(self, context: str | None, overrides: Overrides) -> dict[str, Any]:
+        """The user (flags applied) of a context `resolve` delegated, for its impersonation."""
+        try:
+            _, _, (_, _, user) = self._pick(context, overrides)
+        except Problem as exc:  # pragma: no cover - resolve raised it first
+            raise ConfigError(f"kubeconfig {exc.path or self.label} is unusable: {exc}") from exc
+        return _override_user(user, overrides)
+
     def _pick(
-        self, context: str | None
-    ) -> tuple[str, tuple[str, dict[str, Any]], tuple[str, dict[str, Any]]]:
+        self, context: str | None, overrides: Overrides = NO_OVERRIDES
+    ) -> tuple[str, tuple[str, dict[str, Any]], tuple[str, str, dict[str, Any]]]:
         """The context's name, its cluster and its user (empty when it names none), each with
-        the file that defined it."""
+        the file that defined it (and the user's name). --cluster and --user name another
+        entry than the context's; with --server no context is needed; an empty kubeconfig
+        means kubectl's default server."""
         names = self.context_names()
         if context and context not in names:
             raise ConfigError(
@@ -197,17 +253,31 @@ class Kubeconfig:
                 hint=f"known contexts: {', '.join(names) or 'none'}",
             )
         name = context or self.current_context()
-        if not name:
-            raise Problem("no current-context is set (pass --context)")
-        context_file, body = self._required("contexts", name)
-        cluster_name = body.get("cluster")
-        if not isinstance(cluster_name, str) or not cluster_name:
-            raise Problem(f"context {name!r} names no cluster", context_file)
-        cluster = self._required("clusters", cluster_name)
-        user_name = body.get("user")
-        user: tuple[str, dict[str, Any]] = ("", {})
+        body: dict[str, Any] = {}
+        context_file = ""
+        if name:
+            context_file, body = self._required("contexts", name)
+        elif not (overrides.server or overrides.cluster):
+            if names or any(d.get("clusters") for _, d in self.docs):
+                raise Problem("no current-context is set (pass --context)")
+            return "", ("", {"server": KUBECTL_DEFAULT_SERVER}), ("", "", {})
+        cluster_name = overrides.cluster or body.get("cluster")
+        cluster: tuple[str, dict[str, Any]] = (context_file, {})
+        if isinstance(cluster_name, str) and cluster_name:
+            found = self.entry("clusters", cluster_name)
+            if found is None and (overrides.cluster or not overrides.server):
+                raise Problem(f"cluster {cluster_name!r} not found")
+            cluster = found or cluster
+        elif not overrides.server:
+            raise Problem(f"context {name!r} names no cluster", context_file or None)
+        user_name = overrides.user or body.get("user")
+        user: tuple[str, str, dict[str, Any]] = ("", "", {})
         if isinstance(user_name, str) and user_name:
-            user = self.entry("users", user_name) or user
+            found = self.entry("users", user_name)
+            if found is None and overrides.user:
+                raise Problem(f"user {user_name!r} not found")
+            if found is not None:
+                user = (found[0], user_name, found[1])
         return name, cluster, user
 
     def _required(self, section: str, name: str) -> tuple[str, dict[str, Any]]:
@@ -224,22 +294,75 @@ def _folder(path: str) -> str:
 def load(explicit: str | None) -> Kubeconfig:
     """The merged kubeconfig of --kubeconfig/KUBECONFIG/~/.kube/config."""
     files = find(explicit)
-    return Kubeconfig(tuple((path, read(path, empty_ok=len(files) > 1)) for path in files))
+    return Kubeconfig(tuple((path, read(path)) for path in files))
 
 
-def resolve(path: str, doc: dict[str, Any], context: str | None) -> Settings | None:
+def resolve(
+    path: str, doc: dict[str, Any], context: str | None, overrides: Overrides = NO_OVERRIDES
+) -> Settings | None:
     """`Kubeconfig.resolve` for a single file already read."""
-    return Kubeconfig(((path, doc),)).resolve(context)
+    return Kubeconfig(((path, doc),)).resolve(context, overrides)
+
+
+def _override_cluster(cluster: dict[str, Any], flags: Overrides) -> dict[str, Any]:
+    """The cluster with kubectl's flags applied (client-go's getCluster): --server replaces
+    server; --certificate-authority or --insecure-skip-tls-verify replace the CA (file and
+    data) and the skip flag together; --tls-server-name, or --server alone, replace
+    tls-server-name (a new server makes the file's name meaningless)."""
+    merged = dict(cluster)
+    if flags.server:
+        merged["server"] = flags.server
+    if flags.insecure_skip_tls_verify or flags.certificate_authority:
+        merged["insecure-skip-tls-verify"] = flags.insecure_skip_tls_verify
+        merged.pop("certificate-authority-data", None)
+        merged.pop("certificate-authority", None)
+        if flags.certificate_authority:
+            merged["certificate-authority"] = os.path.abspath(flags.certificate_authority)
+    if flags.tls_server_name or flags.server:
+        merged.pop("tls-server-name", None)
+        if flags.tls_server_name:
+            merged["tls-server-name"] = flags.tls_server_name
+    if flags.disable_compression:
+        merged["disable-compression"] = True
+    return merged
+
+
+def _override_user(user: dict[str, Any], flags: Overrides) -> dict[str, Any]:
+    """The user with kubectl's flags applied (client-go merges every non-empty flag over the
+    kubeconfig's field of the same meaning)."""
+    merged = dict(user)
+    for key, value in (
+        ("token", flags.token),
+        ("client-certificate", _absolute(flags.client_certificate)),
+        ("client-key", _absolute(flags.client_key)),
+        ("as", flags.impersonate),
+        ("as-uid", flags.impersonate_uid),
+        ("as-groups", list(flags.impersonate_groups)),
+    ):
+        if value:
+            merged[key] = value
+    return merged
+
+
+def _absolute(path: str | None) -> str | None:
+    """A flag's file path: relative to the current folder, not to a kubeconfig."""
+    return os.path.abspath(path) if path else None
 
 
 def _settings(
-    context: str, cluster: dict[str, Any], user: dict[str, Any], cluster_file: str, user_file: str
+    context: str,
+    cluster: dict[str, Any],
+    user: dict[str, Any],
+    cluster_file: str,
+    user_file: str,
+    user_name: str = "",
+    overrides: Overrides = NO_OVERRIDES,
 ) -> Settings:
     """The settings from the cluster's and the user's fields; relative paths against the folder
     of the file that defined each, problems blamed on that file."""
     with _blame(cluster_file):
         server = cluster.get("server")
-        if server is None:
+        if server is None or server == "":
             raise Problem(f"context {context!r}: its cluster has no server")
         if not isinstance(server, str):
             raise Problem(f"server {server!r} is not a string")
@@ -248,13 +371,46 @@ def _settings(
         if skip is not None and not isinstance(skip, bool):
             raise Problem(f"insecure-skip-tls-verify is {skip!r}, not true or false")
         tls_name = _string(cluster, "tls-server-name")
+        compression = cluster.get("disable-compression", False)
+        if not isinstance(compression, bool):
+            raise Problem(f"disable-compression is {compression!r}, not true or false")
+        _both("certificate-authority", cluster)
         tls = host.startswith("https")  # as the client: TLS material is read for https only
         ca = _material(cluster, "certificate-authority", _folder(cluster_file)) if tls else None
+        proxy_url = _string(cluster, "proxy-url")
+        try:
+            chosen_proxy = proxy.choose(host, proxy_url)
+        except proxy.Problem as exc:
+            raise Problem(str(exc)) from exc
     with _blame(user_file):
         user_base = _folder(user_file)
+        label = user_name or "(none)"
+        _both("client-certificate", user)
+        _both("client-key", user)
+        _one_method(user, label)  # kubectl checks these whatever the server's scheme
+        # kubectl sends no credentials to an http:// server (client-go reads them for TLS only)
         cert = _material(user, "client-certificate", user_base) if tls else None
         key = _material(user, "client-key", user_base) if tls else None
-        authorization = _authorization(user, user_base)
+        authorization = _authorization(user, user_base) if tls else None
+        impersonation = _impersonation(user, label)
+        plugin = None
+        if "exec" in user:
+            try:
+                parsed = credplugin.parse(label, user["exec"], user_base)
+                plugin = parsed if tls else None
+            except credplugin.Problem as exc:
+                raise Problem(str(exc)) from exc
+    with _blame(cluster_file):  # after the user's checks, in kubectl's order
+        if skip and ca:
+            raise Problem(
+                "certificate-authority and insecure-skip-tls-verify are both set "
+                "(kubectl refuses a CA with the insecure flag)"
+            )
+    info = None
+    if plugin is not None and plugin.provide_cluster_info:
+        info = credplugin.cluster_info(
+            host, tls_name, bool(skip), ca, proxy_url, compression, cluster.get("extensions")
+        )
     return Settings(
         context=context,
         host=host,
@@ -265,7 +421,57 @@ def _settings(
         tls_server_name=tls_name or None,
         authorization=authorization,
         origin=cluster_file if user_file in ("", cluster_file) else f"{cluster_file}, {user_file}",
+        impersonation=impersonation,
+        proxy=chosen_proxy,
+        disable_compression=compression,
+        plugin=plugin,
+        cluster_info=info,
     )
+
+
+def _both(key: str, body: dict[str, Any]) -> None:
+    """kubectl refuses a file and inline data for the same thing."""
+    if body.get(key) and body.get(f"{key}-data"):
+        raise Problem(f"{key} and {key}-data are both set (kubectl refuses this)")
+
+
+HEADER_TOKEN = frozenset(
+    "!#$&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
+
+
+def _impersonation(user: dict[str, Any], label: str) -> tuple[tuple[str, str], ...]:
+    """The Impersonate-* headers of `as`, `as-uid`, `as-groups`, `as-user-extra` (flags
+    applied). A uid, groups or extra without `as` is refused, as kubectl refuses it."""
+    name = _string(user, "as")
+    uid = _string(user, "as-uid")
+    groups = user.get("as-groups") or []
+    extra = user.get("as-user-extra") or {}
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        raise Problem(f"user {label!r}: as-groups is not a list of strings")
+    if not isinstance(extra, dict) or not all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+        for k, v in extra.items()
+    ):
+        raise Problem(f"user {label!r}: as-user-extra is not a map of string lists")
+    if not name:
+        if uid or groups or extra:
+            raise Problem(
+                f"user {label!r}: requesting uid, groups or user-extra without impersonating "
+                "a user (set as, or pass --as)"
+            )
+        return ()
+    headers = [("Impersonate-User", name)]
+    if uid:
+        headers.append(("Impersonate-Uid", uid))
+    headers += [("Impersonate-Group", g) for g in groups]
+    for key, values in extra.items():
+        escaped = "".join(
+            ch if ch in HEADER_TOKEN else "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
+            for ch in key
+        )
+        headers += [(f"Impersonate-Extra-{escaped}", v) for v in values]
+    return tuple(headers)
 
 
 @contextmanager
@@ -309,17 +515,40 @@ def _read_file(key: str, file: str, base: str) -> bytes:
         raise Problem(f"{key} {full}: {short(exc)}") from exc
 
 
+def _one_method(user: dict[str, Any], label: str) -> None:
+    """What kubectl's validation refuses in a user, for http and https servers alike: a client
+    certificate without its key (or the reverse), a token with username/password."""
+    cert = bool(user.get("client-certificate") or user.get("client-certificate-data"))
+    key = bool(user.get("client-key") or user.get("client-key-data"))
+    if cert != key:
+        missing = "client-key" if cert else "client-certificate"
+        raise Problem(f"user {label!r} has a client certificate or key without its {missing}")
+    token = _string(user, "token") or _string(user, "tokenFile")
+    if token and (_string(user, "username") or _string(user, "password")):
+        raise Problem(
+            f"user {label!r}: more than one authentication method (a token and "
+            "username/password); kubectl allows only one"
+        )
+
+
 def _authorization(user: dict[str, Any], base: str) -> str | None:
-    """The Authorization header: a token (or token file), else username/password."""
+    """The Authorization header: a token (or token file), or username/password (kubectl
+    refuses both at once)."""
     token = _string(user, "token")
     token_file = _string(user, "tokenFile")
-    if not token and token_file:
-        token = _read_file("tokenFile", token_file, base).decode("utf-8", "replace").strip()
+    username, password = _string(user, "username"), _string(user, "password")
+    if token_file:
+        # client-go sends the file's token whenever the file can be read, over `token` and
+        # even over --token (checked with kubectl 1.32 and 1.36); `token` only when it cannot
+        try:
+            token = _read_file("tokenFile", token_file, base).decode("utf-8", "replace").strip()
+        except Problem:
+            if not token:
+                raise
     if token:
         return f"Bearer {token}"
-    username, password = _string(user, "username"), _string(user, "password")
-    if username is not None and password is not None:
-        pair = f"{username}:{password}".encode()
+    if username or password:
+        pair = f"{username or ''}:{password or ''}".encode()
         return "Basic " + base64.b64encode(pair).decode("ascii")
     return None
 
@@ -338,14 +567,47 @@ def check_url(path: str, host: str) -> None:
         )
 
 
+ALPN = ("http/1.1",)  # what urllib3 offers (urllib3.util.ssl_.ALPN_PROTOCOLS)
+
+
+class SharedContext(ssl.SSLContext):
+    """A TLS context shared by every connection of the pool, on several threads, that urllib3
+    cannot reconfigure under another connection's feet.
+
+    urllib3 calls `set_alpn_protocols` on the context it is given each time it opens a
+    connection. OpenSSL's SSL_CTX_set_alpn_protos frees and reallocates the context's ALPN list
+    while SSL_new on another thread (CPython releases the GIL around it) copies that list: the
+    new connection's ClientHello then carries a garbled ALPN extension, and the API server
+    answers with a decode_error alert. That was the intermittent `[SSL:
+    TLSV1_ALERT_DECODE_ERROR]` under load (issue 18; reproduced and tested in
+    tests/unit/test_tls_race.py). Here the list is set once, before the context is shared;
+    setting the same list again does nothing.
+    """
+
+    def set_alpn_protocols(self, alpn_protocols: Iterable[str]) -> None:
+        wanted = tuple(alpn_protocols)
+        if getattr(self, "_nodefail_alpn", None) == wanted:
+            return
+        super().set_alpn_protocols(list(wanted))
+        self._nodefail_alpn = wanted
+
+
 def ssl_context(
     path: str, ca: bytes | None, cert: bytes | None, key: bytes | None, verify: bool = True
 ) -> ssl.SSLContext:
     """A TLS context trusting `ca` (else the system's roots) and presenting the client
-    certificate. The key touches the disk only in a private temporary folder, for the moment
-    `load_cert_chain` (which reads files only) needs it."""
+    certificate, as ssl.create_default_context makes it, but safe to share across threads
+    (SharedContext). The key touches the disk only in a private temporary folder, for the
+    moment `load_cert_chain` (which reads files only) needs it."""
     try:
-        ctx = ssl.create_default_context(cadata=ca.decode("ascii") if ca else None)
+        ctx = SharedContext(ssl.PROTOCOL_TLS_CLIENT)
+        if sys.version_info >= (3, 13):  # what create_default_context adds there
+            ctx.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT  # novermin
+        if ca:
+            ctx.load_verify_locations(cadata=ca.decode("ascii"))
+        else:
+            ctx.load_default_certs()
+        ctx.set_alpn_protocols(ALPN)
         if not verify:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
@@ -369,23 +631,36 @@ def ssl_context(
 
 class Connection:
     """What kube.Cluster needs from the kubeconfig: the server, a urllib3 pool that speaks its
-    TLS, and the headers that authenticate each request."""
+    TLS (through the proxy kubectl would use), and the headers of each request: credentials
+    and impersonation (a header name may repeat: Impersonate-Group)."""
 
     context: str
     host: str
-    pool: Any  # urllib3.PoolManager
+    pool: Any  # urllib3.PoolManager or ProxyManager
+    impersonation: tuple[tuple[str, str], ...] = ()
+    proxy: str | None = None  # the proxy requests go through
 
-    def auth_headers(self) -> dict[str, str]:
+    def auth_headers(self) -> list[tuple[str, str]]:
         raise NotImplementedError
 
     def close(self) -> None:
         self.pool.clear()
 
 
-class StaticConnection(Connection):
-    """Credentials that never change during a run, sent as they are."""
+Deadline = Callable[[], "float | None"]
 
-    def __init__(self, path: str, settings: Settings, pool_size: int) -> None:
+
+def _no_deadline() -> float | None:
+    return None
+
+
+class StaticConnection(Connection):
+    """Credentials from the kubeconfig and flags, or from an exec credential plugin run here
+    before any request (again when its credential expires)."""
+
+    def __init__(
+        self, path: str, settings: Settings, pool_size: int, deadline: Deadline = _no_deadline
+    ) -> None:
         import urllib3
 
         path = settings.origin or path
@@ -393,29 +668,109 @@ class StaticConnection(Connection):
         self.context = settings.context
         self.host = settings.host
         self.settings = settings
+        self.impersonation = settings.impersonation
+        self.proxy = settings.proxy
+        self._deadline = deadline
+        self._lock = threading.Lock()
+        self._credential: credplugin.Credential | None = None
+        cert, key = settings.cert, settings.key
+        # as client-go: a plugin is not asked when a token or basic credentials are given
+        if settings.plugin is not None and not settings.authorization:
+            self._credential = credplugin.run(settings.plugin, settings.cluster_info, deadline())
+            if cert is None and self._credential.cert:
+                cert, key = self._credential.cert, self._credential.key
         tls: dict[str, Any] = {}
         if urlsplit(settings.host).scheme == "https":
-            tls["ssl_context"] = ssl_context(
-                path, settings.ca, settings.cert, settings.key, settings.verify
-            )
+            tls["ssl_context"] = ssl_context(path, settings.ca, cert, key, settings.verify)
             tls["cert_reqs"] = "CERT_REQUIRED" if settings.verify else "CERT_NONE"
             if settings.tls_server_name:
                 tls["server_hostname"] = settings.tls_server_name
-        self.pool = urllib3.PoolManager(num_pools=4, maxsize=pool_size, **tls)
+        if settings.proxy:
+            proxy_url = urlsplit(settings.proxy)
+            headers = None
+            if proxy_url.username is not None:
+                from urllib.parse import unquote
 
-    def auth_headers(self) -> dict[str, str]:
+                headers = urllib3.make_headers(
+                    proxy_basic_auth=f"{unquote(proxy_url.username)}:"
+                    f"{unquote(proxy_url.password or '')}"
+                )
+            self.pool = _proxy_manager()(
+                settings.proxy,
+                num_pools=4,
+                maxsize=pool_size,
+                proxy_headers=headers,
+                proxy_ssl_context=tls.get("ssl_context"),
+                **tls,
+            )
+        else:
+            self.pool = urllib3.PoolManager(num_pools=4, maxsize=pool_size, **tls)
+
+    def auth_headers(self) -> list[tuple[str, str]]:
         auth = self.settings.authorization
-        return {"Authorization": auth} if auth else {}
+        if auth is None and self._credential is not None and self._credential.token:
+            auth = f"Bearer {self._token()}"
+        return ([("Authorization", auth)] if auth else []) + list(self.impersonation)
+
+    def _token(self) -> str | None:
+        """The plugin's token, the plugin run again once it has expired."""
+        with self._lock:
+            credential = self._credential
+            assert credential is not None
+            if not credential.fresh():
+                plugin = self.settings.plugin
+                assert plugin is not None
+                credential = credplugin.run(plugin, self.settings.cluster_info, self._deadline())
+                self._credential = credential
+            return credential.token
+
+
+def _proxy_manager() -> Any:
+    """urllib3's ProxyManager, except that a plain-http request through the proxy keeps
+    repeated headers as separate lines (urllib3 joins them into one "a, b" there, which
+    would make two Impersonate-Group values one group; found by tests/unit/
+    test_kubectl_oracle.py)."""
+    import urllib3
+    from urllib3.util import parse_url
+
+    class ProxyManager(urllib3.ProxyManager):
+        def _set_proxy_headers(self, url: str, headers: Any = None) -> Any:
+            merged = urllib3.HTTPHeaderDict({"Accept": "*/*"})
+            netloc = parse_url(url).netloc
+            if netloc:
+                merged["Host"] = netloc
+            for name, value in (headers or {}).items():
+                if name.lower() in ("accept", "host"):
+                    merged[name] = value
+                else:
+                    merged.add(name, value)
+            return merged
+
+    return ProxyManager
 
 
 class ClientConnection(Connection):
-    """exec and auth-provider users, through the official client's loader and pool: its
-    `auth_settings()` runs the plugin or refreshes the token when it is due."""
+    """auth-provider users, through the official client's loader and pool: its
+    `auth_settings()` refreshes the token when it is due. The impersonation is ours; what the
+    client cannot do as kubectl does (a proxy, the connection flags other than --as,
+    --as-group, --as-uid) is refused."""
 
-    def __init__(self, kubeconfig: Kubeconfig, context: str, pool_size: int) -> None:
+    def __init__(
+        self,
+        kubeconfig: Kubeconfig,
+        context: str,
+        pool_size: int,
+        overrides: Overrides = NO_OVERRIDES,
+    ) -> None:
         from kubernetes import client, config
 
         path = kubeconfig.label
+        _refuse_for_delegated(path, overrides)
+        user = kubeconfig.delegated_user(context or None, overrides)
+        try:
+            self.impersonation = _impersonation(user, "(auth-provider)")
+        except Problem as exc:
+            raise ConfigError(f"kubeconfig {path} is unusable: {exc}") from exc
         # the same files (the client merges a list joined by os.pathsep; it refuses an empty
         # file, which adds nothing) and the context chosen by kubectl's rules
         files = os.pathsep.join(p for p, doc in kubeconfig.docs if doc)
@@ -427,6 +782,15 @@ class ClientConnection(Connection):
         except Exception as exc:  # the library's own errors for a config it cannot use
             raise ConfigError(f"kubeconfig {path} is unusable: {short(exc)}") from exc
         check_url(path, cfg.host)
+        try:
+            if proxy.choose(cfg.host, None) is not None or _cluster_proxy(kubeconfig, context):
+                raise ConfigError(
+                    f"kubeconfig {path}: a proxy is set for context {context!r}, whose "
+                    "auth-provider user kubectl-nodefail reaches only directly; nothing was sent",
+                    hint="unset HTTPS_PROXY / proxy-url, or use an exec credential plugin",
+                )
+        except proxy.Problem as exc:
+            raise ConfigError(f"kubeconfig {path} is unusable: {exc}") from exc
         if cfg.host.startswith("https"):  # checked now rather than failing on the first request
             ca, cert, key = (
                 _file_bytes(path, f) for f in (cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file)
@@ -439,16 +803,54 @@ class ClientConnection(Connection):
         self._cfg = cfg
         self._api = client.ApiClient(cfg)
         self.pool = self._api.rest_client.pool_manager
+        if not self._authorization() and not cfg.cert_file:
+            self.close()
+            raise AuthError(
+                f"getting credentials of context {context!r}: the auth-provider gave none",
+                hint="log in again; nothing was sent to the cluster",
+            )
 
-    def auth_headers(self) -> dict[str, str]:
-        headers = {}
-        for auth in self._cfg.auth_settings().values():
-            if auth.get("in") == "header" and auth.get("value"):
-                headers[auth["key"]] = auth["value"]
-        return headers
+    def _authorization(self) -> list[tuple[str, str]]:
+        return [
+            (auth["key"], auth["value"])
+            for auth in self._cfg.auth_settings().values()
+            if auth.get("in") == "header" and auth.get("value")
+        ]
+
+    def auth_headers(self) -> list[tuple[str, str]]:
+        return self._authorization() + list(self.impersonation)
 
     def close(self) -> None:
         self._api.close()
+
+
+def _refuse_for_delegated(path: str, flags: Overrides) -> None:
+    given = [
+        flag
+        for flag, value in (
+            ("--cluster", flags.cluster),
+            ("--user", flags.user),
+            ("--server", flags.server),
+            ("--token", flags.token),
+            ("--certificate-authority", flags.certificate_authority),
+            ("--client-certificate", flags.client_certificate),
+            ("--client-key", flags.client_key),
+            ("--insecure-skip-tls-verify", flags.insecure_skip_tls_verify),
+            ("--tls-server-name", flags.tls_server_name),
+        )
+        if value
+    ]
+    if given:
+        raise ConfigError(
+            f"kubeconfig {path}: {', '.join(given)} cannot be combined with an auth-provider "
+            "user in kubectl-nodefail; nothing was sent",
+            hint="use kubectl for this, or a kubeconfig context that says it",
+        )
+
+
+def _cluster_proxy(kubeconfig: Kubeconfig, context: str) -> bool:
+    _, (_, cluster), _ = kubeconfig._pick(context or None)
+    return bool(cluster.get("proxy-url"))
 
 
 def _file_bytes(path: str, file: str | None) -> bytes | None:
@@ -458,10 +860,17 @@ def _file_bytes(path: str, file: str | None) -> bytes | None:
         raise ConfigError(f"kubeconfig {path} is unusable: {exc}") from exc
 
 
-def connect(explicit: str | None, context: str | None, pool_size: int) -> Connection:
-    """The connection for --kubeconfig/KUBECONFIG and --context (default: current-context)."""
+def connect(
+    explicit: str | None,
+    context: str | None,
+    pool_size: int,
+    overrides: Overrides = NO_OVERRIDES,
+    deadline: Deadline = _no_deadline,
+) -> Connection:
+    """The connection for --kubeconfig/KUBECONFIG, --context (default: current-context) and
+    kubectl's other connection flags. An exec plugin runs here, before any request."""
     merged = load(explicit)
-    settings = merged.resolve(context)
+    settings = merged.resolve(context, overrides)
     if settings is None:
-        return ClientConnection(merged, context or merged.current_context(), pool_size)
-    return StaticConnection(merged.label, settings, pool_size)
+        return ClientConnection(merged, context or merged.current_context(), pool_size, overrides)
+    return StaticConnection(merged.label, settings, pool_size, deadline)

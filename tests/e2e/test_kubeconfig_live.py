@@ -4,15 +4,17 @@ diagnosis through it never imports the client."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import Plugin
-from tests.e2e.controlplane import ControlPlane
+from tests.e2e.controlplane import ControlPlane, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -93,3 +95,83 @@ def test_live_diagnosis_of_a_context_in_the_second_kubeconfig_file(
     proc = plugin.run("diagnose")  # the decoy's current-context: unreachable, for kubectl too
     assert proc.returncode == 11 and proc.stderr.count("\n") == 1, proc.stderr
     assert subprocess.run(kubectl, capture_output=True, env=plugin.env).returncode != 0
+
+
+# --- impersonation (issue 18): people set `as:` to act with LESS privilege -------------------
+
+NOBODY = "nodefail-e2e-nobody"  # a user no role is bound to
+
+
+def _impersonating_kubeconfig(control_plane: ControlPlane, tmp_path: Path, **user: Any) -> Path:
+    """The admin kubeconfig (certificates inlined) with `user`'s fields added to its user."""
+    doc = control_plane.get_kubeconfig()
+    doc["users"][0]["user"].update(user)
+    path = tmp_path / "impersonating.kubeconfig"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_as_flag_and_as_field_are_refused_by_rbac_as_for_kubectl(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """The admin impersonating a user without roles: kubectl is refused, and so is the
+    plugin, with the permission exit code (12) naming the impersonated user; before issue 18
+    the plugin ignored both and read the cluster as the admin."""
+    plugin = Plugin(control_plane)
+    kubectl = [str(control_plane.bindir / "kubectl"), "get", "nodes"]
+    refused = subprocess.run(
+        [*kubectl, "--as", NOBODY], capture_output=True, text=True, env=plugin.env
+    )
+    assert refused.returncode != 0 and "forbidden" in refused.stderr, refused.stderr
+
+    by_flag = plugin.run("diagnose", "--as", NOBODY)
+    assert by_flag.returncode == 12, by_flag.stderr
+    assert "forbidden" in by_flag.stderr and NOBODY in by_flag.stderr
+
+    config = _impersonating_kubeconfig(control_plane, tmp_path, **{"as": NOBODY})
+    by_field = plugin.run("diagnose", "--kubeconfig", str(config))
+    assert by_field.returncode == 12, by_field.stderr
+    assert "forbidden" in by_field.stderr and NOBODY in by_field.stderr
+    kubectl_field = subprocess.run(
+        [*kubectl, "--kubeconfig", str(config)], capture_output=True, text=True, env=plugin.env
+    )
+    assert kubectl_field.returncode != 0 and NOBODY in kubectl_field.stderr
+
+    # the admin itself still reads the cluster (the refusals above are the impersonation's)
+    code, _ = plugin.diagnose_json()
+    assert code in (0, 3)
+
+
+def test_impersonated_user_in_the_audit_log(control_plane: ControlPlane, tmp_path: Path) -> None:
+    """A write through the plugin's connection (a SelfSubjectReview: audited at Metadata level,
+    persists nothing) carries the impersonation of `as:` + --as-group: the API server answers
+    as the impersonated user and its audit log records impersonatedUser."""
+    from kubectl_nodefail.kube import Cluster
+    from kubectl_nodefail.kubeconfig import Overrides
+
+    config = _impersonating_kubeconfig(control_plane, tmp_path, **{"as": NOBODY})
+    cluster = Cluster(str(config), overrides=Overrides(impersonate_groups=("nodefail-e2e-g",)))
+    try:
+        review = cluster.create(
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+        )
+    finally:
+        cluster.close()
+    info = review["status"]["userInfo"]
+    assert info["username"] == NOBODY and "nodefail-e2e-g" in info["groups"]
+
+    log = control_plane.cluster_dir / "logs" / "audit.log"
+
+    def audited() -> list[dict[str, Any]]:
+        entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        return [
+            e
+            for e in entries
+            if e.get("objectRef", {}).get("resource") == "selfsubjectreviews"
+            and e.get("userAgent", "").startswith("kubectl-nodefail/")
+            and (e.get("impersonatedUser") or {}).get("username") == NOBODY
+        ]
+
+    found = wait_for("the impersonated SelfSubjectReview in the audit log", audited, 30)
+    assert "nodefail-e2e-g" in found[-1]["impersonatedUser"]["groups"]

@@ -29,6 +29,7 @@ class FakeApi:
         self.url = url
         self.requests: list[tuple[str, str]] = []
         self.headers: list[dict[str, str]] = []
+        self.raw_headers: list[list[tuple[str, str]]] = []  # in order, repeated names kept
 
 
 def json_answer(doc: Any, status: int = 200, **headers: str) -> Answer:
@@ -73,6 +74,7 @@ def serve(
                 self.rfile.read(length)
             api.requests.append((self.command, self.path))
             api.headers.append(dict(self.headers))
+            api.raw_headers.append(list(self.headers.items()))
             answer = script(len(api.requests) - 1, self.command, self.path)
             if answer is None:
                 stop.wait(60)  # never answer (until the test ends)

@@ -139,17 +139,22 @@ def test_installed_command_ends_within_the_deadline_over_tls(tmp_path: Path) -> 
     assert took < 3 + SLACK, took
 
 
-def test_hanging_credential_plugin_is_cut_by_the_watchdog(tmp_path: Path) -> None:
-    """A wait nothing can interrupt (here an exec credential plugin that never returns) still
-    ends at the deadline (+1 s grace), with exit 11 and one line."""
-    with serve(lambda n, m, p: json_answer(VERSION)) as api:
+def test_hanging_credential_plugin_is_killed_at_the_deadline(tmp_path: Path) -> None:
+    """A credential plugin that never returns (and started a child of its own) is killed with
+    its children at the deadline; the one line names the plugin, not the network; exit 12;
+    nothing reached the server."""
+    pids = tmp_path / "pids"
+    (tmp_path / "server").mkdir()
+    cert = self_signed(tmp_path / "server")
+    with serve(lambda n, m, p: json_answer(VERSION), tls=cert) as api:
         config = kubeconfig(
             tmp_path,
             api.url,
+            ca_file=cert[0],
             exec={
                 "apiVersion": "client.authentication.k8s.io/v1",
-                "command": "sleep",
-                "args": ["60"],
+                "command": "sh",
+                "args": ["-c", f"sleep 60 & echo $$ $! > {pids}; wait"],
                 "interactiveMode": "Never",
             },
         )
@@ -162,9 +167,22 @@ def test_hanging_credential_plugin_is_cut_by_the_watchdog(tmp_path: Path) -> Non
             check=False,
         )
         took = time.monotonic() - start
-    assert proc.returncode == 11, proc.stderr
-    assert "overall deadline of 2s" in one_line(proc.stderr)
-    assert took < 2 + 1 + SLACK, took
+        assert api.requests == []
+    assert proc.returncode == 12, proc.stderr
+    line = one_line(proc.stderr)
+    assert proc.stderr.count("\n") == 1 and "credential plugin 'sh'" in line, line
+    assert "did not finish within" in line and "killed" in line, line
+    assert took < 2 + SLACK, took
+    assert not [pid for pid in map(int, pids.read_text().split()) if running(pid)]
+
+
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 # --- retries: GETs only, with backoff, Retry-After within the deadline -----------------------

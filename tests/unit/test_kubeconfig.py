@@ -17,6 +17,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -207,6 +209,11 @@ def test_static_kubeconfigs_resolve_as_the_official_client_merges(case: dict[str
                 with pytest.raises(ConfigError, match="no current-context is set"):
                     merged.resolve(case["context"])
                 return
+            refusal = _kubectl_refuses(merged, case["context"])
+            if refusal:
+                with pytest.raises(ConfigError, match=refusal):
+                    merged.resolve(case["context"])
+                return
             ours = merged.resolve(case["context"])
         assert ours is not None
         cfg = client.Configuration()
@@ -226,7 +233,36 @@ def test_static_kubeconfigs_resolve_as_the_official_client_merges(case: dict[str
         assert ours.key == _read(cfg.key_file)
         assert ours.verify == cfg.verify_ssl
         assert ours.tls_server_name == cfg.tls_server_name
-        assert ours.authorization == (cfg.api_key.get("BearerToken") or None)
+        # kubectl sends credentials over TLS only (the client sends them over http too)
+        https = cfg.host.startswith("https")
+        theirs = cfg.api_key.get("BearerToken") or None
+        _, _, (user_file, _, user) = merged._pick(case["context"])
+        if user.get("tokenFile") and user.get("token"):
+            # kubectl sends the token file's token over `token` (the client sends `token`)
+            file = Path(user_file).parent / user["tokenFile"]
+            theirs = "Bearer " + file.read_text().strip()
+        assert ours.authorization == (theirs if https else None)
+
+
+def _kubectl_refuses(merged: kubeconfig.Kubeconfig, context: str | None) -> str | None:
+    """What kubectl refuses (and the client accepts) in the chosen context, checked with
+    kubectl 1.32 and 1.36 against a local server: a client certificate without its key (or the
+    reverse) and a token with username/password, whatever the scheme (its validation); a CA
+    with insecure-skip-tls-verify for https (its TLS set-up)."""
+    _, (_, cluster), (_, _, user) = merged._pick(context)
+    cert = bool(user.get("client-certificate") or user.get("client-certificate-data"))
+    key = bool(user.get("client-key") or user.get("client-key-data"))
+    if cert != key:
+        return "without its"
+    if (user.get("token") or user.get("tokenFile")) and (
+        user.get("username") or user.get("password")
+    ):
+        return "more than one authentication method"
+    https = str(cluster.get("server", "")).startswith("https")
+    ca = cluster.get("certificate-authority") or cluster.get("certificate-authority-data")
+    if https and cluster.get("insecure-skip-tls-verify") and ca:
+        return "insecure"
+    return None
 
 
 def _config(tmp: Path, cluster: dict[str, Any], user: dict[str, Any]) -> str:
@@ -262,19 +298,30 @@ def _version_seen(config: str) -> None:
         cluster.close()
 
 
+@contextmanager
+def _tls(tmp_path: Path, script: Any = None) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """A local TLS server and the cluster entry reaching it (kubectl sends credentials over
+    TLS only)."""
+    (tmp_path / "server").mkdir(exist_ok=True)
+    cert = self_signed(tmp_path / "server")
+    ca = base64.b64encode(Path(cert[0]).read_bytes()).decode()
+    with serve(script or _version, tls=cert) as api:
+        yield api, {"server": api.url, "certificate-authority-data": ca}
+
+
 def test_token_file_relative_to_the_kubeconfig_and_trimmed(tmp_path: Path) -> None:
     """kubectl reads tokenFile relative to the kubeconfig's folder and trims the newline a
     `echo TOKEN > file` leaves (the client sent it, which no HTTP library accepts)."""
-    with serve(_version) as api:
-        config = _config(tmp_path, {"server": api.url}, {"tokenFile": "token"})
+    with _tls(tmp_path) as (api, cluster):
+        config = _config(tmp_path, cluster, {"tokenFile": "token"})
         (tmp_path / "kube" / "token").write_text("s3cret\n")
         _version_seen(config)
     assert _auth(api.headers[0]) == "Bearer s3cret"
 
 
 def test_basic_credentials_reach_the_server(tmp_path: Path) -> None:
-    with serve(_version) as api:
-        _version_seen(_config(tmp_path, {"server": api.url}, {"username": "ü", "password": "p"}))
+    with _tls(tmp_path) as (api, cluster):
+        _version_seen(_config(tmp_path, cluster, {"username": "ü", "password": "p"}))
     expected = "Basic " + base64.b64encode("ü:p".encode()).decode()
     assert _auth(api.headers[0]) == expected
 
@@ -379,12 +426,13 @@ def _exec_plugin(token: str) -> dict[str, Any]:
     }
 
 
-def test_exec_users_are_delegated_to_the_official_client(tmp_path: Path) -> None:
-    """A credential plugin's token reaches the server: the client ran the plugin."""
+def test_exec_plugins_token_reaches_the_server(tmp_path: Path) -> None:
+    """A credential plugin's token reaches the server: the plugin ran before the request."""
     plugin = _exec_plugin("from-the-plugin")
-    with serve(_version) as api:
-        config = _config(tmp_path, {"server": api.url}, {"exec": plugin})
-        assert kubeconfig.resolve(config, kubeconfig.read(config), None) is None
+    with _tls(tmp_path) as (api, cluster):
+        config = _config(tmp_path, cluster, {"exec": plugin})
+        settings = kubeconfig.resolve(config, kubeconfig.read(config), None)
+        assert settings is not None and settings.plugin is not None
         _version_seen(config)
     assert _auth(api.headers[0]) == "Bearer from-the-plugin"
 
@@ -525,17 +573,16 @@ def test_completion_and_all_contexts_see_the_merged_contexts(tmp_path: Path) -> 
     assert kubeconfig_contexts(second) == ["a", "b"]
 
 
-def test_exec_users_of_a_later_file_are_delegated_with_the_merged_view(tmp_path: Path) -> None:
-    """The client is given every file and kubectl's context: the exec user lives in the second
-    file; the first file's current-context is the one kubectl uses (the client alone would take
-    the last file's)."""
+def test_exec_users_of_a_later_file_are_run_with_the_merged_view(tmp_path: Path) -> None:
+    """The exec user lives in the second file; the first file's current-context is the one
+    kubectl uses (the client alone would take the last file's)."""
     plugin = _exec_plugin("from-the-plugin")
-    with serve(_version) as api:
+    with _tls(tmp_path) as (api, cluster_entry):
         first = _file(
             tmp_path / "a",
             {
                 "current-context": "exec",
-                "clusters": [_named("clusters", "c", {"server": api.url})],
+                "clusters": [_named("clusters", "c", cluster_entry)],
                 "contexts": [_named("contexts", "exec", {"cluster": "c", "user": "e"})],
             },
         )
@@ -552,9 +599,9 @@ def test_exec_users_of_a_later_file_are_delegated_with_the_merged_view(tmp_path:
         with mock.patch.dict(os.environ, {"KUBECONFIG": os.pathsep.join([first, empty, second])}):
             conn = kubeconfig.connect(None, None, 1)
             try:
-                assert isinstance(conn, kubeconfig.ClientConnection)
+                assert isinstance(conn, kubeconfig.StaticConnection)
                 assert conn.context == "exec"
-                assert _auth(conn.auth_headers()) == "Bearer from-the-plugin"
+                assert _auth(dict(conn.auth_headers())) == "Bearer from-the-plugin"
             finally:
                 conn.close()
             cluster = kube.Cluster(None, timeout=5)
