@@ -316,7 +316,7 @@ def replicaset(ctx: Context) -> Explained:
             text = f"{owner} wants 0 replicas now: it deletes this pod and replaces nothing."
         elif ctx.never_evicted:
             rep = Replacement(
-                "not-yet",
+                "none",
                 "none: it tolerates the node's taints without a time limit, so it is never "
                 "evicted and never replaced",
             )

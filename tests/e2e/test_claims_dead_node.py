@@ -158,7 +158,7 @@ def test_forever_toleration_is_never_evicted_and_nothing_replaces_it(dead: Dead)
     assert forever is not None and not terminating(forever)
     assert len(pods(cp, NS, "forever")) == 1  # the ReplicaSet made no replacement
     p = _pod(dead.diagnosis, _forever_name(cp))
-    assert "never evicted" in p["timeline"] and p["replacement"]["state"] == "not-yet"
+    assert "never evicted" in p["timeline"] and p["replacement"]["state"] == "none"
     assert p["action"]["code"] == "out-of-service"
     assert "serves" not in p["action"]["summary"] and "cosmetic" not in p["action"]["summary"]
     assert "delete the Node object" in p["action"]["summary"]

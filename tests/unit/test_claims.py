@@ -60,7 +60,9 @@ ZONES = "scenario-zones"
 def test_forever_toleration_advice_frees_it_instead_of_calling_it_cosmetic() -> None:
     report = report_of("dead-node-claims", namespaces=[CLAIMS])
     forever = pod(report, CLAIMS, "forever")
-    assert forever.replacement.state == "not-yet" and not forever.terminating
+    # Never evicted: never replaced while the node is down (not "created when evicted").
+    assert forever.replacement.state == "none" and not forever.terminating
+    assert "never evicted and never replaced" in forever.replacement.summary
     assert _next(report, CLAIMS, forever.name) == "never evicted"
     assert forever.action.code == "out-of-service"
     assert "serves" not in forever.action.summary and "delete the Node" in forever.action.summary
