@@ -444,16 +444,27 @@ OUTAGE_NODE_ROWS = 8
 OUTAGE_ACTIONS = 2
 
 
+def _lines(text: str, width: int, subsequent_indent: str = "") -> list[str]:
+    """Wrapped at spaces only: names (node-1, out-of-service) are never cut at a hyphen."""
+    return textwrap.wrap(
+        text,
+        width=width,
+        subsequent_indent=subsequent_indent,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
 def outage_table(report: Report, view: outage.Outage) -> str:
     """What the on-call engineer decides on, in at most OUTAGE_LINES lines: failed nodes by
     zone and cause, the workloads hit by owner (blocked StatefulSets and volumes first), the
     first suggestions with a command each. Every row is in -o wide, --explain and -o json."""
     c = summary.counts(report)
-    head = textwrap.wrap(headline(report), width=OUTAGE_WIDTH, subsequent_indent="  ")
+    head = _lines(headline(report), width=OUTAGE_WIDTH, subsequent_indent="  ")
     head += [
         line
         for note in report.cluster
-        for line in textwrap.wrap(f"!! {note}", width=OUTAGE_WIDTH, subsequent_indent="   ")
+        for line in _lines(f"!! {note}", width=OUTAGE_WIDTH, subsequent_indent="   ")
     ]
     nodes = _outage_nodes(report, view)
     actions = _outage_actions(view)
@@ -563,7 +574,7 @@ def _owner_rows(
     for rows in range(room, 0, -1):
         rest = [f"{g.namespace}/{g.owner.partition('/')[2]}" for g in blocked[rows:]]
         named = (
-            textwrap.wrap(
+            _lines(
                 f"blocked StatefulSets too ({len(rest)}): " + ", ".join(rest),
                 width=OUTAGE_WIDTH,
                 subsequent_indent="  ",
@@ -617,7 +628,7 @@ def _outage_actions(view: outage.Outage) -> list[str]:
             )
             if part
         )
-        out += textwrap.wrap(
+        out += _lines(
             f"- {whom}: {g.summary} [risk {g.risk}]",
             width=OUTAGE_WIDTH,
             subsequent_indent="  ",
