@@ -611,6 +611,22 @@ def printable(command: str) -> str:
     return " ".join(out)
 
 
+def _left_out(command: str, printed: str) -> str:
+    """What printable() removed, said where the command is shown."""
+    gone = set(command.split()) - set(printed.split())
+    parts = [
+        *(
+            ["the attestation"]
+            if any(w.startswith("--node-shutdown-confirmed") for w in gone)
+            else []
+        ),
+        *(["--confirm"] if "--confirm" in gone else []),
+    ]
+    if not parts:
+        return ""
+    return f" ({' and '.join(parts)} left out: it prints the plan)"
+
+
 def _outage_actions(view: outage.Outage) -> list[str]:
     groups = view.actions
     shown = groups[:OUTAGE_ACTIONS]
@@ -636,7 +652,6 @@ def _outage_actions(view: outage.Outage) -> list[str]:
         example = (g.nodes or g.pods)[0]
         for cmd in g.commands[:1]:
             text = printable(cmd)
-            left_out = " (attestation and --confirm left out: it prints the plan)"
-            out.append(f"  for {example}{left_out if text != cmd else ''}:")
+            out.append(f"  for {example}{_left_out(cmd, text)}:")
             out.append(f"    $ {text}")
     return out

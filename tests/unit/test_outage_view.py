@@ -226,3 +226,16 @@ def test_a_printed_command_never_confirms_nor_attests_a_real_node(
     assert render.printable(f"kubectl taint node {node} x:NoExecute") == (
         f"kubectl taint node {node} x:NoExecute"
     )
+
+
+def test_the_view_says_what_a_printed_command_left_out() -> None:
+    shown = render._left_out(
+        "kubectl nodefail remediate n1 --confirm", "kubectl nodefail remediate n1"
+    )
+    assert shown == " (--confirm left out: it prints the plan)"
+    full = "kubectl nodefail remediate n1 --node-shutdown-confirmed n1 --confirm"
+    assert render._left_out(full, render.printable(full)) == (
+        " (the attestation and --confirm left out: it prints the plan)"
+    )
+    kept = "kubectl taint node n1 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"
+    assert render._left_out(kept, render.printable(kept)) == ""
