@@ -754,7 +754,11 @@ def diagnose(
 
             text = _explain(report, explain) + incident.timeline_text(snap, explain)
             return color.style_for_terminal(text), code
-        table = render.table(report, wide=output == "wide" or verbose > 0)
+        wide = output == "wide" or verbose > 0
+        from kubectl_nodefail.analysis import outage
+
+        view = outage.summarise(report, snap) if not wide and outage.is_outage(report) else None
+        table = render.table(report, wide=wide, outage_view=view)
         return color.style_for_terminal(table), code
 
     if watch:

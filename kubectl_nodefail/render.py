@@ -13,7 +13,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from kubectl_nodefail.analysis import advice, summary
+from kubectl_nodefail.analysis import advice, outage, summary
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.owners import describe as describe_owners
 from kubectl_nodefail.analysis.text import ago, duration, plural
@@ -158,7 +158,11 @@ def _outside(report: Report, c: summary.Counts) -> str:
     return f"(This view is filtered; all {plural(report.nodes_total, 'node')} are Ready.) "
 
 
-def table(report: Report, wide: bool = False) -> str:
+def table(report: Report, wide: bool = False, outage_view: outage.Outage | None = None) -> str:
+    """Every listed node and stuck pod, one row each; or, given the outage summary of a report
+    too big for one screen (outage.is_outage), that summary (never with `wide`)."""
+    if outage_view is not None and not wide and report.problems:
+        return outage_table(report, outage_view)
     out = [headline(report)]
     if not report.problems:
         return "\n".join(out + [f"note: {g}" for g in report.gaps]) + "\n"
@@ -515,3 +519,223 @@ def _plan_cluster(bound: Any) -> str:
     return (
         f"Context {bound.context} (server {bound.server}, {identity}), read at {bound.captured_at}."
     )
+
+
+# The outage view (outage.is_outage): one terminal screen whatever the size of the failure.
+OUTAGE_LINES = 60
+OUTAGE_WIDTH = 118
+OUTAGE_NODE_ROWS = 8
+OUTAGE_ACTIONS = 2
+
+
+def _lines(text: str, width: int, subsequent_indent: str = "") -> list[str]:
+    """Wrapped at spaces only: names (node-1, out-of-service) are never cut at a hyphen."""
+    return textwrap.wrap(
+        text,
+        width=width,
+        subsequent_indent=subsequent_indent,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
+def outage_table(report: Report, view: outage.Outage) -> str:
+    """What the on-call engineer decides on, in at most OUTAGE_LINES lines: failed nodes by
+    zone and cause, the workloads hit by owner (blocked StatefulSets and volumes first), the
+    first suggestions with a command each. Every row is in -o wide, --explain and -o json."""
+    c = summary.counts(report)
+    head = _lines(headline(report), width=OUTAGE_WIDTH, subsequent_indent="  ")
+    head += [
+        line
+        for note in report.cluster
+        for line in _lines(f"!! {note}", width=OUTAGE_WIDTH, subsequent_indent="   ")
+    ]
+    nodes = _outage_nodes(report, view)
+    actions = _outage_actions(view)
+    notes = [f"note: {g}" for g in report.gaps[:2]]
+    if len(report.gaps) > 2:
+        notes.append(f"note: {len(report.gaps) - 2} more notes: -o wide")
+    tail = [
+        "",
+        f"This is the outage view ({c.nodes_not_ready} nodes not Ready, "
+        f"{plural(len(report.pods), 'stuck pod')}). Every node and pod, one row each: -o wide;",
+        "one of them in full: --explain NAME (a node or namespace/pod); all of it: -o json.",
+    ]
+    used = len(head) + len(nodes) + len(actions) + len(notes) + len(tail) + 1  # + blank line
+    owners = _outage_owners(report, view, OUTAGE_LINES - used)
+    return "\n".join([*head, *nodes, "", *owners, *actions, *notes, *tail]) + "\n"
+
+
+def _outage_nodes(report: Report, view: outage.Outage) -> list[str]:
+    groups = view.node_groups
+    failed = sum(len(g.nodes) for g in groups)
+    zones = len({g.zone for g in groups})
+    shown = groups[:OUTAGE_NODE_ROWS]
+    rows = [
+        [
+            g.zone,
+            g.cause,
+            len(g.nodes),
+            g.pods,
+            duration(g.oldest_seconds) if g.oldest_seconds is not None else "-",
+            f"{g.eviction} ({g.zone_state})" if g.eviction else "-",
+        ]
+        for g in shown
+    ]
+    table_text = tabulate(
+        rows,
+        headers=["ZONE", "CAUSE", "NODES", "STUCK PODS", "OLDEST", "EVICTIONS (ZONE STATE)"],
+        tablefmt="plain",
+    )
+    out = [
+        "",
+        f"NODES: {plural(failed, 'node')} listed in {plural(zones, 'zone')}, by zone and "
+        "cause (OLDEST: not Ready the longest)",
+        *table_text.splitlines(),
+    ]
+    rest = groups[len(shown) :]
+    if rest:
+        out.append(
+            f"... and {plural(len(rest), 'more group')} "
+            f"({plural(sum(len(g.nodes) for g in rest), 'node')}): -o wide"
+        )
+    return out
+
+
+def _next_words(steps: dict[str, int]) -> str:
+    ranked = sorted(steps.items(), key=lambda kv: (kv[0] != "BLOCKED", -kv[1], kv[0]))
+    words = "; ".join(f"{step} {n}" for step, n in ranked[:2])
+    return words + ("; ..." if len(ranked) > 2 else "")
+
+
+def _outage_owners(report: Report, view: outage.Outage, budget: int) -> list[str]:
+    """The owners hit, as many rows as `budget` lines allow (title, header and a 'more' line
+    included); blocked StatefulSets and volumes come first, so they are shown first."""
+    groups = view.owners
+    room = max(budget - 4, 1)  # title (2 lines), header, the 'more' line
+    shown, named = (groups, []) if len(groups) <= room + 1 else _owner_rows(groups, room)
+    rows = [
+        [
+            g.namespace or "-",
+            g.owner,
+            g.stuck,
+            f"{g.ready}/{g.wanted}" if g.ready is not None and g.wanted is not None else "-",
+            g.blocked + 0 or "-",
+            g.volumes + 0 or "-",
+            _next_words(g.next_steps),
+        ]
+        for g in shown
+    ]
+    table_text = tabulate(
+        rows,
+        headers=["NAMESPACE", "OWNER", "STUCK", "SERVING", "BLOCKED", "VOLUME", "NEXT"],
+        tablefmt="plain",
+    )
+    out = [
+        f"WORKLOADS: {plural(len(report.pods), 'stuck pod')} of {plural(len(groups), 'owner')}, "
+        "blocked StatefulSets and volumes first",
+        "(SERVING: its pods Ready on Ready nodes / replicas wanted)",
+        *table_text.splitlines(),
+    ]
+    out += named
+    rest = groups[len(shown) :]
+    if rest:
+        out.append(
+            f"... and {plural(len(rest), 'more owner')} "
+            f"({plural(sum(g.stuck for g in rest), 'stuck pod')}, "
+            f"{sum(g.blocked for g in rest)} blocked): -o wide"
+        )
+    return out
+
+
+def _owner_rows(
+    groups: list[outage.OwnerGroup], room: int
+) -> tuple[list[outage.OwnerGroup], list[str]]:
+    """As many owner rows as fit in `room` lines with every blocked StatefulSet named: those
+    without a row of their own are named in lines below the table."""
+    blocked = [g for g in groups if g.statefulset and g.blocked]
+    named: list[str] = []
+    for rows in range(room, 0, -1):
+        rest = [f"{g.namespace}/{g.owner.partition('/')[2]}" for g in blocked[rows:]]
+        named = (
+            _lines(
+                f"blocked StatefulSets too ({len(rest)}): " + ", ".join(rest),
+                width=OUTAGE_WIDTH,
+                subsequent_indent="  ",
+            )
+            if rest
+            else []
+        )
+        if rows + len(named) <= room:
+            return groups[:rows], named
+    return groups[:1], named
+
+
+def printable(command: str) -> str:
+    """A suggested command as the outage view may print it: never --confirm, never an attestation
+    filled in with a real node name (a placeholder in <...> stays); without them remediate only
+    prints its plan."""
+    words = command.split()
+    out: list[str] = []
+    skip = False
+    for i, word in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        if word == "--confirm":
+            continue
+        if word.startswith("--node-shutdown-confirmed"):
+            value = word.partition("=")[2] or (words[i + 1] if i + 1 < len(words) else "")
+            if value.startswith("<"):
+                out.append(word)
+                continue
+            skip = "=" not in word
+            continue
+        out.append(word)
+    return " ".join(out)
+
+
+def _left_out(command: str, printed: str) -> str:
+    """What printable() removed, said where the command is shown."""
+    gone = set(command.split()) - set(printed.split())
+    parts = [
+        *(
+            ["the attestation"]
+            if any(w.startswith("--node-shutdown-confirmed") for w in gone)
+            else []
+        ),
+        *(["--confirm"] if "--confirm" in gone else []),
+    ]
+    if not parts:
+        return ""
+    return f" ({' and '.join(parts)} left out: it prints the plan)"
+
+
+def _outage_actions(view: outage.Outage) -> list[str]:
+    groups = view.actions
+    shown = groups[:OUTAGE_ACTIONS]
+    out = [
+        "",
+        f"FIRST ACTIONS ({len(shown)} of {plural(len(groups), 'kind')} suggested; "
+        "each node's and pod's own in -o wide)",
+    ]
+    for g in shown:
+        whom = ", ".join(
+            part
+            for part in (
+                plural(len(g.nodes), "node") if g.nodes else "",
+                plural(len(g.pods), "pod") if g.pods else "",
+            )
+            if part
+        )
+        out += _lines(
+            f"- {whom}: {g.summary} [risk {g.risk}]",
+            width=OUTAGE_WIDTH,
+            subsequent_indent="  ",
+        )
+        example = (g.nodes or g.pods)[0]
+        for cmd in g.commands[:1]:
+            text = printable(cmd)
+            out.append(f"  for {example}{_left_out(cmd, text)}:")
+            out.append(f"    $ {text}")
+    return out

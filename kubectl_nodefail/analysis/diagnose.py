@@ -6,7 +6,7 @@ from collections.abc import Collection
 from datetime import datetime
 
 from kubectl_nodefail.analysis import advice, versions
-from kubectl_nodefail.analysis.findings import NodeFinding, Report
+from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node
 from kubectl_nodefail.analysis.pods import (
     analyse_pinned_pod,
@@ -83,9 +83,12 @@ def diagnose(
         for name, f in sorted(node_findings.items())
         if _listed(f) and (not only_nodes or name in only_nodes)
     ]
+    on_failed: dict[str, list[PodFinding]] = {}  # each failed node's stuck pods, in one pass
+    for p in pods:
+        if p.node_failed:
+            on_failed.setdefault(p.node, []).append(p)
     for finding in listed:
-        on_it = [p for p in pods if p.node == finding.name and p.node_failed]
-        finding.action = advice.for_node(finding, minor, on_it)
+        finding.action = advice.for_node(finding, minor, on_failed.get(finding.name, []))
     return Report(
         captured_at=snap.captured_at,
         source=snap.source,

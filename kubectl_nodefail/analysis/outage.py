@@ -1,0 +1,212 @@
+"""An outage at a glance: failed nodes grouped by zone and cause, the workloads hit grouped by
+owner (blocked StatefulSets and volumes first, with how many of their replicas still serve), and
+the few kinds of action the report suggests, each counted.
+
+Pure functions over a Report and the Snapshot it came from. They add no sentence of their own
+about a pod or node: they count what the analysis already found. The snapshot is read only for
+what the report does not carry, an owner's wanted replicas and its pods Ready on Ready nodes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kubectl_nodefail.analysis import summary
+from kubectl_nodefail.analysis.findings import Action, PodFinding, Report
+from kubectl_nodefail.analysis.nodes import is_ready
+from kubectl_nodefail.snapshot import Obj, Snapshot
+
+# More failed nodes or stuck pods than this and the per-row table no longer fits a screen: the
+# default view becomes the outage view. One node holds at most 110 pods by default (kubelet
+# --max-pods), so a single failed node never crosses the pod threshold.
+OUTAGE_NODES = 10
+OUTAGE_PODS = 250
+
+# Owner kinds with a replica count whose pods can be counted as serving or not.
+REPLICATED = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
+
+
+def is_outage(report: Report) -> bool:
+    """Too many failed nodes or stuck pods for one row each on a screen."""
+    failed = sum(1 for n in report.nodes if n.failed)
+    return failed > OUTAGE_NODES or len(report.pods) > OUTAGE_PODS
+
+
+@dataclass
+class NodeGroup:
+    """Listed nodes of one zone with one cause."""
+
+    zone: str
+    cause: str  # Cause.code
+    summary: str  # the first node's Cause.summary (same code, same words up to details)
+    nodes: list[str]
+    oldest_seconds: float | None  # the longest a node of the group has been not Ready
+    zone_state: str  # Normal | PartialDisruption | FullDisruption, "" when no zone finding
+    eviction: str  # proceeding | slowed | stopped, "" when no zone finding
+    pods: int  # stuck pods on these nodes
+
+
+@dataclass
+class OwnerGroup:
+    """The stuck pods of one top owner (Kind/name, or (none) for pods without one)."""
+
+    namespace: str
+    owner: str
+    stuck: int
+    blocked: int  # of `stuck`: replacement blocked, or a volume in the way
+    volumes: int  # of `stuck`: waiting for a volume, or with a storage blocker
+    next_steps: dict[str, int]  # NEXT words -> pods
+    ready: int | None = None  # its pods Ready on Ready nodes; None: not a replicated kind
+    wanted: int | None = None  # its spec.replicas; None: not a replicated kind, or not read
+    statefulset: bool = False
+
+    @property
+    def first(self) -> bool:
+        """Shown first: a StatefulSet or a volume keeps it from recovering on its own."""
+        return self.blocked > 0 or self.volumes > 0
+
+
+@dataclass
+class ActionGroup:
+    """One suggestion (code and words) and how many nodes or pods it is made for."""
+
+    code: str
+    summary: str
+    risk: str
+    nodes: list[str] = field(default_factory=list)
+    pods: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)  # of the first node or pod it is for
+
+
+@dataclass
+class Outage:
+    node_groups: list[NodeGroup]
+    owners: list[OwnerGroup]
+    actions: list[ActionGroup]
+
+
+def summarise(report: Report, snap: Snapshot) -> Outage:
+    return Outage(node_groups(report), owner_groups(report, snap), action_groups(report))
+
+
+def node_groups(report: Report) -> list[NodeGroup]:
+    """Listed nodes by zone and cause; the zones in disruption and the biggest groups first."""
+    zones = {z.zone: z for z in report.zones}
+    stuck = Counter(p.node for p in report.pods if p.node_failed)
+    groups: dict[tuple[str, str], NodeGroup] = {}
+    for n in report.nodes:
+        zone = zones.get(n.zone)
+        group = groups.setdefault(
+            (n.zone, n.cause.code),
+            NodeGroup(
+                n.zone,
+                n.cause.code,
+                n.cause.summary,
+                [],
+                None,
+                zone.state if zone else "",
+                zone.eviction if zone else "",
+                0,
+            ),
+        )
+        group.nodes.append(n.name)
+        group.pods += stuck[n.name]
+        if n.not_ready_seconds is not None:
+            group.oldest_seconds = max(group.oldest_seconds or 0.0, n.not_ready_seconds)
+    return sorted(
+        groups.values(), key=lambda g: (g.zone_state in ("", "Normal"), -len(g.nodes), g.zone)
+    )
+
+
+def _blocked(pod: PodFinding) -> bool:
+    return pod.replacement.state == "blocked"
+
+
+def _volume(pod: PodFinding) -> bool:
+    return pod.category == summary.WAITING_FOR_VOLUME or bool(pod.storage)
+
+
+def owner_groups(report: Report, snap: Snapshot) -> list[OwnerGroup]:
+    """Stuck pods by namespace and top owner: blocked ones (StatefulSets, volumes) first, then
+    the most stuck pods; each replicated owner with its pods Ready on Ready nodes vs wanted."""
+    groups: dict[tuple[str, str], OwnerGroup] = {}
+    top: dict[tuple[str, str], PodFinding] = {}
+    for pod in report.pods:
+        key = (pod.namespace, summary.owner_of(pod))
+        group = groups.setdefault(key, OwnerGroup(key[0], key[1], 0, 0, 0, {}))
+        top.setdefault(key, pod)
+        group.stuck += 1
+        group.blocked += _blocked(pod)
+        group.volumes += _volume(pod)
+        group.statefulset = group.statefulset or pod.controller == "statefulset"
+        step = summary.next_step(pod, report.captured_at)
+        group.next_steps[step] = group.next_steps.get(step, 0) + 1
+    serving = _Serving(snap)
+    for key, group in groups.items():
+        chain = top[key].owner_chain
+        if chain and chain[-1].kind in REPLICATED:
+            group.ready, group.wanted = serving.of(chain[-1].kind, group.namespace, chain[-1].name)
+    return sorted(
+        groups.values(),
+        key=lambda g: (not g.first, not g.statefulset, -g.stuck, g.namespace, g.owner),
+    )
+
+
+class _Serving:
+    """Pods Ready on Ready nodes vs spec.replicas, per owner, from indexes built once."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        self.ready_nodes = {n["metadata"]["name"] for n in snap.nodes if is_ready(n)}
+        self.children: dict[str, list[Obj]] = {}
+        for o in snap.owners:
+            for ref in o["metadata"].get("ownerReferences") or []:
+                if ref.get("controller"):
+                    self.children.setdefault(ref.get("uid", ""), []).append(o)
+
+    def of(self, kind: str, namespace: str, name: str) -> tuple[int | None, int | None]:
+        owner = self.snap.owner(kind, namespace, name)
+        if owner is None:
+            return None, None
+        uids = [owner["metadata"].get("uid", "")]
+        if kind == "Deployment":  # its pods belong to its ReplicaSets
+            uids = [rs["metadata"].get("uid", "") for rs in self.children.get(uids[0], [])]
+        pods = [p for uid in uids for p in self.snap.pods_owned_by(uid)]
+        wanted = (owner.get("spec") or {}).get("replicas", 1)
+        return sum(1 for p in pods if self._serving(p)), wanted if isinstance(wanted, int) else None
+
+    def _serving(self, pod: Obj) -> bool:
+        status = pod.get("status") or {}
+        return (
+            not pod["metadata"].get("deletionTimestamp")
+            and status.get("phase") == "Running"
+            and (pod.get("spec") or {}).get("nodeName") in self.ready_nodes
+            and any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in status.get("conditions") or []
+            )
+        )
+
+
+def action_groups(report: Report) -> list[ActionGroup]:
+    """The suggestions made, each once with the nodes and pods it is for: nodes' before pods',
+    the most frequent first. 'Nothing to do' suggestions (risk none, no command) come last."""
+    groups: dict[tuple[str, str, str], ActionGroup] = {}
+
+    def add(action: Action, node: str = "", pod: str = "") -> None:
+        key = (action.code, action.summary, action.risk)
+        group = groups.setdefault(key, ActionGroup(*key))
+        if not group.commands:
+            group.commands = [c for c in (action.remediate, action.kubectl) if c]
+        (group.nodes if node else group.pods).append(node or pod)
+
+    for n in report.nodes:
+        if n.action is not None:
+            add(n.action, node=n.name)
+    for p in report.pods:
+        add(p.action, pod=f"{p.namespace}/{p.name}")
+    return sorted(
+        groups.values(),
+        key=lambda g: (not g.commands, not g.nodes, -(len(g.nodes) + len(g.pods))),
+    )
