@@ -396,7 +396,7 @@ def _missing(ctx: Ctx, kind: str) -> None:
 RETURN_PHRASES = (
     ("keeps-running", re.compile(r"replacement keeps running")),
     ("carries-on", re.compile(r"carries on|back to running in place")),
-    ("recreated", re.compile(r"recreates (\S+)")),
+    ("recreated", re.compile(r"(?<!nothing )recreates (?!it\b)(\S+)")),
     ("job-counts-failed", re.compile(r"counts it as failed")),
     ("job-creates-replacement", re.compile(r"then creates the replacement")),
     ("gone-for-good", re.compile(r"gone for good")),

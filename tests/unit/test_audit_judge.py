@@ -203,3 +203,12 @@ def test_a_saved_pod_view_loads_back_unchanged() -> None:
 
     view = replace(evicted(pod(), 40), finalizers=("x/hold",))
     assert view_from_json(json.loads(json.dumps(_view_json(view)))) == view
+
+
+def test_a_return_text_saying_nothing_is_recreated_is_not_read_as_recreated() -> None:
+    from tests.audit.judge import RETURN_PHRASES
+
+    recreated = dict(RETURN_PHRASES)["recreated"]
+    assert recreated.search("then the statefulset controller recreates w-0 (it may land")
+    assert not recreated.search("kubelet removes the old pod; nothing recreates it (its owner")
+    assert not recreated.search("w-0 is not recreated (outside replicas 0).")
