@@ -248,16 +248,3 @@ def test_after_the_node_returns_shrink_is_not_recreated(dead: Dead) -> None:
         "anti running on both nodes", lambda: sum(running(p) for p in pods(cp, NS, "anti")) == 2, 90
     )
     assert not pods(cp, NS, "shrink")  # the prediction: not recreated (outside replicas 0)
-    for app in ("fin", "done"):
-        for p in pods(cp, NS, app):
-            cp.kubectl(
-                "patch",
-                "pod",
-                "-n",
-                NS,
-                p["metadata"]["name"],
-                "--type=json",
-                "-p",
-                '[{"op":"remove","path":"/metadata/finalizers"}]',
-            )
-    cp.kubectl("delete", "namespace", NS, "--wait=false")
