@@ -420,7 +420,8 @@ def plan_data(
     return data
 
 
-CHANGED = ("done", "failed", "interrupted")  # results of steps whose request was sent
+# results of steps whose request was sent (unconfirmed: accepted, its effect not seen)
+CHANGED = ("done", "unconfirmed", "failed", "interrupted")
 
 
 def _plan_head(plan: Any, confirmed: bool, interrupted: bool) -> str:
@@ -489,7 +490,7 @@ def _pods_note(step: Any) -> str:
     notes = []
     freed = ", ".join(step.releases)
     itself = step.releases and step.target.startswith("pod/") and len(step.releases) == 1
-    runs = step.allowed and step.result in ("", "done")
+    runs = step.allowed and step.result in ("", "done", "unconfirmed", "interrupted")
     if freed and not runs:
         notes.append(
             "Until it runs, the pod stays stuck"

@@ -205,3 +205,14 @@ def test_a_finalizer_held_pod_is_named_never_released() -> None:
     )
     assert [s.target for s in _by_action(force, "finalizer-held")] == [held[0].target]
     assert all("held-" not in s.target for s in _by_action(force, "force-delete-pod"))
+
+
+def test_an_unconfirmed_step_was_executed_and_is_exit_7(after_eviction: Report) -> None:
+    """Sent and accepted, its effect not seen: the head says it ran; the exit code says 7."""
+    plan = make_plan(after_eviction, Options(attested=[NODE]))
+    step = next(s for s in plan.steps if s.action == "taint-out-of-service")
+    step.result, step.detail = "unconfirmed", "out-of-service taint applied, but not its effect"
+    text = render.plan_table(plan, confirmed=True)
+    assert text.startswith("Executed") and "Nothing was executed" not in text
+    assert "Until it runs" not in text
+    assert plan.result_code() == Exit.UNCONFIRMED == 7
