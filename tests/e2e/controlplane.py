@@ -248,15 +248,7 @@ componentsPatches:
                 # lose its port to another's between the choice and the bind. Start again.
                 failures.append(f"attempt {attempt + 1}: {str(exc)[:2000]}")
                 print(f"[e2e] control plane did not start ({exc!s:.300}); recreating")
-                self._run_kwokctl(
-                    "delete",
-                    "cluster",
-                    "--name",
-                    CLUSTER_NAME,
-                    "--kubeconfig",
-                    str(self.workdir / "no-kubeconfig"),
-                    check=False,
-                )
+                self._delete_cluster()
                 shutil.rmtree(self.cluster_dir, ignore_errors=True)  # its logs: a clean slate
         raise RuntimeError(
             "the control plane did not start in three attempts:\n" + "\n".join(failures)
@@ -321,6 +313,10 @@ componentsPatches:
             shutil.copytree(self.cluster_dir / "logs", keep_logs_to, dirs_exist_ok=True)
             if self.logdir.exists():
                 shutil.copytree(self.logdir, keep_logs_to, dirs_exist_ok=True)
+        self._delete_cluster()
+
+    def _delete_cluster(self) -> None:
+        """kwokctl's delete of this cluster (it must not touch a kubeconfig: none is given)."""
         self._run_kwokctl(
             "delete",
             "cluster",
