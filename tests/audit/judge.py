@@ -275,7 +275,10 @@ def judge_pending_reason(ctx: Ctx, view: PodView) -> None:
 def _blocked(ctx: Ctx, kind: str) -> None:
     p, s = ctx.pred, ctx.scenario
     if p.controller == "statefulset" or s.kind.startswith("sts"):
-        new = _new_pods(ctx, p.at, ctx.until, same_name=True)
+        # creationTimestamp is cut to the second: a twin stamped in the second the kubelet came
+        # back may have been made after it (kwok removes the old pod at once). Only a twin
+        # stamped a whole second before the return was certainly made while the node was down.
+        new = _new_pods(ctx, p.at, ctx.until - timedelta(seconds=1), same_name=True)
         ok = not new
         observed = (
             f"{p.name} recreated (uid {new[0].uid[:8]}) at {_fmt(new[0].created)}, node still down"

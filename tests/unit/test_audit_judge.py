@@ -124,6 +124,17 @@ def test_blocked_statefulset_pod_recreated_while_the_node_is_down_is_wrong() -> 
     assert verdicts([prediction()], alone, "replacement:blocked") == [True]
 
 
+def test_a_twin_stamped_in_the_second_the_node_returned_is_not_called_wrong() -> None:
+    """creationTimestamp has whole seconds: a twin stamped 110 may be made at 110.5, after the
+    kubelet's return at 110.3. One stamped 109 was made before it."""
+    pred = prediction(moment="d2", at=at(85))
+    for stamped, ok in ((110, True), (109, False)):
+        twin = pod(uid="new", node="healthy-0", created=at(stamped))
+        h = history([(85, [evicted(pod(), 40)]), (111, [twin]), (150, [twin])])
+        h.marks["return"] = at(110.3)
+        assert verdicts([pred], h, "replacement:blocked") == [ok], stamped
+
+
 def test_keeps_running_without_a_replacement_is_wrong() -> None:
     pred = prediction(
         moment="d2",
