@@ -286,9 +286,19 @@ OWNER = obj(
         podFailurePolicy=ANY,
         suspend=BOOL,
         selector=ANY,
+        # a Job's wanted pods: min(parallelism, completions - succeeded)
+        parallelism=INT,
+        completions=INT,
     ),
-    # conditions: a Job's Complete / Failed (a finished Job replaces nothing)
-    status=obj(currentRevision=STR, updateRevision=STR, conditions=ListOf(CONDITION)),
+    # conditions: a Job's Complete / Failed (a finished Job replaces nothing); a Job's counts
+    status=obj(
+        currentRevision=STR,
+        updateRevision=STR,
+        conditions=ListOf(CONDITION),
+        active=INT,
+        succeeded=INT,
+        failed=INT,
+    ),
 )
 ITEM = obj(kind=STR)  # checked first: the kind picks the schema
 UNSORTED = obj(("metadata",), metadata=METADATA)  # no kind: left out of the snapshot

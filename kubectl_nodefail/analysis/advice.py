@@ -112,6 +112,9 @@ def disposition(pod: PodFinding, strategy: str) -> tuple[str, list[str]]:
             return COSMETIC, []
         if pod.controller in JOBS and state in ("running", "finished"):
             return COSMETIC, []
+        if pod.controller in JOBS and pod.terminating and state == "not-yet":
+            # its Job already replaces it; only its pod-failure backoff delays the new pod
+            return COSMETIC, []
     if held:
         return FINALIZER_HELD, held
     if (
@@ -169,6 +172,8 @@ def for_pod(
             lead = f"it had finished ({pod.phase}): nothing waits on it"
         elif replacement.state == "not-wanted":
             lead = f"cosmetic: no replacement is wanted ({replacement.summary})"
+        elif replacement.state == "not-yet":
+            lead = f"cosmetic: the owner replaces it by itself ({replacement.summary})"
         else:
             lead = "cosmetic: the replacement already serves"
         return _with_finalizers(

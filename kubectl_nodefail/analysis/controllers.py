@@ -642,6 +642,63 @@ def _ignores_disruption(spec: Obj, pod: Obj) -> bool:
     return False
 
 
+# The Job controller's pod-failure backoff (pkg/controller/job/job_controller.go
+# DefaultJobPodFailureBackOff, MaxJobPodFailureBackOff; backoff_utils.go): 10 s after a failure,
+# doubled for each further failure since the last success, at most 10 min.
+JOB_BACKOFF_BASE = 10
+JOB_BACKOFF_MAX = 600
+
+
+def job_wants(job_obj: Obj) -> int:
+    """How many pods a running Job keeps active: min(parallelism, completions - succeeded); with
+    no completions (a work queue), parallelism until the first success, then none new."""
+    spec, status = job_obj.get("spec") or {}, job_obj.get("status") or {}
+    parallelism = spec.get("parallelism")
+    parallelism = 1 if parallelism is None else parallelism
+    succeeded = status.get("succeeded") or 0
+    completions = spec.get("completions")
+    if completions is None:
+        return parallelism if succeeded == 0 else 0
+    return max(0, min(parallelism, completions - succeeded))
+
+
+def job_backoff_bound(job_obj: Obj) -> int:
+    """Seconds within which the Job's backoff has run out: failures since the last success are at
+    most status.failed, plus this pod when not counted yet."""
+    failed = ((job_obj.get("status") or {}).get("failed") or 0) + 1
+    return int(min(JOB_BACKOFF_MAX, JOB_BACKOFF_BASE * 2 ** min(failed - 1, 10)))
+
+
+def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, Claim]:
+    """A Terminating pod of a live Job (not finished, not suspended) whose owner may replace it
+    at once (TerminatingOrFailed) and has not yet: either the Job wants no more pods, or its
+    pod-failure backoff delays the next one."""
+    counts = [
+        ctx.owner_fact(0, "spec.parallelism"),
+        ctx.owner_fact(0, "spec.completions"),
+        ctx.owner_fact(0, "status.succeeded"),
+        ctx.owner_fact(0, "status.active"),
+    ]
+    wants = job_wants(job_obj)
+    active = (job_obj.get("status") or {}).get("active") or 0
+    if active >= wants:
+        rep = Replacement(
+            "not-wanted",
+            f"none needed: Job {name} wants {wants} active pod(s) and has {active}",
+        )
+        return rep, claim("owner-wants", "replacement", rep.summary, *counts)
+    bound = job_backoff_bound(job_obj)
+    rep = Replacement(
+        "not-yet",
+        f"none yet: Job {name} has {active} of {wants} wanted active pod(s); it creates the "
+        f"next after its pod-failure backoff, within {bound} s",
+        expected_by=shifted(ctx.now, bound),
+    )
+    return rep, claim(
+        "replacement", "replacement", rep.summary, *counts, ctx.owner_fact(0, "status.failed")
+    )
+
+
 def job(ctx: Context) -> Explained:
     job_obj = ctx.owners[0] if ctx.owners else None
     spec = (job_obj or {}).get("spec") or {}
@@ -739,14 +796,7 @@ def job(ctx: Context) -> Explained:
             "owner-wants", "replacement", rep.summary, ctx.owner_fact(0, "spec.suspend")
         )
     else:
-        rep = Replacement(
-            "missing",
-            "no replacement yet: the Job may be waiting out its failure backoff (10 s after a "
-            "failure, doubling), or be at its backoffLimit",
-        )
-        rep_claim = claim(
-            "replacement", "replacement", rep.summary, ctx.owner_fact(0, "status.conditions")
-        )
+        rep, rep_claim = _job_next_pod(ctx, job_obj, name)
     out.append(rep_claim)
     counted = (
         "the Job does not count it as failed (its podFailurePolicy ignores DisruptionTarget)"

@@ -91,6 +91,7 @@ class Replacement:
     summary: str
     pods: list[str] = field(default_factory=list)
     pending_reason: str = ""
+    expected_by: datetime | None = None  # not-yet with a known bound: created by then
 
 
 @dataclass

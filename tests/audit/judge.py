@@ -339,6 +339,19 @@ def _not_needed(ctx: Ctx, kind: str) -> None:
 
 def _not_yet(ctx: Ctx, kind: str) -> None:
     p = ctx.pred
+    if p.controller in ("job", "cronjob") and p.expected_by is not None:
+        # "the Job creates the next pod within its backoff": any new pod of the Job is that.
+        end = p.expected_by + SETTLE
+        new = _new_pods(ctx, p.at, min(end, ctx.until))
+        observed = (
+            f"{new[0].name} created {(new[0].created - p.at).total_seconds():+.0f}s after the "
+            "diagnosis"
+            if new and new[0].created
+            else f"no pod of the Job created by {_fmt(min(end, ctx.until))}"
+        )
+        ok: bool | None = bool(new) if new or ctx.until >= end else None
+        ctx.add(kind, f"created by {_fmt(p.expected_by)} (the Job's backoff)", observed, ok)
+        return
     if p.controller not in ("deployment", "replicaset", "replicationcontroller"):
         ctx.add(
             kind,

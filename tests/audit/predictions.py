@@ -32,6 +32,7 @@ class PodPrediction:
     if_node_returns: str
     finalizers: list[str]
     claims: list[Obj] = field(default_factory=list)  # pods[].claims when the JSON has them
+    expected_by: datetime | None = None  # replacement.expectedBy: a not-yet one made by then
 
     @property
     def never_evicted(self) -> bool:
@@ -39,7 +40,7 @@ class PodPrediction:
 
     def as_dict(self) -> Obj:
         out = dict(self.__dict__)
-        for key in ("at", "eviction_at", "action_until"):
+        for key in ("at", "eviction_at", "action_until", "expected_by"):
             out[key] = out[key].isoformat() if out[key] else None
         return out
 
@@ -74,6 +75,7 @@ def pod_predictions(diagnosis: Obj, moment: str, prefix: str) -> list[PodPredict
                 if_node_returns=str(pod.get("ifNodeReturns") or ""),
                 finalizers=list(pod.get("finalizers") or []),
                 claims=list(pod.get("claims") or []),
+                expected_by=parse_time(rep.get("expectedBy")),
             )
         )
     return out

@@ -49,8 +49,8 @@ def load_history(path: Path) -> History:
 
 def load_prediction(raw: Obj) -> PodPrediction:
     fields = dict(raw)
-    for key in ("at", "eviction_at", "action_until"):
-        fields[key] = parse_time(fields[key]) if fields[key] else None
+    for key in ("at", "eviction_at", "action_until", "expected_by"):
+        fields[key] = parse_time(fields[key]) if fields.get(key) else None
     return PodPrediction(**fields)
 
 

@@ -18,10 +18,6 @@ from tests.unit.conftest import FIXTURES
 
 AUDIT = sorted((FIXTURES / "audit").glob("*.json"))
 WRONG = re.compile(r"(?P<kind>[a-z-]+:[a-z-]+) (?P<ns>[a-z0-9-]+)/(?P<pod>[a-z0-9-]+): said")
-# Still predicted, and known: a Job without a replacement yet, between a pod's failure and the
-# end of the Job's backoff, is `missing` (its text names the backoff); the audit judges it wrong
-# once the backoff ends. Next fix: `not-yet` for a Job that is neither finished nor suspended.
-STILL = {("seed2026-184-d1.json", "replacement:missing")}
 
 
 def _wrong(path: Path) -> list[tuple[str, str]]:
@@ -38,8 +34,6 @@ def test_a_prediction_the_control_plane_proved_wrong_is_not_made_again(path: Pat
     pods = {p["name"]: p for p in data["pods"]}
     phrases = dict(RETURN_PHRASES)
     for kind, name in wrong:
-        if (path.name, kind) in STILL:
-            continue
         pod = pods[name]
         family, what = kind.split(":", 1)
         if family == "replacement":

@@ -135,6 +135,27 @@ def test_a_twin_stamped_in_the_second_the_node_returned_is_not_called_wrong() ->
         assert verdicts([pred], h, "replacement:blocked") == [ok], stamped
 
 
+def test_a_jobs_next_pod_is_judged_against_its_backoff_bound() -> None:
+    """not-yet with expectedBy: a pod of the Job made by then (+ settle) is right; none made
+    although the window was watched is wrong; a window cut short by a change is not judged."""
+    pred = prediction(
+        moment="d2",
+        at=at(85),
+        controller="job",
+        terminating=True,
+        replacement_state="not-yet",
+        expected_by=at(95),
+    )
+    old = evicted(pod(name="w-abc", owner_kind="Job"), 40)
+    made = pod(name="w-def", uid="next", owner_kind="Job", node="healthy-0", created=at(93))
+    came = history([(85, [old]), (100, [old, made]), (150, [made])])
+    assert verdicts([pred], came, "replacement:not-yet") == [True]
+    never = history([(85, [old]), (100, [old]), (150, [])])
+    assert verdicts([pred], never, "replacement:not-yet") == [False]
+    never.marks["return"] = at(100)  # returned before the bound + settle: not judged
+    assert verdicts([pred], never, "replacement:not-yet") == [None]
+
+
 def test_keeps_running_without_a_replacement_is_wrong() -> None:
     pred = prediction(
         moment="d2",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,7 @@ BASES = [
     FIXTURES / "node-down-before-eviction.json",
     FIXTURES / "dead-node-claims.json",
     FIXTURES / "rwo-volume-on-dead-node.json",
+    FIXTURES / "audit" / "seed2026-184-d1.json",  # a Job's two pods evicted, none replaced yet
 ]
 BASE_DOCS = {p.name: _raw(p) for p in BASES}
 
@@ -103,7 +105,15 @@ def neighbours(draw: st.DrawFn) -> Obj:
     pods = [i for i in items if i.get("kind") == "Pod"]
     for owner in draw(st.lists(st.sampled_from(owners), max_size=3)) if owners else []:
         if owner["kind"] == "Job":
-            owner.setdefault("status", {})["conditions"] = draw(
+            spec, status = owner.setdefault("spec", {}), owner.setdefault("status", {})
+            spec["parallelism"] = draw(st.integers(0, 3))
+            spec["completions"] = draw(st.one_of(st.none(), st.integers(1, 4)))
+            for count in ("active", "succeeded", "failed"):
+                status[count] = draw(st.integers(0, 3))
+            if draw(st.booleans()):
+                spec.pop("podFailurePolicy", None)
+                spec["podReplacementPolicy"] = "TerminatingOrFailed"
+            owner["status"]["conditions"] = draw(
                 st.sampled_from(
                     [
                         [],
@@ -119,8 +129,11 @@ def neighbours(draw: st.DrawFn) -> Obj:
                 owner["spec"]["ordinals"] = {"start": draw(st.integers(0, 2))}
     for pod in draw(st.lists(st.sampled_from(pods), max_size=4)):
         meta, status = pod["metadata"], pod.setdefault("status", {})
-        change = draw(st.sampled_from(["finalizer", "finished", "grace", "unscheduled"]))
-        if change == "finalizer":
+        change = draw(st.sampled_from(["finalizer", "finished", "grace", "unscheduled", "gone"]))
+        if change == "gone":  # e.g. no replacement (yet)
+            if pod in items:
+                items.remove(pod)
+        elif change == "finalizer":
             meta["finalizers"] = draw(
                 st.sampled_from(
                     [
@@ -187,6 +200,36 @@ SENTENCES_AND_PREMISES = [
 ]
 
 
+def _job_counts(doc: Obj, namespace: str, name: str) -> tuple[int, int] | None:
+    """(wanted active pods, active) of the pod's Job, read from the raw snapshot: wanted is
+    min(parallelism, completions - succeeded), or parallelism until a first success."""
+    pods = [
+        i
+        for i in doc["items"]
+        if i.get("kind") == "Pod"
+        and i["metadata"].get("namespace") == namespace
+        and i["metadata"]["name"] == name
+    ]
+    refs = [
+        r for p in pods for r in p["metadata"].get("ownerReferences") or [] if r["kind"] == "Job"
+    ]
+    jobs = [
+        i
+        for i in doc["items"]
+        if i.get("kind") == "Job" and refs and i["metadata"].get("uid") == refs[0]["uid"]
+    ]
+    if not jobs:
+        return None
+    spec, status = jobs[0].get("spec") or {}, jobs[0].get("status") or {}
+    par = 1 if spec.get("parallelism") is None else spec["parallelism"]
+    done = status.get("succeeded") or 0
+    if spec.get("completions") is None:
+        wanted = par if done == 0 else 0
+    else:
+        wanted = max(0, min(par, spec["completions"] - done))
+    return wanted, status.get("active") or 0
+
+
 def _foreign(finalizers: list[str]) -> bool:
     return any(f != "batch.kubernetes.io/job-tracking" for f in finalizers)
 
@@ -203,6 +246,15 @@ def test_generated_neighbours_make_no_claim_with_a_false_premise(doc: Obj) -> No
                 assert premise(pod), f"{pod.namespace}/{pod.name} {where}: {said}"
         replacement_text = pod.replacement.summary + " " + pod.replacement.pending_reason
         assert "healthy nodes carry taints" not in replacement_text
+        if pod.controller in ("job", "cronjob") and pod.replacement.state in (
+            "not-yet",
+            "not-wanted",
+        ):
+            counts = _job_counts(doc, pod.namespace, pod.name)
+            if "after its pod-failure backoff" in replacement_text:
+                assert counts is not None and counts[1] < counts[0], (replacement_text, counts)
+            if "none needed" in replacement_text:
+                assert counts is not None and counts[1] >= counts[0], (replacement_text, counts)
         if pod.terminating and pod.phase in ("Succeeded", "Failed") and pod.node_failed:
             # A finished pod: nothing waits on it; no taint, no force delete is advised.
             assert pod.action.code in ("wait", "finalizer-held"), pod.action
@@ -268,3 +320,22 @@ def test_the_scheduler_message_is_quoted_not_inferred() -> None:
         "the scheduler found no node: 1 node(s) had untolerated taint "
         "{node.kubernetes.io/unreachable: }; 4 node(s) didn't match pod anti-affinity rules"
     )
+
+
+def test_a_live_jobs_missing_pod_is_coming_or_not_wanted() -> None:
+    """A Job's evicted pod with no replacement yet (recorded: the audit's 2026/184): the Job
+    wants 2 active pods and has 0, so its next pods come after its pod-failure backoff (failed
+    2: within 10 s x 2^2); had it 2 active already, none would be needed."""
+    doc = _raw(FIXTURES / "audit" / "seed2026-184-d1.json")
+    report = _report(doc)
+    stuck = [p for p in report.pods if p.namespace == "au-2026-184"]
+    assert stuck and all(p.replacement.state == "not-yet" for p in stuck)
+    assert {p.replacement.expected_by for p in stuck} == {
+        report.captured_at + timedelta(seconds=40)
+    }
+    assert all(p.action.code == "wait" for p in stuck)
+    job = next(i for i in doc["items"] if i.get("kind") == "Job")
+    job["status"]["active"] = 2
+    again = [p for p in _report(doc).pods if p.namespace == "au-2026-184"]
+    assert [p.replacement.state for p in again] == ["not-wanted", "not-wanted"]
+    assert all("wants 2 active pod(s) and has 2" in p.replacement.summary for p in again)
