@@ -341,8 +341,13 @@ def replicaset(ctx: Context) -> Explained:
             claim(
                 "if-node-returns",
                 "returns",
-                "the pod carries on (its containers may never have stopped); taints are lifted.",
+                "the ReplicaSet deletes it (it wants 0 replicas), then the kubelet stops it and "
+                "removes the object; nothing replaces it."
+                if rep.state == "not-wanted"
+                else "the pod carries on (its containers may never have stopped); taints are "
+                "lifted.",
                 ctx.pod_fact("metadata.deletionTimestamp"),
+                *wants,
             ),
         ]
         return Explained(out, rep)
@@ -490,8 +495,13 @@ def statefulset(ctx: Context) -> Explained:
                 "why",
                 f"StatefulSet {name} now has replicas {replicas} "
                 f"({_ordinal_range(start, replicas)}): {ctx.name} is outside that range, so it "
-                "is not recreated once its object is gone.",
+                + (
+                    "is not recreated once its object is gone."
+                    if ctx.terminating
+                    else "is deleted when the controller scales down, and not recreated."
+                ),
                 *owner_wants,
+                ctx.pod_fact("metadata.deletionTimestamp"),
             )
         )
     if ctx.terminating:
@@ -508,7 +518,21 @@ def statefulset(ctx: Context) -> Explained:
         )
         out.append(claim("blocks", "why", block[0].upper() + block[1:] + ".", *policy_fact))
         out.append(_released_by(ctx))
-    elif ctx.grace_zero and not ctx.never_evicted:
+    elif not wanted:
+        pass  # the owner-wants claim says what becomes of it
+    elif ctx.never_evicted:
+        out.append(
+            claim(
+                "counts-as",
+                "why",
+                f"StatefulSet {name} still counts {ctx.name} as its replica, and the pod "
+                "tolerates the node's taints without a time limit: it is never evicted, so it "
+                "stays as it is while the node is down.",
+                ctx.pod_fact("metadata.deletionTimestamp"),
+                *owner_wants,
+            )
+        )
+    elif ctx.grace_zero:
         out.append(
             claim(
                 "counts-as",
@@ -565,8 +589,13 @@ def statefulset(ctx: Context) -> Explained:
             ctx.pod_fact("metadata.deletionTimestamp"),
         )
     )
-    if not ctx.terminating:
+    if not ctx.terminating and wanted:
         returns = "the pod carries on in place."
+    elif not ctx.terminating:
+        returns = (
+            f"the StatefulSet controller deletes it (outside replicas {replicas}), then the "
+            "kubelet stops it and removes the object; it is not recreated."
+        )
     elif wanted:
         returns = (
             f"kubelet removes the old pod, then the StatefulSet controller recreates {ctx.name} "
@@ -810,6 +839,11 @@ def job(ctx: Context) -> Explained:
     elif ctx.terminating:
         returns = f"kubelet removes the old pod; {counted}" + (
             " and then creates the replacement." if policy == "Failed" else "."
+        )
+    elif suspended:
+        returns = (
+            f"Job {name} is suspended: it deletes this pod, then the kubelet stops it and "
+            "removes the object; no replacement while suspended."
         )
     else:
         returns = "the pod carries on and may complete."

@@ -193,6 +193,16 @@ SENTENCES_AND_PREMISES = [
         lambda p: p.replacement.state not in ("not-wanted", "not-needed"),
     ),
     (
+        "carries on",  # the owner wants fewer: the pod is deleted, not carried on
+        "if_node_returns",
+        lambda p: p.replacement.state != "not-wanted",
+    ),
+    (
+        "Once evicted",  # never evicted: no "once evicted" story
+        "explanation",
+        lambda p: "never evicted" not in p.replacement.summary,
+    ),
+    (
         "healthy nodes carry taints",
         "explanation",
         lambda p: False,  # a cause is the scheduler's words, never this inference
