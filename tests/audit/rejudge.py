@@ -1,6 +1,14 @@
-"""`python -m tests.audit.rejudge RESULTS.json`: recompute every verdict of a finished audit run
-from its saved files (the predictions in the results, each batch's polled history), with the
-judge as it is now. For changes to the judge, never to what the control plane did."""
+"""`python -m tests.audit.rejudge [--rediagnose] RESULTS.json`: recompute every verdict of a
+finished audit run from its saved files (the predictions in the results, each batch's polled
+history), with the judge as it is now. For changes to the judge, never to what the control plane
+did.
+
+--rediagnose: the predictions are made again by the analysis as it is now, from the dumps the run
+took a moment before each diagnosis (`batchB-d1.dump.json`, `-d2`); the control plane's history
+stays what it was. So a fix to the analysis is judged by what the control plane really did in
+those same scenarios. A rediagnosed run is written beside the original (results.rediagnosed.json);
+a fix still needs a fresh `make audit` run to count (the dump is a second older than the
+diagnosis it replaces)."""
 
 from __future__ import annotations
 
@@ -13,7 +21,7 @@ from typing import Any
 from tests.audit import limits
 from tests.audit.judge import Verdict, judge
 from tests.audit.observe import History, PodView, Poll, parse_time
-from tests.audit.predictions import PodPrediction
+from tests.audit.predictions import PodPrediction, pod_predictions
 from tests.audit.run import summarize, table
 from tests.audit.scenarios import generate
 
@@ -54,12 +62,31 @@ def load_prediction(raw: Obj) -> PodPrediction:
     return PodPrediction(**fields)
 
 
-def rejudge(results: Path) -> Obj:
+def rediagnosed(results: Path, batch: Obj, prefix: str) -> list[PodPrediction]:
+    """The batch's predictions made again, by the analysis as it is now, from its dumps."""
+    from kubectl_nodefail import render
+    from kubectl_nodefail.analysis.diagnose import diagnose
+    from kubectl_nodefail.snapshot import load_dump
+
+    out: list[PodPrediction] = []
+    for moment in ("d1", "d2"):
+        snap = load_dump(str(results.parent / f"batch{batch['batch']}-{moment}.dump.json"))
+        data = render.report_data(diagnose(snap, snap.captured_at))
+        out += pod_predictions(data, moment, prefix)
+    return out
+
+
+def rejudge(results: Path, again: bool = False) -> Obj:
     doc = json.loads(results.read_text())
     verdicts: list[Verdict] = []
     for batch in doc["batches"]:
         history = load_history(results.parent / f"batch{batch['batch']}-history.json")
-        preds = [load_prediction(p) for p in batch["predictions"]]
+        if again:
+            prefix = f"au-{batch['scenarios'][0]['seed']}-"
+            preds = rediagnosed(results, batch, prefix)
+            batch["predictions"] = [p.as_dict() for p in preds]
+        else:
+            preds = [load_prediction(p) for p in batch["predictions"]]
         kept = [v for v in batch["verdicts"] if v["kind"] == "node-cause"]
         batch_verdicts = [Verdict(**v) for v in kept]
         for s in batch["scenarios"]:
@@ -77,12 +104,15 @@ def rejudge(results: Path) -> Obj:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m tests.audit.rejudge RESULTS.json", file=sys.stderr)
+    again = "--rediagnose" in argv
+    args = [a for a in argv if a != "--rediagnose"]
+    if len(args) != 1:
+        print("usage: python -m tests.audit.rejudge [--rediagnose] RESULTS.json", file=sys.stderr)
         return 2
-    results = Path(argv[0])
-    doc = rejudge(results)
-    results.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    results = Path(args[0])
+    doc = rejudge(results, again)
+    out = results.with_name("results.rediagnosed.json") if again else results
+    out.write_text(json.dumps(doc, indent=1, default=str) + "\n")
     print(table(doc["summary"]))
     return 1 if doc["wrong"] else 0
 
