@@ -332,9 +332,33 @@ def _none(ctx: Ctx, kind: str) -> None:
 
 
 def _not_needed(ctx: Ctx, kind: str) -> None:
+    if ctx.pred.controller != "daemonset":
+        _runs_itself(ctx, kind)
+        return
     new = [v for v in _new_pods(ctx, ctx.pred.at, ctx.until) if v.node != ctx.pred.node]
     observed = f"new pod {new[0].name} on {new[0].node}" if new else "no pod elsewhere"
     ctx.add(kind, "none by design", observed, not new)
+
+
+def _runs_itself(ctx: Ctx, kind: str) -> None:
+    """A pod waiting on the failed node (pinned to it, or for a volume still attached there):
+    "none needed: this pod runs once its node returns / the volume is detached". The same pod
+    (uid) is Running by the end; not judged when it was deleted before (a change, a scale-down)."""
+    seen = [
+        (poll.at, poll.pods[ctx.pred.uid])
+        for poll in ctx.history.polls
+        if ctx.pred.uid in poll.pods
+    ]
+    running = [at for at, view in seen if at >= ctx.pred.at and view.phase == "Running"]
+    last = seen[-1] if seen else None
+    if running:
+        ctx.add(kind, "none needed: the pod itself runs", f"Running at {_fmt(running[0])}", True)
+    elif last is None or last[0] < ctx.marks.end or last[1].deletion is not None:
+        ctx.add(kind, "none needed: the pod itself runs", "deleted before it ran", None)
+    else:
+        ctx.add(
+            kind, "none needed: the pod itself runs", f"still {last[1].phase} at the end", False
+        )
 
 
 def _not_yet(ctx: Ctx, kind: str) -> None:

@@ -156,6 +156,27 @@ def test_a_jobs_next_pod_is_judged_against_its_backoff_bound() -> None:
     assert verdicts([pred], never, "replacement:not-yet") == [None]
 
 
+def test_a_pinned_pending_pod_is_judged_on_running_itself_not_on_its_siblings() -> None:
+    """'none needed: this pod runs once its node returns' (a Pending pod pinned to the dead
+    node): a sibling recreated elsewhere says nothing about it; the pod itself Running by the end
+    is right, still Pending at the end is wrong."""
+    pred = prediction(
+        name="w-1", uid="w1", node="", replacement_state="not-needed", eviction_at=None
+    )
+    waiting = pod(name="w-1", uid="w1", node="", phase="Pending")
+    sibling = pod(name="w-0", uid="new0", node="healthy-0", created=at(50))
+    ran = history(
+        [
+            (20, [waiting]),
+            (60, [waiting, sibling]),
+            (150, [replace(waiting, phase="Running", node="dead"), sibling]),
+        ]
+    )
+    assert verdicts([pred], ran, "replacement:not-needed") == [True]
+    stuck = history([(20, [waiting]), (60, [waiting, sibling]), (150, [waiting, sibling])])
+    assert verdicts([pred], stuck, "replacement:not-needed") == [False]
+
+
 def test_keeps_running_without_a_replacement_is_wrong() -> None:
     pred = prediction(
         moment="d2",
