@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from kubectl_nodefail.analysis import premises
 from kubectl_nodefail.analysis.invariants import check_data
 from tests.e2e.controlplane import (
     HEALTHY_ZONE,
@@ -116,6 +117,7 @@ class Plugin:
             "KUBECONFIG": str(cp.kubeconfig),
         }
         self.runs: list[Run] = []
+        self.premise_checks = 0
         # Recordings of another minor than the default go to their own folder.
         self.fixtures = FIXTURES if requested_version() is None else version_fixtures(cp)
 
@@ -142,7 +144,30 @@ class Plugin:
             raise AssertionError(
                 "the diagnosis contradicts itself:\n" + "\n".join(str(v) for v in violations)
             )
+        self.check_premises()
         return proc.returncode, data
+
+    def check_premises(self) -> None:
+        """The cluster as it is now, dumped and diagnosed from that file: every claim's premise
+        is re-read from the raw dump by the independent checker (analysis/premises.py). A
+        moment after the live diagnosis, so the same situation, from one snapshot."""
+        self.premise_checks += 1
+        path = self.cp.workdir / f"premises-{os.getpid()}-{self.premise_checks}.json"
+        dumped = self.run("dump", "-f", str(path))
+        if dumped.returncode != 0:
+            raise AssertionError(f"dump failed ({dumped.returncode}): {dumped.stderr}")
+        self._premises_hold(path)
+        path.unlink()
+
+    def _premises_hold(self, path: Path) -> None:
+        proc = self.run("diagnose", "--from-file", str(path), "-o", "json")
+        if proc.returncode not in (0, 3):
+            raise AssertionError(f"diagnose --from-file failed ({proc.returncode}): {proc.stderr}")
+        false = premises.check(json.loads(path.read_text()), json.loads(proc.stdout))
+        if false:
+            raise AssertionError(
+                f"claims with a false premise ({path.name}):\n" + "\n".join(map(str, false))
+            )
 
     def record(self, name: str, scenario: str, moment: str, nodes: tuple[str, ...] = ()) -> Path:
         """Dump the cluster (or just these nodes' part of it) now; into the fixtures folder
@@ -160,6 +185,7 @@ class Plugin:
             "recordedBy": "tests/e2e (make record)",
         }
         path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        self._premises_hold(path)
         return path
 
 
