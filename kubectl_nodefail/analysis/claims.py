@@ -27,6 +27,8 @@ SECTIONS = ("meaning", "why", "replacement", "returns", "action")
 
 # The kinds of claim, and what each states. README/docs list them with their proofs.
 KINDS = {
+    "status-meaning": "what the pod's status really means: who asked for the deletion, what "
+    "keeps the object, what the node's Ready condition and lease say about its containers",
     "finished": "the pod had run to completion (phase Succeeded or Failed) before it was deleted",
     "held-by-finalizers": "finalizers keep the object; only whoever set them releases it",
     "kubelet-hold": "the object waits for a kubelet that does not confirm (dead or silent node)",

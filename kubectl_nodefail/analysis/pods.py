@@ -6,7 +6,7 @@ from collections.abc import Collection
 from datetime import datetime
 
 from kubectl_nodefail.analysis import advice, controllers, eviction, facts, owners, storage
-from kubectl_nodefail.analysis.claims import claim, fact, text_of
+from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, text_of
 from kubectl_nodefail.analysis.findings import (
     Action,
     NodeFinding,
@@ -61,43 +61,81 @@ def _node_clause(node: NodeFinding, now: datetime) -> str:
     return f"its real state is unknown{since}"
 
 
+def _node_facts(node: NodeFinding, snap: Snapshot) -> list[Premise]:
+    """The node signals _node_clause reads: Ready's status and last heartbeat, the lease."""
+    raw = snap.node(node.name)
+    out = []
+    if raw is not None:
+        out.append(fact("Node", raw, "status.conditions[type=Ready].status"))
+        if not kubelet_alive(node) and node.lease_renewed is None and node.ready:
+            out.append(fact("Node", raw, "status.conditions[type=Ready].lastHeartbeatTime"))
+    lease = snap.lease(node.name)
+    if lease is not None and node.lease_renewed is not None:
+        out.append(fact("Lease", lease, "spec.renewTime"))
+    return out
+
+
 def _meaning(
-    pod: Obj, status: str, node: NodeFinding | None, stuck: float | None, now: datetime
-) -> str:
+    pod: Obj,
+    status: str,
+    node: NodeFinding | None,
+    stuck: float | None,
+    now: datetime,
+    snap: Snapshot,
+) -> list[Claim]:
+    """What the pod's status really means, as claims with the facts they rest on: who asked
+    for the deletion, what holds the object, and what the node's signals say."""
     meta = pod["metadata"]
-    deleter = DELETERS.get(
-        disruption_reason(pod) or "", "deletion requested (by a user or a controller)"
-    )
+    reason = disruption_reason(pod)
+    deleter = DELETERS.get(reason or "", "deletion requested (by a user or a controller)")
+    deletion = [fact("Pod", pod, "metadata.deletionTimestamp")]
+    if reason is not None:
+        deletion.append(fact("Pod", pod, "status.conditions[type=DisruptionTarget].reason"))
     finalizers = list(meta.get("finalizers") or [])
+    held_by = [fact("Pod", pod, "metadata.finalizers")] if finalizers else []
     held = (
         f" Finalizers {', '.join(finalizers)} keep the object even after that, until removed."
         if advice.foreign_finalizers(finalizers)
         else ""
     )
     phase = (pod.get("status") or {}).get("phase")
+
+    def says(text: str, *because: Premise) -> list[Claim]:
+        return [claim("status-meaning", "meaning", text, *because)]
+
     if meta.get("deletionTimestamp") and phase in TERMINAL_PHASES:
         # The API server deletes a finished pod at once (grace period 0, no kubelet needed):
         # only finalizers can keep such an object.
-        return (
+        return says(
             f"{deleter} after it had finished (phase {phase}): a finished pod needs no kubelet "
             "to go, so "
             + (
                 f"only finalizers {', '.join(finalizers)} keep the object, until removed"
                 if finalizers
                 else "the object is about to disappear"
-            )
+            ),
+            *deletion,
+            fact("Pod", pod, "status.phase"),
+            *held_by,
         )
     if node is not None and node.failed:
         clause = _node_clause(node, now)
+        signals = _node_facts(node, snap)
         if not meta.get("deletionTimestamp"):
             if kubelet_alive(node):
-                return (
+                return says(
                     f"'{status}' is what the kubelet last reported: {clause}. Its containers "
-                    "may still run; no new pod is scheduled there while it is not Ready." + held
+                    "may still run; no new pod is scheduled there while it is not Ready." + held,
+                    *deletion,
+                    *signals,
+                    *held_by,
                 )
-            return (
+            return says(
                 f"'{status}' is only the last report: {clause}. The containers may still be "
-                "running (kubelet or network down) or be gone (machine down)." + held
+                "running (kubelet or network down) or be gone (machine down)." + held,
+                *deletion,
+                *signals,
+                *held_by,
             )
         waited = (
             f"stuck {duration(stuck)} past its grace period"
@@ -109,24 +147,36 @@ def _meaning(
             if status == "Unknown"
             else ""
         )
+        lost = [fact("Pod", pod, "status.reason")] if era else []
         confirm = (
             "this node's kubelet has not confirmed (it is alive but reports the node not Ready)"
             if kubelet_alive(node)
             else "this node's kubelet is not reporting"
         )
-        return (
+        return says(
             f"{deleter}; the API server keeps the object until the kubelet confirms the "
             f"containers stopped, and {confirm}: {waited}{era}. "
-            f"{clause[0].upper()}{clause[1:]}." + held
+            f"{clause[0].upper()}{clause[1:]}." + held,
+            *deletion,
+            *signals,
+            *lost,
+            *held_by,
         )
     if finalizers:
-        return f"{deleter}; finalizers {', '.join(finalizers)} keep the object until removed"
-    if stuck is not None and stuck > 0:
-        return (
-            f"{deleter}; the node is Ready but its kubelet has not confirmed the stop "
-            f"{duration(stuck)} after the grace period"
+        return says(
+            f"{deleter}; finalizers {', '.join(finalizers)} keep the object until removed",
+            *deletion,
+            *held_by,
         )
-    return f"{deleter}; within its grace period"
+    if stuck is not None and stuck > 0:
+        ready = snap.node(node.name) if node is not None else None
+        return says(
+            f"{deleter}; the node is Ready but its kubelet has not confirmed the stop "
+            f"{duration(stuck)} after the grace period",
+            *deletion,
+            *([fact("Node", ready, "status.conditions[type=Ready].status")] if ready else []),
+        )
+    return says(f"{deleter}; within its grace period", *deletion)
 
 
 def _returns(text: str, node_failed: bool, finalizers: list[str]) -> str:
@@ -197,6 +247,7 @@ def analyse_pod(
             )
         )
     holds_rwo = storage.holds_single_node_volume(pod, snap)
+    meaning = _meaning(pod, status, node, stuck, now, snap)
     evidence = [
         f"phase {(pod.get('status') or {}).get('phase')}",
         f"owner chain: {owners.describe(links)}",
@@ -235,7 +286,7 @@ def analyse_pod(
         node_failed=node_failed,
         kubectl_status=status,
         ready=ready_column(pod),
-        meaning=_meaning(pod, status, node, stuck, now),
+        meaning=text_of(meaning, "meaning"),
         category=category,
         terminating=terminating,
         stuck_seconds=stuck,
@@ -254,7 +305,7 @@ def analyse_pod(
         evidence=evidence,
         era=era,
         finalizers=list(meta.get("finalizers") or []),
-        claims=explained.claims,
+        claims=meaning + explained.claims,
         phase=str((pod.get("status") or {}).get("phase") or ""),
     )
     finding.action = advice.for_pod(
