@@ -835,7 +835,9 @@ def job(ctx: Context) -> Explained:
     if ctx.terminating and done is not None:
         returns = f"kubelet removes the old pod; the Job, already {done}, does not change."
     elif ctx.terminating and suspended:
-        returns = f"kubelet removes the old pod; {counted}; suspended, it creates no replacement."
+        # Whether a suspended Job counts the pod it deleted as failed is not said: KEP-2232
+        # says it does, the v1.36 control plane did not (audit 2026/153).
+        returns = "kubelet removes the old pod; the Job, suspended, creates no replacement."
     elif ctx.terminating:
         returns = f"kubelet removes the old pod; {counted}" + (
             " and then creates the replacement." if policy == "Failed" else "."
