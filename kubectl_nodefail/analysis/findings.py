@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from kubectl_nodefail.analysis.claims import Claim
+from kubectl_nodefail.analysis.claims import Claim, Premise
 
 
 @dataclass
@@ -19,6 +19,7 @@ class Cause:
     summary: str
     confidence: str  # high | medium | low
     evidence: list[str] = field(default_factory=list)
+    because: list[Premise] = field(default_factory=list)  # the facts the summary rests on
 
 
 @dataclass

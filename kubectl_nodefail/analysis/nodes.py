@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from kubectl_nodefail.analysis import facts, storage
+from kubectl_nodefail.analysis.claims import Premise, fact
 from kubectl_nodefail.analysis.findings import Cause, ConditionView, NodeFinding, TaintView
 from kubectl_nodefail.analysis.text import ago
 from kubectl_nodefail.analysis.text import duration as duration_text
@@ -136,8 +137,42 @@ def _conditions_cause(
     )
 
 
+# What each cause's summary reads, besides the Ready condition's status and reason.
+_LEASE_CAUSES = ("kubelet-stopped", "kubelet-returning", "lease-not-renewed")
+_MESSAGE_CAUSES = ("network-plugin", "runtime-down", "pleg-unhealthy")
+_TAINT_CAUSES = ("machine-shutdown", "attested-shutdown", "shutdown-taint-on-ready-node")
+_CONDITION_CAUSES = ("resource-pressure", "conditions")
+
+
 def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
-    """The most likely reason the node is not Ready, with evidence and a confidence."""
+    """The most likely reason the node is not Ready, with evidence, a confidence and the
+    facts (premises) its summary rests on."""
+    cause = _classify(node, snap, now)
+    ready = "status.conditions[type=Ready]"
+    because: list[Premise] = [fact("Node", node, f"{ready}.status")]
+    if ready_condition(node) is not None:
+        because.append(fact("Node", node, f"{ready}.reason"))
+    lease = snap.lease(node["metadata"]["name"])
+    if cause.code in _LEASE_CAUSES and lease is not None:
+        because += [fact("Lease", lease, "spec.renewTime")]
+        because += [fact("Lease", lease, "spec.leaseDurationSeconds")]
+    if cause.code in _MESSAGE_CAUSES or cause.code in _TAINT_CAUSES:
+        because.append(fact("Node", node, f"{ready}.message"))
+    if cause.code in _TAINT_CAUSES:
+        for key in (facts.TAINT_CLOUD_SHUTDOWN, facts.TAINT_OUT_OF_SERVICE):
+            because.append(fact("Node", node, f"spec.taints[key={key}].effect"))
+        because.append(
+            fact("Node", node, f"metadata.annotations[{facts.ANNOTATION_TAINTED_BY}]")
+        )
+    if cause.code in _CONDITION_CAUSES:
+        for kind in conditions(node):
+            if kind != "Ready":
+                because.append(fact("Node", node, f"status.conditions[type={kind}].status"))
+    cause.because = because
+    return cause
+
+
+def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
     ready = ready_condition(node)
     renew, lease_seconds = lease_renew_time(snap, node["metadata"]["name"])
     evidence: list[str] = []

@@ -95,9 +95,24 @@ def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
     """Every premise of every claim in `diagnosis` that the raw `dump` does not bear out."""
     objects = {_key(item): item for item in dump.get("items") or [] if isinstance(item, dict)}
     wrong = []
-    for pod in diagnosis.get("pods") or []:
-        who = f"{pod.get('namespace')}/{pod.get('name')}"
-        for claim in pod.get("claims") or []:
+    stated = [
+        (f"{pod.get('namespace')}/{pod.get('name')}", pod.get("claims") or [])
+        for pod in diagnosis.get("pods") or []
+    ] + [
+        # a node's cause is one claim: kind cause:CODE
+        (
+            f"node/{node.get('name')}",
+            [
+                {
+                    **(node.get("cause") or {}),
+                    "kind": f"cause:{(node.get('cause') or {}).get('code')}",
+                }
+            ],
+        )
+        for node in diagnosis.get("nodes") or []
+    ]
+    for who, claims in stated:
+        for claim in claims:
             for premise in claim.get("because") or []:
                 obj = objects.get(premise["object"])
                 actual = value_at(obj, premise["field"]) if obj is not None else None
