@@ -71,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="keep each wrong prediction's snapshot in tests/fixtures/audit/",
     )
+    parser.add_argument(
+        "--no-remediate",
+        action="store_true",
+        help="odd batches do not run remediate --confirm on their first node while it is down",
+    )
     args = parser.parse_args(argv)
     if args.seed < 0 or args.n < 1 or args.batch_size < 1 or not 1 <= args.slots <= 2:
         parser.error("seed >= 0, n >= 1, batch-size >= 1, 1 <= slots <= 2")
@@ -87,7 +92,14 @@ def main(argv: list[str] | None = None) -> int:
         for name in EXTRA_HEALTHY:
             cp.add_node(name, HEALTHY_ZONE)
         for b, start in enumerate(range(0, len(scenarios), args.batch_size)):
-            batch = Batch(cp, scenarios[start : start + args.batch_size], b, args.slots, outdir)
+            batch = Batch(
+                cp,
+                scenarios[start : start + args.batch_size],
+                b,
+                args.slots,
+                outdir,
+                remediate=b % 2 == 1 and not args.no_remediate,
+            )
             batches.append(batch.run())
             meta = {
                 "command": " ".join(sys.argv),

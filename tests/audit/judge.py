@@ -58,11 +58,25 @@ class Marks:
     d2: datetime
     back: datetime  # kubelets started again
     end: datetime  # last poll
+    remediate: datetime | None = None  # remediate --confirm started on `remediated`
+    remediated: str = ""  # the node remediated while down, if any
 
     @classmethod
     def of(cls, history: History) -> Marks:
         m = history.marks
-        return cls(m["kill"], m["d1"], m["late"], m["d2"], m["return"], m["end"])
+        return cls(
+            m["kill"],
+            m["d1"],
+            m["late"],
+            m["d2"],
+            m["return"],
+            m["end"],
+            m.get("remediate"),
+            history.remediated,
+        )
+
+    def remediated_before_return(self, node: str) -> datetime | None:
+        return self.remediate if self.remediated and node == self.remediated else None
 
 
 @dataclass
@@ -77,7 +91,10 @@ class Ctx:
     def until(self) -> datetime:
         """Predictions of the first diagnosis hold until the late change; the second's until
         the node returns."""
-        return self.marks.late if self.pred.moment == "d1" else self.marks.back
+        if self.pred.moment == "d1":
+            return self.marks.late
+        # A node remediated while down: the second diagnosis spoke of the node left alone.
+        return self.marks.remediated_before_return(self.pred.node) or self.marks.back
 
     def view(self) -> PodView | None:
         seen = self.history.last_seen(self.pred.uid)
@@ -578,6 +595,13 @@ def _deleted_before(ctx: Ctx, when: datetime) -> bool:
     return gone is not None and gone[1] <= when
 
 
+def _gone_before(ctx: Ctx, when: datetime) -> bool:
+    """The pod's object was gone (no poll saw it) before `when`."""
+    seen = ctx.history.last_seen(ctx.pred.uid)
+    later = [poll for poll in ctx.history.polls if seen and seen[0] < poll.at < when]
+    return seen is not None and bool(later)
+
+
 def _job_ended(status: Obj | None) -> str:
     """Why a Job will create no pod any more ("" when it still may)."""
     if status is None:
@@ -627,6 +651,8 @@ def judge(
         why = ""
         if pred.moment == "d1" and scenario.change_at == "late":
             why = "a late change came after this prediction"
+        elif marks.remediated_before_return(pred.node) and _gone_before(ctx, marks.back):
+            why = "remediate released it before the node returned"
         elif pred.moment == "d1" and not pred.terminating and _deleted_before(ctx, marks.back):
             # "If the node returns" spoke of a return before the eviction; the node came back
             # after it (the pod was deleted since, and no later diagnosis listed it).
@@ -642,3 +668,141 @@ def judge(
             if v.ok is False:
                 v.known_limit = limits(v)
     return verdicts
+
+
+# --- remediate --confirm: what it reported against what the control plane did ---
+
+DESTRUCTIVE = ("out-of-service", "force-delete", "delete-node")
+
+
+def _uid_before(history: History, namespace: str, name: str, before: datetime) -> str:
+    """The uid the pod namespace/name had when remediate started."""
+    for poll in reversed(history.polls):
+        if poll.at > before:
+            continue
+        for view in poll.pods.values():
+            if view.namespace == namespace and view.name == name:
+                return view.uid
+    return ""
+
+
+def _present_after(history: History, uid: str, after: datetime) -> list[datetime]:
+    return [poll.at for poll in history.polls if poll.at > after and uid in poll.pods]
+
+
+def judge_remediation(
+    doc: Obj | None,
+    exit_code: int,
+    history: History,
+    scenarios: dict[str, Scenario],
+    prefix: str,
+) -> list[Verdict]:
+    """`remediate NODE --node-shutdown-confirmed NODE --confirm -o json`, run while the node was
+    down (marks remediate / remediated): each destructive step's `releases` are gone after a
+    `done` (and a StatefulSet's pod of that name comes back), still there after an
+    `unconfirmed`; its `leavesStuck` stay; exit 0 only when every released pod went."""
+    started, ended = history.marks["remediate"], history.marks["remediated"]
+    back = history.marks.get("return", ended)
+    out: list[Verdict] = []
+
+    def add(kind: str, pod: str, predicted: str, observed: str, ok: bool | None) -> None:
+        ns = pod.split("/", 1)[0]
+        s = scenarios.get(ns)
+        out.append(
+            Verdict(
+                kind=kind,
+                seed=s.seed if s else -1,
+                index=s.index if s else -1,
+                moment="remediate",
+                pod=pod,
+                predicted=predicted,
+                observed=observed,
+                ok=ok,
+                scenario=s.describe() if s else "",
+            )
+        )
+
+    steps = (doc or {}).get("steps") or []
+    stayed: list[str] = []
+    for step in steps:
+        if step.get("action") not in DESTRUCTIVE or not step.get("allowed"):
+            continue
+        result = str(step.get("result") or "")
+        for entry in step.get("releases") or []:
+            pod = str(entry).split(" ", 1)[0]
+            if not pod.startswith(prefix):
+                continue
+            ns, name = pod.split("/", 1)
+            uid = _uid_before(history, ns, name, started)
+            if not uid:
+                continue
+            seen = _present_after(history, uid, ended)
+            if seen:
+                stayed.append(pod)
+            if result == "done":
+                add(
+                    "remediate:released",
+                    pod,
+                    f"{step['action']} done: released",
+                    f"old pod still there at {_fmt(seen[0])}" if seen else "gone",
+                    not seen,
+                )
+            elif result == "unconfirmed":
+                add(
+                    "remediate:released",
+                    pod,
+                    f"{step['action']} unconfirmed: not seen released",
+                    f"still there at {_fmt(seen[0])}" if seen else "gone right after",
+                    True if seen else None,
+                )
+            s = scenarios.get(ns)
+            if "(statefulset)" in str(entry) and result == "done" and s and s.change == "none":
+                twin = [
+                    v
+                    for v in history.ever().values()
+                    if v.namespace == ns
+                    and v.name == name
+                    and v.uid != uid
+                    and v.created is not None
+                    and v.created >= started - timedelta(seconds=1)
+                    and v.created <= back
+                ]
+                add(
+                    "remediate:recreated",
+                    pod,
+                    "released: the StatefulSet creates the pod of that name again",
+                    f"{name} recreated at {_fmt(twin[0].created)}" if twin else "not recreated",
+                    bool(twin),
+                )
+        for entry in step.get("leavesStuck") or []:
+            pod = str(entry).split(" ", 1)[0]
+            if not pod.startswith(prefix):
+                continue
+            ns, name = pod.split("/", 1)
+            uid = _uid_before(history, ns, name, started)
+            if not uid:
+                continue
+            last = [at for at in _present_after(history, uid, ended) if at <= back]
+            add(
+                "remediate:leaves-stuck",
+                pod,
+                f"{step['action']} leaves it stuck (finalizers)",
+                f"still there at {_fmt(last[-1])}" if last else "gone",
+                bool(last),
+            )
+    seed = next(iter(scenarios.values())).seed if scenarios else -1
+    out.append(
+        Verdict(
+            kind="remediate:exit",
+            seed=seed,
+            index=-1,
+            moment="remediate",
+            pod=f"{prefix}*",
+            predicted=f"exit {exit_code}",
+            observed=f"{len(stayed)} released pod(s) still there: {', '.join(stayed[:3])}"
+            if stayed
+            else "every released pod gone",
+            ok=(not stayed) if exit_code == 0 else (bool(stayed) if exit_code == 7 else None),
+        )
+    )
+    return out

@@ -46,6 +46,7 @@ def load_history(path: Path) -> History:
     doc = json.loads(path.read_text())
     h = History()
     h.marks = {k: _time(v) for k, v in doc["marks"].items()}
+    h.remediated = doc.get("remediated", "")
     h.jobs = {ns: [(_time(at), st) for at, st in rows] for ns, rows in doc["jobs"].items()}
     for poll in doc["polls"]:
         views = {}
@@ -87,7 +88,12 @@ def rejudge(results: Path, again: bool = False) -> Obj:
             batch["predictions"] = [p.as_dict() for p in preds]
         else:
             preds = [load_prediction(p) for p in batch["predictions"]]
-        kept = [v for v in batch["verdicts"] if v["kind"] == "node-cause"]
+        # judged on their own (not from the predictions): the node's cause, remediate's report
+        kept = [
+            v
+            for v in batch["verdicts"]
+            if v["kind"] == "node-cause" or v["kind"].startswith("remediate:")
+        ]
         batch_verdicts = [Verdict(**v) for v in kept]
         for s in batch["scenarios"]:
             if not s["placed"]:

@@ -8,6 +8,11 @@ Phases of a batch (History.marks):
   late    the eviction window has passed (every finite toleration of the batch + margin);
           late changes are made
   d2      second diagnosis (pods now Terminating): replacement states, what happens on return
+  remediate, remediated  (odd batches) `remediate NODE --node-shutdown-confirmed NODE
+          --strategy out-of-service --confirm` on the first failable node, still down: the
+          harness killed its kubelet, so it is the human who knows the node is off. Its report
+          (steps' results, releases, leavesStuck, exit code) is judged against the polls; the
+          taint is removed before the return.
   return  the kubelets start again
   end     last poll, 30 s after every node is Ready again
 """
@@ -28,7 +33,7 @@ from typing import Any
 import yaml
 
 from tests.audit import limits
-from tests.audit.judge import Verdict, judge
+from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, audit_pods, now, parse_time
 from tests.audit.predictions import PodPrediction, node_predictions, pod_predictions
 from tests.audit.scenarios import Scenario, manifests
@@ -39,6 +44,8 @@ POLL_SECONDS = 2.0
 AFTER_WINDOW = 10.0  # past the last predicted eviction
 D2_WATCH = 20.0  # seconds of watching after the second diagnosis, node still down
 AFTER_RETURN = 30.0
+AFTER_REMEDIATE = 20.0  # watching after remediate --confirm returned, node still down
+OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 
 
 def log(msg: str) -> None:
@@ -66,6 +73,7 @@ class BatchResult:
     dumps: dict[str, str]
     seconds: float
     errors: list[str] = field(default_factory=list)
+    remediation: Obj = field(default_factory=dict)  # node, exit, file: odd batches
 
     def as_dict(self) -> Obj:
         return {
@@ -80,14 +88,23 @@ class BatchResult:
             "verdicts": [v.as_dict() for v in self.verdicts],
             "dumps": self.dumps,
             "errors": self.errors,
+            "remediation": self.remediation,
         }
 
 
 class Batch:
     def __init__(
-        self, cp: ControlPlane, scenarios: list[Scenario], batch: int, slots: int, outdir: Path
+        self,
+        cp: ControlPlane,
+        scenarios: list[Scenario],
+        batch: int,
+        slots: int,
+        outdir: Path,
+        remediate: bool = False,
     ) -> None:
         self.cp, self.scenarios, self.batch = cp, scenarios, batch
+        self.remediate_first = remediate
+        self.remediation: Obj = {}
         seed = scenarios[0].seed
         self.prefix = f"au-{seed}-"
         self.nodes = [f"au{seed}-b{batch}-n{k}" for k in range(slots)]
@@ -147,6 +164,44 @@ class Batch:
         proc = self.nodefail("remediate", *self.nodes, "-o", "json")
         path = self.outdir / f"batch{self.batch}-d2.remediate-plan.json"
         path.write_text(proc.stdout or proc.stderr)
+
+    def remediate(self, node: str) -> list[Verdict]:
+        """The human's part, played by the harness that killed the kubelet: attest the node's
+        shutdown and run remediate --confirm; then watch, and take the taint off again so the
+        return is the ordinary one."""
+        marks = self.history.marks
+        marks["remediate"] = now()
+        self.history.remediated = node
+        proc = self.nodefail(
+            "remediate",
+            node,
+            "--node-shutdown-confirmed",
+            node,
+            "--strategy",
+            "out-of-service",
+            "--confirm",
+            "-o",
+            "json",
+        )
+        marks["remediated"] = now()
+        path = self.outdir / f"batch{self.batch}-remediate.json"
+        path.write_text(proc.stdout or "")
+        try:
+            doc: Obj | None = json.loads(proc.stdout)
+        except ValueError:
+            doc = None
+            self.errors.append(f"remediate: exit {proc.returncode}: {proc.stderr.strip()}")
+        self.remediation = {"node": node, "exit": proc.returncode, "file": str(path)}
+        log(f"batch {self.batch}: remediate --confirm on {node}: exit {proc.returncode}")
+        self.watch(AFTER_REMEDIATE)
+        self.cp.kubectl("taint", "node", node, f"{OUT_OF_SERVICE}-", check=False)
+        return judge_remediation(
+            doc,
+            proc.returncode,
+            self.history,
+            {s.namespace: s for s in self.scenarios},
+            self.prefix,
+        )
 
     def node_ready(self, node: str) -> str:
         obj = self.cp.get("node", node) or {}
@@ -283,6 +338,7 @@ class Batch:
         ]
         doc = {
             "marks": {k: v.isoformat() for k, v in self.history.marks.items()},
+            "remediated": self.history.remediated,
             "jobs": {
                 ns: [(at.isoformat(), status) for at, status in rows]
                 for ns, rows in self.history.jobs.items()
@@ -356,6 +412,7 @@ class Batch:
         preds += pod_predictions(d2, "d2", self.prefix)
         nodes_pred += [{"moment": "d2", **n} for n in node_predictions(d2, set(self.nodes))]
         self.watch(D2_WATCH)
+        remediated = self.remediate(self.nodes[0]) if self.remediate_first else []
         marks["return"] = now()
         log(f"batch {self.batch}: nodes back")
         for node in self.nodes:
@@ -375,6 +432,7 @@ class Batch:
             mine = [p for p in preds if p.namespace == s.namespace]
             verdicts += judge(s, mine, self.history, limits.known_limit)
         verdicts += self.judge_nodes(nodes_pred)
+        verdicts += remediated
         stray = {p.namespace for p in preds} - set(by_ns)
         if stray:
             self.errors.append(f"predictions for namespaces not in the batch: {sorted(stray)}")
@@ -392,6 +450,7 @@ class Batch:
             dumps,
             time.monotonic() - started,
             self.errors,
+            self.remediation,
         )
 
 

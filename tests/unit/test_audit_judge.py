@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -265,3 +266,66 @@ def test_a_return_text_saying_nothing_is_recreated_is_not_read_as_recreated() ->
     assert recreated.search("then the statefulset controller recreates w-0 (it may land")
     assert not recreated.search("kubelet removes the old pod; nothing recreates it (its owner")
     assert not recreated.search("w-0 is not recreated (outside replicas 0).")
+
+
+def _remediated(polls: list[tuple[float, list[PodView]]]) -> History:
+    h = history(polls)
+    h.marks["remediate"], h.marks["remediated"] = at(100), at(104)
+    h.remediated = "dead"
+    return h
+
+
+def _plan(result: str, releases: list[str], stuck: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "steps": [
+            {
+                "action": "out-of-service",
+                "allowed": True,
+                "result": result,
+                "releases": releases,
+                "leavesStuck": list(stuck),
+            }
+        ]
+    }
+
+
+def _remediate_verdicts(doc: dict[str, Any], code: int, h: History, kind: str) -> list[bool | None]:
+    from tests.audit.judge import judge_remediation
+
+    found = judge_remediation(doc, code, h, {NS: SCENARIO}, "au-1-")
+    return [v.ok for v in found if v.kind == kind]
+
+
+def test_remediate_done_is_judged_on_the_pod_being_gone() -> None:
+    old = evicted(pod(), 40)
+    gone = _remediated([(99, [old]), (106, []), (108, [])])
+    stayed = _remediated([(99, [old]), (106, [old]), (108, [old])])
+    doc = _plan("done", [f"{NS}/w-0 (deployment)"])
+    assert _remediate_verdicts(doc, 0, gone, "remediate:released") == [True]
+    assert _remediate_verdicts(doc, 0, gone, "remediate:exit") == [True]
+    assert _remediate_verdicts(doc, 0, stayed, "remediate:released") == [False]
+    assert _remediate_verdicts(doc, 0, stayed, "remediate:exit") == [False]
+    unconfirmed = _plan("unconfirmed", [f"{NS}/w-0 (deployment)"])
+    assert _remediate_verdicts(unconfirmed, 7, stayed, "remediate:exit") == [True]
+
+
+def test_remediate_leaves_stuck_is_judged_on_the_pod_staying() -> None:
+    held = evicted(pod(finalizers=("audit.nodefail/hold",)), 40)
+    doc = _plan("done", [], (f"{NS}/w-0 (deployment)",))
+    stays = _remediated([(99, [held]), (106, [held]), (108, [held])])
+    assert _remediate_verdicts(doc, 0, stays, "remediate:leaves-stuck") == [True]
+    went = _remediated([(99, [held]), (106, []), (108, [])])
+    assert _remediate_verdicts(doc, 0, went, "remediate:leaves-stuck") == [False]
+
+
+def test_a_remediated_pods_return_prediction_is_not_judged() -> None:
+    """The second diagnosis' 'if the node returns' spoke of a node left alone: a pod remediate
+    released before the return is superseded, not judged wrong."""
+    pred = prediction(
+        moment="d2", at=at(85), terminating=True, if_node_returns="the pod carries on in place."
+    )
+    old = evicted(pod(), 40)
+    h = _remediated([(85, [old]), (99, [old]), (106, []), (150, [])])
+    kinds = {v.kind: v.ok for v in judge(SCENARIO, [pred], h)}
+    assert kinds.get("if-node-returns:superseded") is None and "if-node-returns:superseded" in kinds
+    assert "if-node-returns:carries-on" not in kinds
