@@ -30,6 +30,11 @@ Obj = dict[str, Any]
 FINALIZER = "audit.nodefail/hold"
 DEFAULT_TOLERATION = 300  # DefaultTolerationSeconds admission plugin
 
+# "anti": required pod anti-affinity on the hostname, preferred affinity to the failable node;
+# with ANTI_REPLICAS pods on the zone's 7 nodes (5 healthy, 2 failable; full profile only).
+ANTI_KINDS = ("deployment", "sts-ordered", "sts-parallel")
+ANTI_REPLICAS = 6
+
 KINDS = (
     "deployment",
     "sts-ordered",
@@ -74,7 +79,7 @@ class Scenario:
     toleration: str  # default | short | forever | zero
     toleration_seconds: int | None  # the seconds it means (None: forever)
     finalizer: bool
-    placement: str  # prefer | pin-selector | pin-affinity
+    placement: str  # prefer | pin-selector | pin-affinity | anti
     grace: int
     change: str
     change_at: str  # early | late | -
@@ -139,6 +144,10 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
     placement = rng.choice(("prefer", "prefer", "pin-selector", "pin-affinity"))
     if kind == "daemonset":
         placement = "pin-selector"
+    elif profile == "full" and kind in ANTI_KINDS and rng.random() < 0.2:
+        # one replica per node, as many replicas as nodes but one: the evicted pod's
+        # replacement has no node left (Pending: the scheduler names the anti-affinity)
+        placement, replicas = "anti", ANTI_REPLICAS
     return Scenario(
         seed=seed,
         index=index,
@@ -177,6 +186,22 @@ def _place(spec: Obj, s: Scenario, node: str) -> None:
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
             }
+        }
+    elif s.placement == "anti":
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 100, "preference": term}
+                ]
+            },
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"app": s.app}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            },
         }
     else:
         spec["affinity"] = {
