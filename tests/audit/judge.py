@@ -672,7 +672,7 @@ def judge(
 
 # --- remediate --confirm: what it reported against what the control plane did ---
 
-DESTRUCTIVE = ("out-of-service", "force-delete", "delete-node")
+DESTRUCTIVE = ("taint-out-of-service", "force-delete-pod", "delete-node")  # plan.ACTIONS
 
 
 def _uid_before(history: History, namespace: str, name: str, before: datetime) -> str:

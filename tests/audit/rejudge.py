@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.audit import limits
-from tests.audit.judge import Verdict, judge
+from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, Poll, parse_time
 from tests.audit.predictions import PodPrediction, pod_predictions
 from tests.audit.run import summarize, table
@@ -88,13 +88,26 @@ def rejudge(results: Path, again: bool = False) -> Obj:
             batch["predictions"] = [p.as_dict() for p in preds]
         else:
             preds = [load_prediction(p) for p in batch["predictions"]]
-        # judged on their own (not from the predictions): the node's cause, remediate's report
-        kept = [
-            v
-            for v in batch["verdicts"]
-            if v["kind"] == "node-cause" or v["kind"].startswith("remediate:")
-        ]
+        # judged on their own (not from the predictions): the node's cause
+        kept = [v for v in batch["verdicts"] if v["kind"] == "node-cause"]
         batch_verdicts = [Verdict(**v) for v in kept]
+        remediation = batch.get("remediation") or {}
+        if remediation.get("file"):
+            report = Path(remediation["file"])
+            try:
+                done: Obj | None = json.loads(report.read_text())
+            except (OSError, ValueError):
+                done = None
+            scenarios = {
+                f"au-{s['seed']}-{s['index']}": generate(
+                    s["seed"], s["index"], s["profile"], len(batch["nodes"])
+                )
+                for s in batch["scenarios"]
+            }
+            seed = batch["scenarios"][0]["seed"]
+            batch_verdicts += judge_remediation(
+                done, remediation["exit"], history, scenarios, f"au-{seed}-"
+            )
         for s in batch["scenarios"]:
             if not s["placed"]:
                 continue

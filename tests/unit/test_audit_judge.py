@@ -279,7 +279,7 @@ def _plan(result: str, releases: list[str], stuck: tuple[str, ...] = ()) -> dict
     return {
         "steps": [
             {
-                "action": "out-of-service",
+                "action": "taint-out-of-service",
                 "allowed": True,
                 "result": result,
                 "releases": releases,
