@@ -715,9 +715,6 @@ def diagnose(
     --explain NODE adds the node's incident timeline (last lease renewal, Ready transition,
     taints, evictions, replacements, volumes, recovery), as JSON too (nodes[].timeline).
     """
-    from kubectl_nodefail import render
-    from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
-
     if all_namespaces and namespaces:
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
     if from_file and demo:
@@ -733,6 +730,9 @@ def diagnose(
     conn = Connection(kubeconfig, context[0] if context else None, request_timeout, verbose)
 
     def show(snap: Any) -> tuple[str, int]:
+        # imported once the cluster answered: a refused connection fails without their cost
+        from kubectl_nodefail import render
+        from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
         from kubectl_nodefail.snapshot import require_nodes
 
         require_nodes(snap, nodes)

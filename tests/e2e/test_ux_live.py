@@ -103,4 +103,6 @@ def test_version_shows_the_server(plugin: Plugin, tmp_path: Path) -> None:
     kubeconfig.write_text(yaml.safe_dump(config))
     proc = plugin.run("version", "--kubeconfig", str(kubeconfig))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[1].startswith("Server: unknown: cannot reach the API server")
+    assert proc.stdout.splitlines()[1].startswith(
+        "Server: unknown: The connection to the server 127.0.0.1:9 was refused"
+    )
