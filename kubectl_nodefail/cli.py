@@ -19,7 +19,7 @@ from typing import IO, Any, NamedTuple
 
 import click
 
-from kubectl_nodefail import __version__, color, completion, progress
+from kubectl_nodefail import color, completion, exitcodes, progress
 from kubectl_nodefail.errors import Exit, NodefailError
 
 OUTPUTS = ["table", "wide", "json", "yaml"]
@@ -35,32 +35,7 @@ Strategies (the destructive step a node confirmed down gets; default auto):
                   preconditions (DaemonSet and mirror pods excepted)
   delete-node     delete the Node object (machine gone for good); PodGC removes its pods
 """
-EXIT_CODES_HELP = """
-\b
-Exit codes:
-  0    nothing wrong (diagnose) / every step done or runnable (remediate)
-  3    problems found (diagnose)
-  4    some steps refused, skipped or failed (remediate)
-  5    nothing to do (remediate)
-  6    interrupted by SIGINT/SIGTERM during --confirm: the table lists what was done and
-       what was not started; re-run the same command to finish (remediate)
-  7    a step was accepted but its effect was not observed within --wait-timeout (pods
-       still there: the result names what holds them) (remediate)
-  2    usage error (also an output path that cannot be written, an --explain name not
-       found)
-  10   no kubeconfig, unknown context, or an unusable kubeconfig (YAML, server URL,
-       certificate data)
-  11   API server unreachable or timing out (--request-timeout, --deadline)
-  12   credentials rejected or a required read forbidden, or a credential plugin
-       failed (nothing is sent then)
-  13   malformed or unreadable dump or plan file
-  14   any other API error (5xx, throttled past the deadline, malformed answers)
-  15   a saved plan (--plan-in) made for another context, server or cluster, or for a
-       node recreated since: refused before any change (remediate)
-  16   a node named on the command line does not exist (diagnose, dump, remediate)
-  130  interrupted by Ctrl-C (diagnose, dump; remediate says 6)
-  1    a bug (rerun with -v for the traceback)
-"""
+EXIT_CODES_HELP = exitcodes.help_text()  # every code, once: the top-level --help
 DEFAULT_DEADLINE = 120.0  # seconds for a whole run; remediate adds its --wait-timeout
 DEADLINE_GRACE = 1.0  # the hard stop, for waits nothing can interrupt (DNS); kills exec plugins
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
@@ -351,6 +326,11 @@ class NodefailCommand(click.Command):
     """A command whose --help lists kubectl's connection flags in their own section, as
     `kubectl options` does."""
 
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """The summary in the top-level --help: never cut with '...' (click cuts a summary
+        it makes to fit); every command sets a short_help that fits 80 columns."""
+        return super().get_short_help_str(limit=1 << 16)
+
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         own: list[tuple[str, str]] = []
         connection: list[tuple[str, str]] = []
@@ -537,11 +517,29 @@ def _quiet_libraries(verbose: int) -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
+def _print_version(ctx: click.Context, value: bool) -> None:
+    """--version: the same text as `version --client`, one format for both."""
+    if not value or ctx.resilient_parsing:
+        return
+    from kubectl_nodefail.versioninfo import describe
+
+    click.echo(describe(None).text(), nl=False)
+    ctx.exit()
+
+
 @click.group(
     cls=PluginGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=EXIT_CODES_HELP,
 )
-@click.version_option(__version__, "--version", prog_name="kubectl-nodefail")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, param, value: _print_version(ctx, value),
+    help="Print the plugin's version (as `version --client` does) and exit.",
+)
 def main() -> None:
     """Explain failed nodes and stuck pods, and fix them safely.
 
@@ -553,7 +551,10 @@ def main() -> None:
     """
 
 
-@main.command(epilog=VERSION_EXAMPLES)
+@main.command(
+    short_help="The plugin's version and the server's Kubernetes version.",
+    epilog=VERSION_EXAMPLES + exitcodes.help_text("version"),
+)
 @connection_options
 @click.option("--client", is_flag=True, help="The plugin's version only; no cluster read.")
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
@@ -579,10 +580,43 @@ def version(
     return Exit.OK
 
 
-@main.command("completion", help=COMPLETION_HELP)
+@main.command(
+    "completion",
+    help=COMPLETION_HELP,
+    short_help="A shell completion script (bash, zsh, fish, kubectl).",
+    epilog=exitcodes.help_text("completion"),
+)
 @click.argument("shell", type=click.Choice(completion.SHELLS))
 def completion_command(shell: str) -> None:
     click.echo(completion.script(main, shell), nl=False)
+
+
+RBAC_EXAMPLES = """
+\b
+Examples:
+  kubectl nodefail rbac diagnose | kubectl apply -f -     # the read-only role
+  kubectl nodefail rbac remediate | kubectl apply -f -    # both roles remediate --confirm needs
+  kubectl create clusterrolebinding nodefail-diagnose \\
+    --clusterrole=kubectl-nodefail-diagnose --user=NAME
+"""
+
+
+@main.command(
+    "rbac",
+    short_help="Print the least-privilege RBAC roles, as YAML.",
+    epilog=RBAC_EXAMPLES + exitcodes.help_text("rbac"),
+)
+@click.argument("command", required=False, type=click.Choice(["diagnose", "remediate"]))
+def rbac_command(command: str | None) -> None:
+    """Print the ClusterRoles a user of COMMAND needs, as YAML (default: every role).
+
+    diagnose, dump and remediate's plan need kubectl-nodefail-diagnose (read-only);
+    remediate --confirm needs it and kubectl-nodefail-remediate (the writes its steps make).
+    Nothing is read from or sent to the cluster: apply the output, then bind the roles.
+    """
+    from kubectl_nodefail import roles
+
+    click.echo(roles.for_command(command), nl=False)
 
 
 def _progress(verbose: int) -> Callable[[str], None]:
@@ -632,7 +666,10 @@ def checked(snap: Any) -> Any:
     return snap
 
 
-@main.command(epilog=DIAGNOSE_EXAMPLES + EXIT_CODES_HELP)
+@main.command(
+    short_help="Explain failed nodes and stuck pods, by controller type.",
+    epilog=DIAGNOSE_EXAMPLES + exitcodes.help_text("diagnose"),
+)
 @click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
 @repeatable_context
 @connection_options
@@ -858,7 +895,10 @@ def _explain(report: Any, name: str) -> str:
     )
 
 
-@main.command(epilog=DUMP_EXAMPLES + EXIT_CODES_HELP)
+@main.command(
+    short_help="Save what diagnose reads as one JSON file, for offline use.",
+    epilog=DUMP_EXAMPLES + exitcodes.help_text("dump"),
+)
 @click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
 @connection_options
 @click.option(
@@ -911,7 +951,10 @@ def dump(
     return Exit.OK
 
 
-@main.command(epilog=REMEDIATE_EXAMPLES + STRATEGY_HELP + EXIT_CODES_HELP)
+@main.command(
+    short_help="Plan the safe fix for failed nodes; --confirm carries it out.",
+    epilog=REMEDIATE_EXAMPLES + STRATEGY_HELP + exitcodes.help_text("remediate"),
+)
 @click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
 @connection_options
 @click.option("-o", "--output", type=click.Choice(OUTPUTS), default="table", show_default=True)
@@ -1248,7 +1291,7 @@ def _binding(cluster: Any, snap: Any, from_file: str | None, required: bool, uid
             raise AuthError(
                 f"cannot bind the plan to its cluster: reading namespace kube-system (its UID "
                 f"is the cluster's identity) failed: {exc.message}",
-                hint="grant get on namespaces/kube-system: deploy/rbac/diagnose.yaml",
+                hint="grant get on namespaces/kube-system: see `kubectl nodefail rbac diagnose`",
             ) from exc
         uid = ""
     return Binding(cluster.context, cluster.host, uid, captured, "", dict(uids))
@@ -1272,7 +1315,7 @@ def _check_permissions(cluster: Any, plan: Any, confirm: bool) -> None:
     if missing and confirm:
         raise AuthError(
             "refused before any change: missing permissions: " + "; ".join(missing),
-            hint="bind the role in deploy/rbac/remediate.yaml",
+            hint="bind the roles `kubectl nodefail rbac remediate` prints",
         )
     if missing:
         plan.refusals.append("missing permissions: " + "; ".join(missing))

@@ -361,7 +361,7 @@ class Cluster:
         if status == 403:
             return Forbidden(
                 f"forbidden: {what}: {message}",
-                hint="ask for the RBAC role in deploy/rbac/" + self._acting_as,
+                hint="ask for the roles `kubectl nodefail rbac` prints" + self._acting_as,
             )
         if status == 404:
             return NotFound(f"not found: {what}", status=404)
