@@ -326,6 +326,15 @@ class NodefailCommand(click.Command):
     """A command whose --help lists kubectl's connection flags in their own section, as
     `kubectl options` does."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, list(args))
+        except click.NoSuchOption as exc:
+            said = argument_as_option(self, ctx, exc.option_name, args)
+            if said is None:
+                raise
+            raise click.NoSuchOption(exc.option_name, said, [], ctx) from None
+
     def get_short_help_str(self, limit: int = 45) -> str:
         """The summary in the top-level --help: never cut with '...' (click cuts a summary
         it makes to fit); every command sets a short_help that fits 80 columns."""
@@ -345,6 +354,41 @@ class NodefailCommand(click.Command):
 
 
 PluginGroup.command_class = NodefailCommand
+
+
+def _stem(word: str) -> str:
+    return word.strip("-").lower().replace("-", "_").rstrip("s")
+
+
+def argument_as_option(
+    command: click.Command, ctx: click.Context, option: str, args: list[str]
+) -> str | None:
+    """The message for an unknown option that names one of the command's positional
+    arguments (`diagnose --node worker-1`: NODE is typed bare), or None. click would suggest
+    whichever option spells closest (`--demo`); this says how the argument is given, with the
+    value typed, and nothing else of the command line."""
+    import shlex
+
+    from kubectl_nodefail.errors import closest, one_line
+
+    arguments = {_stem(p.name or ""): p for p in command.params if isinstance(p, click.Argument)}
+    meant = closest(_stem(option), arguments)
+    if meant is None:
+        return None
+    value = ""
+    for i, word in enumerate(args):
+        if word.startswith(option + "="):
+            value = word.split("=", 1)[1]
+            break
+        if word == option:
+            following = args[i + 1] if i + 1 < len(args) else ""
+            value = "" if following.startswith("-") else following
+            break
+    name = (arguments[meant].name or "").upper().rstrip("S")
+    example = f"{ctx.command_path} {shlex.quote(value) if value else name}"
+    return one_line(
+        f"No such option '{option}': {name} is an argument, typed without a flag: {example}"
+    )
 
 
 def repeatable_context(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -629,8 +673,10 @@ def load_snapshot(
     demo: bool,
     nodes: tuple[str, ...],
     namespaces: tuple[str, ...],
+    warn: bool = True,
 ) -> Any:
-    """A Snapshot from a dump file, the bundled demo, or the live cluster."""
+    """A Snapshot from a dump file, the bundled demo, or the live cluster. `warn`: say on
+    stderr which -n namespaces the cluster does not have (not under --watch's screen)."""
     from kubectl_nodefail import snapshot
 
     if demo:
@@ -645,14 +691,26 @@ def load_snapshot(
 
     cluster = conn.cluster()
     try:
-        return checked(
+        snap = checked(
             gather(
                 cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(conn.verbose)
             )
         )
+        if warn:
+            _warn_unknown_namespaces(cluster, namespaces)
+        return snap
     finally:
         progress.done()
         cluster.close()
+
+
+def _warn_unknown_namespaces(cluster: Any, namespaces: tuple[str, ...]) -> None:
+    """One stderr line per -n namespace the cluster does not have; the exit code stays."""
+    from kubectl_nodefail.gather import unknown_namespaces
+
+    progress.done()
+    for line in unknown_namespaces(cluster, namespaces):
+        click.echo(f"warning: {line}", err=True)
 
 
 def checked(snap: Any) -> Any:
@@ -805,7 +863,7 @@ def diagnose(
 
         def refresh() -> Any:
             _renew_deadline()
-            return load_snapshot(conn, None, False, nodes, namespaces)
+            return load_snapshot(conn, None, False, nodes, namespaces, warn=False)
 
         code = watching.run(
             refresh,
@@ -829,7 +887,7 @@ def diagnose(
 
         def one(name: str) -> tuple[str, int]:
             per = Connection(kubeconfig, name, request_timeout, 0, overrides)
-            return show(load_snapshot(per, None, False, nodes, namespaces))
+            return show(load_snapshot(per, None, False, nodes, namespaces, warn=False))
 
         results = contexts.run_many(names, one)
         click.echo(contexts.render(results, output), nl=False)
@@ -855,10 +913,10 @@ def _renew_deadline() -> None:
 
 def did_you_mean(name: str, known: Any) -> str:
     """' (did you mean X?)' for the closest known names, or ''."""
-    import difflib
+    from kubectl_nodefail.errors import closest
 
-    close = difflib.get_close_matches(name, list(dict.fromkeys(known)), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
+    close = closest(name, known)
+    return f" (did you mean {close}?)" if close else ""
 
 
 def explain_not_found(nodes: list[str], pods: list[str], name: str) -> NodefailError:
@@ -939,6 +997,7 @@ def dump(
     cluster = conn.cluster()
     try:
         snap = gather(cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(verbose))
+        _warn_unknown_namespaces(cluster, namespaces)
     finally:
         cluster.close()
     snapshot.require_nodes(snap, nodes)
