@@ -76,7 +76,8 @@ def connection_failure(exc: BaseException, server: str, proxy: str | None = None
         # the failure is the proxy's: name it, not the server behind it
         host, hostport = _hostport(proxy)
         through = f" (the proxy {proxy}, for the server {server})"
-    netloc = urlsplit(proxy if proxy is not None and through else server).netloc or hostport
+    netloc = urlsplit(proxy if proxy is not None and through else server).netloc
+    netloc = netloc.rpartition("@")[2] or hostport  # never a password in a message
     unable = "Unable to connect to the server" + through + ": "
 
     def first(*types: type) -> BaseException | None:

@@ -6,13 +6,20 @@ from __future__ import annotations
 import http.client
 import socket
 import ssl
+import time
+from unittest import mock
 
+import pytest
 import urllib3
-from hypothesis import given
+from click.testing import CliRunner
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubectl_nodefail import kube
+from kubectl_nodefail.cli import main
 from kubectl_nodefail.errors import UnreachableError
 from kubectl_nodefail.netfail import connection_failure
+from tests.unit.fakeapi import kubeconfig, silent_socket
 
 INTERNALS = ("Connection(", "urllib3", "Errno", "_ssl.c", "[SSL", "object at 0x", "Error(")
 
@@ -141,3 +148,42 @@ def test_a_refused_proxy_is_named_not_the_server_behind_it() -> None:
     proxy_error = urllib3.exceptions.ProxyError("Unable to connect to proxy", refused())
     failure = connection_failure(proxy_error, "https://api.example.com", "http://proxy.corp:3128")
     assert failure.message.startswith("The connection to the proxy proxy.corp:3128 was refused")
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    scheme=st.sampled_from(["https", "http"]),
+    where=st.sampled_from(["closed-port", "unknown-name"]),
+    label=st.from_regex(r"[a-z][a-z0-9]{0,10}", fullmatch=True),
+    command=st.sampled_from([["diagnose"], ["dump"], ["remediate", "worker-1"]]),
+)
+def test_an_unreachable_server_is_one_line_exit_11_at_once(
+    tmp_path_factory: pytest.TempPathFactory,
+    scheme: str,
+    where: str,
+    label: str,
+    command: list[str],
+) -> None:
+    """The whole command, not just the wording: one line, exit 11, no traceback, and no wait
+    (no retry of a refused connection or an unknown name)."""
+    with silent_socket() as address:
+        pass  # closed again: connections to it are refused
+    host = address if where == "closed-port" else f"{label}.nodefail.invalid:6443"
+    config = kubeconfig(tmp_path_factory.mktemp("kc"), f"{scheme}://{host}")
+    start = time.monotonic()
+    with mock.patch.object(kube, "BACKOFF_SECONDS", 30.0):  # a retry would wait 30 s
+        result = CliRunner().invoke(main, [*command, "--kubeconfig", config])
+    took = time.monotonic() - start
+    assert result.exit_code == 11, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.stderr
+    assert lines[0].startswith(
+        ("error: The connection to the server ", "error: Unable to connect to the server: ")
+    )
+    assert not any(bit in lines[0] for bit in INTERNALS), lines[0]
+    assert took < 25, took  # no retry: a retry would have waited 30 s
+
+
+def test_user_info_in_a_server_url_is_never_printed() -> None:
+    failure = connection_failure(refused(), "https://admin:s3cret@api.example.com:6443")
+    assert "s3cret" not in failure.message and "api.example.com:6443" in failure.message
