@@ -56,7 +56,11 @@ TABLE: tuple[Code, ...] = (
         Exit.USAGE,
         "usage error (also an output path that cannot be written, an --explain name not found)",
         own=(
-            ("remediate", "usage error (also a --plan-out or --log-file that cannot be written)"),
+            (
+                "remediate",
+                "usage error (also an attestation that is not a node name or still the "
+                "placeholder, a --plan-out or --log-file that cannot be written)",
+            ),
             ("dump", "usage error (also a --file that cannot be written)"),
             ("version", "usage error"),
             ("rbac", "usage error"),
@@ -79,6 +83,13 @@ TABLE: tuple[Code, ...] = (
         "credentials rejected or a required read forbidden, or a credential plugin failed "
         "(nothing is sent then)",
         CLUSTER_READERS,
+        own=(
+            (
+                "remediate",
+                "credentials rejected, a required read forbidden, --confirm's RBAC preflight "
+                "failed (missing permissions: nothing is changed), or a credential plugin failed",
+            ),
+        ),
     ),
     Code(
         Exit.BAD_INPUT,
