@@ -19,7 +19,7 @@ from typing import IO, Any, NamedTuple
 
 import click
 
-from kubectl_nodefail import __version__, color, completion, progress
+from kubectl_nodefail import color, completion, exitcodes, progress
 from kubectl_nodefail.errors import Exit, NodefailError
 
 OUTPUTS = ["table", "wide", "json", "yaml"]
@@ -35,32 +35,7 @@ Strategies (the destructive step a node confirmed down gets; default auto):
                   preconditions (DaemonSet and mirror pods excepted)
   delete-node     delete the Node object (machine gone for good); PodGC removes its pods
 """
-EXIT_CODES_HELP = """
-\b
-Exit codes:
-  0    nothing wrong (diagnose) / every step done or runnable (remediate)
-  3    problems found (diagnose)
-  4    some steps refused, skipped or failed (remediate)
-  5    nothing to do (remediate)
-  6    interrupted by SIGINT/SIGTERM during --confirm: the table lists what was done and
-       what was not started; re-run the same command to finish (remediate)
-  7    a step was accepted but its effect was not observed within --wait-timeout (pods
-       still there: the result names what holds them) (remediate)
-  2    usage error (also an output path that cannot be written, an --explain name not
-       found)
-  10   no kubeconfig, unknown context, or an unusable kubeconfig (YAML, server URL,
-       certificate data)
-  11   API server unreachable or timing out (--request-timeout, --deadline)
-  12   credentials rejected or a required read forbidden, or a credential plugin
-       failed (nothing is sent then)
-  13   malformed or unreadable dump or plan file
-  14   any other API error (5xx, throttled past the deadline, malformed answers)
-  15   a saved plan (--plan-in) made for another context, server or cluster, or for a
-       node recreated since: refused before any change (remediate)
-  16   a node named on the command line does not exist (diagnose, dump, remediate)
-  130  interrupted by Ctrl-C (diagnose, dump; remediate says 6)
-  1    a bug (rerun with -v for the traceback)
-"""
+EXIT_CODES_HELP = exitcodes.help_text()  # every code, once: the top-level --help
 DEFAULT_DEADLINE = 120.0  # seconds for a whole run; remediate adds its --wait-timeout
 DEADLINE_GRACE = 1.0  # the hard stop, for waits nothing can interrupt (DNS); kills exec plugins
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
@@ -351,6 +326,20 @@ class NodefailCommand(click.Command):
     """A command whose --help lists kubectl's connection flags in their own section, as
     `kubectl options` does."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, list(args))
+        except click.NoSuchOption as exc:
+            said = argument_as_option(self, ctx, exc.option_name, args)
+            if said is None:
+                raise
+            raise click.NoSuchOption(exc.option_name, said, [], ctx) from None
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """The summary in the top-level --help: never cut with '...' (click cuts a summary
+        it makes to fit); every command sets a short_help that fits 80 columns."""
+        return super().get_short_help_str(limit=1 << 16)
+
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         own: list[tuple[str, str]] = []
         connection: list[tuple[str, str]] = []
@@ -365,6 +354,41 @@ class NodefailCommand(click.Command):
 
 
 PluginGroup.command_class = NodefailCommand
+
+
+def _stem(word: str) -> str:
+    return word.strip("-").lower().replace("-", "_").rstrip("s")
+
+
+def argument_as_option(
+    command: click.Command, ctx: click.Context, option: str, args: list[str]
+) -> str | None:
+    """The message for an unknown option that names one of the command's positional
+    arguments (`diagnose --node worker-1`: NODE is typed bare), or None. click would suggest
+    whichever option spells closest (`--demo`); this says how the argument is given, with the
+    value typed, and nothing else of the command line."""
+    import shlex
+
+    from kubectl_nodefail.errors import closest, one_line
+
+    arguments = {_stem(p.name or ""): p for p in command.params if isinstance(p, click.Argument)}
+    meant = closest(_stem(option), arguments)
+    if meant is None:
+        return None
+    value = ""
+    for i, word in enumerate(args):
+        if word.startswith(option + "="):
+            value = word.split("=", 1)[1]
+            break
+        if word == option:
+            following = args[i + 1] if i + 1 < len(args) else ""
+            value = "" if following.startswith("-") else following
+            break
+    name = (arguments[meant].name or "").upper().rstrip("S")
+    example = f"{ctx.command_path} {shlex.quote(value) if value else name}"
+    return one_line(
+        f"No such option '{option}': {name} is an argument, typed without a flag: {example}"
+    )
 
 
 def repeatable_context(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -537,11 +561,29 @@ def _quiet_libraries(verbose: int) -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
+def _print_version(ctx: click.Context, value: bool) -> None:
+    """--version: the same text as `version --client`, one format for both."""
+    if not value or ctx.resilient_parsing:
+        return
+    from kubectl_nodefail.versioninfo import describe
+
+    click.echo(describe(None).text(), nl=False)
+    ctx.exit()
+
+
 @click.group(
     cls=PluginGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=EXIT_CODES_HELP,
 )
-@click.version_option(__version__, "--version", prog_name="kubectl-nodefail")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, param, value: _print_version(ctx, value),
+    help="Print the plugin's version (as `version --client` does) and exit.",
+)
 def main() -> None:
     """Explain failed nodes and stuck pods, and fix them safely.
 
@@ -553,7 +595,10 @@ def main() -> None:
     """
 
 
-@main.command(epilog=VERSION_EXAMPLES)
+@main.command(
+    short_help="The plugin's version and the server's Kubernetes version.",
+    epilog=VERSION_EXAMPLES + exitcodes.help_text("version"),
+)
 @connection_options
 @click.option("--client", is_flag=True, help="The plugin's version only; no cluster read.")
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
@@ -579,10 +624,43 @@ def version(
     return Exit.OK
 
 
-@main.command("completion", help=COMPLETION_HELP)
+@main.command(
+    "completion",
+    help=COMPLETION_HELP,
+    short_help="A shell completion script (bash, zsh, fish, kubectl).",
+    epilog=exitcodes.help_text("completion"),
+)
 @click.argument("shell", type=click.Choice(completion.SHELLS))
 def completion_command(shell: str) -> None:
     click.echo(completion.script(main, shell), nl=False)
+
+
+RBAC_EXAMPLES = """
+\b
+Examples:
+  kubectl nodefail rbac diagnose | kubectl apply -f -     # the read-only role
+  kubectl nodefail rbac remediate | kubectl apply -f -    # both roles remediate --confirm needs
+  kubectl create clusterrolebinding nodefail-diagnose \\
+    --clusterrole=kubectl-nodefail-diagnose --user=NAME
+"""
+
+
+@main.command(
+    "rbac",
+    short_help="Print the least-privilege RBAC roles, as YAML.",
+    epilog=RBAC_EXAMPLES + exitcodes.help_text("rbac"),
+)
+@click.argument("command", required=False, type=click.Choice(["diagnose", "remediate"]))
+def rbac_command(command: str | None) -> None:
+    """Print the ClusterRoles a user of COMMAND needs, as YAML (default: every role).
+
+    diagnose, dump and remediate's plan need kubectl-nodefail-diagnose (read-only);
+    remediate --confirm needs it and kubectl-nodefail-remediate (the writes its steps make).
+    Nothing is read from or sent to the cluster: apply the output, then bind the roles.
+    """
+    from kubectl_nodefail import roles
+
+    click.echo(roles.for_command(command), nl=False)
 
 
 def _progress(verbose: int) -> Callable[[str], None]:
@@ -595,8 +673,10 @@ def load_snapshot(
     demo: bool,
     nodes: tuple[str, ...],
     namespaces: tuple[str, ...],
+    warn: bool = True,
 ) -> Any:
-    """A Snapshot from a dump file, the bundled demo, or the live cluster."""
+    """A Snapshot from a dump file, the bundled demo, or the live cluster. `warn`: say on
+    stderr which -n namespaces the cluster does not have (not under --watch's screen)."""
     from kubectl_nodefail import snapshot
 
     if demo:
@@ -611,14 +691,26 @@ def load_snapshot(
 
     cluster = conn.cluster()
     try:
-        return checked(
+        snap = checked(
             gather(
                 cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(conn.verbose)
             )
         )
+        if warn:
+            _warn_unknown_namespaces(cluster, namespaces)
+        return snap
     finally:
         progress.done()
         cluster.close()
+
+
+def _warn_unknown_namespaces(cluster: Any, namespaces: tuple[str, ...]) -> None:
+    """One stderr line per -n namespace the cluster does not have; the exit code stays."""
+    from kubectl_nodefail.gather import unknown_namespaces
+
+    progress.done()
+    for line in unknown_namespaces(cluster, namespaces):
+        click.echo(f"warning: {line}", err=True)
 
 
 def checked(snap: Any) -> Any:
@@ -632,7 +724,10 @@ def checked(snap: Any) -> Any:
     return snap
 
 
-@main.command(epilog=DIAGNOSE_EXAMPLES + EXIT_CODES_HELP)
+@main.command(
+    short_help="Explain failed nodes and stuck pods, by controller type.",
+    epilog=DIAGNOSE_EXAMPLES + exitcodes.help_text("diagnose"),
+)
 @click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
 @repeatable_context
 @connection_options
@@ -715,9 +810,6 @@ def diagnose(
     --explain NODE adds the node's incident timeline (last lease renewal, Ready transition,
     taints, evictions, replacements, volumes, recovery), as JSON too (nodes[].timeline).
     """
-    from kubectl_nodefail import render
-    from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
-
     if all_namespaces and namespaces:
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
     if from_file and demo:
@@ -733,6 +825,9 @@ def diagnose(
     conn = Connection(kubeconfig, context[0] if context else None, request_timeout, verbose)
 
     def show(snap: Any) -> tuple[str, int]:
+        # imported once the cluster answered: a refused connection fails without their cost
+        from kubectl_nodefail import render
+        from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
         from kubectl_nodefail.snapshot import require_nodes
 
         require_nodes(snap, nodes)
@@ -768,7 +863,7 @@ def diagnose(
 
         def refresh() -> Any:
             _renew_deadline()
-            return load_snapshot(conn, None, False, nodes, namespaces)
+            return load_snapshot(conn, None, False, nodes, namespaces, warn=False)
 
         code = watching.run(
             refresh,
@@ -792,7 +887,7 @@ def diagnose(
 
         def one(name: str) -> tuple[str, int]:
             per = Connection(kubeconfig, name, request_timeout, 0, overrides)
-            return show(load_snapshot(per, None, False, nodes, namespaces))
+            return show(load_snapshot(per, None, False, nodes, namespaces, warn=False))
 
         results = contexts.run_many(names, one)
         click.echo(contexts.render(results, output), nl=False)
@@ -818,10 +913,10 @@ def _renew_deadline() -> None:
 
 def did_you_mean(name: str, known: Any) -> str:
     """' (did you mean X?)' for the closest known names, or ''."""
-    import difflib
+    from kubectl_nodefail.errors import closest
 
-    close = difflib.get_close_matches(name, list(dict.fromkeys(known)), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
+    close = closest(name, known)
+    return f" (did you mean {close}?)" if close else ""
 
 
 def explain_not_found(nodes: list[str], pods: list[str], name: str) -> NodefailError:
@@ -858,7 +953,10 @@ def _explain(report: Any, name: str) -> str:
     )
 
 
-@main.command(epilog=DUMP_EXAMPLES + EXIT_CODES_HELP)
+@main.command(
+    short_help="Save what diagnose reads as one JSON file, for offline use.",
+    epilog=DUMP_EXAMPLES + exitcodes.help_text("dump"),
+)
 @click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
 @connection_options
 @click.option(
@@ -899,6 +997,7 @@ def dump(
     cluster = conn.cluster()
     try:
         snap = gather(cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(verbose))
+        _warn_unknown_namespaces(cluster, namespaces)
     finally:
         cluster.close()
     snapshot.require_nodes(snap, nodes)
@@ -911,7 +1010,10 @@ def dump(
     return Exit.OK
 
 
-@main.command(epilog=REMEDIATE_EXAMPLES + STRATEGY_HELP + EXIT_CODES_HELP)
+@main.command(
+    short_help="Plan the safe fix for failed nodes; --confirm carries it out.",
+    epilog=REMEDIATE_EXAMPLES + STRATEGY_HELP + exitcodes.help_text("remediate"),
+)
 @click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=completion.nodes)
 @connection_options
 @click.option("-o", "--output", type=click.Choice(OUTPUTS), default="table", show_default=True)
@@ -1248,7 +1350,7 @@ def _binding(cluster: Any, snap: Any, from_file: str | None, required: bool, uid
             raise AuthError(
                 f"cannot bind the plan to its cluster: reading namespace kube-system (its UID "
                 f"is the cluster's identity) failed: {exc.message}",
-                hint="grant get on namespaces/kube-system: deploy/rbac/diagnose.yaml",
+                hint="grant get on namespaces/kube-system: see `kubectl nodefail rbac diagnose`",
             ) from exc
         uid = ""
     return Binding(cluster.context, cluster.host, uid, captured, "", dict(uids))
@@ -1272,7 +1374,7 @@ def _check_permissions(cluster: Any, plan: Any, confirm: bool) -> None:
     if missing and confirm:
         raise AuthError(
             "refused before any change: missing permissions: " + "; ".join(missing),
-            hint="bind the role in deploy/rbac/remediate.yaml",
+            hint="bind the roles `kubectl nodefail rbac remediate` prints",
         )
     if missing:
         plan.refusals.append("missing permissions: " + "; ".join(missing))

@@ -7,6 +7,7 @@ exits with its code. Anything else is a bug (exit 1, traceback only with -v).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 
 
@@ -52,6 +53,15 @@ def short(exc: object) -> str:
     """The first line of an exception's text (its type's name when it has none), cut to 200."""
     text = str(exc).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)[:200]
+
+
+def closest(name: str, known: Iterable[str]) -> str | None:
+    """The known name a typo most likely meant (difflib's ratio 0.6 or more), or None: the
+    one rule behind every "did you mean" (nodes, namespaces, --explain names)."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(dict.fromkeys(known)), n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def one_line(text: str) -> str:

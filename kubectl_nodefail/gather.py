@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable, Collection, Iterable
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import quote
 
 from kubectl_nodefail import kube
 from kubectl_nodefail.analysis import facts
@@ -39,6 +40,7 @@ from kubectl_nodefail.errors import (
     NodefailError,
     NotFound,
     ServerError,
+    closest,
 )
 from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
 
@@ -230,6 +232,34 @@ def gather(
         events=events,
         gaps=reader.gaps,
     )
+
+
+def unknown_namespaces(cluster: kube.Cluster, namespaces: Collection[str]) -> list[str]:
+    """A warning for each namespace given with -n that the cluster does not have, with the
+    closest one it has (a typo'd namespace reads no pods, which looks like an all-clear).
+
+    A check, never a failure: where RBAC forbids reading namespaces (the least-privilege role
+    reads only kube-system's) or the server fails, nothing is said."""
+    said: list[str] = []
+    for name in dict.fromkeys(namespaces):
+        try:
+            cluster.get(f"/api/v1/namespaces/{quote(name, safe='')}")
+            continue
+        except NotFound:
+            pass
+        except NodefailError:
+            continue
+        try:
+            known = [o["metadata"]["name"] for o in cluster.list_metadata("/api/v1/namespaces")]
+        except NodefailError:
+            known = []
+        close = closest(name, known)
+        said.append(
+            f"namespace {name!r} not found"
+            + (f" (did you mean {close}?)" if close else "")
+            + ": none of its pods were read"
+        )
+    return said
 
 
 def _pod_paths(namespaces: Collection[str]) -> list[tuple[str | None, str]]:

@@ -35,6 +35,7 @@ from kubectl_nodefail.errors import (
     UnreachableError,
     short,
 )
+from kubectl_nodefail.netfail import Failure, connection_failure
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -124,7 +125,7 @@ class Cluster:
         self.context = self._conn.context
         self.host = self._conn.host
         proxy = getattr(self._conn, "proxy", None)
-        self._via = f" through the proxy {_without_password(proxy)}" if proxy else ""
+        self.proxy_url = _without_password(proxy) if proxy else None
         acting = [v for k, v in self._conn.impersonation if k == "Impersonate-User"]
         self._acting_as = (
             f"; requests impersonate {acting[0]!r} (as: in the kubeconfig, or --as)"
@@ -133,6 +134,7 @@ class Cluster:
         )
         self.sleep: Callable[[float], None] = time.sleep  # replaced by tests
         self._pool = self._conn.pool
+        _quiet_insecure_warning()
         self._user_agent = f"kubectl-nodefail/{__version__}"
 
     def _auth_headers(self) -> list[tuple[str, str]]:
@@ -169,8 +171,10 @@ class Cluster:
         """Send one request; return the raw body of a 2xx answer. Errors become NodefailErrors.
 
         GETs are retried (at most RETRIES more times, with backoff) when the connection is
-        refused or dropped, or the server answers 429/502/503/504; a Retry-After is honoured
-        up to --request-timeout and within the deadline, else the run ends at once saying so.
+        reset or closed mid-way, or the server answers 429/502/503/504 (client-go's rule: a
+        refused connection, an unknown name or a TLS failure fail at once, netfail.py); a
+        Retry-After is honoured up to --request-timeout and within the deadline, else the run
+        ends at once saying so.
         A request that times out is never retried: the wait would silently double. Writes are
         never retried.
         """
@@ -261,18 +265,9 @@ class Cluster:
                 preload_content=False,
             )
             data = self._read_body(resp, timeout, what)
-        except urllib3.exceptions.NewConnectionError as exc:  # refused, unresolvable
-            raise _Retryable(
-                UnreachableError(
-                    f"cannot reach the API server at {self.host}{self._via}: {short(_reason(exc))}",
-                    hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
-                )
-            ) from exc
-        except urllib3.exceptions.ConnectTimeoutError as exc:
-            raise UnreachableError(
-                f"cannot reach the API server at {self.host}{self._via}: no connection within "
-                f"{_seconds(timeout)}",
-                hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
+        except urllib3.exceptions.ConnectTimeoutError as exc:  # refused, unresolvable too
+            raise self._unreachable(
+                connection_failure(exc, self.host, self.proxy_url), timeout
             ) from exc
         except (urllib3.exceptions.TimeoutError, TimeoutError) as exc:
             left = self._left()
@@ -282,19 +277,11 @@ class Cluster:
                 f"{what}: no answer from the API server at {self.host} within {_seconds(timeout)}",
                 hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
             ) from exc
-        except urllib3.exceptions.SSLError as exc:
-            raise UnreachableError(
-                f"TLS with the API server at {self.host}{self._via} failed: {short(_reason(exc))}",
-                hint=f"context {self.context!r}; check the server URL and its CA data",
-            ) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            # reset or dropped: safe to try a GET again
-            raise _Retryable(
-                UnreachableError(
-                    f"cannot reach the API server at {self.host}{self._via}: {short(_reason(exc))}",
-                    hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
-                )
-            ) from exc
+            failure = connection_failure(exc, self.host, self.proxy_url)
+            if failure.retry:  # reset or dropped: a GET is sent again, as client-go does
+                raise _Retryable(self._unreachable(failure, timeout)) from exc
+            raise self._unreachable(failure, timeout) from exc
         if resp.status in RETRY_STATUSES:
             raw = resp.headers.get("Retry-After")
             raise _Retryable(self._api_error(resp.status, data, method, path), raw)
@@ -304,6 +291,14 @@ class Cluster:
             Cluster.requests += 1
             Cluster.bytes_read += len(data)
         return data
+
+    def _unreachable(self, failure: Failure, timeout: float | None) -> UnreachableError:
+        """A failed connection as kubectl words it (netfail), our hint added."""
+        where = f"context {self.context!r}" if self.context else "no context: kubectl's default"
+        hint = f"{where}; {failure.hint}"
+        if failure.kind == "timeout":
+            hint = f"no connection within {_seconds(timeout)}; {hint}"
+        return UnreachableError(failure.message, hint=hint)
 
     def _deadline_error(self, what: str) -> DeadlineExceeded:
         return DeadlineExceeded(
@@ -366,7 +361,7 @@ class Cluster:
         if status == 403:
             return Forbidden(
                 f"forbidden: {what}: {message}",
-                hint="ask for the RBAC role in deploy/rbac/" + self._acting_as,
+                hint="ask for the roles `kubectl nodefail rbac` prints" + self._acting_as,
             )
         if status == 404:
             return NotFound(f"not found: {what}", status=404)
@@ -535,20 +530,22 @@ class Cluster:
         self._conn.close()
 
 
+def _quiet_insecure_warning() -> None:
+    """insecure-skip-tls-verify is the kubeconfig's choice, and kubectl says nothing of it:
+    urllib3's InsecureRequestWarning (two lines, a library path) is not printed."""
+    import warnings
+
+    import urllib3
+
+    warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
+
+
 def _without_password(url: str) -> str:
     """A proxy URL as messages show it: user info dropped."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
-
-
-def _reason(exc: BaseException) -> object:
-    """urllib3 wraps the cause (MaxRetryError.reason, ProtocolError args): the useful part."""
-    reason = getattr(exc, "reason", None)
-    if reason is None and exc.args and isinstance(exc.args[-1], BaseException):
-        reason = exc.args[-1]
-    return reason or exc
 
 
 def _seconds(timeout: float | None) -> str:

@@ -181,20 +181,18 @@ class Snapshot:
 
 def require_nodes(snap: Snapshot, names: Iterable[str]) -> None:
     """Every node the user named exists here, or one NameNotFound line (with close names)."""
-    import difflib
-
-    from kubectl_nodefail.errors import NameNotFound
+    from kubectl_nodefail.errors import NameNotFound, closest
 
     known = [n["metadata"]["name"] for n in snap.nodes]
     present = set(known)
     missing = [name for name in names if name not in present]
     if not missing:
         return
-    close = difflib.get_close_matches(missing[0], known, n=1)
+    close = closest(missing[0], known)
     listed = ", ".join(f'"{m}"' for m in missing)
     raise NameNotFound(
         f"nodes {listed} not found",  # kubectl's words for it
-        hint=f"did you mean {close[0]}?" if close else f"not in {snap.source}",
+        hint=f"did you mean {close}?" if close else f"not in {snap.source}",
     )
 
 

@@ -86,7 +86,7 @@ def test_all_contexts_then_one_cluster_stopped(
     )
     assert proc.returncode == 11, proc.stdout + proc.stderr
     out = proc.stdout
-    assert "=== context second: error (exit 11)\ncannot reach the API server" in out
+    assert "=== context second: error (exit 11)\nThe connection to the server " in out
     first_group = out[out.index("=== context first: ") :]
     assert first_group.split("\n", 1)[0] in (
         "=== context first: nothing wrong (exit 0)",

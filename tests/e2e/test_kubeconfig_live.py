@@ -127,6 +127,8 @@ def test_as_flag_and_as_field_are_refused_by_rbac_as_for_kubectl(
     by_flag = plugin.run("diagnose", "--as", NOBODY)
     assert by_flag.returncode == 12, by_flag.stderr
     assert "forbidden" in by_flag.stderr and NOBODY in by_flag.stderr
+    # the hint is a command the krew install has, not a path of the repository
+    assert "`kubectl nodefail rbac`" in by_flag.stderr and "deploy/" not in by_flag.stderr
 
     config = _impersonating_kubeconfig(control_plane, tmp_path, **{"as": NOBODY})
     by_field = plugin.run("diagnose", "--kubeconfig", str(config))

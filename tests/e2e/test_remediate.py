@@ -266,8 +266,9 @@ def test_rbac_read_only_role_diagnoses_and_is_refused_before_any_change(
     control_plane: ControlPlane, plugin: Plugin, tmp_path: Path
 ) -> None:
     cp, node = control_plane, "flaky-r5"
-    repo = Path(__file__).resolve().parents[2]
-    cp.kubectl("apply", "-f", str(repo / "deploy" / "rbac"))
+    roles = plugin.run("rbac")  # the roles the plugin ships (deploy/rbac/ is their copy)
+    assert roles.returncode == 0, roles.stderr
+    cp.kubectl("apply", "-f", "-", stdin=roles.stdout)
     reader = service_account_kubeconfig(cp, tmp_path, "reader", ["kubectl-nodefail-diagnose"], NS)
     uids = _down(cp, node)
     proc = plugin.run("diagnose", "--kubeconfig", str(reader), "-o", "json")
@@ -288,6 +289,7 @@ def test_rbac_read_only_role_diagnoses_and_is_refused_before_any_change(
     assert proc.stderr.startswith("error: refused before any change: missing permissions:")
     assert f"delete pods in namespace {NS}" in proc.stderr
     assert f"create events in namespace {NS}" in proc.stderr
+    assert "(bind the roles `kubectl nodefail rbac remediate` prints)" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert proc.stdout == ""
     assert pod_on(cp, NS, f"db-{node}", node)["metadata"]["uid"] == uids[node]  # type: ignore[index]

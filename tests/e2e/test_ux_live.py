@@ -14,7 +14,7 @@ import yaml
 from tests.e2e import workloads as w
 from tests.e2e.conftest import HEALTHY_NODES, Plugin, nodefail_bin
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.helpers import wait_running_on
+from tests.e2e.helpers import service_account_kubeconfig, wait_running_on
 
 pytestmark = pytest.mark.e2e
 NS = "scenario-complete"
@@ -103,4 +103,35 @@ def test_version_shows_the_server(plugin: Plugin, tmp_path: Path) -> None:
     kubeconfig.write_text(yaml.safe_dump(config))
     proc = plugin.run("version", "--kubeconfig", str(kubeconfig))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[1].startswith("Server: unknown: cannot reach the API server")
+    assert proc.stdout.splitlines()[1].startswith(
+        "Server: unknown: The connection to the server 127.0.0.1:9 was refused"
+    )
+
+
+def test_a_typod_namespace_is_one_warning_with_the_closest_name(
+    control_plane: ControlPlane, plugin: Plugin, completing: dict[str, str], tmp_path: Path
+) -> None:
+    """`-n` with a namespace the cluster does not have reads no pods, which looks like an
+    all-clear: one stderr line names the closest namespace; the exit code is the one the
+    right namespace gets. Where RBAC forbids reading namespaces, nothing is said."""
+    right = plugin.run("diagnose", "-n", NS)
+    typo = plugin.run("diagnose", "-n", NS.replace("complete", "compelte"))
+    assert typo.returncode == right.returncode, typo.stderr
+    assert typo.stderr.splitlines() == [
+        f"warning: namespace '{NS.replace('complete', 'compelte')}' not found "
+        f"(did you mean {NS}?): none of its pods were read"
+    ]
+    assert "warning: namespace" not in right.stderr
+    dumped = plugin.run("dump", "-n", "no-such-namespace-at-all")
+    assert dumped.returncode == 0 and dumped.stderr.splitlines() == [
+        "warning: namespace 'no-such-namespace-at-all' not found: none of its pods were read"
+    ]
+    # the least-privilege role reads no namespaces but kube-system: a 403, said nothing of
+    roles = plugin.run("rbac", "diagnose")
+    control_plane.kubectl("apply", "-f", "-", stdin=roles.stdout)
+    reader = service_account_kubeconfig(
+        control_plane, tmp_path, "ns-reader", ["kubectl-nodefail-diagnose"], NS
+    )
+    limited = plugin.run("diagnose", "--kubeconfig", str(reader), "-n", "shopp")
+    assert limited.returncode in (0, 3) and "Traceback" not in limited.stderr
+    assert "namespace" not in limited.stderr, limited.stderr

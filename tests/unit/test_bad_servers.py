@@ -271,14 +271,53 @@ def test_deadline_already_spent_sends_nothing(tmp_path: Path) -> None:
     assert api.requests == [] and info.value.exit_code == 11
 
 
-def test_refused_connection_is_retried_then_exit_11(tmp_path: Path) -> None:
+def test_refused_connection_fails_at_once_in_kubectls_words(tmp_path: Path) -> None:
+    """kubectl does not retry a refused connection (client-go retries a GET on a reset or
+    EOF only): neither do we, and the line is kubectl's, without urllib3's internals."""
     with silent_socket() as address:
         pass  # the port is closed again: connections are refused
     cluster = cluster_for(tmp_path, f"http://{address}", deadline_in=30)
     with pytest.raises(UnreachableError) as info:
         cluster.get("/version")
-    assert "cannot reach the API server" in info.value.line()
-    assert waits == [0.5, 1.0]
+    assert info.value.line().startswith(
+        f"The connection to the server {address} was refused - did you specify the right host "
+        "or port? (context "
+    )
+    assert "Connection(" not in info.value.line() and "Errno" not in info.value.line()
+    assert waits == []
+
+
+def test_a_connection_closed_without_an_answer_is_retried_as_client_go_does(
+    tmp_path: Path,
+) -> None:
+    """A GET whose connection the server closes without answering (Go: EOF) is sent again,
+    with backoff, then fails in one line: client-go retries exactly this (IsProbableEOF)."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[int] = []
+
+    def hang_up() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            accepted.append(1)
+            conn.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    try:
+        cluster = cluster_for(tmp_path, f"http://127.0.0.1:{listener.getsockname()[1]}", 30)
+        with pytest.raises(UnreachableError) as info:
+            cluster.get("/version")
+    finally:
+        listener.close()
+    assert info.value.line().startswith("Unable to connect to the server: "), info.value.line()
+    assert "Connection(" not in info.value.line() and "Error(" not in info.value.line()
+    assert waits == [0.5, 1.0] and len(accepted) == 3
 
 
 # --- malformed answers: exit 14 -----------------------------------------------------------

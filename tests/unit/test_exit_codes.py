@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail import errors
+from kubectl_nodefail import errors, exitcodes
 from kubectl_nodefail.cli import EXIT_CODES_HELP, main
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -36,11 +36,31 @@ def test_help_text_matches_the_exit_enum() -> None:
     assert help_codes(EXIT_CODES_HELP) == {int(code) for code in errors.Exit}
 
 
-@pytest.mark.parametrize("command", ["diagnose", "remediate", "dump"])
-def test_every_command_help_lists_every_code(command: str) -> None:
+def test_the_top_level_help_lists_every_code_once() -> None:
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0
+    assert result.stdout.count("Exit codes:") == 1
+    assert help_codes(result.stdout) == {int(code) for code in errors.Exit}
+
+
+def test_the_table_covers_every_code_and_every_command() -> None:
+    assert [int(c.exit) for c in exitcodes.TABLE] == list(readme_codes())  # the README's order
+    assert set(exitcodes.COMMANDS) == set(main.commands)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("command", exitcodes.COMMANDS)
+def test_each_command_help_lists_only_its_own_codes(command: str) -> None:
     result = CliRunner().invoke(main, [command, "--help"])
     assert result.exit_code == 0
-    assert help_codes(result.stdout) == {int(code) for code in errors.Exit}
+    own = {int(code.exit) for code in exitcodes.codes_for(command)}
+    assert help_codes(result.stdout) == own
+    assert result.stdout.count("Exit codes:") == 1
+    assert {0, 1, 2} <= own  # success, a bug, a usage error: every command can
+
+
+def test_dump_help_does_not_list_remediates_codes() -> None:
+    text = CliRunner().invoke(main, ["dump", "--help"]).stdout
+    assert not help_codes(text) & {3, 4, 5, 6, 7, 15}
 
 
 def test_every_error_class_exits_with_a_documented_code() -> None:

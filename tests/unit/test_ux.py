@@ -34,7 +34,9 @@ def test_program_name_is_what_kubectl_users_type() -> None:
     assert program_name({"KUBECTL_PLUGINS_CALLER": "/usr/bin/oc"}) == "oc nodefail"
 
 
-@pytest.mark.parametrize("command", ["diagnose", "remediate", "dump", "version", "completion"])
+@pytest.mark.parametrize(
+    "command", ["diagnose", "remediate", "dump", "version", "completion", "rbac"]
+)
 def test_every_command_has_usage_and_real_examples(command: str) -> None:
     result = CliRunner().invoke(main, [command, "--help"], prog_name=program_name({}))
     assert result.exit_code == 0
@@ -198,6 +200,7 @@ def test_kubectl_plugin_completion_protocol() -> None:
         "completion",
         "diagnose",
         "dump",
+        "rbac",
         "remediate",
         "version",
     ]

@@ -1,0 +1,99 @@
+"""Typos a tired human makes, each answered in one line that helps: a namespace the cluster
+does not have (a warning with the closest one; silence where RBAC forbids the check), and a
+positional argument typed as an option (`--node worker-1`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubectl_nodefail.cli import main
+from kubectl_nodefail.errors import Forbidden, NotFound, ServerError, UnreachableError
+from kubectl_nodefail.gather import unknown_namespaces
+
+KNOWN = ["shop", "kube-system", "default", "payments"]
+
+
+class Namespaces:
+    """A cluster whose namespaces answer as `answer` says: 'exists', 404, 403, 500, or
+    unreachable; the list of namespaces is `KNOWN` unless it too is forbidden."""
+
+    def __init__(self, answer: str, list_forbidden: bool = False) -> None:
+        self.answer = answer
+        self.list_forbidden = list_forbidden
+        self.asked: list[str] = []
+
+    def get(self, path: str) -> dict[str, Any]:
+        self.asked.append(path)
+        if self.answer == "exists":
+            return {"metadata": {"name": path.rsplit("/", 1)[1]}}
+        raise {
+            "404": NotFound("not found", status=404),
+            "403": Forbidden("forbidden"),
+            "500": ServerError("boom", status=500),
+            "down": UnreachableError("The connection to the server x was refused"),
+        }[self.answer]
+
+    def list_metadata(self, path: str) -> list[dict[str, Any]]:
+        if self.list_forbidden:
+            raise Forbidden("forbidden")
+        return [{"metadata": {"name": n}} for n in KNOWN]
+
+
+def test_a_typo_names_the_closest_namespace() -> None:
+    said = unknown_namespaces(Namespaces("404"), ["shopp"])  # type: ignore[arg-type]
+    assert said == ["namespace 'shopp' not found (did you mean shop?): none of its pods were read"]
+
+
+def test_forbidden_list_still_says_not_found_without_a_guess() -> None:
+    said = unknown_namespaces(Namespaces("404", list_forbidden=True), ["shopp"])  # type: ignore[arg-type]
+    assert said == ["namespace 'shopp' not found: none of its pods were read"]
+
+
+@given(
+    names=st.lists(st.text(min_size=1, max_size=40), min_size=1, max_size=4),
+    answer=st.sampled_from(["exists", "404", "403", "500", "down"]),
+)
+def test_one_line_per_missing_namespace_and_silence_otherwise(
+    names: list[str], answer: str
+) -> None:
+    cluster = Namespaces(answer)
+    said = unknown_namespaces(cluster, names)  # type: ignore[arg-type]
+    distinct = list(dict.fromkeys(names))
+    assert len(cluster.asked) == len(distinct)  # each namespace asked once
+    if answer != "404":
+        assert said == []  # exists, or the check could not be made: nothing said
+        return
+    assert len(said) == len(distinct)
+    for line, name in zip(said, distinct):
+        assert line.startswith(f"namespace {name!r} not found")
+        assert "\n" not in line and "\r" not in line
+    # the path is escaped: a name cannot reach another resource
+    assert all(p.count("/") == 4 for p in cluster.asked), cluster.asked
+
+
+@given(
+    option=st.sampled_from(["--node", "--nodes", "--nod", "--node-name", "--NODE"]),
+    value=st.text(min_size=1, max_size=30).filter(lambda v: not v.startswith("-")),
+    command=st.sampled_from(["diagnose", "remediate", "dump"]),
+)
+def test_a_node_typed_as_an_option_is_one_line_saying_how(
+    option: str, value: str, command: str
+) -> None:
+    result = CliRunner().invoke(main, [command, option, value, "--confirm"])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and result.stderr.rstrip("\n").endswith(errors[0])
+    assert "NODE is an argument, typed without a flag" in errors[0]
+    assert f"kubectl nodefail {command} " in errors[0] or f"main {command} " in errors[0]
+    assert "--demo" not in errors[0] and "--confirm" not in errors[0]
+
+
+def test_other_unknown_options_keep_clicks_suggestions() -> None:
+    result = CliRunner().invoke(main, ["diagnose", "--namespac", "shop"])
+    assert result.exit_code == 2 and "--namespace" in result.stderr
