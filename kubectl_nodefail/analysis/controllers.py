@@ -100,7 +100,11 @@ def _active(pod: Obj, failed_nodes: set[str]) -> bool:
 # "0/5 nodes are available: 1 node(s) had untolerated taint {...}, 4 node(s) didn't match ...
 # preemption: ..." -> the per-reason parts, as the scheduler wrote them.
 _AVAILABLE = re.compile(r"^\s*\d+/\d+ nodes are available:\s*(.*)$", re.S)
-_PART = re.compile(r"(\d+) (node\(s\) [^,]*?)(?=, \d+ node\(s\) |\.\s*preemption:|\.?\s*$)", re.S)
+# The per-node part ends at the first period followed by a space or the end: what follows
+# ("preemption: ...", "no new claims to deallocate, preemption: ...") is not a node's reason.
+_END = re.compile(r"\.(?:\s|$)")
+_SPLIT = re.compile(r",\s*(?=\d+ node\(s\) )")
+_PART = re.compile(r"(\d+) (node\(s\) .+)", re.S)
 
 
 def scheduler_reasons(message: str) -> list[str]:
@@ -109,7 +113,11 @@ def scheduler_reasons(message: str) -> list[str]:
     m = _AVAILABLE.match(message)
     if not m:
         return []
-    return [f"{n} {what.strip()}" for n, what in _PART.findall(m.group(1))]
+    head = _END.split(m.group(1), maxsplit=1)[0]
+    parts = [_PART.fullmatch(part.strip()) for part in _SPLIT.split(head)]
+    if not all(parts):
+        return []  # not in the form we know: the caller quotes the whole message
+    return [f"{p.group(1)} {p.group(2).strip()}" for p in parts if p]
 
 
 def scheduled_condition(pod: Obj) -> Obj | None:

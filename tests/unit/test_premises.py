@@ -164,6 +164,11 @@ def neighbours(draw: st.DrawFn) -> Obj:
                                 "pod anti-affinity rules. preemption: 0/5 nodes are available: "
                                 "5 Preemption is not helpful for scheduling.",
                                 "0/4 nodes are available: 4 Insufficient cpu.",
+                                "0/7 nodes are available: 2 node(s) had untolerated taint(s), "
+                                "5 node(s) didn't match pod anti-affinity rules. no new claims "
+                                "to deallocate, preemption: 0/7 nodes are available: 2 "
+                                "Preemption is not helpful for scheduling, 5 No preemption "
+                                "victims found for incoming pod.",
                                 "something the scheduler never says",
                             ]
                         )
@@ -349,3 +354,34 @@ def test_a_live_jobs_missing_pod_is_coming_or_not_wanted() -> None:
     again = [p for p in _report(doc).pods if p.namespace == "au-2026-184"]
     assert [p.replacement.state for p in again] == ["not-wanted", "not-wanted"]
     assert all("wants 2 active pod(s) and has 2" in p.replacement.summary for p in again)
+
+
+@pytest.mark.parametrize(
+    ("message", "reasons"),
+    [
+        (  # v1.36 (audit 2027/64): a sentence between the reasons and "preemption:"
+            "0/7 nodes are available: 2 node(s) had untolerated taint(s), 5 node(s) didn't match "
+            "pod anti-affinity rules. no new claims to deallocate, preemption: 0/7 nodes are "
+            "available: 2 Preemption is not helpful for scheduling, 5 No preemption victims "
+            "found for incoming pod.",
+            [
+                "2 node(s) had untolerated taint(s)",
+                "5 node(s) didn't match pod anti-affinity rules",
+            ],
+        ),
+        (
+            "0/5 nodes are available: 1 node(s) had untolerated taint "
+            "{node.kubernetes.io/unreachable: }, 4 node(s) didn't match pod anti-affinity rules. "
+            "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.",
+            [
+                "1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }",
+                "4 node(s) didn't match pod anti-affinity rules",
+            ],
+        ),
+        ("0/4 nodes are available: 4 Insufficient cpu.", []),  # quoted whole instead
+    ],
+)
+def test_every_reason_the_scheduler_gives_is_kept(message: str, reasons: list[str]) -> None:
+    from kubectl_nodefail.analysis.controllers import scheduler_reasons
+
+    assert scheduler_reasons(message) == reasons
