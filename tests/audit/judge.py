@@ -260,6 +260,9 @@ def _pending(ctx: Ctx, kind: str) -> None:
             judge_pending_reason(ctx, view)
 
 
+FOUND_NO_NODE = "the scheduler found no node: "
+
+
 def judge_pending_reason(ctx: Ctx, view: PodView) -> None:
     """The reason given for a Pending replacement must be the scheduler's or the pod's own."""
     reason = ctx.pred.pending_reason
@@ -271,8 +274,17 @@ def judge_pending_reason(ctx: Ctx, view: PodView) -> None:
         ok = view.node_selector_host == ctx.pred.node
         ctx.add(kind, reason, f"nodeSelector hostname={view.node_selector_host or '-'}", ok)
         return
-    quoted = re.search(r"\((.*)\)\s*$", reason)
     message = view.scheduled_message
+    if reason.startswith(FOUND_NO_NODE):
+        # "the scheduler found no node: A; B": each reason is in the message, and the message
+        # gives no per-node reason left out (counted as the scheduler writes them: "N node(s)")
+        listed = reason[len(FOUND_NO_NODE) :].split("; ")
+        head = re.split(r"\.(?:\s|$)", message.split("nodes are available:", 1)[-1], maxsplit=1)[0]
+        given = re.findall(r"\d+ node\(s\) ", head)
+        ok = all(part in message for part in listed) and len(given) == len(listed)
+        ctx.add(kind, reason, message or "(no message)", ok)
+        return
+    quoted = re.search(r"\((.*)\)\s*$", reason)
     if "taints it does not tolerate" in reason:
         # Premise: a healthy node carries an untolerated taint (the message must say so for a
         # node other than the failed ones, which carry unreachable/not-ready).
@@ -702,7 +714,7 @@ def judge_remediation(
     `done` (and a StatefulSet's pod of that name comes back), still there after an
     `unconfirmed`; its `leavesStuck` stay; exit 0 only when every released pod went."""
     started, ended = history.marks["remediate"], history.marks["remediated"]
-    back = history.marks.get("return", ended)
+    back = history.marks["return"]  # judged once the batch is over
     out: list[Verdict] = []
 
     def add(kind: str, pod: str, predicted: str, observed: str, ok: bool | None) -> None:

@@ -105,6 +105,7 @@ class Batch:
         self.cp, self.scenarios, self.batch = cp, scenarios, batch
         self.remediate_first = remediate
         self.remediation: Obj = {}
+        self.remediate_report: Obj | None = None
         seed = scenarios[0].seed
         self.prefix = f"au-{seed}-"
         self.nodes = [f"au{seed}-b{batch}-n{k}" for k in range(slots)]
@@ -165,7 +166,7 @@ class Batch:
         path = self.outdir / f"batch{self.batch}-d2.remediate-plan.json"
         path.write_text(proc.stdout or proc.stderr)
 
-    def remediate(self, node: str) -> list[Verdict]:
+    def remediate(self, node: str) -> None:
         """The human's part, played by the harness that killed the kubelet: attest the node's
         shutdown and run remediate --confirm; then watch, and take the taint off again so the
         return is the ordinary one."""
@@ -192,12 +193,18 @@ class Batch:
             doc = None
             self.errors.append(f"remediate: exit {proc.returncode}: {proc.stderr.strip()}")
         self.remediation = {"node": node, "exit": proc.returncode, "file": str(path)}
+        self.remediate_report = doc
         log(f"batch {self.batch}: remediate --confirm on {node}: exit {proc.returncode}")
         self.watch(AFTER_REMEDIATE)
         self.cp.kubectl("taint", "node", node, f"{OUT_OF_SERVICE}-", check=False)
+
+    def judge_remediation(self) -> list[Verdict]:
+        """After the batch (the return marked): remediate's report against the polls."""
+        if not self.remediation:
+            return []
         return judge_remediation(
-            doc,
-            proc.returncode,
+            self.remediate_report,
+            int(self.remediation["exit"]),
             self.history,
             {s.namespace: s for s in self.scenarios},
             self.prefix,
@@ -412,7 +419,8 @@ class Batch:
         preds += pod_predictions(d2, "d2", self.prefix)
         nodes_pred += [{"moment": "d2", **n} for n in node_predictions(d2, set(self.nodes))]
         self.watch(D2_WATCH)
-        remediated = self.remediate(self.nodes[0]) if self.remediate_first else []
+        if self.remediate_first:
+            self.remediate(self.nodes[0])
         marks["return"] = now()
         log(f"batch {self.batch}: nodes back")
         for node in self.nodes:
@@ -432,7 +440,7 @@ class Batch:
             mine = [p for p in preds if p.namespace == s.namespace]
             verdicts += judge(s, mine, self.history, limits.known_limit)
         verdicts += self.judge_nodes(nodes_pred)
-        verdicts += remediated
+        verdicts += self.judge_remediation()
         stray = {p.namespace for p in preds} - set(by_ns)
         if stray:
             self.errors.append(f"predictions for namespaces not in the batch: {sorted(stray)}")

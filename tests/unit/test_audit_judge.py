@@ -329,3 +329,22 @@ def test_a_remediated_pods_return_prediction_is_not_judged() -> None:
     kinds = {v.kind: v.ok for v in judge(SCENARIO, [pred], h)}
     assert kinds.get("if-node-returns:superseded") is None and "if-node-returns:superseded" in kinds
     assert "if-node-returns:carries-on" not in kinds
+
+
+def test_a_pending_reason_must_give_every_reason_the_scheduler_gave() -> None:
+    message = (
+        "0/7 nodes are available: 2 node(s) had untolerated taint(s), 5 node(s) didn't match "
+        "pod anti-affinity rules. no new claims to deallocate, preemption: 0/7 nodes are "
+        "available: 2 Preemption is not helpful for scheduling."
+    )
+    waiting = pod(name="w-x", uid="rep", node="", phase="Pending", scheduled_message=message)
+    h = history([(20, [pod(), waiting]), (25, [pod(), waiting]), (150, [waiting])])
+    said = "the scheduler found no node: 2 node(s) had untolerated taint(s)"
+    for reason, ok in (
+        (said, False),
+        (said + "; 5 node(s) didn't match pod anti-affinity rules", True),
+    ):
+        pred = prediction(
+            replacement_state="pending", replacement_pods=["w-x"], pending_reason=reason
+        )
+        assert verdicts([pred], h, "pending-reason") == [ok], reason
