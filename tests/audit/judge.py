@@ -802,6 +802,12 @@ def judge_remediation(
                 f"still there at {_fmt(last[-1])}" if last else "gone",
                 bool(last),
             )
+    # exit 4: some step refused, skipped, failed or blocked (a finalizer nothing here removes)
+    not_done = [
+        str(step.get("target"))
+        for step in steps
+        if step.get("result") in ("refused", "skipped", "failed", "blocked")
+    ]
     seed = next(iter(scenarios.values())).seed if scenarios else -1
     out.append(
         Verdict(
@@ -811,10 +817,21 @@ def judge_remediation(
             moment="remediate",
             pod=f"{prefix}*",
             predicted=f"exit {exit_code}",
-            observed=f"{len(stayed)} released pod(s) still there: {', '.join(stayed[:3])}"
-            if stayed
-            else "every released pod gone",
-            ok=(not stayed) if exit_code == 0 else (bool(stayed) if exit_code == 7 else None),
+            observed=(
+                f"{len(stayed)} released pod(s) still there: {', '.join(stayed[:3])}"
+                if stayed
+                else "every released pod gone"
+            )
+            + (
+                f"; {len(not_done)} step(s) not done: {', '.join(not_done[:3])}" if not_done else ""
+            ),
+            ok=(not stayed)
+            if exit_code == 0
+            else bool(stayed)
+            if exit_code == 7
+            else bool(not_done)
+            if exit_code == 4
+            else None,
         )
     )
     return out
