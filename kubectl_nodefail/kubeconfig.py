@@ -547,8 +547,10 @@ def _authorization(user: dict[str, Any], base: str) -> str | None:
                 raise
     if token:
         return f"Bearer {token}"
-    if username or password:
-        pair = f"{username or ''}:{password or ''}".encode()
+    if username:
+        # client-go's HasBasicAuth: a username, however empty the password; a password alone
+        # sends nothing
+        pair = f"{username}:{password or ''}".encode()
         return "Basic " + base64.b64encode(pair).decode("ascii")
     return None
 
