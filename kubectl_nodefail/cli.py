@@ -19,7 +19,7 @@ from typing import IO, Any, NamedTuple
 
 import click
 
-from kubectl_nodefail import __version__, color, completion, progress
+from kubectl_nodefail import __version__, color, completion, fit, progress
 from kubectl_nodefail.errors import Exit, NodefailError
 
 OUTPUTS = ["table", "wide", "json", "yaml"]
@@ -749,16 +749,17 @@ def diagnose(
             if output == "markdown":
                 return incident.markdown(data, snap), code
             return (render.as_json(data) if output == "json" else render.as_yaml(data)), code
+        width = fit.width(sys.stdout)  # read again at each refresh of --watch: a resize counts
         if explain:
             from kubectl_nodefail import incident
 
-            text = _explain(report, explain) + incident.timeline_text(snap, explain)
+            text = _explain(report, explain, width) + incident.timeline_text(snap, explain)
             return color.style_for_terminal(text), code
         wide = output == "wide" or verbose > 0
         from kubectl_nodefail.analysis import outage
 
         view = outage.summarise(report, snap) if not wide and outage.is_outage(report) else None
-        table = render.table(report, wide=wide, outage_view=view)
+        table = render.table(report, wide=wide, outage_view=view, width=width)
         return color.style_for_terminal(table), code
 
     if watch:
@@ -838,12 +839,12 @@ def explain_not_found(nodes: list[str], pods: list[str], name: str) -> NodefailE
     )
 
 
-def _explain(report: Any, name: str) -> str:
+def _explain(report: Any, name: str, width: int | None = None) -> str:
     from kubectl_nodefail import render
 
     for node in report.nodes:
         if node.name == name:
-            return render.explain_node(node, report)
+            return render.explain_node(node, report, width)
     matches = [
         p
         for p in report.pods
@@ -852,7 +853,7 @@ def _explain(report: Any, name: str) -> str:
     if len(matches) > 1:
         raise click.UsageError(f"{name!r} is ambiguous: name it as NAMESPACE/NAME")
     if matches:
-        return render.explain_pod(matches[0], report.captured_at)
+        return render.explain_pod(matches[0], report.captured_at, width)
     raise explain_not_found(
         [n.name for n in report.nodes], [f"{p.namespace}/{p.name}" for p in report.pods], name
     )
