@@ -722,8 +722,8 @@ def diagnose(
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
     if from_file and demo:
         raise click.UsageError("--from-file and --demo exclude each other")
-    if watch and (from_file or demo):
-        raise click.UsageError("--watch follows a live cluster: not with --from-file or --demo")
+    if watch and demo:
+        raise click.UsageError("--watch follows a live cluster or a dump file: not with --demo")
     many = all_contexts or len(context) > 1
     progress.machine_output("json" if watch or many else output)
     if many and (watch or from_file or demo or explain or output == "markdown"):
@@ -731,14 +731,16 @@ def diagnose(
             "several contexts: not with --watch, --from-file, --demo, --explain or -o markdown"
         )
     conn = Connection(kubeconfig, context[0] if context else None, request_timeout, verbose)
+    on_screen = watch and sys.stdout.isatty()
 
     def show(snap: Any) -> tuple[str, int]:
         from kubectl_nodefail.snapshot import require_nodes
 
         require_nodes(snap, nodes)
         report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
-        for gap in report.gaps:
-            click.echo(f"warning: {gap}", err=True)
+        if not on_screen:  # the watch's screen shows them as notes; stderr would scroll it
+            for gap in report.gaps:
+                click.echo(f"warning: {gap}", err=True)
         code = Exit.PROBLEMS_FOUND if report.problems else Exit.OK
         if output in ("json", "yaml", "markdown"):
             from kubectl_nodefail import incident
@@ -769,7 +771,7 @@ def diagnose(
 
         def refresh() -> Any:
             _renew_deadline()
-            return load_snapshot(conn, None, False, nodes, namespaces)
+            return load_snapshot(conn, from_file, False, nodes, namespaces)
 
         code = watching.run(
             refresh,
@@ -777,7 +779,7 @@ def diagnose(
             interval,
             out,
             sys.stderr,
-            tty=out.isatty(),
+            tty=on_screen,
             title=f"{program_name()} diagnose {' '.join(nodes)}".rstrip(),
             one_line=output == "json",
         )
