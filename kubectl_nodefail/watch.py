@@ -86,9 +86,12 @@ def fingerprint(snap: Snapshot) -> tuple[Any, ...]:
 
 
 def clip(line: str, width: int) -> str:
-    """`line` cut to `width` visible columns; escape sequences (color) kept, never cut."""
+    """`line` cut to `width` visible columns (with an ellipsis when it has no color); escape
+    sequences (color) kept, never cut."""
     if len(_CSI.sub("", line)) <= width:
         return line
+    if "\x1b[" not in line:
+        return fit.cut(line, width)
     out, seen, i = [], 0, 0
     while i < len(line) and seen < width:
         match = _CSI.match(line, i)
@@ -205,9 +208,7 @@ def frame(
             f"retrying every {interval:g}s. {data}",
             f"!! {state.failure}",
         ]
-        top += [
-            f"{red}{line}{end}" for text in banner for line in fit.prose(text, width, "   ")
-        ]
+        top += [f"{red}{line}{end}" for text in banner for line in fit.prose(text, width, "   ")]
     elif state.back_at is not None and now - state.back_at < BACK_SECONDS:
         text = (
             f"API server answering again since {_clock(state.back_at)} "
@@ -280,8 +281,10 @@ def run(
         finally:
             screen.leave()
     if state.log:
+        width = measure()[0]
         out.write(f"Changes seen by the watch (the last {min(len(state.log), SESSION_LOG)}):\n")
-        out.write("".join(f"  {line}\n" for line in state.log[-SESSION_LOG:]))
+        for line in state.log[-SESSION_LOG:]:
+            out.write("".join(f"{x}\n" for x in fit.prose(line, width, " " * 12, first="  ")))
     out.flush()
     return state.code
 
