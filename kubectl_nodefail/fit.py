@@ -6,13 +6,14 @@ gets the same full rows whatever terminal started it. With no width nothing is c
 here (the prose keeps its own limits in render.py).
 
 A fitted table keeps every column and its name; when the natural widths do not fit, cells are
-cut with an ellipsis, in tiers (Col.tier): the prose and secondary columns first (CAUSE,
-ACTION, OWNER: the whole text is in -o wide and --explain), then NEXT and ZONE, then the names
-(cut in the middle: the start of the namespace and the unique suffix stay), each down to its
-minimum. Only when that is not enough (a narrow terminal, a long status such as
-ContainerCreating) is every column cut, widest first, down to its header's width (LAST_RESORT):
-the codes too (STATUS, STUCK, pod ACTION), which are otherwise never cut. Below the headers'
-widths a row is wider than the terminal (docs/screen.md).
+cut with an ellipsis, in tiers (Col.cuts, each column down to a width per tier, widest first):
+first the prose and secondary columns (CAUSE, ACTION, OWNER, NEXT: the whole text is in -o wide
+and --explain) to a readable width, then the names to a comfortable one (cut in the middle: the
+start of the namespace and the unique suffix stay), then the secondary columns to a few
+characters, then the names to their minimum. Only when that is not enough (a narrow terminal, a
+long status such as ContainerCreating) is every column cut, widest first, down to its header's
+width (the last resort): the codes too (STATUS, STUCK, pod ACTION), otherwise never cut. Below
+the headers' widths a row is wider than the terminal (docs/screen.md).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from typing import Any, TextIO
 GAP = 2  # tabulate's "plain" format: two spaces between columns
 PAD = 2  # ... and a column at least two wider than its header
 ELLIPSIS = "…"
-NEVER = 0  # Col.tier of a column cut only as a last resort
 LAST_RESORT_NAME = 8  # a name is not cut below this, even as a last resort
 
 
@@ -61,13 +61,12 @@ def height(stream: TextIO, env: dict[str, str] | None = None) -> int:
 
 @dataclass(frozen=True)
 class Col:
-    """A column: its header; its tier (1 cut first, NEVER never); the width it is never cut
-    below; `middle`: cut in the middle (names), else at the end; `right`: right-aligned
-    (counts)."""
+    """A column: its header; `cuts`: (tier, width) pairs, the width it is cut down to in that
+    tier (tier 1 first; none: only as the last resort); `middle`: cut in the middle (names),
+    else at the end; `right`: right-aligned (counts)."""
 
     header: str
-    tier: int = NEVER
-    minimum: int = 0
+    cuts: tuple[tuple[int, int], ...] = ()
     middle: bool = False
     right: bool = False
 
@@ -108,9 +107,14 @@ def widths(cols: list[Col], rows: list[list[str]], limit: int | None) -> list[in
         spare = min(sizes[i] - max(len(c.header), longest[i]), max(excess, 0))
         sizes[i] -= spare
         excess -= spare
-    for tier in sorted({c.tier for c in cols if c.tier != NEVER}):
-        members = [i for i, c in enumerate(cols) if c.tier == tier]
-        floor = {i: max(len(cols[i].header), cols[i].minimum) for i in members}
+    for tier in sorted({t for c in cols for t, _ in c.cuts}):
+        floor = {
+            i: max(len(c.header), size)
+            for i, c in enumerate(cols)
+            for t, size in c.cuts
+            if t == tier
+        }
+        members = list(floor)
         while excess > 0:
             room = [i for i in members if sizes[i] > floor[i]]
             if not room:

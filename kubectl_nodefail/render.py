@@ -161,21 +161,21 @@ def _outside(report: Report, c: summary.Counts) -> str:
 
 # The default table's columns (fit.Col: what is cut first when a row is wider than the terminal)
 NODE_COLUMNS = [
-    fit.Col("NODE", tier=3, minimum=8, middle=True),
+    fit.Col("NODE", cuts=((2, 24), (4, 8)), middle=True),
     fit.Col("STATUS"),
     fit.Col("FOR"),
-    fit.Col("ZONE", tier=2, minimum=8, middle=True),
+    fit.Col("ZONE", cuts=((2, 16), (3, 8)), middle=True),
     fit.Col("LEASE RENEWED"),
-    fit.Col("CAUSE", tier=1, minimum=12),
-    fit.Col("ACTION", tier=1, minimum=12),
+    fit.Col("CAUSE", cuts=((1, 12),)),
+    fit.Col("ACTION", cuts=((1, 12),)),
 ]
 POD_COLUMNS = [
-    fit.Col("POD", tier=3, minimum=16, middle=True),
+    fit.Col("POD", cuts=((2, 28), (4, 16)), middle=True),
     fit.Col("STATUS"),
-    fit.Col("NODE", tier=3, minimum=8, middle=True),
-    fit.Col("OWNER", tier=1, minimum=8, middle=True),
+    fit.Col("NODE", cuts=((2, 16), (4, 8)), middle=True),
+    fit.Col("OWNER", cuts=((1, 16), (3, 8)), middle=True),
     fit.Col("STUCK"),
-    fit.Col("NEXT", tier=2, minimum=7),
+    fit.Col("NEXT", cuts=((1, 14), (3, 7))),
     fit.Col("ACTION"),
 ]
 
@@ -620,21 +620,21 @@ def _lines(text: str, width: int, subsequent_indent: str = "") -> list[str]:
 
 
 OUTAGE_NODE_COLUMNS = [
-    fit.Col("ZONE", tier=3, minimum=10, middle=True),
-    fit.Col("CAUSE", tier=1, minimum=12),
+    fit.Col("ZONE", cuts=((2, 16), (3, 10)), middle=True),
+    fit.Col("CAUSE", cuts=((1, 12),)),
     fit.Col("NODES", right=True),
     fit.Col("STUCK PODS", right=True),
     fit.Col("OLDEST"),
-    fit.Col("EVICTIONS (ZONE STATE)", tier=1, minimum=10),
+    fit.Col("EVICTIONS (ZONE STATE)", cuts=((1, 10),)),
 ]
 OUTAGE_OWNER_COLUMNS = [
-    fit.Col("NAMESPACE", tier=2, minimum=10, middle=True),
-    fit.Col("OWNER", tier=3, minimum=16, middle=True),
+    fit.Col("NAMESPACE", cuts=((2, 10),), middle=True),
+    fit.Col("OWNER", cuts=((2, 24), (3, 16)), middle=True),
     fit.Col("STUCK", right=True),
     fit.Col("SERVING"),
     fit.Col("BLOCKED"),
     fit.Col("VOLUME"),
-    fit.Col("NEXT", tier=1, minimum=12),
+    fit.Col("NEXT", cuts=((1, 12),)),
 ]
 
 

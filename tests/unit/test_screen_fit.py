@@ -137,10 +137,10 @@ def test_a_fitted_table_is_one_line_a_row_within_the_limit(
     rows: list[tuple[str, str, str, str]], limit: int
 ) -> None:
     cols = [
-        fit.Col("NAME", tier=3, minimum=8, middle=True),
+        fit.Col("NAME", cuts=((3, 8),), middle=True),
         fit.Col("STATUS"),
-        fit.Col("OWNER", tier=2, minimum=6, middle=True),
-        fit.Col("CAUSE", tier=1, minimum=6),
+        fit.Col("OWNER", cuts=((1, 20), (2, 6)), middle=True),
+        fit.Col("CAUSE", cuts=((1, 6),)),
     ]
     cells = [[f"ns/{a}", b, c, d] for a, b, c, d in rows]
     text = fit.table(cols, cells, limit)
