@@ -1,7 +1,7 @@
 """What changed between two reads of the cluster, in words: `diagnose --watch`'s change log.
 
 Only what the reads show, as the API server states it: a node going NotReady or Ready again (how
-long it was not Ready, from its Ready condition's lastTransitionTime when both reads carry it),
+long it was not Ready, from its Ready condition's lastTransitionTime in both reads; see _after),
 appearing, being deleted or re-registered (a new UID), tainted or cordoned; a pod becoming
 Terminating, deleted (it was Terminating and is gone), replaced (same name, new UID: a
 StatefulSet's pod), or bound to a node. A pod that merely stops being listed (its node is
@@ -86,12 +86,7 @@ def _nodes(before: Snapshot, after: Snapshot) -> list[str]:
         if was_ready == "True" and ready != "True":
             out.append(f"{name} NotReady")
         elif was_ready != "True" and ready == "True":
-            after_text = (
-                f" after {duration((since - was_since).total_seconds())}"
-                if since and was_since and since > was_since
-                else ""
-            )
-            out.append(f"{name} Ready again{after_text}")
+            out.append(f"{name} Ready again{_after(was_since, since, after.captured_at)}")
         added, removed = _taints(now) - _taints(was), _taints(was) - _taints(now)
         if added:
             out.append(f"{name} tainted {', '.join(sorted(added))}")
@@ -101,6 +96,19 @@ def _nodes(before: Snapshot, after: Snapshot) -> list[str]:
         if cordoned != bool((was.get("spec") or {}).get("unschedulable")):
             out.append(f"{name} {'cordoned' if cordoned else 'uncordoned'}")
     return out
+
+
+def _after(down: datetime | None, up: datetime | None, read: datetime) -> str:
+    """How long a node was not Ready: between its Ready condition's two transitions; when the
+    Ready one is not later (some kubelets, kwok among them, keep an old time), from the first
+    to the read that saw it Ready ("about": within one --interval)."""
+    if down is None:
+        return ""
+    if up is not None and up > down:
+        return f" after {duration((up - down).total_seconds())}"
+    if read > down:
+        return f" after about {duration((read - down).total_seconds())}"
+    return ""
 
 
 def _terminating(pod: Obj) -> bool:
