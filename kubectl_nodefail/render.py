@@ -543,14 +543,14 @@ def plan_table(plan: Any, confirmed: bool, wide: bool = False, interrupted: bool
     for i, s in enumerate(plan.steps, 1):
         state = s.result or ("ok" if s.allowed else "REFUSED")
         note = s.detail if s.result else (s.why if s.allowed else s.gate)
-        rows.append([i, s.action, s.target, state, note.rstrip(".") + _pods_note(s)])
+        why = note.rstrip(".") + _pods_note(s)
+        rows.append([i, s.action, fit.cell(s.target, 44), state, fit.cell(why, 70)])
     out += [
         "",
-        tabulate(
+        tabulate(  # cells wrapped at spaces only (fit.cell): a name is never cut
             rows,
             headers=["#", "ACTION", "TARGET", "RESULT" if confirmed else "GATE", "WHY / DETAIL"],
             tablefmt="plain",
-            maxcolwidths=[None, None, 44, None, 70],
         ),
     ]
     if wide:
