@@ -1,6 +1,7 @@
 """The screen in a real terminal (tmux, tests/tmux.py): the default table within 80, 120 and 200
 columns with nothing wrapped; `diagnose --watch` on the alternate screen with its change log,
-the shell's screen given back at Ctrl-C; Ctrl-C typed into `remediate --confirm` exits 6.
+the shell's screen given back at Ctrl-C (and, on a bare pseudo-terminal, at SIGTERM and at an
+error); Ctrl-C typed into `remediate --confirm` exits 6.
 
 No control plane: the table and the watch read recorded snapshots (--demo, --from-file, the
 watch's file replaced between reads as a dump loop would); remediate talks to a local server
@@ -11,11 +12,19 @@ tests/e2e/test_watch_screen.py.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
+import select
 import shlex
+import signal
+import struct
+import subprocess
 import sys
+import termios
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -128,3 +137,54 @@ def test_ctrl_c_in_remediate_confirm_exits_6(tmp_path: Path) -> None:
     # the terminal echoes the key as ^C (termios ECHOCTL), as it does before any program's line
     assert out == ["^Cerror: interrupted before any change: nothing was done"], out
     assert all(method == "GET" for method, _ in api.requests)
+
+
+def _on_a_pty(
+    args: list[str], then: Callable[[subprocess.Popen[bytes]], None]
+) -> tuple[bytes, int]:
+    """`args` with stdout and stderr on a pseudo-terminal; `then(proc)` once its first frame is
+    drawn; everything it wrote and its exit code."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    env = {k: v for k, v in ENV.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen(args, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 30
+    while b"Ctrl-C to stop" not in seen and time.monotonic() < deadline:
+        if select.select([master], [], [], 0.2)[0]:
+            seen += os.read(master, 65536)
+    assert b"Ctrl-C to stop" in seen, seen[-500:]
+    then(proc)
+    while True:
+        try:
+            chunk = os.read(master, 65536) if select.select([master], [], [], 5)[0] else b""
+        except OSError:  # the other end closed
+            chunk = b""
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    return seen, proc.wait(timeout=20)
+
+
+def test_sigterm_and_errors_give_the_terminal_back(tmp_path: Path) -> None:
+    from kubectl_nodefail.watch import ENTER, LEAVE
+
+    dump = tmp_path / "dump.json"
+    dump.write_bytes((FIXTURES / "node-down-after-eviction.json").read_bytes())
+    watch = [*PLUGIN, "diagnose", "--watch", "--interval", "0.5", "--from-file", str(dump)]
+
+    seen, code = _on_a_pty(watch, lambda proc: proc.send_signal(signal.SIGTERM))
+    assert seen.startswith(ENTER.encode()) and LEAVE.encode() in seen
+    assert code == 3  # as Ctrl-C: the last diagnosis's code
+
+    def corrupt(_: subprocess.Popen[bytes]) -> None:
+        broken = tmp_path / "broken.json"
+        broken.write_text("{not json")
+        broken.replace(dump)
+
+    seen, code = _on_a_pty(watch, corrupt)
+    left = seen.rindex(LEAVE.encode())
+    assert code == 13  # a dump that cannot be read: its documented exit code
+    assert b"error: " in seen[left:] and b"Traceback" not in seen  # the line after the screen
