@@ -1097,7 +1097,9 @@ def remediate(
         )
         click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
     else:
-        plan_text = render.plan_table(plan, confirm, wide=output == "wide", interrupted=stopped)
+        plan_text = render.plan_table(
+            plan, confirm, wide=output == "wide", interrupted=stopped, width=fit.width(sys.stdout)
+        )
         click.echo(color.style_for_terminal(plan_text), nl=False)
     code = plan.exit_code() if not confirm else plan.result_code(interrupted=stopped)
     if plan_out and not confirm:

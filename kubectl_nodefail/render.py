@@ -523,19 +523,32 @@ def _plan_head(plan: Any, confirmed: bool, interrupted: bool) -> str:
     return "Plan (DRY RUN: nothing was changed; no step changes anything)"
 
 
-def plan_table(plan: Any, confirmed: bool, wide: bool = False, interrupted: bool = False) -> str:
+PLAN_TARGET, PLAN_WHY = 44, 70  # the plan's cells, wrapped at spaces (fit.cell)
+
+
+def plan_table(
+    plan: Any,
+    confirmed: bool,
+    wide: bool = False,
+    interrupted: bool = False,
+    width: int | None = None,
+) -> str:
+    """The plan or its result, one step per row; its prose (WHY / DETAIL) wrapped inside the
+    cell at spaces only, at PLAN_WHY columns or what the terminal's `width` leaves (at least
+    30: nothing a step says is cut); the header lines wrapped at the terminal's width."""
     head = _plan_head(plan, confirmed, interrupted)
-    out = [f"{head}. Strategy: {plan.strategy}."]
+    lines = [f"{head}. Strategy: {plan.strategy}."]
     where = _plan_cluster(plan.bound_to)
     if where:
-        out.append(where)
+        lines.append(where)
     from kubectl_nodefail.plan import attestation_line
 
-    out += [attestation_line(plan, record) for record in plan.attestations]
+    lines += [attestation_line(plan, record) for record in plan.attestations]
     unrecorded = [n for n in plan.attested if n not in {a.node for a in plan.attestations}]
     if unrecorded:
-        out.append(f"Shutdown attested by the operator for: {', '.join(unrecorded)}")
-    out += [f"REFUSED: {r}" for r in plan.refusals]
+        lines.append(f"Shutdown attested by the operator for: {', '.join(unrecorded)}")
+    lines += [f"REFUSED: {r}" for r in plan.refusals]
+    out = [wrapped for line in lines for wrapped in fit.prose(line, width)]
     if not plan.steps:
         out.append("Nothing to do: no failed node (or stale out-of-service taint) in scope.")
         return "\n".join(out) + "\n"
@@ -543,24 +556,53 @@ def plan_table(plan: Any, confirmed: bool, wide: bool = False, interrupted: bool
     for i, s in enumerate(plan.steps, 1):
         state = s.result or ("ok" if s.allowed else "REFUSED")
         note = s.detail if s.result else (s.why if s.allowed else s.gate)
-        why = note.rstrip(".") + _pods_note(s)
-        rows.append([i, s.action, fit.cell(s.target, 44), state, fit.cell(why, 70)])
+        rows.append([i, s.action, s.target, state, note.rstrip(".") + _pods_note(s)])
+    headers = ["#", "ACTION", "TARGET", "RESULT" if confirmed else "GATE", "WHY / DETAIL"]
+    why = PLAN_WHY
+    if width:
+        target = min(PLAN_TARGET, max(len(r[2]) for r in rows))
+        used = sum(
+            max(len(h) + 2, *(len(str(r[i])) for r in rows)) if i != 2 else max(target, 8)
+            for i, h in enumerate(headers[:4])
+        )
+        why = min(PLAN_WHY, width - used - 2 * 4)
+        if why < PLAN_NARROW:
+            out += ["", *_plan_stacked(rows, headers, width)]
+            return "\n".join(out + _plan_evidence(plan, wide)) + "\n"
+    rows = [[n, a, fit.cell(t, PLAN_TARGET), r, fit.cell(w, why)] for n, a, t, r, w in rows]
     out += [
         "",
         tabulate(  # cells wrapped at spaces only (fit.cell): a name is never cut
-            rows,
-            headers=["#", "ACTION", "TARGET", "RESULT" if confirmed else "GATE", "WHY / DETAIL"],
-            tablefmt="plain",
+            rows, headers=headers, tablefmt="plain"
         ),
     ]
-    if wide:
-        out += ["", "EVIDENCE AND GATES"]
-        for i, s in enumerate(plan.steps, 1):
-            out.append(f"{i}. why: {s.why}")
-            out.append(f"   gate: {s.gate}")
-            if s.evidence:
-                out.append(f"   evidence: {'; '.join(s.evidence)}")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _plan_evidence(plan, wide)) + "\n"
+
+
+PLAN_NARROW = 30  # a WHY / DETAIL column narrower than this: each step's prose under its row
+
+
+def _plan_stacked(rows: list[list[Any]], headers: list[str], width: int) -> list[str]:
+    """The plan on a narrow terminal: # ACTION TARGET GATE on a row, the step's WHY / DETAIL
+    wrapped under it (indented, at spaces only), so that nothing a step says is cut."""
+    table = tabulate([r[:4] for r in rows], headers=headers[:4], tablefmt="plain").splitlines()
+    out = [table[0], f"     {headers[4]}"]
+    for line, row in zip(table[1:], rows):
+        out.append(line)
+        out += fit.prose(str(row[4]), width, indent=" " * 5, first=" " * 5)
+    return out
+
+
+def _plan_evidence(plan: Any, wide: bool) -> list[str]:
+    if not wide:
+        return []
+    out = ["", "EVIDENCE AND GATES"]
+    for i, s in enumerate(plan.steps, 1):
+        out.append(f"{i}. why: {s.why}")
+        out.append(f"   gate: {s.gate}")
+        if s.evidence:
+            out.append(f"   evidence: {'; '.join(s.evidence)}")
+    return out
 
 
 def _pods_note(step: Any) -> str:

@@ -16,6 +16,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import select
 import shlex
 import signal
@@ -188,3 +189,23 @@ def test_sigterm_and_errors_give_the_terminal_back(tmp_path: Path) -> None:
     left = seen.rindex(LEAVE.encode())
     assert code == 13  # a dump that cannot be read: its documented exit code
     assert b"error: " in seen[left:] and b"Traceback" not in seen  # the line after the screen
+
+
+@pytest.mark.parametrize("cols", [80, 120])
+def test_the_remediate_plan_fits_the_terminal(cols: int) -> None:
+    """The plan of the demo's failed node (a dry run: nothing to write to): every line within
+    the width, nothing wrapped by the terminal, every step on its own row; at 80 columns each
+    step's WHY / DETAIL under its row, never cut (the refusal's placeholder whole)."""
+    from kubectl_nodefail.examples import demo_path
+
+    command = shlex.join([*PLUGIN, "remediate", "flaky-a", "--from-file", demo_path()])
+    with pane(f"{command} 2>/dev/null", cols, 60, ENV) as p:
+        lines = p.wait_for("the plan", lambda s: any(x.startswith("exit=") for x in s))
+        joined = p.screen(joined=True)
+    out = _output(lines)
+    assert lines[len(out)] == "exit=4"  # the taint is refused: partial
+    assert len(_output(joined)) == len(out) and all(len(x) <= cols for x in out)
+    steps = [x for x in out if re.match(r"  \d+  ", x)]
+    assert [x.split()[0] for x in steps] == [str(i) for i in range(1, 8)]
+    assert steps[-1].split()[1:4] == ["taint-out-of-service", "node/flaky-a", "REFUSED"]
+    assert "<NODE-YOU-VERIFIED-IS-POWERED-OFF>," in " ".join(out).split()
