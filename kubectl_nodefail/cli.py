@@ -19,7 +19,7 @@ from typing import IO, Any, NamedTuple
 
 import click
 
-from kubectl_nodefail import color, completion, exitcodes, progress
+from kubectl_nodefail import color, completion, exitcodes, fit, progress
 from kubectl_nodefail.errors import Exit, NodefailError
 
 OUTPUTS = ["table", "wide", "json", "yaml"]
@@ -814,8 +814,8 @@ def diagnose(
         raise click.UsageError("--namespace and --all-namespaces exclude each other")
     if from_file and demo:
         raise click.UsageError("--from-file and --demo exclude each other")
-    if watch and (from_file or demo):
-        raise click.UsageError("--watch follows a live cluster: not with --from-file or --demo")
+    if watch and demo:
+        raise click.UsageError("--watch follows a live cluster or a dump file: not with --demo")
     many = all_contexts or len(context) > 1
     progress.machine_output("json" if watch or many else output)
     if many and (watch or from_file or demo or explain or output == "markdown"):
@@ -823,6 +823,7 @@ def diagnose(
             "several contexts: not with --watch, --from-file, --demo, --explain or -o markdown"
         )
     conn = Connection(kubeconfig, context[0] if context else None, request_timeout, verbose)
+    on_screen = watch and sys.stdout.isatty()
 
     def show(snap: Any) -> tuple[str, int]:
         # imported once the cluster answered: a refused connection fails without their cost
@@ -832,8 +833,9 @@ def diagnose(
 
         require_nodes(snap, nodes)
         report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
-        for gap in report.gaps:
-            click.echo(f"warning: {gap}", err=True)
+        if not on_screen:  # the watch's screen shows them as notes; stderr would scroll it
+            for gap in report.gaps:
+                click.echo(f"warning: {gap}", err=True)
         code = Exit.PROBLEMS_FOUND if report.problems else Exit.OK
         if output in ("json", "yaml", "markdown"):
             from kubectl_nodefail import incident
@@ -844,16 +846,17 @@ def diagnose(
             if output == "markdown":
                 return incident.markdown(data, snap), code
             return (render.as_json(data) if output == "json" else render.as_yaml(data)), code
+        width = fit.width(sys.stdout)  # read again at each refresh of --watch: a resize counts
         if explain:
             from kubectl_nodefail import incident
 
-            text = _explain(report, explain) + incident.timeline_text(snap, explain)
+            text = _explain(report, explain, width) + incident.timeline_text(snap, explain)
             return color.style_for_terminal(text), code
         wide = output == "wide" or verbose > 0
         from kubectl_nodefail.analysis import outage
 
         view = outage.summarise(report, snap) if not wide and outage.is_outage(report) else None
-        table = render.table(report, wide=wide, outage_view=view)
+        table = render.table(report, wide=wide, outage_view=view, width=width)
         return color.style_for_terminal(table), code
 
     if watch:
@@ -863,7 +866,7 @@ def diagnose(
 
         def refresh() -> Any:
             _renew_deadline()
-            return load_snapshot(conn, None, False, nodes, namespaces, warn=False)
+            return load_snapshot(conn, from_file, False, nodes, namespaces, warn=False)
 
         code = watching.run(
             refresh,
@@ -871,7 +874,7 @@ def diagnose(
             interval,
             out,
             sys.stderr,
-            tty=out.isatty(),
+            tty=on_screen,
             title=f"{program_name()} diagnose {' '.join(nodes)}".rstrip(),
             one_line=output == "json",
         )
@@ -933,12 +936,12 @@ def explain_not_found(nodes: list[str], pods: list[str], name: str) -> NodefailE
     )
 
 
-def _explain(report: Any, name: str) -> str:
+def _explain(report: Any, name: str, width: int | None = None) -> str:
     from kubectl_nodefail import render
 
     for node in report.nodes:
         if node.name == name:
-            return render.explain_node(node, report)
+            return render.explain_node(node, report, width)
     matches = [
         p
         for p in report.pods
@@ -947,7 +950,7 @@ def _explain(report: Any, name: str) -> str:
     if len(matches) > 1:
         raise click.UsageError(f"{name!r} is ambiguous: name it as NAMESPACE/NAME")
     if matches:
-        return render.explain_pod(matches[0], report.captured_at)
+        return render.explain_pod(matches[0], report.captured_at, width)
     raise explain_not_found(
         [n.name for n in report.nodes], [f"{p.namespace}/{p.name}" for p in report.pods], name
     )
@@ -1196,7 +1199,9 @@ def remediate(
         )
         click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
     else:
-        plan_text = render.plan_table(plan, confirm, wide=output == "wide", interrupted=stopped)
+        plan_text = render.plan_table(
+            plan, confirm, wide=output == "wide", interrupted=stopped, width=fit.width(sys.stdout)
+        )
         click.echo(color.style_for_terminal(plan_text), nl=False)
     code = plan.exit_code() if not confirm else plan.result_code(interrupted=stopped)
     if plan_out and not confirm:

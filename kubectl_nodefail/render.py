@@ -13,6 +13,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from kubectl_nodefail import fit
 from kubectl_nodefail.analysis import advice, outage, summary
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.owners import describe as describe_owners
@@ -158,14 +159,42 @@ def _outside(report: Report, c: summary.Counts) -> str:
     return f"(This view is filtered; all {plural(report.nodes_total, 'node')} are Ready.) "
 
 
-def table(report: Report, wide: bool = False, outage_view: outage.Outage | None = None) -> str:
+# The default table's columns (fit.Col: what is cut first when a row is wider than the terminal)
+NODE_COLUMNS = [
+    fit.Col("NODE", cuts=((2, 24), (4, 8)), middle=True),
+    fit.Col("STATUS"),
+    fit.Col("FOR"),
+    fit.Col("ZONE", cuts=((2, 16), (3, 8)), middle=True),
+    fit.Col("LEASE RENEWED"),
+    fit.Col("CAUSE", cuts=((1, 12),)),
+    fit.Col("ACTION", cuts=((1, 12),)),
+]
+POD_COLUMNS = [
+    fit.Col("POD", cuts=((2, 28), (4, 16)), middle=True),
+    fit.Col("STATUS"),
+    fit.Col("NODE", cuts=((2, 16), (4, 8)), middle=True),
+    fit.Col("OWNER", cuts=((1, 16), (3, 8)), middle=True),
+    fit.Col("STUCK"),
+    fit.Col("NEXT", cuts=((1, 14), (3, 7))),
+    fit.Col("ACTION"),
+]
+
+
+def table(
+    report: Report,
+    wide: bool = False,
+    outage_view: outage.Outage | None = None,
+    width: int | None = None,
+) -> str:
     """Every listed node and stuck pod, one row each; or, given the outage summary of a report
-    too big for one screen (outage.is_outage), that summary (never with `wide`)."""
+    too big for one screen (outage.is_outage), that summary (never with `wide`). `width`: the
+    terminal's columns (fit.width); the default view is fitted to it, -o wide only wraps its
+    prose there (at spaces: never inside a word)."""
     if outage_view is not None and not wide and report.problems:
-        return outage_table(report, outage_view)
-    out = [headline(report)]
+        return outage_table(report, outage_view, width)
+    out = fit.prose(headline(report), width)
     if not report.problems:
-        return "\n".join(out + [f"note: {g}" for g in report.gaps]) + "\n"
+        return "\n".join(out + _notes(report.gaps, width)) + "\n"
     if report.nodes:
         rows = []
         for n in report.nodes:
@@ -182,19 +211,16 @@ def table(report: Report, wide: bool = False, outage_view: outage.Outage | None 
                 row.insert(5, ", ".join(f"{t.key}:{t.effect}" for t in n.taints) or "-")
                 row.insert(6, str(n.pod_count))
             rows.append(row)
-        headers = ["NODE", "STATUS", "FOR", "ZONE", "LEASE RENEWED", "CAUSE", "ACTION"]
-        if wide:
-            headers[5:5] = ["TAINTS", "PODS"]
-        out += [
-            "",
-            tabulate(rows, headers=headers, tablefmt="plain", maxcolwidths=_widths(wide, headers)),
-        ]
+        out += ["", _table(NODE_COLUMNS, rows, wide, width, extra={5: ["TAINTS", "PODS"]})]
     troubled = [z for z in report.zones if z.not_ready]
     if troubled:
-        out += [""] + [
-            f"zone {z.zone}: {z.state}, evictions {z.eviction}. {z.explanation}" for z in troubled
-        ]
-    out += [f"!! {note}" for note in report.cluster]
+        out.append("")
+        for z in troubled:
+            out += fit.prose(
+                f"zone {z.zone}: {z.state}, evictions {z.eviction}. {z.explanation}", width
+            )
+    for note in report.cluster:
+        out += fit.prose(f"!! {note}", width, indent="   ")
     if report.pods:
         rows = []
         down = {n.name: n.not_ready_seconds for n in report.nodes}
@@ -215,33 +241,58 @@ def table(report: Report, wide: bool = False, outage_view: outage.Outage | None 
             rows.append(row)
         for group in summary.elsewhere_groups(report):
             rows.append(_group_row(group, report.captured_at, wide))
-        headers = ["POD", "STATUS", "NODE", "OWNER", "STUCK", "NEXT", "ACTION"]
-        if wide:
-            headers[5:5] = ["READY", "REPLACEMENT"]
-        out += [
-            "",
-            tabulate(rows, headers=headers, tablefmt="plain", maxcolwidths=_widths(wide, headers)),
-        ]
+        out += ["", _table(POD_COLUMNS, rows, wide, width, extra={5: ["READY", "REPLACEMENT"]})]
     held = _held_lines(report)
     if held:
-        out += ["", "HELD BY FINALIZERS (not a node failure)", *held]
+        out += ["", "HELD BY FINALIZERS (not a node failure)"]
+        for line in held:
+            out += fit.prose(line, width)
     if wide:
         out += ["", "EVIDENCE"]
         for n in report.nodes:
-            out.append(f"node {n.name}: " + "; ".join(n.cause.evidence))
+            out += fit.prose(f"node {n.name}: " + "; ".join(n.cause.evidence), width)
         for p in report.pods:
             if p.category != summary.ELSEWHERE:
-                out.append(f"pod {p.namespace}/{p.name}: " + "; ".join(p.evidence + p.storage))
-    actions = _node_suggestions(report)
+                evidence = "; ".join(p.evidence + p.storage)
+                out += fit.prose(f"pod {p.namespace}/{p.name}: {evidence}", width)
+    actions = _node_suggestions(report, width)
     if actions:
         out += ["", "SUGGESTED", *actions]
-    out += [f"note: {g}" for g in report.gaps]
+    out += _notes(report.gaps, width)
     out += [
         "",
-        "Details: -o wide, or --explain NAME (a node or namespace/pod) for the full "
-        "reasoning; -o json for runbooks.",
+        *fit.prose(
+            "Details: -o wide, or --explain NAME (a node or namespace/pod) for the full "
+            "reasoning; -o json for runbooks.",
+            width,
+        ),
     ]
     return "\n".join(out) + "\n"
+
+
+def _notes(gaps: list[str], width: int | None) -> list[str]:
+    return [line for g in gaps for line in fit.prose(f"note: {g}", width)]
+
+
+def _table(
+    columns: list[fit.Col],
+    rows: list[list[Any]],
+    wide: bool,
+    width: int | None,
+    extra: dict[int, list[str]],
+) -> str:
+    """The default view fitted to `width` (fit.table); -o wide with the `extra` columns inserted
+    at their index, its prose cells wrapped at spaces (_WIDE_LIMITS), never inside a word."""
+    if not wide:
+        return fit.table(columns, rows, width)
+    headers = [c.header for c in columns]
+    for at, names in extra.items():
+        headers[at:at] = names
+    limits = [_WIDE_LIMITS.get(h) for h in headers]
+    cells = [
+        [fit.cell(str(v), limit) if limit else v for v, limit in zip(row, limits)] for row in rows
+    ]
+    return tabulate(cells, headers=headers, tablefmt="plain")
 
 
 def _group_row(group: summary.PodGroup, now: datetime, wide: bool) -> list[str]:
@@ -283,9 +334,8 @@ def _held_lines(report: Report) -> list[str]:
     return lines
 
 
-def _widths(wide: bool, headers: list[str]) -> list[int | None]:
-    limits = {"CAUSE": 40, "ACTION": 36 if not wide else 30, "REPLACEMENT": 40, "TAINTS": 40}
-    return [limits.get(h) for h in headers]
+# -o wide: the prose columns' width (a longer word, such as a taint, keeps its whole width)
+_WIDE_LIMITS = {"CAUSE": 40, "ACTION": 30, "REPLACEMENT": 40, "TAINTS": 40}
 
 
 def risk_label(action: Action) -> str:
@@ -295,51 +345,63 @@ def risk_label(action: Action) -> str:
     return f"[risk {action.risk}]"
 
 
-def _node_suggestions(report: Report) -> list[str]:
+def _node_suggestions(report: Report, width: int | None = None) -> list[str]:
     seen: list[str] = []
     for n in report.nodes:
         a = n.action
         if a and (a.kubectl or a.remediate):
-            line = f"- {n.name}: {a.summary} {risk_label(a)}"
+            seen += fit.prose(f"- {n.name}: {a.summary} {risk_label(a)}", width)
             for cmd in (a.remediate, a.kubectl):
                 if cmd:
-                    line += f"\n    $ {cmd}"
-            seen.append(line)
+                    seen += fit.command(f"    $ {cmd}", width)
     return seen
 
 
-def _wrap(label: str, text: str) -> str:
+EXPLAIN_WIDTH = 100
+
+
+def _wrap(label: str, text: str, width: int | None = None) -> str:
+    """`label: text` wrapped at EXPLAIN_WIDTH, or the terminal's width if narrower."""
     return textwrap.fill(
-        text, width=100, initial_indent=f"{label}: ", subsequent_indent=" " * (len(label) + 2)
+        text,
+        width=min(EXPLAIN_WIDTH, width or EXPLAIN_WIDTH),
+        initial_indent=f"{label}: ",
+        subsequent_indent=" " * (len(label) + 2),
+        break_on_hyphens=False,
+        break_long_words=False,
     )
 
 
-def explain_pod(p: PodFinding, now: datetime) -> str:
+def explain_pod(p: PodFinding, now: datetime, width: int | None = None) -> str:
     lines = [
         f"Pod {p.namespace}/{p.name} on node {p.node or '(none)'}",
-        _wrap("kubectl shows", f"{p.kubectl_status} (READY {p.ready})"),
-        _wrap("What it means", p.meaning),
-        _wrap("Owner", describe_owners(p.owner_chain) + f" [{p.controller}]"),
-        _wrap("Why it is stuck", p.explanation),
-        _wrap("Replacement", p.replacement.summary),
+        _wrap("kubectl shows", f"{p.kubectl_status} (READY {p.ready})", width=width),
+        _wrap("What it means", p.meaning, width=width),
+        _wrap("Owner", describe_owners(p.owner_chain) + f" [{p.controller}]", width=width),
+        _wrap("Why it is stuck", p.explanation, width=width),
+        _wrap("Replacement", p.replacement.summary, width=width),
     ]
     if p.timeline:
-        lines.append(_wrap("Timeline", p.timeline))
+        lines.append(_wrap("Timeline", p.timeline, width=width))
     for note in p.storage:
-        lines.append(_wrap("Storage", note))
+        lines.append(_wrap("Storage", note, width=width))
     if p.if_node_returns:
-        lines.append(_wrap("If the node returns", p.if_node_returns))
+        lines.append(_wrap("If the node returns", p.if_node_returns, width=width))
     action = p.action
     until = f" (until {format_time(action.until)})" if action.until else ""
-    lines.append(_wrap("Suggested", f"{action.code}{until}: {action.summary} {risk_label(action)}"))
+    lines.append(
+        _wrap(
+            "Suggested", f"{action.code}{until}: {action.summary} {risk_label(action)}", width=width
+        )
+    )
     for cmd in (action.remediate, action.kubectl):
         if cmd:
-            lines.append(f"    $ {cmd}")
-    lines.append(_wrap("Evidence", "; ".join(p.evidence)))
+            lines += fit.command(f"    $ {cmd}", width)
+    lines.append(_wrap("Evidence", "; ".join(p.evidence), width=width))
     return "\n".join(lines) + "\n"
 
 
-def explain_node(n: NodeFinding, report: Report) -> str:
+def explain_node(n: NodeFinding, report: Report, width: int | None = None) -> str:
     zone = next((z for z in report.zones if z.zone == n.zone), None)
     lines = [
         f"Node {n.name} ({n.status}"
@@ -353,15 +415,26 @@ def explain_node(n: NodeFinding, report: Report) -> str:
                 f"{n.ready.status}, reason {n.ready.reason}: "
                 f"{n.ready.message}; last heartbeat "
                 + (format_time(n.ready.last_heartbeat) if n.ready.last_heartbeat else "-"),
+                width=width,
             )
         )
-    lines.append(_wrap("Lease", f"renewed {_lease(n)}" if n.lease_renewed else "not read / none"))
-    lines.append(_wrap("Cause", f"{n.cause.summary} (confidence {n.cause.confidence})"))
+    lines.append(
+        _wrap(
+            "Lease", f"renewed {_lease(n)}" if n.lease_renewed else "not read / none", width=width
+        )
+    )
+    lines.append(
+        _wrap("Cause", f"{n.cause.summary} (confidence {n.cause.confidence})", width=width)
+    )
     for ev in n.cause.evidence:
         lines.append(f"    - {ev}")
     for t in n.taints:
         added = f" since {format_time(t.time_added)}" if t.time_added else ""
-        lines.append(_wrap("Taint", f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}{added}"))
+        lines.append(
+            _wrap(
+                "Taint", f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}{added}", width=width
+            )
+        )
     for c in n.conditions:
         if c.problem or c.type not in (
             "MemoryPressure",
@@ -370,22 +443,23 @@ def explain_node(n: NodeFinding, report: Report) -> str:
             "NetworkUnavailable",
         ):
             tag = "problem" if c.problem else "informational"
-            lines.append(_wrap("Condition", f"{c.type}={c.status} ({tag}) {c.reason} {c.message}"))
+            lines.append(
+                _wrap(
+                    "Condition", f"{c.type}={c.status} ({tag}) {c.reason} {c.message}", width=width
+                )
+            )
     if zone:
         lines.append(
             _wrap(
-                "Zone", f"{zone.zone}: {zone.state}, evictions {zone.eviction}. {zone.explanation}"
+                "Zone",
+                f"{zone.zone}: {zone.state}, evictions {zone.eviction}. {zone.explanation}",
+                width=width,
             )
         )
     for volume in n.volumes_attached:
-        lines.append(
-            _wrap(
-                "Volume still attached",
-                volume,
-            )
-        )
+        lines.append(_wrap("Volume still attached", volume, width=width))
     if n.shutdown_evidence:
-        lines.append(_wrap("Shutdown evidence", "; ".join(n.shutdown_evidence)))
+        lines.append(_wrap("Shutdown evidence", "; ".join(n.shutdown_evidence), width=width))
     else:
         lines.append(
             _wrap(
@@ -393,15 +467,20 @@ def explain_node(n: NodeFinding, report: Report) -> str:
                 "none: the API cannot tell a dead machine from a "
                 "dead kubelet or a network partition. Check the machine before forcing "
                 "anything.",
+                width=width,
             )
         )
     pods = [p for p in report.pods if p.node == n.name]
-    lines.append(_wrap("Pods", f"{plural(n.pod_count, 'pod')} bound; {len(pods)} listed as stuck"))
+    lines.append(
+        _wrap(
+            "Pods", f"{plural(n.pod_count, 'pod')} bound; {len(pods)} listed as stuck", width=width
+        )
+    )
     if n.action:
-        lines.append(_wrap("Suggested", f"{n.action.summary} {risk_label(n.action)}"))
+        lines.append(_wrap("Suggested", f"{n.action.summary} {risk_label(n.action)}", width=width))
         for cmd in (n.action.remediate, n.action.kubectl):
             if cmd:
-                lines.append(f"    $ {cmd}")
+                lines += fit.command(f"    $ {cmd}", width)
     return "\n".join(lines) + "\n"
 
 
@@ -444,19 +523,32 @@ def _plan_head(plan: Any, confirmed: bool, interrupted: bool) -> str:
     return "Plan (DRY RUN: nothing was changed; no step changes anything)"
 
 
-def plan_table(plan: Any, confirmed: bool, wide: bool = False, interrupted: bool = False) -> str:
+PLAN_TARGET, PLAN_WHY = 44, 70  # the plan's cells, wrapped at spaces (fit.cell)
+
+
+def plan_table(
+    plan: Any,
+    confirmed: bool,
+    wide: bool = False,
+    interrupted: bool = False,
+    width: int | None = None,
+) -> str:
+    """The plan or its result, one step per row; its prose (WHY / DETAIL) wrapped inside the
+    cell at spaces only, at PLAN_WHY columns or what the terminal's `width` leaves (at least
+    30: nothing a step says is cut); the header lines wrapped at the terminal's width."""
     head = _plan_head(plan, confirmed, interrupted)
-    out = [f"{head}. Strategy: {plan.strategy}."]
+    lines = [f"{head}. Strategy: {plan.strategy}."]
     where = _plan_cluster(plan.bound_to)
     if where:
-        out.append(where)
+        lines.append(where)
     from kubectl_nodefail.plan import attestation_line
 
-    out += [attestation_line(plan, record) for record in plan.attestations]
+    lines += [attestation_line(plan, record) for record in plan.attestations]
     unrecorded = [n for n in plan.attested if n not in {a.node for a in plan.attestations}]
     if unrecorded:
-        out.append(f"Shutdown attested by the operator for: {', '.join(unrecorded)}")
-    out += [f"REFUSED: {r}" for r in plan.refusals]
+        lines.append(f"Shutdown attested by the operator for: {', '.join(unrecorded)}")
+    lines += [f"REFUSED: {r}" for r in plan.refusals]
+    out = [wrapped for line in lines for wrapped in fit.prose(line, width)]
     if not plan.steps:
         out.append("Nothing to do: no failed node (or stale out-of-service taint) in scope.")
         return "\n".join(out) + "\n"
@@ -465,23 +557,52 @@ def plan_table(plan: Any, confirmed: bool, wide: bool = False, interrupted: bool
         state = s.result or ("ok" if s.allowed else "REFUSED")
         note = s.detail if s.result else (s.why if s.allowed else s.gate)
         rows.append([i, s.action, s.target, state, note.rstrip(".") + _pods_note(s)])
+    headers = ["#", "ACTION", "TARGET", "RESULT" if confirmed else "GATE", "WHY / DETAIL"]
+    why = PLAN_WHY
+    if width:
+        target = min(PLAN_TARGET, max(len(r[2]) for r in rows))
+        used = sum(
+            max(len(h) + 2, *(len(str(r[i])) for r in rows)) if i != 2 else max(target, 8)
+            for i, h in enumerate(headers[:4])
+        )
+        why = min(PLAN_WHY, width - used - 2 * 4)
+        if why < PLAN_NARROW:
+            out += ["", *_plan_stacked(rows, headers, width)]
+            return "\n".join(out + _plan_evidence(plan, wide)) + "\n"
+    rows = [[n, a, fit.cell(t, PLAN_TARGET), r, fit.cell(w, why)] for n, a, t, r, w in rows]
     out += [
         "",
-        tabulate(
-            rows,
-            headers=["#", "ACTION", "TARGET", "RESULT" if confirmed else "GATE", "WHY / DETAIL"],
-            tablefmt="plain",
-            maxcolwidths=[None, None, 44, None, 70],
+        tabulate(  # cells wrapped at spaces only (fit.cell): a name is never cut
+            rows, headers=headers, tablefmt="plain"
         ),
     ]
-    if wide:
-        out += ["", "EVIDENCE AND GATES"]
-        for i, s in enumerate(plan.steps, 1):
-            out.append(f"{i}. why: {s.why}")
-            out.append(f"   gate: {s.gate}")
-            if s.evidence:
-                out.append(f"   evidence: {'; '.join(s.evidence)}")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _plan_evidence(plan, wide)) + "\n"
+
+
+PLAN_NARROW = 30  # a WHY / DETAIL column narrower than this: each step's prose under its row
+
+
+def _plan_stacked(rows: list[list[Any]], headers: list[str], width: int) -> list[str]:
+    """The plan on a narrow terminal: # ACTION TARGET GATE on a row, the step's WHY / DETAIL
+    wrapped under it (indented, at spaces only), so that nothing a step says is cut."""
+    table = tabulate([r[:4] for r in rows], headers=headers[:4], tablefmt="plain").splitlines()
+    out = [table[0], f"     {headers[4]}"]
+    for line, row in zip(table[1:], rows):
+        out.append(line)
+        out += fit.prose(str(row[4]), width, indent=" " * 5, first=" " * 5)
+    return out
+
+
+def _plan_evidence(plan: Any, wide: bool) -> list[str]:
+    if not wide:
+        return []
+    out = ["", "EVIDENCE AND GATES"]
+    for i, s in enumerate(plan.steps, 1):
+        out.append(f"{i}. why: {s.why}")
+        out.append(f"   gate: {s.gate}")
+        if s.evidence:
+            out.append(f"   evidence: {'; '.join(s.evidence)}")
+    return out
 
 
 def _pods_note(step: Any) -> str:
@@ -540,34 +661,61 @@ def _lines(text: str, width: int, subsequent_indent: str = "") -> list[str]:
     )
 
 
-def outage_table(report: Report, view: outage.Outage) -> str:
+OUTAGE_NODE_COLUMNS = [
+    fit.Col("ZONE", cuts=((2, 16), (3, 10)), middle=True),
+    fit.Col("CAUSE", cuts=((1, 12),)),
+    fit.Col("NODES", right=True),
+    fit.Col("STUCK PODS", right=True),
+    fit.Col("OLDEST"),
+    fit.Col("EVICTIONS (ZONE STATE)", cuts=((1, 10),)),
+]
+OUTAGE_OWNER_COLUMNS = [
+    fit.Col("NAMESPACE", cuts=((2, 10),), middle=True),
+    fit.Col("OWNER", cuts=((2, 24), (3, 16)), middle=True),
+    fit.Col("STUCK", right=True),
+    fit.Col("SERVING"),
+    fit.Col("BLOCKED"),
+    fit.Col("VOLUME"),
+    fit.Col("NEXT", cuts=((1, 12),)),
+]
+
+
+def outage_table(report: Report, view: outage.Outage, width: int | None = None) -> str:
     """What the on-call engineer decides on, in at most OUTAGE_LINES lines: failed nodes by
     zone and cause, the workloads hit by owner (blocked StatefulSets and volumes first), the
-    first suggestions with a command each. Every row is in -o wide, --explain and -o json."""
+    first suggestions with a command each. Every row is in -o wide, --explain and -o json.
+    Prose is wrapped at OUTAGE_WIDTH or the terminal's `width` if narrower; the tables are
+    fitted to `width` (fit.table)."""
     c = summary.counts(report)
-    head = _lines(headline(report), width=OUTAGE_WIDTH, subsequent_indent="  ")
+    w = min(OUTAGE_WIDTH, width) if width else OUTAGE_WIDTH
+    head = _lines(headline(report), width=w, subsequent_indent="  ")
     head += [
         line
         for note in report.cluster
-        for line in _lines(f"!! {note}", width=OUTAGE_WIDTH, subsequent_indent="   ")
+        for line in _lines(f"!! {note}", width=w, subsequent_indent="   ")
     ]
-    nodes = _outage_nodes(report, view)
-    actions = _outage_actions(view)
-    notes = [f"note: {g}" for g in report.gaps[:2]]
+    nodes = _outage_nodes(report, view, w, width)
+    actions = _outage_actions(view, w, width)
+    notes = [line for g in report.gaps[:2] for line in _lines(f"note: {g}", w, "  ")]
     if len(report.gaps) > 2:
         notes.append(f"note: {len(report.gaps) - 2} more notes: -o wide")
     tail = [
         "",
-        f"This is the outage view ({c.nodes_not_ready} nodes not Ready, "
-        f"{plural(len(report.pods), 'stuck pod')}). Every node and pod, one row each: -o wide;",
-        "one of them in full: --explain NAME (a node or namespace/pod); all of it: -o json.",
+        *_lines(
+            f"This is the outage view ({c.nodes_not_ready} nodes not Ready, "
+            f"{plural(len(report.pods), 'stuck pod')}). Every node and pod, one row each: -o wide;",
+            w,
+        ),
+        *_lines(
+            "one of them in full: --explain NAME (a node or namespace/pod); all of it: -o json.", w
+        ),
     ]
     used = len(head) + len(nodes) + len(actions) + len(notes) + len(tail) + 1  # + blank line
-    owners = _outage_owners(report, view, OUTAGE_LINES - used)
+    owners = _outage_owners(report, view, OUTAGE_LINES - used, w, width)
     return "\n".join([*head, *nodes, "", *owners, *actions, *notes, *tail]) + "\n"
 
 
-def _outage_nodes(report: Report, view: outage.Outage) -> list[str]:
+def _outage_nodes(report: Report, view: outage.Outage, w: int, width: int | None) -> list[str]:
     groups = view.node_groups
     failed = sum(len(g.nodes) for g in groups)
     zones = len({g.zone for g in groups})
@@ -583,22 +731,22 @@ def _outage_nodes(report: Report, view: outage.Outage) -> list[str]:
         ]
         for g in shown
     ]
-    table_text = tabulate(
-        rows,
-        headers=["ZONE", "CAUSE", "NODES", "STUCK PODS", "OLDEST", "EVICTIONS (ZONE STATE)"],
-        tablefmt="plain",
-    )
+    table_text = fit.table(OUTAGE_NODE_COLUMNS, rows, width)
     out = [
         "",
-        f"NODES: {plural(failed, 'node')} listed in {plural(zones, 'zone')}, by zone and "
-        "cause (OLDEST: not Ready the longest)",
+        *_lines(
+            f"NODES: {plural(failed, 'node')} listed in {plural(zones, 'zone')}, by zone and "
+            "cause (OLDEST: not Ready the longest)",
+            w,
+        ),
         *table_text.splitlines(),
     ]
     rest = groups[len(shown) :]
     if rest:
-        out.append(
+        out += _lines(
             f"... and {plural(len(rest), 'more group')} "
-            f"({plural(sum(len(g.nodes) for g in rest), 'node')}): -o wide"
+            f"({plural(sum(len(g.nodes) for g in rest), 'node')}): -o wide",
+            w,
         )
     return out
 
@@ -609,12 +757,22 @@ def _next_words(steps: dict[str, int]) -> str:
     return words + ("; ..." if len(ranked) > 2 else "")
 
 
-def _outage_owners(report: Report, view: outage.Outage, budget: int) -> list[str]:
+def _outage_owners(
+    report: Report, view: outage.Outage, budget: int, w: int, width: int | None
+) -> list[str]:
     """The owners hit, as many rows as `budget` lines allow (title, header and a 'more' line
     included); blocked StatefulSets and volumes come first, so they are shown first."""
     groups = view.owners
-    room = max(budget - 4, 1)  # title (2 lines), header, the 'more' line
-    shown, named = (groups, []) if len(groups) <= room + 1 else _owner_rows(groups, room)
+    title = [
+        *_lines(
+            f"WORKLOADS: {plural(len(report.pods), 'stuck pod')} of "
+            f"{plural(len(groups), 'owner')}, blocked StatefulSets and volumes first",
+            w,
+        ),
+        *_lines("(SERVING: its pods Ready on Ready nodes / replicas wanted)", w),
+    ]
+    room = max(budget - len(title) - 2, 1)  # the title, the header, the 'more' line
+    shown, named = (groups, []) if len(groups) <= room + 1 else _owner_rows(groups, room, w)
     rows = [
         [
             g.namespace or "-",
@@ -627,30 +785,22 @@ def _outage_owners(report: Report, view: outage.Outage, budget: int) -> list[str
         ]
         for g in shown
     ]
-    table_text = tabulate(
-        rows,
-        headers=["NAMESPACE", "OWNER", "STUCK", "SERVING", "BLOCKED", "VOLUME", "NEXT"],
-        tablefmt="plain",
-    )
-    out = [
-        f"WORKLOADS: {plural(len(report.pods), 'stuck pod')} of {plural(len(groups), 'owner')}, "
-        "blocked StatefulSets and volumes first",
-        "(SERVING: its pods Ready on Ready nodes / replicas wanted)",
-        *table_text.splitlines(),
-    ]
+    table_text = fit.table(OUTAGE_OWNER_COLUMNS, rows, width)
+    out = [*title, *table_text.splitlines()]
     out += named
     rest = groups[len(shown) :]
     if rest:
-        out.append(
+        out += _lines(
             f"... and {plural(len(rest), 'more owner')} "
             f"({plural(sum(g.stuck for g in rest), 'stuck pod')}, "
-            f"{sum(g.blocked for g in rest)} blocked): -o wide"
+            f"{sum(g.blocked for g in rest)} blocked): -o wide",
+            w,
         )
     return out
 
 
 def _owner_rows(
-    groups: list[outage.OwnerGroup], room: int
+    groups: list[outage.OwnerGroup], room: int, w: int = OUTAGE_WIDTH
 ) -> tuple[list[outage.OwnerGroup], list[str]]:
     """As many owner rows as fit in `room` lines with every blocked StatefulSet named: those
     without a row of their own are named in lines below the table."""
@@ -661,7 +811,7 @@ def _owner_rows(
         named = (
             _lines(
                 f"blocked StatefulSets too ({len(rest)}): " + ", ".join(rest),
-                width=OUTAGE_WIDTH,
+                width=w,
                 subsequent_indent="  ",
             )
             if rest
@@ -712,13 +862,18 @@ def _left_out(command: str, printed: str) -> str:
     return f" ({' and '.join(parts)} left out: it prints the plan)"
 
 
-def _outage_actions(view: outage.Outage) -> list[str]:
+def _outage_actions(
+    view: outage.Outage, w: int = OUTAGE_WIDTH, width: int | None = None
+) -> list[str]:
     groups = view.actions
     shown = groups[:OUTAGE_ACTIONS]
     out = [
         "",
-        f"FIRST ACTIONS ({len(shown)} of {plural(len(groups), 'kind')} suggested; "
-        "each node's and pod's own in -o wide)",
+        *_lines(
+            f"FIRST ACTIONS ({len(shown)} of {plural(len(groups), 'kind')} suggested; "
+            "each node's and pod's own in -o wide)",
+            w,
+        ),
     ]
     for g in shown:
         whom = ", ".join(
@@ -731,12 +886,12 @@ def _outage_actions(view: outage.Outage) -> list[str]:
         )
         out += _lines(
             f"- {whom}: {g.summary} [risk {g.risk}]",
-            width=OUTAGE_WIDTH,
+            width=w,
             subsequent_indent="  ",
         )
         example = (g.nodes or g.pods)[0]
         for cmd in g.commands[:1]:
             text = printable(cmd)
-            out.append(f"  for {example}{_left_out(cmd, text)}:")
-            out.append(f"    $ {text}")
+            out += _lines(f"  for {example}{_left_out(cmd, text)}:", w, "    ")
+            out += fit.command(f"    $ {text}", width)
     return out
