@@ -189,6 +189,10 @@ def table(report: Report, wide: bool = False, outage_view: outage.Outage | None 
             "",
             tabulate(rows, headers=headers, tablefmt="plain", maxcolwidths=_widths(wide, headers)),
         ]
+    covered = [(n.name, c) for n in report.nodes for c in n.automation]
+    if covered:
+        out += ["", "AUTOMATION (who else acts on these nodes)"]
+        out += [f"- {name}: {c.summary}" for name, c in covered]
     troubled = [z for z in report.zones if z.not_ready]
     if troubled:
         out += [""] + [
@@ -395,6 +399,8 @@ def explain_node(n: NodeFinding, report: Report) -> str:
                 "anything.",
             )
         )
+    for cov in n.automation:
+        lines.append(_wrap("Automation", f"[{cov.state}] {cov.summary}"))
     pods = [p for p in report.pods if p.node == n.name]
     lines.append(_wrap("Pods", f"{plural(n.pod_count, 'pod')} bound; {len(pods)} listed as stuck"))
     if n.action:

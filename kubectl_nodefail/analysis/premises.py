@@ -18,7 +18,7 @@ Obj = dict[str, Any]
 
 @dataclass(frozen=True)
 class FalsePremise:
-    pod: str  # namespace/name of the pod the claim is about
+    pod: str  # namespace/name of the pod the claim is about, or "node NAME"
     kind: str  # the claim's kind
     object: str
     field: str
@@ -95,9 +95,15 @@ def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
     """Every premise of every claim in `diagnosis` that the raw `dump` does not bear out."""
     objects = {_key(item): item for item in dump.get("items") or [] if isinstance(item, dict)}
     wrong = []
-    for pod in diagnosis.get("pods") or []:
-        who = f"{pod.get('namespace')}/{pod.get('name')}"
-        for claim in pod.get("claims") or []:
+    stated = [
+        (f"{pod.get('namespace')}/{pod.get('name')}", pod.get("claims") or [])
+        for pod in diagnosis.get("pods") or []
+    ]
+    for node in diagnosis.get("nodes") or []:  # a node's automation claims
+        for coverage in node.get("automation") or []:
+            stated.append((f"node {node.get('name')}", coverage.get("claims") or []))
+    for who, claims in stated:
+        for claim in claims:
             for premise in claim.get("because") or []:
                 obj = objects.get(premise["object"])
                 actual = value_at(obj, premise["field"]) if obj is not None else None
