@@ -958,7 +958,8 @@ def dump(
     "--despite-automation",
     is_flag=True,
     help="Act even on a node that its remediation automation (MachineHealthCheck, "
-    "NodeHealthCheck) remediates now or within --wait-timeout: you race it.",
+    "NodeHealthCheck, Karpenter, cluster-autoscaler) remediates now or within "
+    "--wait-timeout: you race it.",
 )
 @click.option(
     "--log-file",

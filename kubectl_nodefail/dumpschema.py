@@ -334,6 +334,7 @@ SCHEMAS["NodeHealthCheck"] = obj(
         ),
     ),
 )
+SCHEMAS["NodeClaim"] = obj(("metadata",), metadata=METADATA, status=obj(nodeName=STR))
 # Any other kind is an owner (ReplicaSet, StatefulSet, Job, ..., or one no rule knows).
 OWNER = obj(
     ("metadata",),

@@ -717,6 +717,7 @@ AUTOMATION_LISTS = (
         "Cluster API machinehealthchecks",
     ),
     ("/apis/cluster.x-k8s.io/v1beta1/machines", "Machine", "Cluster API machines"),
+    ("/apis/karpenter.sh/v1/nodeclaims", "NodeClaim", "Karpenter nodeclaims"),
     (
         "/apis/remediation.medik8s.io/v1alpha1/nodehealthchecks",
         "NodeHealthCheck",
@@ -748,9 +749,12 @@ def _automation(
         node_ref = ((obj.get("status") or {}).get("nodeRef") or {}).get("name")
         return obj if node_ref in failed or obj["metadata"].get("name") in machines else None
 
+    def keep_nodeclaim(obj: Obj) -> Obj | None:
+        return obj if (obj.get("status") or {}).get("nodeName") in failed else None
+
     def read(item: tuple[str, str, str]) -> list[Obj]:
         path, kind, what = item
-        keep = keep_machine if kind == "Machine" else None
+        keep = {"Machine": keep_machine, "NodeClaim": keep_nodeclaim}.get(kind)
         return list(reader.optional(what, lambda: cluster.list_all(path, kind, keep=keep), []))
 
     out: list[Obj] = []

@@ -26,7 +26,7 @@ DUMP_KIND = "NodefailDump"
 DUMP_API_VERSION = "kubectl-nodefail/v1"
 # Kinds of remediation automation objects (analysis/automation.py; their apiVersion's group is
 # checked there): a Machine is not an owner of pods.
-AUTOMATION_KINDS = ("Machine", "MachineHealthCheck", "NodeHealthCheck")
+AUTOMATION_KINDS = ("Machine", "MachineHealthCheck", "NodeHealthCheck", "NodeClaim")
 MAX_DUMP_BYTES = 1 << 30  # 1 GiB of JSON (a 60,000-pod dump is 0.2-0.3 GiB)
 
 

@@ -50,7 +50,20 @@ NHC_DEFAULT_CONDITIONS = [
     {"type": "Ready", "status": "False", "duration": "300s"},
     {"type": "Ready", "status": "Unknown", "duration": "300s"},
 ]
-KINDS = ("Machine", "MachineHealthCheck", "NodeHealthCheck")
+KARPENTER = "Karpenter"
+CLUSTER_AUTOSCALER = "cluster-autoscaler"
+CLOUD_LIFECYCLE = "cloud node lifecycle controller"
+KARPENTER_GROUP = "karpenter.sh"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+KARPENTER_DISRUPTED = "karpenter.sh/disrupted"
+# cluster-autoscaler's taints, their values the Unix second they were set
+# (kubernetes/autoscaler cluster-autoscaler/utils/taints/taints.go)
+CA_TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
+CA_DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"
+# --scale-down-unready-time's default (cluster-autoscaler/main.go): the flag is not visible
+# through the API, so a claim using it says so.
+CA_SCALE_DOWN_UNREADY_SECONDS = 20 * 60
+KINDS = ("Machine", "MachineHealthCheck", "NodeHealthCheck", "NodeClaim")
 
 # States, in the order they win when one automation says several things.
 ACTING = "acting"  # remediation in flight now (requested, remediation CR created, Machine deleted)
@@ -59,6 +72,7 @@ SCHEDULED = "scheduled"  # acts at `at` (its timeout) if the node stays as it is
 STOPPED = "stopped"  # it will start no remediation now (short-circuit, paused, disabled)
 NOT_MATCHING = "not-matching"  # none of its unhealthy conditions matches the node now
 UNKNOWN = "unknown"  # linked to an automation object this snapshot does not hold
+WATCHING = "watching"  # covers the node, acts on what the API does not show (no time known)
 
 
 @dataclass
@@ -90,6 +104,7 @@ def covering(node: Obj, snap: Snapshot, now: datetime) -> list[Coverage]:
     """Every automation in the snapshot that covers `node`."""
     out = _machine_health_checks(node, snap, now)
     out += [_nhc(node, nhc, snap, now) for nhc in _of(snap, "NodeHealthCheck", NHC_GROUP)]
+    out += [_karpenter(node, snap, now), _autoscaler(node, now), _cloud_lifecycle(node, now)]
     return [c for c in out if c is not None]
 
 
@@ -554,7 +569,167 @@ def timeline_objects(node: Obj, snap: Snapshot) -> list[tuple[str, str, str]]:
             ("Machine", machine["metadata"].get("namespace", ""), machine["metadata"]["name"])
         )
     for cov in covering(node, snap, snap.captured_at):
+        if cov.object.startswith("Node/"):
+            continue  # the node's own events are in the timeline already
         kind, _, rest = cov.object.partition("/")
         namespace, _, name = rest.rpartition("/")
         out.append((kind, namespace, name))
     return list(dict.fromkeys(out))
+
+
+# --- Karpenter, cluster-autoscaler, the cloud node lifecycle controller ----------------------
+
+
+def _taint(node: Obj, key: str) -> Obj | None:
+    return next(
+        (t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") == key), None
+    )
+
+
+def _unix(value: Any) -> datetime | None:
+    from datetime import timezone
+
+    try:
+        return datetime.fromtimestamp(int(str(value)), tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def _karpenter(node: Obj, snap: Snapshot, now: datetime) -> Coverage | None:
+    """A Node of a Karpenter NodePool (label karpenter.sh/nodepool) and its NodeClaim
+    (status.nodeName). Karpenter's node repair (pkg/controllers/node/health/controller.go)
+    deletes the NodeClaim once a cloud provider repair policy's condition has held for its
+    toleration (30 min unless configured), unless more than 20% of the NodePool's nodes are
+    unhealthy; whether repair is enabled (the NodeRepair feature gate) and the provider's
+    policies are not visible through the API: no time is predicted, only what is in flight."""
+    labels = node["metadata"].get("labels") or {}
+    pool = labels.get(NODEPOOL_LABEL)
+    name = node["metadata"]["name"]
+    claims_of = [
+        c
+        for c in _of(snap, "NodeClaim", KARPENTER_GROUP)
+        if (c.get("status") or {}).get("nodeName") == name
+    ]
+    if not pool and not claims_of:
+        return None
+    nodeclaim = claims_of[0] if claims_of else None
+    who = f"NodePool {pool}" if pool else "Karpenter"
+    linked = [fact("Node", node, f"metadata.labels[{NODEPOOL_LABEL}]")] if pool else []
+    if nodeclaim is not None:
+        linked.append(fact("NodeClaim", nodeclaim, "status.nodeName"))
+    what = f"NodeClaim {nodeclaim['metadata']['name']}" if nodeclaim else "its NodeClaim"
+    claims = [
+        claim(
+            "covered-by",
+            "automation",
+            f"covered by Karpenter ({who}, {what}): its node repair, where enabled, deletes the "
+            "NodeClaim and replaces the node after its cloud provider's toleration for the "
+            "condition (30 min unless configured), unless over 20% of the NodePool is unhealthy",
+            *linked,
+        )
+    ]
+    obj = ref("NodeClaim", nodeclaim) if nodeclaim else f"Node/{name}"
+    deleting = parse_time((nodeclaim or {}).get("metadata", {}).get("deletionTimestamp"))
+    disrupted = _taint(node, KARPENTER_DISRUPTED)
+    if deleting is not None:
+        claims.append(
+            claim(
+                "automation-acting",
+                "automation",
+                f"Karpenter is replacing it: {what} is being deleted since {_when(deleting, now)}",
+                fact("NodeClaim", nodeclaim or {}, "metadata.deletionTimestamp"),
+            )
+        )
+        return Coverage(KARPENTER, obj, ACTING, deleting, joined(claims), claims)
+    if disrupted is not None:
+        claims.append(
+            claim(
+                "automation-acting",
+                "automation",
+                f"Karpenter is disrupting it (taint {KARPENTER_DISRUPTED}): it drains and "
+                "deletes the node",
+                fact("Node", node, f"spec.taints[key={KARPENTER_DISRUPTED}].effect"),
+            )
+        )
+        return Coverage(KARPENTER, obj, ACTING, None, joined(claims), claims)
+    return Coverage(KARPENTER, obj, WATCHING, None, joined(claims), claims)
+
+
+def _autoscaler(node: Obj, now: datetime) -> Coverage | None:
+    """cluster-autoscaler's own marks on the Node: ToBeDeletedByClusterAutoscaler (deleting it
+    now) and DeletionCandidateOfClusterAutoscaler (unneeded since its value): an unready node
+    unneeded for --scale-down-unready-time (20 min by default) is removed."""
+    name = node["metadata"]["name"]
+    deleting = _taint(node, CA_TO_BE_DELETED)
+    if deleting is not None:
+        since = _unix(deleting.get("value"))
+        text = (
+            f"cluster-autoscaler is removing the node (taint {CA_TO_BE_DELETED}"
+            + (f" since {_when(since, now)}" if since else "")
+            + "): it drains it and deletes the machine from its node group"
+        )
+        cov_claims = [
+            claim(
+                "automation-acting",
+                "automation",
+                text,
+                fact("Node", node, f"spec.taints[key={CA_TO_BE_DELETED}].value"),
+            )
+        ]
+        return Coverage(CLUSTER_AUTOSCALER, f"Node/{name}", ACTING, since, text, cov_claims)
+    candidate = _taint(node, CA_DELETION_CANDIDATE)
+    since = _unix((candidate or {}).get("value"))
+    if candidate is None or since is None:
+        return None
+    at = shifted(since, CA_SCALE_DOWN_UNREADY_SECONDS)
+    premise = fact("Node", node, f"spec.taints[key={CA_DELETION_CANDIDATE}].value")
+    if at <= now:
+        state, text = (
+            DUE,
+            (
+                f"cluster-autoscaler has found the node unneeded since {_when(since, now)}: with "
+                "the default --scale-down-unready-time (20 min; the flag is not visible through "
+                f"the API) an unready node is removed from {format_time(at)} on, at its next scan"
+            ),
+        )
+        kind = "automation-due"
+    else:
+        state, text = (
+            SCHEDULED,
+            (
+                f"cluster-autoscaler removes the node at {_when(at, now)}: unneeded since "
+                f"{format_time(since)}, plus the default --scale-down-unready-time 20 min "
+                "(the flag is not visible through the API), if it stays unneeded"
+            ),
+        )
+        kind = "automation-scheduled"
+    cov_claims = [claim(kind, "automation", text, premise)]
+    return Coverage(CLUSTER_AUTOSCALER, f"Node/{name}", state, at, text, cov_claims)
+
+
+def _cloud_lifecycle(node: Obj, now: datetime) -> Coverage | None:
+    """The cloud node lifecycle controller (k8s.io/cloud-provider controllers/nodelifecycle)
+    taints a not-Ready node whose instance is shut down with
+    node.cloudprovider.kubernetes.io/shutdown, and deletes the Node once the instance no longer
+    exists; when that happens is the cloud's, not visible here."""
+    from kubectl_nodefail.analysis.facts import TAINT_CLOUD_SHUTDOWN
+
+    taint = _taint(node, TAINT_CLOUD_SHUTDOWN)
+    if taint is None:
+        return None
+    text = (
+        f"the cloud node lifecycle controller reports the instance shut down (taint "
+        f"{TAINT_CLOUD_SHUTDOWN}): it deletes the Node once the instance no longer exists "
+        "(when, the cloud decides)"
+    )
+    cov_claims = [
+        claim(
+            "covered-by",
+            "automation",
+            text,
+            fact("Node", node, f"spec.taints[key={TAINT_CLOUD_SHUTDOWN}].effect"),
+        )
+    ]
+    del now
+    name = node["metadata"]["name"]
+    return Coverage(CLOUD_LIFECYCLE, f"Node/{name}", WATCHING, None, text, cov_claims)

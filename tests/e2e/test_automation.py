@@ -33,6 +33,7 @@ pytestmark = pytest.mark.e2e
 NS = "scenario-automation"
 CAPI_NS = "capi-system-e2e"
 MHC_NODE, NHC_NODE = "auto-mhc", "auto-nhc"
+KARPENTER_NODE, CA_NODE, CLOUD_NODE = "auto-karp", "auto-ca", "auto-cloud"
 OUT_OF_SERVICE = ("node.kubernetes.io/out-of-service", "NoExecute")
 
 
@@ -74,6 +75,7 @@ CRDS = [
     _crd("cluster.x-k8s.io", "v1beta1", "Machine", "machines", "Namespaced"),
     _crd("cluster.x-k8s.io", "v1beta1", "MachineHealthCheck", "machinehealthchecks", "Namespaced"),
     _crd("remediation.medik8s.io", "v1alpha1", "NodeHealthCheck", "nodehealthchecks", "Cluster"),
+    _crd("karpenter.sh", "v1", "NodeClaim", "nodeclaims", "Cluster"),
 ]
 
 
@@ -170,6 +172,13 @@ def crds(control_plane: ControlPlane) -> ControlPlane:
         )
     cp.apply(w.namespace(NS), w.namespace(CAPI_NS))
     return cp
+
+
+def _revive(cp: ControlPlane, node: str) -> None:
+    """The kubelet back: one failed node at a time in this module (no zone disruption, no
+    mass failure to refuse for another reason)."""
+    cp.start_kubelet(node)
+    wait_node_ready(cp, node, timeout=90)
 
 
 def _kill_with_pod(cp: ControlPlane, node: str, app: str) -> None:
@@ -486,6 +495,127 @@ def test_node_health_check(crds: ControlPlane, plugin: Plugin) -> None:
     proc = plugin.run("remediate", node, "--despite-automation", "-o", "json")
     assert proc.returncode == 4
     assert not _node_step(json.loads(proc.stdout), node)["allowed"]
+    _revive(cp, node)
+
+
+def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
+    cp, node = crds, KARPENTER_NODE
+    cp.add_failable_node(node)
+    cp.kubectl("label", "node", node, "karpenter.sh/nodepool=general-purpose")
+    cp.apply(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {
+                "name": "general-purpose-x7k2p",
+                "finalizers": ["karpenter.sh/termination"],
+                "labels": {"karpenter.sh/nodepool": "general-purpose"},
+            },
+            "spec": {
+                "nodeClassRef": {
+                    "group": "karpenter.k8s.aws",
+                    "kind": "EC2NodeClass",
+                    "name": "default",
+                },
+                "requirements": [],
+            },
+        }
+    )
+    _status(
+        cp,
+        "nodeclaims.karpenter.sh",
+        "general-purpose-x7k2p",
+        {
+            "nodeName": node,
+            "providerID": f"kwok://{node}",
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "Ready",
+                    "message": "",
+                    "lastTransitionTime": _now(),
+                }
+            ],
+        },
+    )
+    _kill_with_pod(cp, node, "db-karp")
+
+    # Covered, no time predicted (repair's gate and the provider's policies are not visible).
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["automation"] == "Karpenter" and cov["state"] == "watching"
+    assert cov["object"] == "NodeClaim/general-purpose-x7k2p" and cov["at"] is None
+    _check_premises(plugin, data, "automation-karpenter-watching")
+    _, plan = _plan(plugin, node)
+    assert _node_step(plan, node)["allowed"]
+
+    # Repair deletes the NodeClaim (its finalizer keeps it while Karpenter terminates).
+    cp.kubectl("delete", "nodeclaims.karpenter.sh", "general-purpose-x7k2p", "--wait=false")
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "acting" and "being deleted since" in cov["summary"]
+    _check_premises(plugin, data, "automation-karpenter-acting")
+    code, plan = _plan(plugin, node)
+    assert code == 4 and "Karpenter is replacing it" in _node_step(plan, node)["gate"]
+    _, plan = _plan(plugin, node, "--despite-automation")
+    assert _node_step(plan, node)["allowed"]
+    cp.kubectl(
+        "patch",
+        "nodeclaims.karpenter.sh",
+        "general-purpose-x7k2p",
+        "--type=merge",
+        "-p",
+        json.dumps({"metadata": {"finalizers": None}}),
+    )
+    _revive(cp, node)
+
+
+def test_cluster_autoscaler(crds: ControlPlane, plugin: Plugin) -> None:
+    cp, node = crds, CA_NODE
+    _kill_with_pod(cp, node, "db-ca")
+    unix = int(datetime.now(timezone.utc).timestamp())
+    # Unneeded for 19 min 30 s: removed 30 s from now with the default unready time (20 min).
+    cp.kubectl(
+        "taint",
+        "node",
+        node,
+        f"DeletionCandidateOfClusterAutoscaler={unix - 1170}:PreferNoSchedule",
+    )
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["automation"] == "cluster-autoscaler" and cov["state"] in ("scheduled", "due")
+    assert "--scale-down-unready-time" in cov["summary"]
+    _check_premises(plugin, data, "automation-ca-scheduled")
+    code, plan = _plan(plugin, node)
+    assert code == 4 and "stands back" in _node_step(plan, node)["gate"]
+    # Marked for deletion: acting since the taint's value.
+    cp.kubectl("taint", "node", node, f"ToBeDeletedByClusterAutoscaler={unix}:NoSchedule")
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "acting"
+    assert cov["at"] == datetime.fromtimestamp(unix, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    code, plan = _plan(plugin, node)
+    assert code == 4 and "cluster-autoscaler is removing" in _node_step(plan, node)["gate"]
+    _, plan = _plan(plugin, node, "--despite-automation")
+    assert _node_step(plan, node)["allowed"]
+    _revive(cp, node)
+
+
+def test_cloud_node_lifecycle(crds: ControlPlane, plugin: Plugin) -> None:
+    cp, node = crds, CLOUD_NODE
+    _kill_with_pod(cp, node, "db-cloud")
+    cp.kubectl("taint", "node", node, "node.cloudprovider.kubernetes.io/shutdown:NoSchedule")
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["automation"] == "cloud node lifecycle controller"
+    assert cov["state"] == "watching" and "deletes the Node once the instance" in cov["summary"]
+    _check_premises(plugin, data, "automation-cloud-shutdown")
+    # nothing to race: the shutdown taint is evidence, the plan proceeds without attestation
+    proc = plugin.run("remediate", node, "-o", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _node_step(json.loads(proc.stdout), node)["allowed"]
+    _revive(cp, node)
 
 
 def test_without_read_access_the_automation_is_a_named_gap(
@@ -493,7 +623,7 @@ def test_without_read_access_the_automation_is_a_named_gap(
 ) -> None:
     cp = crds
     shipped = yaml.safe_load((REPO / "deploy" / "rbac" / "diagnose.yaml").read_text())
-    groups = ("cluster.x-k8s.io", "remediation.medik8s.io")
+    groups = ("cluster.x-k8s.io", "remediation.medik8s.io", "karpenter.sh")
     narrower = {
         **shipped,
         "metadata": {"name": "nodefail-no-automation"},

@@ -60,6 +60,10 @@ RECORDED = {
     "automation-mhc-stopped.json": ("auto-mhc", {"stopped"}),
     "automation-nhc-scheduled.json": ("auto-nhc", {"scheduled", "due"}),
     "automation-nhc-stopped.json": ("auto-nhc", {"stopped"}),
+    "automation-karpenter-watching.json": ("auto-karp", {"watching"}),
+    "automation-karpenter-acting.json": ("auto-karp", {"acting"}),
+    "automation-ca-scheduled.json": ("auto-ca", {"scheduled", "due"}),
+    "automation-cloud-shutdown.json": ("auto-cloud", {"watching"}),
 }
 
 
@@ -81,8 +85,9 @@ def test_recorded_coverage_state_and_plan(name: str) -> None:
     assert all(c.because for c in cov.claims)  # no sentence without its premises
     opts = Options(attested=(node,), only_nodes=(node,), server_minor=snap.server_minor)
     step = next(s for s in make_plan(report, opts).steps if s.target == f"node/{node}")
-    if cov.state == "stopped":
-        assert step.allowed  # a stopped automation replaces nothing: nothing to race
+    if cov.state in ("stopped", "watching"):
+        # stopped: it replaces nothing; watching: no time to race is known
+        assert step.allowed
         assert finding.action is not None and "covers it" not in finding.action.summary
         return
     assert cov.at is not None
