@@ -435,12 +435,15 @@ def _nhc(node: Obj, nhc: Obj, snap: Snapshot, now: datetime) -> Coverage | None:
         return None
     who = f"NodeHealthCheck {nhc['metadata']['name']}"
     template = spec.get("remediationTemplate") or {}
-    remedy = str(template.get("kind") or "its escalating remediations").removesuffix("Template")
+    kind = str(template.get("kind") or "")
+    # a remediation CR is of its template's kind minus "Template" (SelfNodeRemediationTemplate
+    # -> SelfNodeRemediation); escalatingRemediations list several templates instead
+    remedy = f"a {kind.removesuffix('Template')}" if kind else "its first escalating remediation"
     claims = [
         claim(
             "covered-by",
             "automation",
-            f"covered by {who} (Medik8s): when the node is unhealthy by its rules it creates a "
+            f"covered by {who} (Medik8s): when the node is unhealthy by its rules it creates "
             f"{remedy} for it",
             fact("NodeHealthCheck", nhc, "spec.selector"),
         )
@@ -507,7 +510,7 @@ def _nhc_state(
         now,
         claims,
         who,
-        f"creates a {remedy}",
+        f"creates {remedy}",
         default_rules=default,
     )
 
