@@ -547,6 +547,15 @@ def _nhc_stopped(nhc: Obj, who: str) -> Claim | None:
         most = scaled(spec["maxUnhealthy"], observed, True)
         least = None if most is None else observed - most
         field_name, setting = "spec.maxUnhealthy", f"maxUnhealthy {spec['maxUnhealthy']}"
+        if most is not None and most > observed:  # getMinHealthy's error: nothing remediated
+            return claim(
+                "automation-stopped",
+                "automation",
+                f"{who} remediates nothing: its {setting} exceeds the {observed} nodes it "
+                "observes, which its controller rejects as an error",
+                fact("NodeHealthCheck", nhc, field_name),
+                fact("NodeHealthCheck", nhc, "status.observedNodes"),
+            )
     else:
         return None
     if least is None or healthy >= least:

@@ -5,17 +5,21 @@ plan stands back unless --despite-automation, which unlocks nothing else."""
 
 from __future__ import annotations
 
+import copy
+import json
 import math
 from datetime import timedelta
+from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail.analysis import automation
+from kubectl_nodefail import render
+from kubectl_nodefail.analysis import automation, premises
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.plan import Options, make_plan
-from kubectl_nodefail.snapshot import load_dump
+from kubectl_nodefail.snapshot import from_items, load_dump, parse_time
 from tests.unit.conftest import FIXTURES
 
 UNITS = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
@@ -118,3 +122,89 @@ def test_a_time_is_stated_in_the_scheduled_claim() -> None:
         assert automation.stands_back(cov, snap.captured_at, 120)
         assert not automation.stands_back(cov, cov.at - timedelta(seconds=200), 120)
     assert "MachineHealthCheck capi-system-e2e/workers-unhealthy" in cov.summary
+
+
+# --- generated neighbours of the recorded NodeHealthCheck: the short-circuit, the phases, the
+# timeouts; every premise re-read from the raw document, and the stand-back as the state says.
+
+
+def _nhc_neighbour(
+    doc: dict[str, Any],
+    limit: tuple[str, str],
+    observed: int,
+    healthy: int,
+    phase: str,
+    seconds: int,
+    started: bool,
+) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    nhc = next(i for i in out["items"] if i.get("kind") == "NodeHealthCheck")
+    spec, status = nhc["spec"], nhc["status"]
+    spec.pop("minHealthy", None)
+    spec[limit[0]] = limit[1]
+    for rule in spec["unhealthyConditions"]:
+        rule["duration"] = f"{seconds}s"
+    status.update(observedNodes=observed, healthyNodes=healthy, phase=phase)
+    if started:
+        status["unhealthyNodes"] = [
+            {
+                "name": "auto-nhc",
+                "remediations": [
+                    {
+                        "resource": {"kind": "SelfNodeRemediation", "name": "auto-nhc"},
+                        "started": doc["capturedAt"],
+                    }
+                ],
+            }
+        ]
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    limit=st.tuples(
+        st.sampled_from(["minHealthy", "maxUnhealthy"]),
+        st.one_of(st.integers(0, 100).map(lambda p: f"{p}%"), st.integers(0, 6).map(str)),
+    ),
+    observed=st.integers(1, 6),
+    healthy=st.integers(0, 6),
+    phase=st.sampled_from(["Enabled", "Paused", "Disabled", "Remediating"]),
+    seconds=st.integers(1, 3600),
+    started=st.booleans(),
+)
+def test_generated_node_health_checks_state_only_what_holds(
+    limit: tuple[str, str],
+    observed: int,
+    healthy: int,
+    phase: str,
+    seconds: int,
+    started: bool,
+) -> None:
+    raw = json.loads((FIXTURES / "automation-nhc-scheduled.json").read_text())
+    doc = _nhc_neighbour(raw, limit, observed, min(healthy, observed), phase, seconds, started)
+    captured = parse_time(doc["capturedAt"])
+    assert captured is not None
+    snap = from_items(copy.deepcopy(doc["items"]), captured, source="generated")
+    report = diagnose(snap, captured)
+    finding = next(n for n in report.nodes if n.name == "auto-nhc")
+    (cov,) = finding.automation
+    assert not premises.check(doc, render.report_data(report))
+    healthy = min(healthy, observed)
+    field, value = limit
+    scaled = automation.scaled(value if value.endswith("%") else int(value), observed, True)
+    least = None if scaled is None else scaled if field == "minHealthy" else observed - scaled
+    if started:
+        assert cov.state == "acting"  # in flight wins over any short-circuit
+    elif phase in ("Paused", "Disabled") or (least is not None and healthy < least):
+        assert cov.state == "stopped"
+    elif field == "maxUnhealthy" and scaled is not None and scaled > observed:
+        # getMinHealthy's error ("greater than the number of selected nodes"): no remediation
+        assert cov.state == "stopped"
+    else:
+        assert cov.state in ("scheduled", "due")
+    step = next(
+        s
+        for s in make_plan(report, Options(attested=("auto-nhc",), only_nodes=("auto-nhc",))).steps
+        if s.target == "node/auto-nhc"
+    )
+    assert step.allowed is not automation.stands_back(cov, captured, 120.0)
