@@ -208,3 +208,21 @@ def test_generated_node_health_checks_state_only_what_holds(
         if s.target == "node/auto-nhc"
     )
     assert step.allowed is not automation.stands_back(cov, captured, 120.0)
+
+
+def test_every_output_names_the_automation() -> None:
+    from kubectl_nodefail import incident
+
+    snap = _recorded("automation-karpenter-acting.json")
+    report = diagnose(snap, snap.captured_at)
+    data = incident.report_with_timelines(report, snap)
+    karp = next(n for n in data["nodes"] if n["name"] == "auto-karp")
+    (cov,) = karp["automation"]
+    assert "being deleted since" in cov["summary"]
+    assert f"- `auto-karp` (acting): {cov['summary']}" in incident.markdown(data, snap)
+    table = render.table(report)
+    assert "AUTOMATION (who else acts on these nodes)" in table
+    assert "Karpenter is replacing it" in table
+    assert "[acting] covered by Karpenter" in render.explain_node(
+        next(n for n in report.nodes if n.name == "auto-karp"), report
+    ).replace("\n", " ").replace("  ", " ")
