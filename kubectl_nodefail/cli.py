@@ -718,7 +718,16 @@ def checked(snap: Any) -> Any:
     the analysis trusts its input whichever way it came."""
     from kubectl_nodefail import dumpschema
 
-    for name in ("nodes", "leases", "pods", "owners", "volume_attachments", "pvcs", "pvs"):
+    for name in (
+        "nodes",
+        "leases",
+        "pods",
+        "owners",
+        "volume_attachments",
+        "pvcs",
+        "pvs",
+        "automation",
+    ):
         setattr(snap, name, dumpschema.take_live(getattr(snap, name)))
     snap.events = dumpschema.take_live(snap.events)
     return snap
@@ -1051,6 +1060,13 @@ def dump(
     "network or control plane: be sure first).",
 )
 @click.option(
+    "--despite-automation",
+    is_flag=True,
+    help="Act even on a node that its remediation automation (MachineHealthCheck, "
+    "NodeHealthCheck, Karpenter, cluster-autoscaler) remediates now or within "
+    "--wait-timeout: you race it.",
+)
+@click.option(
     "--log-file",
     type=click.Path(),  # checked by outpath.check_writable, in one line
     metavar="PATH",
@@ -1094,6 +1110,7 @@ def remediate(
     attested: tuple[str, ...],
     max_nodes: int,
     allow_disruption: bool,
+    despite_automation: bool,
     log_file: str | None,
     wait_timeout: float,
     from_file: str | None,
@@ -1153,6 +1170,8 @@ def remediate(
         only_nodes=sorted({s.node for s in saved.steps}) if saved else nodes,
         max_nodes=max_nodes,
         allow_disruption=allow_disruption,
+        despite_automation=despite_automation,
+        automation_horizon=wait_timeout,
     )
     cluster = None
     log = None

@@ -138,6 +138,15 @@ BOOL = Scalar("a boolean", _expect(bool, "a boolean"))
 INT = Scalar("an integer", _int64)
 TIME = Scalar("an RFC 3339 time", _time)
 STR_MAP = MapOf(STR)
+
+
+def _int_or_str(value: Any) -> str | None:
+    if isinstance(value, str):
+        return None
+    return _int64(value) and "must be an integer or a string (int-or-string)"
+
+
+INT_OR_STR = Scalar("an integer or a string", _int_or_str)
 STR_LIST = ListOf(STR)
 ANY = AnyObject()
 
@@ -273,6 +282,59 @@ SCHEMAS: dict[str, Object] = {
         series=obj(count=INT, lastObservedTime=TIME),
     ),
 }
+# Remediation automation (analysis/automation.py): the fields it reads, per kind.
+SELECTOR = obj(
+    matchLabels=STR_MAP,
+    matchExpressions=ListOf(obj(key=STR, operator=STR, values=STR_LIST)),
+)
+AUTOMATION_CONDITION = obj(type=STR, status=STR, reason=STR, message=STR, lastTransitionTime=TIME)
+SCHEMAS["Machine"] = obj(
+    ("metadata",),
+    metadata=METADATA,
+    spec=obj(clusterName=STR),
+    status=obj(nodeRef=obj(name=STR), conditions=ListOf(AUTOMATION_CONDITION)),
+)
+SCHEMAS["MachineHealthCheck"] = obj(
+    ("metadata",),
+    metadata=METADATA,
+    spec=obj(
+        clusterName=STR,
+        selector=SELECTOR,
+        unhealthyConditions=ListOf(obj(type=STR, status=STR, timeout=STR)),
+        maxUnhealthy=INT_OR_STR,
+    ),
+    status=obj(expectedMachines=INT, currentHealthy=INT, conditions=ListOf(AUTOMATION_CONDITION)),
+)
+SCHEMAS["NodeHealthCheck"] = obj(
+    ("metadata",),
+    metadata=METADATA,
+    spec=obj(
+        selector=SELECTOR,
+        unhealthyConditions=ListOf(obj(type=STR, status=STR, duration=STR)),
+        minHealthy=INT_OR_STR,
+        maxUnhealthy=INT_OR_STR,
+        pauseRequests=STR_LIST,
+        remediationTemplate=obj(kind=STR, name=STR, namespace=STR),
+    ),
+    status=obj(
+        observedNodes=INT,
+        healthyNodes=INT,
+        phase=STR,
+        reason=STR,
+        conditions=ListOf(AUTOMATION_CONDITION),
+        inFlightRemediations=MapOf(TIME),
+        unhealthyNodes=ListOf(
+            obj(
+                ("name",),
+                name=STR,
+                remediations=ListOf(
+                    obj(resource=obj(kind=STR, name=STR, namespace=STR), started=TIME)
+                ),
+            )
+        ),
+    ),
+)
+SCHEMAS["NodeClaim"] = obj(("metadata",), metadata=METADATA, status=obj(nodeName=STR))
 # Any other kind is an owner (ReplicaSet, StatefulSet, Job, ..., or one no rule knows).
 OWNER = obj(
     ("metadata",),

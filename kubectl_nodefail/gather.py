@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from kubectl_nodefail import kube
-from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis import automation, facts
 from kubectl_nodefail.analysis.nodes import (
     has_problem_condition,
     is_ready,
@@ -218,6 +218,8 @@ def gather(
     }
     pvcs, pvs = _claims(cluster, reader, list(pods.values()), attached_pvs - {""})
     events += _node_events(cluster, reader, focus)
+    automation_objects = _automation(cluster, reader, nodes, focus)
+    events += _automation_events(cluster, reader, nodes, focus, automation_objects)
     return Snapshot(
         captured_at=clock(),
         server_version=version,
@@ -230,6 +232,7 @@ def gather(
         pvcs=pvcs,
         pvs=pvs,
         events=events,
+        automation=automation_objects,
         gaps=reader.gaps,
     )
 
@@ -733,6 +736,102 @@ def _node_events(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> li
         ),
         node_events,
     )
+
+
+# Remediation automation (analysis/automation.py): collection path, kind, and what a gap
+# names. A 404 (CRD not installed) is simply absent; a 403 a stated gap.
+AUTOMATION_LISTS = (
+    (
+        "/apis/cluster.x-k8s.io/v1beta1/machinehealthchecks",
+        "MachineHealthCheck",
+        "Cluster API machinehealthchecks",
+    ),
+    ("/apis/cluster.x-k8s.io/v1beta1/machines", "Machine", "Cluster API machines"),
+    ("/apis/karpenter.sh/v1/nodeclaims", "NodeClaim", "Karpenter nodeclaims"),
+    (
+        "/apis/remediation.medik8s.io/v1alpha1/nodehealthchecks",
+        "NodeHealthCheck",
+        "Medik8s nodehealthchecks",
+    ),
+)
+
+
+AUTOMATION_VERSIONS = {
+    kind: path.split("/", 3)[2] + "/" + path.split("/")[3] for path, kind, _ in AUTOMATION_LISTS
+}
+
+
+def _automation(
+    cluster: kube.Cluster, reader: _Reader, nodes: list[Obj], focus: list[str]
+) -> list[Obj]:
+    """The remediation automation objects that may cover a failed examined node (none read
+    when no examined node failed). Machines are kept only for those nodes."""
+    failed = {n["metadata"]["name"] for n in nodes if not is_ready(n)} & set(focus)
+    if not failed:
+        return []
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    machines = {
+        ((by_name[n]["metadata"].get("annotations") or {}).get(automation.MACHINE_ANNOTATION))
+        for n in failed
+    } - {None}
+
+    def keep_machine(obj: Obj) -> Obj | None:
+        node_ref = ((obj.get("status") or {}).get("nodeRef") or {}).get("name")
+        return obj if node_ref in failed or obj["metadata"].get("name") in machines else None
+
+    def keep_nodeclaim(obj: Obj) -> Obj | None:
+        return obj if (obj.get("status") or {}).get("nodeName") in failed else None
+
+    def read(item: tuple[str, str, str]) -> list[Obj]:
+        path, kind, what = item
+        keep = {"Machine": keep_machine, "NodeClaim": keep_nodeclaim}.get(kind)
+        return list(reader.optional(what, lambda: cluster.list_all(path, kind, keep=keep), []))
+
+    out: list[Obj] = []
+    for batch in kube.parallel(read, list(AUTOMATION_LISTS)):
+        out += batch
+    for obj in out:  # list items carry no apiVersion: the analysis checks the group
+        obj.setdefault("apiVersion", AUTOMATION_VERSIONS[obj.get("kind", "")])
+    return out
+
+
+def _automation_events(
+    cluster: kube.Cluster,
+    reader: _Reader,
+    nodes: list[Obj],
+    focus: list[str],
+    objects: list[Obj],
+) -> list[Obj]:
+    """Events about the automation objects that cover the failed examined nodes (few)."""
+    from kubectl_nodefail.snapshot import Snapshot as _Snap
+
+    if not objects:
+        return []
+    snap = _Snap(captured_at=datetime.now(timezone.utc), nodes=nodes, automation=objects)
+    wanted: set[tuple[str, str, str]] = set()
+    for name in focus:
+        node = snap.node(name)
+        if node is not None and not is_ready(node):
+            wanted.update(automation.timeline_objects(node, snap))
+
+    def read(key: tuple[str, str, str]) -> list[Obj]:
+        kind, _, name = key
+        return list(
+            reader.optional(
+                "events",
+                lambda: cluster.list_all(
+                    "/api/v1/events",
+                    "Event",
+                    fieldSelector=f"involvedObject.kind={kind},involvedObject.name={name}",
+                ),
+                [],
+            )
+        )
+
+    out: list[Obj] = []
+    for batch in kube.parallel(read, sorted(wanted)):
+        out += batch
+    return out
 
 
 def stderr_progress(message: str) -> None:

@@ -72,6 +72,10 @@ def render(data: Obj, timelines: dict[str, list[Entry]], now: datetime) -> str:
                 for n in nodes
             ],
         )
+    covered = [(n["name"], c) for n in nodes for c in n.get("automation") or []]
+    if covered:
+        out += ["", "### Who else acts on these nodes", ""]
+        out += [f"- `{name}` ({c.get('state')}): {c.get('summary')}" for name, c in covered]
     for zone in data.get("zones") or []:
         if zone.get("notReady"):
             out += ["", f"Zone `{zone['zone']}`: {zone['state']}, evictions {zone['eviction']}."]

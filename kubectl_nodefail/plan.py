@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
 from kubectl_nodefail import attestation
-from kubectl_nodefail.analysis import advice, versions
+from kubectl_nodefail.analysis import advice, automation, versions
 from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER
 from kubectl_nodefail.analysis.diagnose import MASS_FAILURE_NODES, MASS_FAILURE_SHARE
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
@@ -149,6 +149,10 @@ class Options:
     server_minor: int | None = None
     node_uids: Mapping[str, str] = field(default_factory=dict)  # node name -> metadata.uid
     attested_by: str = "unknown user"  # who typed the attestations (SelfSubjectReview)
+    # Act even on a node whose remediation automation acts now or within the horizon (the
+    # seconds a confirmed run may take: --wait-timeout). It unlocks nothing else.
+    despite_automation: bool = False
+    automation_horizon: float = 120.0
 
 
 def _shutdown_evidence(node: NodeFinding, opts: Options) -> list[str]:
@@ -232,6 +236,34 @@ def _finalizer_step(node: NodeFinding, pod: PodFinding, holders: list[str]) -> S
     )
 
 
+def _racing(node: NodeFinding, report: Report, opts: Options) -> list[automation.Coverage]:
+    return [
+        c
+        for c in node.automation
+        if automation.stands_back(c, report.captured_at, opts.automation_horizon)
+    ]
+
+
+def _automation_refusal(node: NodeFinding, report: Report, opts: Options) -> str | None:
+    """Why remediate stands back from this node: its automation remediates it now, or will
+    within the time this plan takes; None when nothing races it or the operator overrides."""
+    racing = _racing(node, report, opts)
+    if not racing or opts.despite_automation:
+        return None
+    said = "; ".join(f"{c.automation}: {c.claims[-1].text}" for c in racing if c.claims)
+    return (
+        f"stands back: {said}. Acting now would race it. Wait for it, or stop it first; "
+        "only to act anyway, re-run with --despite-automation"
+    )
+
+
+def _raced(node: NodeFinding, report: Report, opts: Options) -> list[str]:
+    return [
+        f"proceeding despite {c.automation} ({c.object}, {c.state}): --despite-automation"
+        for c in _racing(node, report, opts)
+    ]
+
+
 def _node_steps(
     node: NodeFinding, report: Report, opts: Options, refusal: str | None
 ) -> list[Step]:
@@ -255,6 +287,7 @@ def _node_steps(
     if not node.failed:
         return []
     evidence = _shutdown_evidence(node, opts)
+    refusal = refusal or _automation_refusal(node, report, opts)
     strategy = _strategy(opts)
     steps: list[Step] = []
     pods = _pods_on(report, node.name)
@@ -267,6 +300,8 @@ def _node_steps(
         f"if it is off, re-run with {attestation.flag()}, typing the node's name yourself"
     )
     gate = "shutdown confirmed: " + "; ".join(evidence) if gate_ok else unlock
+    if gate_ok and opts.despite_automation:  # said, never counted as evidence
+        gate = "; ".join([gate, *_raced(node, report, opts)])
     blocked: list[PodFinding] = []  # what only a destructive step releases
     held_here: list[str] = []  # what no step releases: pods held by finalizers
     for pod in pods:

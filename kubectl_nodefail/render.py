@@ -212,6 +212,10 @@ def table(
                 row.insert(6, str(n.pod_count))
             rows.append(row)
         out += ["", _table(NODE_COLUMNS, rows, wide, width, extra={5: ["TAINTS", "PODS"]})]
+    covered = [(n.name, c) for n in report.nodes for c in n.automation]
+    if covered:
+        out += ["", "AUTOMATION (who else acts on these nodes)"]
+        out += [line for name, c in covered for line in fit.prose(f"- {name}: {c.summary}", width)]
     troubled = [z for z in report.zones if z.not_ready]
     if troubled:
         out.append("")
@@ -470,6 +474,8 @@ def explain_node(n: NodeFinding, report: Report, width: int | None = None) -> st
                 width=width,
             )
         )
+    for cov in n.automation:
+        lines.append(_wrap("Automation", f"[{cov.state}] {cov.summary}"))
     pods = [p for p in report.pods if p.node == n.name]
     lines.append(
         _wrap(

@@ -24,6 +24,9 @@ UTC = timezone.utc
 Obj = dict[str, Any]
 DUMP_KIND = "NodefailDump"
 DUMP_API_VERSION = "kubectl-nodefail/v1"
+# Kinds of remediation automation objects (analysis/automation.py; their apiVersion's group is
+# checked there): a Machine is not an owner of pods.
+AUTOMATION_KINDS = ("Machine", "MachineHealthCheck", "NodeHealthCheck", "NodeClaim")
 MAX_DUMP_BYTES = 1 << 30  # 1 GiB of JSON (a 60,000-pod dump is 0.2-0.3 GiB)
 
 
@@ -69,6 +72,8 @@ class Snapshot:
     pvcs: list[Obj] = field(default_factory=list)
     pvs: list[Obj] = field(default_factory=list)
     events: list[Obj] = field(default_factory=list)
+    # remediation automation: Cluster API Machines and MachineHealthChecks, NodeHealthChecks
+    automation: list[Obj] = field(default_factory=list)
     gaps: list[str] = field(default_factory=list)
     # Free-form provenance, e.g. which scenario and moment a recorded fixture shows.
     notes: dict[str, Any] = field(default_factory=dict)
@@ -162,6 +167,7 @@ class Snapshot:
             ("PersistentVolumeClaim", self.pvcs),
             ("PersistentVolume", self.pvs),
             ("Event", self.events),
+            (None, self.automation),
         ):
             for obj in objs:
                 items.append(
@@ -208,6 +214,8 @@ def from_items(items: Iterable[Obj], captured_at: datetime, **meta: Any) -> Snap
         "PersistentVolume": snap.pvs,
         "Event": snap.events,
     }
+    for kind in AUTOMATION_KINDS:
+        buckets[kind] = snap.automation
     for obj in items:
         kind = obj.get("kind", "")
         if kind in buckets:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubectl_nodefail import attestation
-from kubectl_nodefail.analysis import versions
+from kubectl_nodefail.analysis import automation, versions
 from kubectl_nodefail.analysis.eviction import EvictionTime
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Replacement
 from kubectl_nodefail.analysis.nodes import kubelet_alive
@@ -481,6 +481,9 @@ def for_node(
             "none",
             kubectl=f"kubectl describe node {node.name}",
         )
+    waiting = _automation_wait(node)
+    if waiting is not None:
+        return waiting
     oos_ok = versions.out_of_service_usable(server_minor)
     if node.out_of_service:
         return Action(
@@ -533,4 +536,25 @@ def for_node(
         "the kubelet is alive and reports a problem: fix it on the node "
         "(runtime, CNI, disk); do not force anything",
         "none",
+    )
+
+
+def _automation_wait(node: NodeFinding) -> Action | None:
+    """Waiting, when an automation remediates the node now or has a time to: acting as well
+    would race it (remediate stands back; analysis/automation.py)."""
+    acting = [
+        c
+        for c in node.automation
+        if c.state in (automation.ACTING, automation.DUE, automation.SCHEDULED)
+    ]
+    if not node.failed or node.out_of_service or not acting:
+        return None
+    first = min(acting, key=lambda c: (c.state == automation.SCHEDULED, c.at is None))
+    last = first.claims[-1].text if first.claims else first.summary
+    return Action(
+        "wait",
+        f"{first.automation} covers it: {last}. Let it act: remediate stands back from a node "
+        "its automation remediates now or soon; acting as well would race it",
+        "none",
+        until=first.at if first.state == automation.SCHEDULED else None,
     )

@@ -23,7 +23,7 @@ from typing import Any
 from kubectl_nodefail.snapshot import Obj
 
 # Where a claim's text goes in a pod's report (the sentence fields of PodFinding).
-SECTIONS = ("meaning", "why", "replacement", "returns", "action")
+SECTIONS = ("meaning", "why", "replacement", "returns", "action", "automation")
 
 # The kinds of claim, and what each states. README/docs list them with their proofs.
 KINDS = {
@@ -43,6 +43,13 @@ KINDS = {
     "static-pod": "the kubelet runs the pod from a manifest on the node",
     "one-per-node": "a DaemonSet pod, never evicted for not-ready/unreachable",
     "unknown-owner": "an owner whose behaviour this tool does not model",
+    # a node's remediation automation (analysis/automation.py, docs/automation.md)
+    "covered-by": "an automation that replaces or fences the node covers it",
+    "automation-acting": "the automation is remediating the node now",
+    "automation-due": "its timeout has passed and it records no remediation yet",
+    "automation-scheduled": "when the automation acts if the node stays as it is",
+    "automation-stopped": "the automation starts no remediation now (short-circuit, paused)",
+    "automation-not-matching": "none of its unhealthy conditions matches the node now",
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from kubectl_nodefail.analysis import advice, versions
+from kubectl_nodefail.analysis import advice, automation, versions
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node
 from kubectl_nodefail.analysis.pods import (
@@ -88,6 +88,9 @@ def diagnose(
         if p.node_failed:
             on_failed.setdefault(p.node, []).append(p)
     for finding in listed:
+        node_obj = snap.node(finding.name)
+        if finding.failed and node_obj is not None:
+            finding.automation = automation.covering(node_obj, snap, now)
         finding.action = advice.for_node(finding, minor, on_failed.get(finding.name, []))
     return Report(
         captured_at=snap.captured_at,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from kubectl_nodefail.analysis.automation import Coverage
 from kubectl_nodefail.analysis.claims import Claim, Premise
 
 
@@ -63,6 +64,8 @@ class NodeFinding:
     action: Action | None = None
     volumes_attached: list[str] = field(default_factory=list)  # VolumeAttachments still on it
     lease_stale: bool | None = None  # lease not renewed within its duration; None: no lease read
+    # remediation automation covering the node, and what it does next (analysis/automation.py)
+    automation: list[Coverage] = field(default_factory=list)
 
 
 @dataclass

@@ -161,9 +161,7 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
     if cause.code in _TAINT_CAUSES:
         for key in (facts.TAINT_CLOUD_SHUTDOWN, facts.TAINT_OUT_OF_SERVICE):
             because.append(fact("Node", node, f"spec.taints[key={key}].effect"))
-        because.append(
-            fact("Node", node, f"metadata.annotations[{facts.ANNOTATION_TAINTED_BY}]")
-        )
+        because.append(fact("Node", node, f"metadata.annotations[{facts.ANNOTATION_TAINTED_BY}]"))
     if cause.code in _CONDITION_CAUSES:
         for kind in conditions(node):
             if kind != "Ready":

@@ -18,7 +18,7 @@ Obj = dict[str, Any]
 
 @dataclass(frozen=True)
 class FalsePremise:
-    pod: str  # namespace/name of the pod the claim is about
+    pod: str  # namespace/name of the pod the claim is about, or "node NAME"
     kind: str  # the claim's kind
     object: str
     field: str
@@ -111,6 +111,9 @@ def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
         )
         for node in diagnosis.get("nodes") or []
     ]
+    for node in diagnosis.get("nodes") or []:  # a node's automation claims
+        for coverage in node.get("automation") or []:
+            stated.append((f"node {node.get('name')}", coverage.get("claims") or []))
     for who, claims in stated:
         for claim in claims:
             for premise in claim.get("because") or []:

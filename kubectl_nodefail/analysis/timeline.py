@@ -15,6 +15,10 @@ Sources, each entry naming its own (so a reader can check it):
   VolumeAttachment                          attach requested (creationTimestamp), detach
                                             requested (deletionTimestamp)
   Events about the node and these pods      e.g. NodeNotReady, Multi-Attach error, attached
+  Remediation automation (automation.py)    remediation started (Machine OwnerRemediated,
+                                            deletionTimestamp; NodeHealthCheck remediations[]
+                                            started), due at its timeout; and the events of
+                                            its Machine, MachineHealthCheck, NodeHealthCheck
 
 The API keeps no history: a transition later overwritten (a node that flapped twice) shows only
 its last occurrence, and events expire (1 h by default). The timeline says what the objects
@@ -27,6 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kubectl_nodefail.analysis import automation
 from kubectl_nodefail.analysis.facts import TAINT_OUT_OF_SERVICE
 from kubectl_nodefail.snapshot import Snapshot, parse_time, shifted
 
@@ -41,6 +46,7 @@ ORDER = [
     "pod-not-ready",
     "taint-added",
     "event",
+    "automation",
     "pod-evicted",
     "pod-deletion-requested",
     "replacement-created",
@@ -348,6 +354,19 @@ def _event_entries(snap: Snapshot, refs: dict[tuple[str, str, str], str]) -> lis
     return out
 
 
+def _automation_entries(node: Obj, snap: Snapshot) -> list[Entry]:
+    """When the node's automation started remediating it, or when its timeout fell due."""
+    out = []
+    for cov in automation.covering(node, snap, snap.captured_at):
+        if cov.at is None or cov.state not in (automation.ACTING, automation.DUE):
+            continue
+        words = "remediation started" if cov.state == automation.ACTING else "timeout passed"
+        last = cov.claims[-1]
+        source = ", ".join(f"{p.object} {p.field}" for p in last.because[:1])
+        out.append(Entry(cov.at, "automation", f"{cov.automation}: {words}", cov.object, source))
+    return out
+
+
 def node_timeline(snap: Snapshot, node_name: str) -> list[Entry]:
     """Everything the snapshot records about the failure of `node_name`, oldest first.
     Empty when the snapshot has no such node."""
@@ -387,6 +406,9 @@ def node_timeline(snap: Snapshot, node_name: str) -> list[Entry]:
         entries += _replacement_entries(pod, replaced_uids[owner])
         refs[("Pod", meta.get("namespace", ""), meta["name"])] = _pod_ref(pod)
     entries += _volume_entries(snap, node_name, pv_names)
+    for kind, namespace, name in automation.timeline_objects(node, snap):
+        refs[(kind, namespace, name)] = "/".join(x for x in (kind.lower(), namespace, name) if x)
+    entries += _automation_entries(node, snap)
     entries += _event_entries(snap, refs)
     rank = {kind: i for i, kind in enumerate(ORDER)}
     return sorted(

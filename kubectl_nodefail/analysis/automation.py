@@ -1,0 +1,747 @@
+"""Who else acts on a failed node: remediation automation found in the snapshot, per node.
+
+Pure: the snapshot's objects and `now` in, one Coverage per automation that covers the node out,
+each stated by claims (claims.py) whose premises premises.py re-reads from the raw dump. What
+each automation does, its defaults and the fields read are cited in docs/automation.md; the
+short citations here name the source file the fact comes from.
+
+Covered (CRDs read by gather.py):
+- Cluster API MachineHealthCheck (cluster.x-k8s.io/v1beta1). A Node is linked to its Machine by
+  the annotations the Machine controller sets on it, `cluster.x-k8s.io/machine` and
+  `cluster.x-k8s.io/cluster-namespace` (api/v1beta1/common_types.go), or by the Machine's
+  `status.nodeRef.name`. A MachineHealthCheck covers a Machine of its namespace whose labels
+  match `spec.selector` and whose `spec.clusterName` is its own. It finds the node unhealthy
+  when one of `spec.unhealthyConditions` {type, status, timeout} has held for `timeout` since
+  the node condition's lastTransitionTime; it then sets the Machine's `HealthCheckSucceeded`
+  False and `OwnerRemediated` False (WaitingForRemediation), and the owning MachineSet deletes
+  the Machine to replace it (api/v1beta1/condition_consts.go). It stops remediating while more
+  than `maxUnhealthy` (default 100%, machinehealthcheck_webhook.go) are unhealthy, shown by
+  its `RemediationAllowed` condition False, reason TooManyUnhealthy.
+- Medik8s NodeHealthCheck (remediation.medik8s.io/v1alpha1, cluster-scoped). It covers the
+  Nodes its `spec.selector` matches; a node is unhealthy once one of `spec.unhealthyConditions`
+  {type, status, duration} has held for `duration` since lastTransitionTime (default Ready
+  False/Unknown 300s, api/v1alpha1/nodehealthcheck_types.go); it then creates a remediation CR
+  (SelfNodeRemediation, FenceAgentsRemediation, ...: `spec.remediationTemplate`) recorded in
+  `status.unhealthyNodes[].remediations[]` with its `started` time. New remediations stop while
+  `status.phase` is Disabled or Paused, or while fewer than minHealthy (or total - maxUnhealthy,
+  rounded up; internal/controller/nodehealthcheck_controller.go getMinHealthy) of the observed
+  nodes are healthy.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, ref
+from kubectl_nodefail.snapshot import Obj, Snapshot, format_time, parse_time, shifted
+
+CAPI_GROUP = "cluster.x-k8s.io"
+NHC_GROUP = "remediation.medik8s.io"
+MACHINE_ANNOTATION = "cluster.x-k8s.io/machine"
+CLUSTER_NAMESPACE_ANNOTATION = "cluster.x-k8s.io/cluster-namespace"
+MHC = "Cluster API MachineHealthCheck"
+NHC = "Medik8s NodeHealthCheck"
+# The NodeHealthCheck CRD's default unhealthyConditions, used where a stored object has none.
+NHC_DEFAULT_CONDITIONS = [
+    {"type": "Ready", "status": "False", "duration": "300s"},
+    {"type": "Ready", "status": "Unknown", "duration": "300s"},
+]
+KARPENTER = "Karpenter"
+CLUSTER_AUTOSCALER = "cluster-autoscaler"
+CLOUD_LIFECYCLE = "cloud node lifecycle controller"
+KARPENTER_GROUP = "karpenter.sh"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+KARPENTER_DISRUPTED = "karpenter.sh/disrupted"
+# cluster-autoscaler's taints, their values the Unix second they were set
+# (kubernetes/autoscaler cluster-autoscaler/utils/taints/taints.go)
+CA_TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
+CA_DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"
+# --scale-down-unready-time's default (cluster-autoscaler/main.go): the flag is not visible
+# through the API, so a claim using it says so.
+CA_SCALE_DOWN_UNREADY_SECONDS = 20 * 60
+KINDS = ("Machine", "MachineHealthCheck", "NodeHealthCheck", "NodeClaim")
+
+# States, in the order they win when one automation says several things.
+ACTING = "acting"  # remediation in flight now (requested, remediation CR created, Machine deleted)
+DUE = "due"  # its timeout has passed and it records no remediation yet: it may act any moment
+SCHEDULED = "scheduled"  # acts at `at` (its timeout) if the node stays as it is
+STOPPED = "stopped"  # it will start no remediation now (short-circuit, paused, disabled)
+NOT_MATCHING = "not-matching"  # none of its unhealthy conditions matches the node now
+UNKNOWN = "unknown"  # linked to an automation object this snapshot does not hold
+WATCHING = "watching"  # covers the node, acts on what the API does not show (no time known)
+
+
+@dataclass
+class Coverage:
+    """One automation covering one node: what it does next and when, as claims."""
+
+    automation: str  # MHC | NHC
+    object: str  # Kind/namespace/name of the automation object
+    state: str  # ACTING | DUE | SCHEDULED | STOPPED | NOT_MATCHING | UNKNOWN
+    at: datetime | None  # when it acted (ACTING), is due (DUE) or acts (SCHEDULED)
+    summary: str  # the claims' texts joined: what the user reads
+    claims: list[Claim] = field(default_factory=list)
+
+
+def joined(claims: list[Claim]) -> str:
+    """The claims' texts as the summary the user reads."""
+    return "; ".join(c.text for c in claims)
+
+
+def stands_back(cov: Coverage, now: datetime, horizon_seconds: float) -> bool:
+    """Whether remediate must not act on the node: the automation acts now (or is due), or
+    will act within `horizon_seconds` of `now` (the time a plan takes to run)."""
+    if cov.state in (ACTING, DUE):
+        return True
+    return cov.state == SCHEDULED and cov.at is not None and cov.at <= shifted(now, horizon_seconds)
+
+
+def covering(node: Obj, snap: Snapshot, now: datetime) -> list[Coverage]:
+    """Every automation in the snapshot that covers `node`."""
+    out = _machine_health_checks(node, snap, now)
+    out += [_nhc(node, nhc, snap, now) for nhc in _of(snap, "NodeHealthCheck", NHC_GROUP)]
+    out += [_karpenter(node, snap, now), _autoscaler(node, now), _cloud_lifecycle(node, now)]
+    return [c for c in out if c is not None]
+
+
+# --- reading helpers ---------------------------------------------------------------------------
+
+
+def _of(snap: Snapshot, kind: str, group: str) -> list[Obj]:
+    return [
+        o
+        for o in snap.automation
+        if o.get("kind") == kind and str(o.get("apiVersion", "")).startswith(group + "/")
+    ]
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def go_duration(text: Any) -> float | None:
+    """Seconds of a Go duration string ("300s", "5m0s", "1h2m3.5s"); None if it is not one."""
+    if not isinstance(text, str) or not text:
+        return None
+    if text == "0":
+        return 0.0
+    sign = -1.0 if text.startswith("-") else 1.0
+    body = text.lstrip("+-")
+    parts = _DURATION.findall(body)
+    if not parts or "".join(n + u for n, u in parts) != body:
+        return None
+    return sign * sum(float(n) * _UNIT[u] for n, u in parts)
+
+
+def scaled(value: Any, total: int, round_up: bool) -> int | None:
+    """An int-or-percent against `total`, as apimachinery's GetScaledValueFromIntOrPercent."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\d+%", value):
+        exact = int(value[:-1]) * total / 100
+        return math.ceil(exact) if round_up else math.floor(exact)
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def selects(selector: Any, labels: dict[str, str]) -> bool:
+    """A metav1.LabelSelector against labels; an empty selector selects everything."""
+    if not isinstance(selector, dict):
+        return True
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return False  # an operator the API rejects: select nothing rather than guess
+    return True
+
+
+def _condition(obj: Obj, ctype: str) -> Obj | None:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == ctype:
+            return cond
+    return None
+
+
+@dataclass
+class _Match:
+    """A node condition matching one of an automation's unhealthy conditions."""
+
+    index: int  # in the automation's list
+    type: str
+    status: str
+    seconds: float
+    since: datetime
+    at: datetime
+
+
+def _matches(node: Obj, rules: list[Obj], timeout_key: str) -> list[_Match]:
+    out = []
+    for i, rule in enumerate(rules):
+        cond = _condition(node, str(rule.get("type")))
+        seconds = go_duration(rule.get(timeout_key))
+        if cond is None or seconds is None or cond.get("status") != rule.get("status"):
+            continue
+        since = parse_time(cond.get("lastTransitionTime"))
+        if since is None:
+            continue
+        out.append(_Match(i, cond["type"], cond["status"], seconds, since, shifted(since, seconds)))
+    return sorted(out, key=lambda m: m.at)
+
+
+def _rules_fact(kind: str, obj: Obj) -> Premise:
+    """The automation's unhealthy conditions as a premise, each entry's keys sorted (the value
+    compares equal whatever order the server wrote them in; the JSON reads the same)."""
+    read = fact(kind, obj, "spec.unhealthyConditions")
+    rules = [dict(sorted(r.items())) if isinstance(r, dict) else r for r in read.value or []]
+    return Premise(read.object, read.field, rules if read.value is not None else None)
+
+
+def _node_premises(node: Obj, match: _Match) -> list[Premise]:
+    path = f"status.conditions[type={match.type}]"
+    return [
+        fact("Node", node, f"{path}.status"),
+        fact("Node", node, f"{path}.lastTransitionTime"),
+    ]
+
+
+def _when(at: datetime, now: datetime) -> str:
+    seconds = round((at - now).total_seconds())
+    if seconds >= 0:
+        return f"{format_time(at)} (in {timedelta(seconds=seconds)})"
+    return f"{format_time(at)} ({timedelta(seconds=-seconds)} ago)"
+
+
+# --- Cluster API MachineHealthCheck -------------------------------------------------------------
+
+
+def _machine_of(node: Obj, snap: Snapshot) -> tuple[Obj | None, list[Premise], str]:
+    """The node's Machine, the premises linking them, and the Machine's ref when the node
+    names one this snapshot does not hold ("" otherwise)."""
+    meta = node["metadata"]
+    annotations = meta.get("annotations") or {}
+    name = annotations.get(MACHINE_ANNOTATION)
+    machines = _of(snap, "Machine", CAPI_GROUP)
+    if name:
+        namespace = annotations.get(CLUSTER_NAMESPACE_ANNOTATION)
+        for m in machines:
+            mm = m["metadata"]
+            if mm.get("name") == name and (namespace is None or mm.get("namespace") == namespace):
+                linked = [fact("Node", node, f"metadata.annotations[{MACHINE_ANNOTATION}]")]
+                return m, linked, ""
+        where = f"{namespace}/{name}" if namespace else name
+        return None, [fact("Node", node, f"metadata.annotations[{MACHINE_ANNOTATION}]")], where
+    for m in machines:
+        if ((m.get("status") or {}).get("nodeRef") or {}).get("name") == meta["name"]:
+            return m, [fact("Machine", m, "status.nodeRef.name")], ""
+    return None, [], ""
+
+
+def _machine_health_checks(node: Obj, snap: Snapshot, now: datetime) -> list[Coverage | None]:
+    machine, linked, missing = _machine_of(node, snap)
+    if missing:
+        text = (
+            f"Cluster API manages this node (Machine {missing}), but that Machine is not in "
+            "what was read (it lives in the management cluster, or could not be read): whether "
+            "a MachineHealthCheck replaces it, and when, is unknown here"
+        )
+        cov = Coverage(MHC, f"Machine/{missing}", UNKNOWN, None, text)
+        cov.claims = [claim("covered-by", "automation", text, *linked)]
+        return [cov]
+    if machine is None:
+        return []
+    mmeta = machine["metadata"]
+    out: list[Coverage | None] = []
+    for mhc in _of(snap, "MachineHealthCheck", CAPI_GROUP):
+        spec = mhc.get("spec") or {}
+        if mhc["metadata"].get("namespace") != mmeta.get("namespace"):
+            continue
+        if spec.get("clusterName") != (machine.get("spec") or {}).get("clusterName"):
+            continue
+        if not selects(spec.get("selector"), mmeta.get("labels") or {}):
+            continue
+        out.append(_mhc(node, machine, mhc, linked, now))
+    return out
+
+
+def _mhc(node: Obj, machine: Obj, mhc: Obj, linked: list[Premise], now: datetime) -> Coverage:
+    who = f"MachineHealthCheck {mhc['metadata'].get('namespace')}/{mhc['metadata']['name']}"
+    mref = f"{machine['metadata'].get('namespace')}/{machine['metadata']['name']}"
+    covered = claim(
+        "covered-by",
+        "automation",
+        f"covered by {who} (Cluster API): its Machine {mref} is replaced when the node is "
+        "unhealthy by its rules",
+        *linked,
+        fact("Machine", machine, "spec.clusterName"),
+        fact("MachineHealthCheck", mhc, "spec.clusterName"),
+    )
+    claims = [covered]
+    state, at = _mhc_state(node, machine, mhc, now, claims, who)
+    obj = ref("MachineHealthCheck", mhc)
+    return Coverage(MHC, obj, state, at, joined(claims), claims)
+
+
+def _mhc_state(
+    node: Obj, machine: Obj, mhc: Obj, now: datetime, claims: list[Claim], who: str
+) -> tuple[str, datetime | None]:
+    deleting = parse_time(machine["metadata"].get("deletionTimestamp"))
+    if deleting is not None:
+        claims.append(
+            claim(
+                "automation-acting",
+                "automation",
+                f"the Machine is being deleted since {_when(deleting, now)}: Cluster API is "
+                "replacing it (the Node goes with it)",
+                fact("Machine", machine, "metadata.deletionTimestamp"),
+            )
+        )
+        return ACTING, deleting
+    owner = _condition(machine, "OwnerRemediated")
+    if owner is not None and owner.get("status") == "False":
+        since = parse_time(owner.get("lastTransitionTime"))
+        claims.append(
+            claim(
+                "automation-acting",
+                "automation",
+                f"{who} found it unhealthy and asked for its replacement"
+                + (f" at {_when(since, now)}" if since else "")
+                + f" (Machine OwnerRemediated False, {owner.get('reason', '')}): its "
+                "MachineSet deletes the Machine and creates a new one",
+                fact("Machine", machine, "status.conditions[type=OwnerRemediated].status"),
+                fact("Machine", machine, "status.conditions[type=OwnerRemediated].reason"),
+            )
+        )
+        return ACTING, since
+    allowed = _condition(mhc, "RemediationAllowed")
+    if allowed is not None and allowed.get("status") == "False":
+        status = mhc.get("status") or {}
+        # maxUnhealthy defaults to 100% (api/v1beta1/machinehealthcheck_webhook.go)
+        limit = (mhc.get("spec") or {}).get("maxUnhealthy", "100%")
+        claims.append(
+            claim(
+                "automation-stopped",
+                "automation",
+                f"{who} has stopped remediating ({allowed.get('reason', '')}): more machines "
+                f"are unhealthy than its maxUnhealthy {limit} allows "
+                f"({status.get('currentHealthy')} of {status.get('expectedMachines')} "
+                "healthy); it replaces nothing until enough recover",
+                fact(
+                    "MachineHealthCheck", mhc, "status.conditions[type=RemediationAllowed].status"
+                ),
+                fact(
+                    "MachineHealthCheck", mhc, "status.conditions[type=RemediationAllowed].reason"
+                ),
+                fact("MachineHealthCheck", mhc, "spec.maxUnhealthy"),
+                fact("MachineHealthCheck", mhc, "status.currentHealthy"),
+                fact("MachineHealthCheck", mhc, "status.expectedMachines"),
+            )
+        )
+        return STOPPED, None
+    rules = (mhc.get("spec") or {}).get("unhealthyConditions") or []
+    return _timed(
+        node,
+        mhc,
+        "MachineHealthCheck",
+        rules,
+        "timeout",
+        now,
+        claims,
+        who,
+        "marks the Machine for replacement",
+    )
+
+
+def _timed(
+    node: Obj,
+    auto: Obj,
+    kind: str,
+    rules: list[Obj],
+    timeout_key: str,
+    now: datetime,
+    claims: list[Claim],
+    who: str,
+    deed: str,
+    default_rules: bool = False,
+) -> tuple[str, datetime | None]:
+    """The SCHEDULED / DUE / NOT_MATCHING claim from an automation's unhealthy conditions."""
+    found = _matches(node, rules, timeout_key)
+    if not found:
+        watched = ", ".join(f"{r.get('type')}={r.get('status')}" for r in rules) or "nothing"
+        ready = _condition(node, "Ready") or {}
+        claims.append(
+            claim(
+                "automation-not-matching",
+                "automation",
+                f"none of {who}'s unhealthy conditions ({watched}) matches the node now "
+                f"(Ready={ready.get('status')}): it does not act on it as it is",
+                fact("Node", node, "status.conditions[type=Ready].status"),
+                *([] if default_rules else [_rules_fact(kind, auto)]),
+            )
+        )
+        return NOT_MATCHING, None
+    first = found[0]
+    rule_premises = [] if default_rules else [_rules_fact(kind, auto)]
+    default_note = " (the CRD's default conditions)" if default_rules else ""
+    if first.at <= now:
+        text = (
+            f"its timeout ({first.type}={first.status} for {timedelta(seconds=first.seconds)}"
+            f"{default_note}) passed at {_when(first.at, now)}, and {who} records no "
+            f"remediation yet: it {deed} at its next check"
+        )
+        claims.append(
+            claim(
+                "automation-due", "automation", text, *_node_premises(node, first), *rule_premises
+            )
+        )
+        return DUE, first.at
+    text = (
+        f"{who} {deed} at {_when(first.at, now)}: {first.type}={first.status} since "
+        f"{format_time(first.since)} plus its timeout {timedelta(seconds=first.seconds)}"
+        f"{default_note}, unless the node recovers first"
+    )
+    claims.append(
+        claim(
+            "automation-scheduled", "automation", text, *_node_premises(node, first), *rule_premises
+        )
+    )
+    return SCHEDULED, first.at
+
+
+# --- Medik8s NodeHealthCheck ---------------------------------------------------------------------
+
+
+def _nhc(node: Obj, nhc: Obj, snap: Snapshot, now: datetime) -> Coverage | None:
+    spec = nhc.get("spec") or {}
+    labels = node["metadata"].get("labels") or {}
+    if not selects(spec.get("selector"), labels):
+        return None
+    who = f"NodeHealthCheck {nhc['metadata']['name']}"
+    template = spec.get("remediationTemplate") or {}
+    kind = str(template.get("kind") or "")
+    # a remediation CR is of its template's kind minus "Template" (SelfNodeRemediationTemplate
+    # -> SelfNodeRemediation); escalatingRemediations list several templates instead
+    remedy = f"a {kind.removesuffix('Template')}" if kind else "its first escalating remediation"
+    claims = [
+        claim(
+            "covered-by",
+            "automation",
+            f"covered by {who} (Medik8s): when the node is unhealthy by its rules it creates "
+            f"{remedy} for it",
+            fact("NodeHealthCheck", nhc, "spec.selector"),
+        )
+    ]
+    state, at = _nhc_state(node, nhc, snap, now, claims, who, remedy)
+    obj = ref("NodeHealthCheck", nhc)
+    return Coverage(NHC, obj, state, at, joined(claims), claims)
+
+
+def _nhc_state(
+    node: Obj,
+    nhc: Obj,
+    snap: Snapshot,
+    now: datetime,
+    claims: list[Claim],
+    who: str,
+    remedy: str,
+) -> tuple[str, datetime | None]:
+    name = node["metadata"]["name"]
+    status = nhc.get("status") or {}
+    spec = nhc.get("spec") or {}
+    entry = next((u for u in status.get("unhealthyNodes") or [] if u.get("name") == name), None)
+    remediations = (entry or {}).get("remediations") or []
+    if remediations:
+        first = remediations[0]
+        started = parse_time(first.get("started"))
+        res = first.get("resource") or {}
+        claims.append(
+            claim(
+                "automation-acting",
+                "automation",
+                f"{who} is remediating it: {res.get('kind', remedy)} "
+                f"{res.get('namespace', '')}/{res.get('name', '')} created"
+                + (f" at {_when(started, now)}" if started else "")
+                + f" ({len(remediations)} remediation(s) so far)",
+                fact("NodeHealthCheck", nhc, f"status.unhealthyNodes[name={name}].remediations"),
+            )
+        )
+        return ACTING, started
+    in_flight = (status.get("inFlightRemediations") or {}).get(name)
+    if in_flight:
+        started = parse_time(in_flight)
+        claims.append(
+            claim(
+                "automation-acting",
+                "automation",
+                f"{who} is remediating it since {_when(started, now) if started else in_flight}",
+                fact("NodeHealthCheck", nhc, f"status.inFlightRemediations[{name}]"),
+            )
+        )
+        return ACTING, started
+    stopped = _nhc_stopped(nhc, who)
+    if stopped is not None:
+        claims.append(stopped)
+        return STOPPED, None
+    rules = spec.get("unhealthyConditions")
+    default = not rules
+    return _timed(
+        node,
+        nhc,
+        "NodeHealthCheck",
+        rules or NHC_DEFAULT_CONDITIONS,
+        "duration",
+        now,
+        claims,
+        who,
+        f"creates {remedy}",
+        default_rules=default,
+    )
+
+
+def _nhc_stopped(nhc: Obj, who: str) -> Claim | None:
+    status = nhc.get("status") or {}
+    spec = nhc.get("spec") or {}
+    phase = status.get("phase")
+    if phase in ("Disabled", "Paused"):
+        why = status.get("reason") or (
+            f"pause requests: {', '.join(spec.get('pauseRequests') or [])}"
+        )
+        return claim(
+            "automation-stopped",
+            "automation",
+            f"{who} starts no remediation: it is {phase} ({why})",
+            fact("NodeHealthCheck", nhc, "status.phase"),
+        )
+    storm = _condition(nhc, "StormActive")
+    if storm is not None and storm.get("status") == "True":
+        return claim(
+            "automation-stopped",
+            "automation",
+            f"{who} starts no remediation: storm recovery is active (too few healthy nodes)",
+            fact("NodeHealthCheck", nhc, "status.conditions[type=StormActive].status"),
+        )
+    observed, healthy = status.get("observedNodes"), status.get("healthyNodes")
+    if not isinstance(observed, int) or not isinstance(healthy, int):
+        return None
+    if spec.get("minHealthy") is not None:
+        least = scaled(spec["minHealthy"], observed, True)
+        field_name, setting = "spec.minHealthy", f"minHealthy {spec['minHealthy']}"
+    elif spec.get("maxUnhealthy") is not None:
+        most = scaled(spec["maxUnhealthy"], observed, True)
+        least = None if most is None else observed - most
+        field_name, setting = "spec.maxUnhealthy", f"maxUnhealthy {spec['maxUnhealthy']}"
+        if most is not None and most > observed:  # getMinHealthy's error: nothing remediated
+            return claim(
+                "automation-stopped",
+                "automation",
+                f"{who} remediates nothing: its {setting} exceeds the {observed} nodes it "
+                "observes, which its controller rejects as an error",
+                fact("NodeHealthCheck", nhc, field_name),
+                fact("NodeHealthCheck", nhc, "status.observedNodes"),
+            )
+    else:
+        return None
+    if least is None or healthy >= least:
+        return None
+    return claim(
+        "automation-stopped",
+        "automation",
+        f"{who} has stopped remediating: {healthy} of {observed} nodes are healthy, fewer "
+        f"than the {least} its {setting} requires; it starts nothing until enough recover",
+        fact("NodeHealthCheck", nhc, field_name),
+        fact("NodeHealthCheck", nhc, "status.observedNodes"),
+        fact("NodeHealthCheck", nhc, "status.healthyNodes"),
+    )
+
+
+def timeline_objects(node: Obj, snap: Snapshot) -> list[tuple[str, str, str]]:
+    """(kind, namespace, name) of the automation objects about `node`: their events belong in
+    its timeline."""
+    out: list[tuple[str, str, str]] = []
+    machine, _, _ = _machine_of(node, snap)
+    if machine is not None:
+        out.append(
+            ("Machine", machine["metadata"].get("namespace", ""), machine["metadata"]["name"])
+        )
+    for cov in covering(node, snap, snap.captured_at):
+        if cov.object.startswith("Node/"):
+            continue  # the node's own events are in the timeline already
+        kind, _, rest = cov.object.partition("/")
+        namespace, _, name = rest.rpartition("/")
+        out.append((kind, namespace, name))
+    return list(dict.fromkeys(out))
+
+
+# --- Karpenter, cluster-autoscaler, the cloud node lifecycle controller ----------------------
+
+
+def _taint(node: Obj, key: str) -> Obj | None:
+    return next(
+        (t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") == key), None
+    )
+
+
+def _unix(value: Any) -> datetime | None:
+    from datetime import timezone
+
+    try:
+        return datetime.fromtimestamp(int(str(value)), tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def _karpenter(node: Obj, snap: Snapshot, now: datetime) -> Coverage | None:
+    """A Node of a Karpenter NodePool (label karpenter.sh/nodepool) and its NodeClaim
+    (status.nodeName). Karpenter's node repair (pkg/controllers/node/health/controller.go)
+    deletes the NodeClaim once a cloud provider repair policy's condition has held for its
+    toleration (30 min unless configured), unless more than 20% of the NodePool's nodes are
+    unhealthy; whether repair is enabled (the NodeRepair feature gate) and the provider's
+    policies are not visible through the API: no time is predicted, only what is in flight."""
+    labels = node["metadata"].get("labels") or {}
+    pool = labels.get(NODEPOOL_LABEL)
+    name = node["metadata"]["name"]
+    claims_of = [
+        c
+        for c in _of(snap, "NodeClaim", KARPENTER_GROUP)
+        if (c.get("status") or {}).get("nodeName") == name
+    ]
+    if not pool and not claims_of:
+        return None
+    nodeclaim = claims_of[0] if claims_of else None
+    who = f"NodePool {pool}" if pool else "Karpenter"
+    linked = [fact("Node", node, f"metadata.labels[{NODEPOOL_LABEL}]")] if pool else []
+    if nodeclaim is not None:
+        linked.append(fact("NodeClaim", nodeclaim, "status.nodeName"))
+    what = f"NodeClaim {nodeclaim['metadata']['name']}" if nodeclaim else "its NodeClaim"
+    claims = [
+        claim(
+            "covered-by",
+            "automation",
+            f"covered by Karpenter ({who}, {what}): its node repair, where enabled, deletes the "
+            "NodeClaim and replaces the node after its cloud provider's toleration for the "
+            "condition (30 min unless configured), unless over 20% of the NodePool is unhealthy",
+            *linked,
+        )
+    ]
+    obj = ref("NodeClaim", nodeclaim) if nodeclaim else f"Node/{name}"
+    deleting = parse_time((nodeclaim or {}).get("metadata", {}).get("deletionTimestamp"))
+    disrupted = _taint(node, KARPENTER_DISRUPTED)
+    if deleting is not None:
+        claims.append(
+            claim(
+                "automation-acting",
+                "automation",
+                f"Karpenter is replacing it: {what} is being deleted since {_when(deleting, now)}",
+                fact("NodeClaim", nodeclaim or {}, "metadata.deletionTimestamp"),
+            )
+        )
+        return Coverage(KARPENTER, obj, ACTING, deleting, joined(claims), claims)
+    if disrupted is not None:
+        claims.append(
+            claim(
+                "automation-acting",
+                "automation",
+                f"Karpenter is disrupting it (taint {KARPENTER_DISRUPTED}): it drains and "
+                "deletes the node",
+                fact("Node", node, f"spec.taints[key={KARPENTER_DISRUPTED}].effect"),
+            )
+        )
+        return Coverage(KARPENTER, obj, ACTING, None, joined(claims), claims)
+    return Coverage(KARPENTER, obj, WATCHING, None, joined(claims), claims)
+
+
+def _autoscaler(node: Obj, now: datetime) -> Coverage | None:
+    """cluster-autoscaler's own marks on the Node: ToBeDeletedByClusterAutoscaler (deleting it
+    now) and DeletionCandidateOfClusterAutoscaler (unneeded since its value): an unready node
+    unneeded for --scale-down-unready-time (20 min by default) is removed."""
+    name = node["metadata"]["name"]
+    deleting = _taint(node, CA_TO_BE_DELETED)
+    if deleting is not None:
+        since = _unix(deleting.get("value"))
+        text = (
+            f"cluster-autoscaler is removing the node (taint {CA_TO_BE_DELETED}"
+            + (f" since {_when(since, now)}" if since else "")
+            + "): it drains it and deletes the machine from its node group"
+        )
+        cov_claims = [
+            claim(
+                "automation-acting",
+                "automation",
+                text,
+                fact("Node", node, f"spec.taints[key={CA_TO_BE_DELETED}].value"),
+            )
+        ]
+        return Coverage(CLUSTER_AUTOSCALER, f"Node/{name}", ACTING, since, text, cov_claims)
+    candidate = _taint(node, CA_DELETION_CANDIDATE)
+    since = _unix((candidate or {}).get("value"))
+    if candidate is None or since is None:
+        return None
+    at = shifted(since, CA_SCALE_DOWN_UNREADY_SECONDS)
+    premise = fact("Node", node, f"spec.taints[key={CA_DELETION_CANDIDATE}].value")
+    if at <= now:
+        state, text = (
+            DUE,
+            (
+                f"cluster-autoscaler has found the node unneeded since {_when(since, now)}: with "
+                "the default --scale-down-unready-time (20 min; the flag is not visible through "
+                f"the API) an unready node is removed from {format_time(at)} on, at its next scan"
+            ),
+        )
+        kind = "automation-due"
+    else:
+        state, text = (
+            SCHEDULED,
+            (
+                f"cluster-autoscaler removes the node at {_when(at, now)}: unneeded since "
+                f"{format_time(since)}, plus the default --scale-down-unready-time 20 min "
+                "(the flag is not visible through the API), if it stays unneeded"
+            ),
+        )
+        kind = "automation-scheduled"
+    cov_claims = [claim(kind, "automation", text, premise)]
+    return Coverage(CLUSTER_AUTOSCALER, f"Node/{name}", state, at, text, cov_claims)
+
+
+def _cloud_lifecycle(node: Obj, now: datetime) -> Coverage | None:
+    """The cloud node lifecycle controller (k8s.io/cloud-provider controllers/nodelifecycle)
+    taints a not-Ready node whose instance is shut down with
+    node.cloudprovider.kubernetes.io/shutdown, and deletes the Node once the instance no longer
+    exists; when that happens is the cloud's, not visible here."""
+    from kubectl_nodefail.analysis.facts import TAINT_CLOUD_SHUTDOWN
+
+    taint = _taint(node, TAINT_CLOUD_SHUTDOWN)
+    if taint is None:
+        return None
+    text = (
+        f"the cloud node lifecycle controller reports the instance shut down (taint "
+        f"{TAINT_CLOUD_SHUTDOWN}): it deletes the Node once the instance no longer exists "
+        "(when, the cloud decides)"
+    )
+    cov_claims = [
+        claim(
+            "covered-by",
+            "automation",
+            text,
+            fact("Node", node, f"spec.taints[key={TAINT_CLOUD_SHUTDOWN}].effect"),
+        )
+    ]
+    del now
+    name = node["metadata"]["name"]
+    return Coverage(CLOUD_LIFECYCLE, f"Node/{name}", WATCHING, None, text, cov_claims)

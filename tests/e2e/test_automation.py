@@ -1,0 +1,644 @@
+"""Remediation automation on the real control plane: Cluster API's MachineHealthCheck and
+Medik8s' NodeHealthCheck, their CRDs installed with their real group, version and kind, their
+objects written as those controllers write them (status through the status subresource), a
+node killed under each. Asserted: the diagnosis (covered, next action and time, stopped), the
+timeline (remediation started, the automation's events), and the plan (remediate stands back,
+and acts with --despite-automation). Without read access to those objects: a named gap."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubectl_nodefail.analysis import premises
+from tests.e2e import workloads as w
+from tests.e2e.conftest import Plugin
+from tests.e2e.controlplane import REPO, ControlPlane
+from tests.e2e.helpers import (
+    attested,
+    service_account_kubeconfig,
+    taint_keys,
+    wait_node_ready,
+    wait_node_unknown,
+    wait_running_on,
+    wait_terminating_on,
+)
+
+pytestmark = pytest.mark.e2e
+NS = "scenario-automation"
+CAPI_NS = "capi-system-e2e"
+MHC_NODE, NHC_NODE = "auto-mhc", "auto-nhc"
+KARPENTER_NODE, CA_NODE, CLOUD_NODE = "auto-karp", "auto-ca", "auto-cloud"
+OUT_OF_SERVICE = ("node.kubernetes.io/out-of-service", "NoExecute")
+
+
+def _crd(group: str, version: str, kind: str, plural: str, scope: str) -> dict[str, Any]:
+    """A CRD of the real group/version/kind: a structural schema that keeps unknown fields,
+    with the status subresource (status is written apart, as the controllers do)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": scope,
+            "names": {
+                "kind": kind,
+                "plural": plural,
+                "singular": kind.lower(),
+                "listKind": f"{kind}List",
+            },
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+CRDS = [
+    _crd("cluster.x-k8s.io", "v1beta1", "Machine", "machines", "Namespaced"),
+    _crd("cluster.x-k8s.io", "v1beta1", "MachineHealthCheck", "machinehealthchecks", "Namespaced"),
+    _crd("remediation.medik8s.io", "v1alpha1", "NodeHealthCheck", "nodehealthchecks", "Cluster"),
+    _crd("karpenter.sh", "v1", "NodeClaim", "nodeclaims", "Cluster"),
+]
+
+
+def _now(offset: float = 0) -> str:
+    when = datetime.now(timezone.utc) + timedelta(seconds=offset)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _status(
+    cp: ControlPlane, resource: str, name: str, status: dict[str, Any], ns: str | None = None
+) -> None:
+    """Write an object's status through the status subresource, as its controller does."""
+    where = ["-n", ns] if ns else []
+    cp.kubectl(
+        "patch",
+        resource,
+        name,
+        *where,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
+
+
+def _event(
+    cp: ControlPlane,
+    kind: str,
+    api: str,
+    name: str,
+    ns: str,
+    reason: str,
+    message: str,
+    source: str,
+) -> None:
+    """An Event about an automation object, as its controller's recorder writes it."""
+    cp.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{name}.{reason.lower()}", "namespace": ns or "default"},
+            "involvedObject": {
+                "apiVersion": api,
+                "kind": kind,
+                "name": name,
+                **({"namespace": ns} if ns else {}),
+            },
+            "reason": reason,
+            "message": message,
+            "type": "Normal",
+            "source": {"component": source},
+            "firstTimestamp": _now(),
+            "lastTimestamp": _now(),
+            "count": 1,
+        }
+    )
+
+
+def _explain(plugin: Plugin, node: str) -> dict[str, Any]:
+    """`diagnose --explain NODE -o json`: the node's entry with its timeline."""
+    proc = plugin.run("diagnose", node, "-o", "json", "--explain", node)
+    assert proc.returncode in (0, 3), proc.stderr
+    return dict(json.loads(proc.stdout))
+
+
+def _node(data: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(n for n in data["nodes"] if n["name"] == name)
+
+
+def _plan(plugin: Plugin, node: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    proc = plugin.run(*attested(node, confirm=False), "-o", "json", *extra)
+    assert proc.returncode in (0, 4, 5), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def _node_step(plan: dict[str, Any], node: str) -> dict[str, Any]:
+    return next(s for s in plan["steps"] if s["target"] == f"node/{node}")
+
+
+def _check_premises(plugin: Plugin, data: dict[str, Any], name: str) -> None:
+    """Every automation claim's premises, re-read from a dump taken right after."""
+    dump = json.loads(plugin.record(name, "automation", "diagnosed").read_text())
+    wrong = premises.check(dump, data)
+    assert not wrong, [str(x) for x in wrong]
+
+
+@pytest.fixture(scope="module")
+def crds(control_plane: ControlPlane) -> ControlPlane:
+    cp = control_plane
+    cp.apply(*CRDS)
+    for crd in CRDS:
+        cp.kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd['metadata']['name']}"
+        )
+    cp.apply(w.namespace(NS), w.namespace(CAPI_NS))
+    return cp
+
+
+def _revive(cp: ControlPlane, node: str) -> None:
+    """The kubelet back: one failed node at a time in this module (no zone disruption, no
+    mass failure to refuse for another reason)."""
+    cp.start_kubelet(node)
+    wait_node_ready(cp, node, timeout=90)
+
+
+def _kill_with_pod(cp: ControlPlane, node: str, app: str) -> None:
+    cp.add_failable_node(node)
+    wait_node_ready(cp, node)
+    cp.apply(w.statefulset(NS, app, prefer=node, toleration_seconds=5))
+    wait_running_on(cp, NS, app, node)
+    cp.stop_kubelet(node)
+    wait_node_unknown(cp, node, timeout=120)
+    wait_terminating_on(cp, NS, app, node, timeout=90)
+
+
+def test_machine_health_check(crds: ControlPlane, plugin: Plugin) -> None:
+    cp, node = crds, MHC_NODE
+    cp.add_failable_node(node)
+    cp.kubectl(
+        "annotate",
+        "node",
+        node,
+        "cluster.x-k8s.io/machine=workers-abc12",
+        f"cluster.x-k8s.io/cluster-namespace={CAPI_NS}",
+    )
+    cp.apply(
+        {
+            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "kind": "Machine",
+            "metadata": {
+                "name": "workers-abc12",
+                "namespace": CAPI_NS,
+                "labels": {
+                    "cluster.x-k8s.io/cluster-name": "e2e",
+                    "cluster.x-k8s.io/deployment-name": "workers",
+                },
+            },
+            "spec": {
+                "clusterName": "e2e",
+                "bootstrap": {"dataSecretName": "x"},
+                "infrastructureRef": {"kind": "DockerMachine", "name": "workers-abc12"},
+            },
+        },
+        {
+            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "kind": "MachineHealthCheck",
+            "metadata": {"name": "workers-unhealthy", "namespace": CAPI_NS},
+            "spec": {
+                "clusterName": "e2e",
+                "selector": {"matchLabels": {"cluster.x-k8s.io/deployment-name": "workers"}},
+                "maxUnhealthy": "40%",
+                "nodeStartupTimeout": "10m0s",
+                "unhealthyConditions": [
+                    {"type": "Ready", "status": "Unknown", "timeout": "1m30s"},
+                    {"type": "Ready", "status": "False", "timeout": "1m30s"},
+                ],
+            },
+        },
+    )
+    _status(
+        cp,
+        "machines.cluster.x-k8s.io",
+        "workers-abc12",
+        {
+            "phase": "Running",
+            "nodeRef": {"kind": "Node", "name": node},
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": _now()}],
+        },
+        CAPI_NS,
+    )
+    allowed = {"type": "RemediationAllowed", "status": "True", "lastTransitionTime": _now()}
+    mhc_status = {
+        "expectedMachines": 1,
+        "currentHealthy": 1,
+        "remediationsAllowed": 1,
+        "targets": ["workers-abc12"],
+        "conditions": [allowed],
+    }
+    _status(cp, "machinehealthchecks.cluster.x-k8s.io", "workers-unhealthy", mhc_status, CAPI_NS)
+    _kill_with_pod(cp, node, "db-mhc")
+
+    # 1. Covered, and scheduled: Ready Unknown since T, plus its 1m30s timeout.
+    _, data = plugin.diagnose_json(node)
+    found = _node(data, node)
+    (cov,) = found["automation"]
+    assert cov["automation"] == "Cluster API MachineHealthCheck"
+    assert cov["object"] == f"MachineHealthCheck/{CAPI_NS}/workers-unhealthy"
+    assert cov["state"] in ("scheduled", "due"), cov
+    since = datetime.fromisoformat(found["ready"]["lastTransition"].replace("Z", "+00:00"))
+    due = since + timedelta(seconds=90)
+    assert cov["at"] == due.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert found["action"]["code"] == "wait"
+    _check_premises(plugin, data, "automation-mhc-scheduled")
+    # remediate stands back: the MHC acts within this plan's time (--wait-timeout 120 s)
+    code, plan = _plan(plugin, node)
+    step = _node_step(plan, node)
+    assert code == 4 and not step["allowed"]
+    assert "stands back" in step["gate"] and "workers-unhealthy" in step["gate"]
+
+    # 2. Stopped: more unhealthy than maxUnhealthy. It replaces nothing: no standing back.
+    stopped = {
+        **allowed,
+        "status": "False",
+        "reason": "TooManyUnhealthy",
+        "severity": "Warning",
+        "message": "Remediation is not allowed, the number of "
+        "not started or unhealthy machines exceeds maxUnhealthy (total: 1, unhealthy: 1, "
+        "maxUnhealthy: 40%)",
+    }
+    _status(
+        cp,
+        "machinehealthchecks.cluster.x-k8s.io",
+        "workers-unhealthy",
+        {**mhc_status, "currentHealthy": 0, "remediationsAllowed": 0, "conditions": [stopped]},
+        CAPI_NS,
+    )
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "stopped" and "maxUnhealthy 40%" in cov["summary"]
+    _check_premises(plugin, data, "automation-mhc-stopped")
+    code, plan = _plan(plugin, node)
+    assert _node_step(plan, node)["allowed"], plan
+
+    # 3. Acting: the MHC marked the Machine for remediation (OwnerRemediated False).
+    _status(
+        cp,
+        "machinehealthchecks.cluster.x-k8s.io",
+        "workers-unhealthy",
+        {**mhc_status, "currentHealthy": 0, "conditions": [allowed]},
+        CAPI_NS,
+    )
+    marked = _now()
+    _status(
+        cp,
+        "machines.cluster.x-k8s.io",
+        "workers-abc12",
+        {
+            "conditions": [
+                {
+                    "type": "HealthCheckSucceeded",
+                    "status": "False",
+                    "reason": "UnhealthyNode",
+                    "severity": "Warning",
+                    "lastTransitionTime": marked,
+                    "message": "Condition Ready on node is reporting status Unknown "
+                    "for more than 1m30s",
+                },
+                {
+                    "type": "OwnerRemediated",
+                    "status": "False",
+                    "reason": "WaitingForRemediation",
+                    "severity": "Warning",
+                    "lastTransitionTime": marked,
+                    "message": "MachineHealthCheck failed",
+                },
+            ]
+        },
+        CAPI_NS,
+    )
+    _event(
+        cp,
+        "Machine",
+        "cluster.x-k8s.io/v1beta1",
+        "workers-abc12",
+        CAPI_NS,
+        "MachineMarkedUnhealthy",
+        "Machine workers-abc12 has been marked as unhealthy",
+        "machinehealthcheck-controller",
+    )
+    data = _explain(plugin, node)
+    assert data["kind"] == "NodeExplanation"
+    (cov,) = data["automation"]
+    assert cov["state"] == "acting" and cov["at"] == marked
+    kinds = [(e["kind"], e["summary"]) for e in data["timeline"]]
+    assert ("automation", "Cluster API MachineHealthCheck: remediation started") in kinds
+    assert any(s.startswith("event MachineMarkedUnhealthy") for _, s in kinds), kinds
+    code, plan = _plan(plugin, node)
+    step = _node_step(plan, node)
+    assert code == 4 and not step["allowed"] and "OwnerRemediated" in step["gate"]
+    # the table names it, the suggestions never pre-fill the override
+    table = plugin.run("diagnose", node).stdout
+    assert "AUTOMATION" in table and "workers-unhealthy" in table
+    assert "--despite-automation" not in table.split("SUGGESTED")[-1]
+
+    # 4. The operator overrides: remediate acts, saying whom it races.
+    proc = plugin.run(*attested(node, "--despite-automation", "--wait-timeout", "60"), "-o", "json")
+    assert proc.returncode in (0, 7), proc.stdout + proc.stderr
+    assert OUT_OF_SERVICE in taint_keys(cp, node)
+    step = _node_step(json.loads(proc.stdout), node)
+    assert step["result"] in ("done", "unconfirmed")
+    assert "despite Cluster API MachineHealthCheck" in step["gate"]
+
+
+def test_node_health_check(crds: ControlPlane, plugin: Plugin) -> None:
+    cp, node = crds, NHC_NODE
+    nhc = {
+        "apiVersion": "remediation.medik8s.io/v1alpha1",
+        "kind": "NodeHealthCheck",
+        "metadata": {"name": "nhc-worker-snr"},
+        "spec": {
+            "selector": {
+                "matchExpressions": [
+                    {"key": "node-role.kubernetes.io/control-plane", "operator": "DoesNotExist"},
+                    {"key": "e2e-automation", "operator": "In", "values": ["nhc"]},
+                ]
+            },
+            "minHealthy": "51%",
+            "unhealthyConditions": [
+                {"type": "Ready", "status": "False", "duration": "100s"},
+                {"type": "Ready", "status": "Unknown", "duration": "100s"},
+            ],
+            "remediationTemplate": {
+                "apiVersion": "self-node-remediation.medik8s.io/v1alpha1",
+                "kind": "SelfNodeRemediationTemplate",
+                "name": "self-node-remediation-automatic-strategy-template",
+                "namespace": "medik8s",
+            },
+        },
+    }
+    cp.apply(nhc)
+    cp.add_failable_node(node)
+    cp.kubectl("label", "node", node, "e2e-automation=nhc")
+    enabled = {
+        "observedNodes": 3,
+        "healthyNodes": 3,
+        "phase": "Enabled",
+        "reason": "NHC is enabled, no ongoing remediation",
+        "conditions": [
+            {
+                "type": "Disabled",
+                "status": "False",
+                "reason": "NodeHealthCheckEnabled",
+                "message": "",
+                "lastTransitionTime": _now(),
+            }
+        ],
+    }
+    _status(cp, "nodehealthchecks.remediation.medik8s.io", "nhc-worker-snr", enabled)
+    _kill_with_pod(cp, node, "db-nhc")
+
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["automation"] == "Medik8s NodeHealthCheck"
+    assert cov["object"] == "NodeHealthCheck/nhc-worker-snr"
+    assert cov["state"] in ("scheduled", "due") and "SelfNodeRemediation" in cov["summary"]
+    _check_premises(plugin, data, "automation-nhc-scheduled")
+    code, plan = _plan(plugin, node)
+    assert code == 4 and "stands back" in _node_step(plan, node)["gate"]
+
+    # minHealthy short-circuit: 1 of 3 healthy, fewer than 51% (2): it starts nothing.
+    _status(
+        cp,
+        "nodehealthchecks.remediation.medik8s.io",
+        "nhc-worker-snr",
+        {**enabled, "healthyNodes": 1},
+    )
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "stopped" and "1 of 3 nodes are healthy" in cov["summary"]
+    _check_premises(plugin, data, "automation-nhc-stopped")
+    _, plan = _plan(plugin, node)
+    assert _node_step(plan, node)["allowed"]
+
+    # Remediating: NHC created the SelfNodeRemediation and records it.
+    started = _now()
+    _status(
+        cp,
+        "nodehealthchecks.remediation.medik8s.io",
+        "nhc-worker-snr",
+        {
+            **enabled,
+            "healthyNodes": 2,
+            "phase": "Remediating",
+            "reason": "NHC is remediating",
+            "unhealthyNodes": [
+                {
+                    "name": node,
+                    "remediations": [
+                        {
+                            "resource": {
+                                "apiVersion": "self-node-remediation.medik8s.io/v1alpha1",
+                                "kind": "SelfNodeRemediation",
+                                "namespace": "medik8s",
+                                "name": node,
+                                "uid": "0b3c1c2e-0000-4000-8000-000000000001",
+                            },
+                            "started": started,
+                        }
+                    ],
+                }
+            ],
+        },
+    )
+    _event(
+        cp,
+        "NodeHealthCheck",
+        "remediation.medik8s.io/v1alpha1",
+        "nhc-worker-snr",
+        "",
+        "RemediationCreated",
+        f"Created remediation object for node {node}",
+        "NodeHealthCheck",
+    )
+    data = _explain(plugin, node)
+    (cov,) = data["automation"]
+    assert cov["state"] == "acting" and cov["at"] == started
+    assert f"SelfNodeRemediation medik8s/{node}" in cov["summary"]
+    summaries = [e["summary"] for e in data["timeline"]]
+    assert "Medik8s NodeHealthCheck: remediation started" in summaries
+    assert any(s.startswith("event RemediationCreated") for s in summaries), summaries
+    code, plan = _plan(plugin, node)
+    assert code == 4 and "SelfNodeRemediation" in _node_step(plan, node)["gate"]
+    code, plan = _plan(plugin, node, "--despite-automation")
+    step = _node_step(plan, node)
+    assert step["allowed"] and "despite Medik8s NodeHealthCheck" in step["gate"]
+    # the override unlocks nothing else: without the attestation, still refused
+    proc = plugin.run("remediate", node, "--despite-automation", "-o", "json")
+    assert proc.returncode == 4
+    assert not _node_step(json.loads(proc.stdout), node)["allowed"]
+    _revive(cp, node)
+
+
+def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
+    cp, node = crds, KARPENTER_NODE
+    cp.add_failable_node(node)
+    cp.kubectl("label", "node", node, "karpenter.sh/nodepool=general-purpose")
+    cp.apply(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {
+                "name": "general-purpose-x7k2p",
+                "finalizers": ["karpenter.sh/termination"],
+                "labels": {"karpenter.sh/nodepool": "general-purpose"},
+            },
+            "spec": {
+                "nodeClassRef": {
+                    "group": "karpenter.k8s.aws",
+                    "kind": "EC2NodeClass",
+                    "name": "default",
+                },
+                "requirements": [],
+            },
+        }
+    )
+    _status(
+        cp,
+        "nodeclaims.karpenter.sh",
+        "general-purpose-x7k2p",
+        {
+            "nodeName": node,
+            "providerID": f"kwok://{node}",
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "Ready",
+                    "message": "",
+                    "lastTransitionTime": _now(),
+                }
+            ],
+        },
+    )
+    _kill_with_pod(cp, node, "db-karp")
+
+    # Covered, no time predicted (repair's gate and the provider's policies are not visible).
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["automation"] == "Karpenter" and cov["state"] == "watching"
+    assert cov["object"] == "NodeClaim/general-purpose-x7k2p" and cov["at"] is None
+    _check_premises(plugin, data, "automation-karpenter-watching")
+    _, plan = _plan(plugin, node)
+    assert _node_step(plan, node)["allowed"]
+
+    # Repair deletes the NodeClaim (its finalizer keeps it while Karpenter terminates).
+    cp.kubectl("delete", "nodeclaims.karpenter.sh", "general-purpose-x7k2p", "--wait=false")
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "acting" and "being deleted since" in cov["summary"]
+    _check_premises(plugin, data, "automation-karpenter-acting")
+    code, plan = _plan(plugin, node)
+    assert code == 4 and "Karpenter is replacing it" in _node_step(plan, node)["gate"]
+    _, plan = _plan(plugin, node, "--despite-automation")
+    assert _node_step(plan, node)["allowed"]
+    cp.kubectl(
+        "patch",
+        "nodeclaims.karpenter.sh",
+        "general-purpose-x7k2p",
+        "--type=merge",
+        "-p",
+        json.dumps({"metadata": {"finalizers": None}}),
+    )
+    _revive(cp, node)
+
+
+def test_cluster_autoscaler(crds: ControlPlane, plugin: Plugin) -> None:
+    cp, node = crds, CA_NODE
+    _kill_with_pod(cp, node, "db-ca")
+    unix = int(datetime.now(timezone.utc).timestamp())
+    # Unneeded for 19 min 30 s: removed 30 s from now with the default unready time (20 min).
+    cp.kubectl(
+        "taint",
+        "node",
+        node,
+        f"DeletionCandidateOfClusterAutoscaler={unix - 1170}:PreferNoSchedule",
+    )
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["automation"] == "cluster-autoscaler" and cov["state"] in ("scheduled", "due")
+    assert "--scale-down-unready-time" in cov["summary"]
+    _check_premises(plugin, data, "automation-ca-scheduled")
+    code, plan = _plan(plugin, node)
+    assert code == 4 and "stands back" in _node_step(plan, node)["gate"]
+    # Marked for deletion: acting since the taint's value.
+    cp.kubectl("taint", "node", node, f"ToBeDeletedByClusterAutoscaler={unix}:NoSchedule")
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "acting"
+    assert cov["at"] == datetime.fromtimestamp(unix, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    code, plan = _plan(plugin, node)
+    assert code == 4 and "cluster-autoscaler is removing" in _node_step(plan, node)["gate"]
+    _, plan = _plan(plugin, node, "--despite-automation")
+    assert _node_step(plan, node)["allowed"]
+    _revive(cp, node)
+
+
+def test_cloud_node_lifecycle(crds: ControlPlane, plugin: Plugin) -> None:
+    cp, node = crds, CLOUD_NODE
+    _kill_with_pod(cp, node, "db-cloud")
+    cp.kubectl("taint", "node", node, "node.cloudprovider.kubernetes.io/shutdown:NoSchedule")
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["automation"] == "cloud node lifecycle controller"
+    assert cov["state"] == "watching" and "deletes the Node once the instance" in cov["summary"]
+    _check_premises(plugin, data, "automation-cloud-shutdown")
+    # nothing to race: the shutdown taint is evidence, the plan proceeds without attestation
+    proc = plugin.run("remediate", node, "-o", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _node_step(json.loads(proc.stdout), node)["allowed"]
+    _revive(cp, node)
+
+
+def test_without_read_access_the_automation_is_a_named_gap(
+    crds: ControlPlane, plugin: Plugin, tmp_path: Path
+) -> None:
+    cp = crds
+    shipped = yaml.safe_load((REPO / "deploy" / "rbac" / "diagnose.yaml").read_text())
+    groups = ("cluster.x-k8s.io", "remediation.medik8s.io", "karpenter.sh")
+    narrower = {
+        **shipped,
+        "metadata": {"name": "nodefail-no-automation"},
+        "rules": [r for r in shipped["rules"] if not set(r["apiGroups"]) & set(groups)],
+    }
+    assert len(narrower["rules"]) < len(shipped["rules"])  # the shipped role grants them
+    cp.apply(shipped, narrower)
+    for role, gap in (("kubectl-nodefail-diagnose", False), ("nodefail-no-automation", True)):
+        kubeconfig = service_account_kubeconfig(cp, tmp_path, f"sa-{role[-8:]}", [role], NS)
+        proc = plugin.run("diagnose", MHC_NODE, "-o", "json", "--kubeconfig", str(kubeconfig))
+        assert proc.returncode in (0, 3), proc.stderr
+        data = json.loads(proc.stdout)
+        gaps = " ".join(data["gaps"])
+        assert ("Cluster API machines: forbidden" in gaps) is gap, gaps
+        assert ("Medik8s nodehealthchecks: forbidden" in gaps) is gap, gaps
+        (cov,) = _node(data, MHC_NODE)["automation"]
+        # unreadable, the Machine the node names is "unknown here", never a guess
+        assert cov["state"] == ("unknown" if gap else "acting"), cov
