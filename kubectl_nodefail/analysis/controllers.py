@@ -191,19 +191,23 @@ def _where(found: list[Obj]) -> str:
 
 
 def _found(pods: list[Obj], dead_node: str, what: str) -> tuple[Replacement, Claim]:
-    """A replacement found: Running, finished or Pending, with the facts that say so."""
-    names = [p["metadata"]["name"] for p in pods]
+    """A replacement found: Running, finished or Pending, with the facts that say so. `pods`
+    names the replacements in the state said (a Pending one is never listed as Running)."""
     running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+    done = [p for p in pods if (p.get("status") or {}).get("phase") in TERMINAL_PHASES]
+    waiting = [p for p in pods if p not in running and p not in done]
+    if waiting and (running or done):
+        return _partly_replaced(running or done, waiting, dead_node, what)
     if running:
+        names = [p["metadata"]["name"] for p in running]
         rep = Replacement("running", f"{what} Running: {_where(running)}", names)
         because = [fact("Pod", p, "status.phase") for p in running]
         because += [fact("Pod", p, "spec.nodeName") for p in running]
         return rep, claim("replacement", "replacement", rep.summary, *because)
-    done = [p for p in pods if (p.get("status") or {}).get("phase") in TERMINAL_PHASES]
     if done:
         phases = "/".join(sorted({p["status"]["phase"] for p in done}))
         rep = Replacement("finished", f"{what} already ran to the end ({phases}): {_where(done)}")
-        rep.pods = names
+        rep.pods = [p["metadata"]["name"] for p in done]
         return rep, claim(
             "replacement",
             "replacement",
@@ -215,10 +219,32 @@ def _found(pods: list[Obj], dead_node: str, what: str) -> tuple[Replacement, Cla
     rep = Replacement(
         "pending",
         f"{what} {pending['metadata']['name']} is Pending: {reason}",
-        names,
+        [p["metadata"]["name"] for p in pods],
         pending_reason=reason,
     )
     because = [fact("Pod", pending, "status.phase"), fact("Pod", pending, "spec.nodeName")]
+    if scheduled_condition(pending) is not None:
+        because.append(fact("Pod", pending, "status.conditions[type=PodScheduled].message"))
+    return rep, claim("blocked-by", "replacement", rep.summary, *because)
+
+
+def _partly_replaced(
+    serving: list[Obj], waiting: list[Obj], dead_node: str, what: str
+) -> tuple[Replacement, Claim]:
+    """Some of the owner's new pods run (or ran), others wait: which one stands in for this pod
+    the API cannot say, so the pod is not called replaced while one of them is Pending."""
+    pending = waiting[0]
+    reason = pending_reason(pending, dead_node)
+    state = "Running" if serving[0].get("status", {}).get("phase") == "Running" else "finished"
+    rep = Replacement(
+        "pending",
+        f"{what}s: {len(serving)} {state} ({_where(serving)}), {len(waiting)} Pending "
+        f"({pending['metadata']['name']}: {reason})",
+        [p["metadata"]["name"] for p in waiting],
+        pending_reason=reason,
+    )
+    because = [fact("Pod", p, "status.phase") for p in serving + waiting]
+    because += [fact("Pod", p, "spec.nodeName") for p in serving + waiting]
     if scheduled_condition(pending) is not None:
         because.append(fact("Pod", pending, "status.conditions[type=PodScheduled].message"))
     return rep, claim("blocked-by", "replacement", rep.summary, *because)
