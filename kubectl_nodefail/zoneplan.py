@@ -206,25 +206,28 @@ def order(plan: Plan, report: Report, typed_nodes: Sequence[str], cover: Coverag
     return rows
 
 
-def explain_exclusions(plan: Plan, cover: Coverage) -> None:
-    """A refused step of a node the zone attestation does not cover says why, in place of the
-    generic 'no evidence' gate: the lease shows a kubelet that may be alive."""
-    if not cover.typed:
-        return
+def explain_exclusions(plan: Plan, cover: Coverage, typed_nodes: Sequence[str]) -> None:
+    """A failed node whose lease is renewed (or unread) gets no destructive step in a zone run
+    unless its own name was typed: not on a zone attestation, and not on other evidence either
+    (a cloud shutdown taint and a renewed lease contradict each other). Its steps say why, in
+    place of the generic 'no evidence' gate."""
     for step in plan.steps:
         why = cover.excluded.get(step.node)
         if (
-            why
-            and step.action in MUTATING
-            and not step.allowed
-            and step.gate.startswith("no evidence")
+            not why
+            or step.node in typed_nodes
+            or step.action not in MUTATING
+            or step.action == "remove-out-of-service"
         ):
-            step.gate = (
-                f"the zone attestation does not cover {step.node}: {why}. A node that is Ready "
-                "or whose lease is being renewed is never tainted or deleted on a zone "
-                f"attestation. Check its machine yourself; only if it is off, add "
-                f"{attestation.flag()}, typing the node's name yourself"
-            )
+            continue
+        step.allowed = False
+        step.gate = (
+            f"a zone run does not act on {step.node}"
+            + (" (the zone attestation does not cover it)" if cover.typed else "")
+            + f": {why}. A node that is Ready or whose lease is being renewed is never "
+            "tainted or deleted in a zone run. Check its machine yourself; only if it is off, "
+            f"add {attestation.flag()}, typing the node's name yourself"
+        )
 
 
 # The node lifecycle controller's default rates (kube-controller-manager flags).
@@ -289,7 +292,7 @@ class ZoneView:
 def plan_view(
     plan: Plan, report: Report, scope: Scope, typed_nodes: Sequence[str], cover: Coverage
 ) -> ZoneView:
-    explain_exclusions(plan, cover)
+    explain_exclusions(plan, cover, typed_nodes)
     rows = order(plan, report, typed_nodes, cover)
     failed = {n.name for n in report.nodes if n.failed}
     ready = [n for n in scope.nodes if n not in failed]

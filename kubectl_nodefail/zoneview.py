@@ -68,8 +68,8 @@ def _short_gate(step: Step) -> str:
     gate = step.gate
     if gate.startswith("no evidence"):
         return "needs an attestation (its machine not confirmed off)"
-    if gate.startswith("the zone attestation does not cover"):
-        return "not covered by the zone attestation (lease renewed or unread)"
+    if gate.startswith("a zone run does not act on"):
+        return "spared: its lease is renewed (or unread); needs its own attestation"
     return gate.split(". ")[0]
 
 
