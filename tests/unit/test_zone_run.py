@@ -60,6 +60,8 @@ class ZoneCluster:
         raise NotFound("no lease")
 
     def create(self, path: str, obj: dict[str, Any]) -> dict[str, Any]:
+        if path.endswith("selfsubjectreviews"):
+            return {"status": {"userInfo": {"username": "tester"}}}
         with self.lock:
             self.events.append(f"{obj['reason']} {obj['involvedObject']['name']}")
         return obj
@@ -171,3 +173,30 @@ def test_sigint_mid_run_starts_no_node_more_and_records_what_was_sent() -> None:
         assert [r["result"] for r in lines if r["node"] == node] == ["starting", "interrupted"]
         assert f"NodefailTaintOutOfService {node}" in fake.events
     assert plan.result_code(interrupted=True) == 6
+
+
+def test_one_status_line_on_a_terminal_erased_before_the_result(monkeypatch: Any) -> None:
+    """zonecmd's execution: the progress is one line rewritten in place, erased at the end."""
+    from kubectl_nodefail import cli, progress, zonecmd
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stderr = Terminal()
+
+    def status_line(verbose: int) -> progress.StatusLine:
+        line = progress.StatusLine(stderr, delay=0)
+        progress._active = line
+        return line
+
+    monkeypatch.setattr(cli, "_progress", status_line)
+    fake = ZoneCluster(pods_left_until=time.monotonic() + 0.5)
+    plan = _plan(12)
+    stopped = zonecmd._execute(fake, plan, None, 30, 0)
+    assert stopped is False and [s.result for s in plan.steps] == ["done"] * 12
+    shown = stderr.getvalue()
+    assert "\n" not in shown  # one line, rewritten in place
+    assert "12/12 nodes handled (12 sent)" in shown
+    assert "waiting for the pods and volumes of 12 of 12 tainted nodes" in shown
+    assert shown.endswith("\r\x1b[2K")  # erased before the result is printed
