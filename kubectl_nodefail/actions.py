@@ -401,6 +401,11 @@ class Executor:
         except NodefailError as exc:  # any other API answer, or the server gone away
             step.result, step.detail = "failed", exc.message
         if deferred is not None:
+            # Accepted; its result comes once its effect was looked for (a zone run watches
+            # every node at once, which can take minutes): the trail says at once that the
+            # request was accepted, so it is never lost if the run dies while watching.
+            with suppress(OSError):
+                self._trail(step, "accepted", deferred.sent)
             with self._write:
                 self.pending.append(
                     Pending(step, node, note, deferred.sent, deferred.by, deferred.every_pod)

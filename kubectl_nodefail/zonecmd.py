@@ -152,14 +152,15 @@ def remediate(args: ZoneArgs, conn: Any, verbose: int) -> int:
         click.echo(color.style_for_terminal(body), nl=False)
     code = plan.exit_code() if not args.confirm else plan.result_code(interrupted=stopped)
     if code == Exit.INTERRUPTED:
+        from kubectl_nodefail.plan import MUTATING
+
+        acting = [s for s in plan.steps if s.action in MUTATING]
+        sent = {s.node for s in acting if s.result in ("done", "unconfirmed", "interrupted")}
+        left = {s.node for s in acting if s.result == "not started"} - sent
         click.echo(
-            f"interrupted: {counts.get('done', 0)} steps done, "
-            + (
-                f"{counts['interrupted']} sent but their effect not seen, "
-                if counts.get("interrupted")
-                else ""
-            )
-            + f"{counts.get('not started', 0)} not started (listed above); re-run the same "
+            f"interrupted: {len(sent)} nodes' changes sent ("
+            f"{sum(1 for s in acting if s.result == 'interrupted')} of them with their effect "
+            f"not seen yet), {len(left)} nodes not started (listed above); re-run the same "
             "command to finish the rest",
             err=True,
         )

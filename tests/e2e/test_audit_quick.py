@@ -28,8 +28,12 @@ def test_a_fixed_seed_set_of_predictions_holds(control_plane: ControlPlane, tmp_
     kinds = {v.kind.split(":")[0] for v in judged}
     assert {"eviction-time", "if-node-returns"} <= kinds, report
     wrong = [v for v in judged if v.ok is False and not v.known_limit]
-    assert not wrong, report + "\n" + "\n".join(
-        f"{v.seed}/{v.index} {v.kind} {v.pod} ({v.scenario}): said {v.predicted!r}, "
-        f"the control plane: {v.observed!r}"
-        for v in wrong
+    assert not wrong, (
+        report
+        + "\n"
+        + "\n".join(
+            f"{v.seed}/{v.index} {v.kind} {v.pod} ({v.scenario}): said {v.predicted!r}, "
+            f"the control plane: {v.observed!r}"
+            for v in wrong
+        )
     )

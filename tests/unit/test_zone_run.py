@@ -139,7 +139,7 @@ def test_nodes_run_a_few_at_a_time_each_recorded_before_and_after() -> None:
         assert mine[:2] == [("lock", step.node), ("taint", step.node)]  # locked first
         assert mine[-1] == ("lock", step.node) and len(mine) == 3  # the lock released at the end
         results = [r["result"] for r in lines if r["node"] == step.node]
-        assert results == ["starting", "done"]
+        assert results == ["starting", "accepted", "done"]
         assert f"NodefailTaintOutOfServiceStarting {step.node}" in fake.events
         assert f"NodefailTaintOutOfService {step.node}" in fake.events
     assert not fake.locks
@@ -170,7 +170,11 @@ def test_sigint_mid_run_starts_no_node_more_and_records_what_was_sent() -> None:
     never = [n for n, r in results.items() if r == "not started"]
     assert not [c for c in fake.calls if c[1] in never and c[0] == "taint"]
     for node in tainted:  # sent: recorded before and after
-        assert [r["result"] for r in lines if r["node"] == node] == ["starting", "interrupted"]
+        assert [r["result"] for r in lines if r["node"] == node] == [
+            "starting",
+            "accepted",
+            "interrupted",
+        ]
         assert f"NodefailTaintOutOfService {node}" in fake.events
     assert plan.result_code(interrupted=True) == 6
 
