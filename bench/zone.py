@@ -64,7 +64,11 @@ def _controllers(server: cluster.Server, bindir: Path) -> subprocess.Popen[bytes
             str(bindir / "kube-controller-manager"),
             "--kubeconfig",
             str(server.kubeconfig),
-            "--controllers=pod-garbage-collector-controller,taint-eviction-controller",
+            # the taint eviction controller finds a node's pods through the pod informer's
+            # spec.nodeName index, which the node lifecycle controller registers: alone it
+            # fails ("Index with name spec.nodeName does not exist") and evicts nothing
+            "--controllers=pod-garbage-collector-controller,taint-eviction-controller,"
+            "node-lifecycle-controller",
             "--leader-elect=false",
             "--secure-port=0",
             f"--kube-api-qps={KCM_QPS[0]}",
@@ -231,25 +235,23 @@ def main() -> None:
     chosen = args.scenarios.split(",")
     bindir = cluster.binaries()
     size = cluster.Size.parse(args.size)
-    result = {
+    result: dict[str, Any] = {
         "size": size.label,
         "failed": args.failed,
         "command": " ".join(_command(cluster.Server(bindir, Path("WORK")), Path("TRAIL"))),
         "kcmQps": args.kcm_qps,
-        **({"full": scenario(bindir, size, args.failed, 0)} if "full" in chosen else {}),
-        **(
-            {"interrupted": scenario(bindir, size, args.failed, args.interrupt_after)}
-            if "interrupted" in chosen
-            else {}
-        ),
         "cpus": os.cpu_count(),
     }
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        name = f"zone-remediate-kcm{args.kcm_qps}-{'-'.join(chosen)}.json"
-        (Path(args.out) / name).write_text(text + "\n")
+    name = f"zone-remediate-kcm{args.kcm_qps}-{'-'.join(chosen)}.json"
+    for which in chosen:  # each written as soon as it is measured
+        result[which] = scenario(
+            bindir, size, args.failed, args.interrupt_after if which == "interrupted" else 0
+        )
+        text = json.dumps(result, indent=1)
+        print(text, flush=True)
+        if args.out:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            (Path(args.out) / name).write_text(text + "\n")
 
 
 if __name__ == "__main__":
