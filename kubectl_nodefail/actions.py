@@ -217,6 +217,28 @@ class NodeChanged(Conflict):
     """A node patch refused because the node changed since it was read."""
 
 
+class Deferred(Exception):
+    """A taint or node delete accepted by the server while the executor defers the watch for
+    its effect (a zone run watches all its nodes at once: zonerun.py)."""
+
+    def __init__(self, sent: str, by: str, every_pod: bool) -> None:
+        super().__init__(sent)
+        self.sent, self.by, self.every_pod = sent, by, every_pod
+
+
+@dataclass
+class Pending:
+    """A step whose request was accepted and whose effect is still to be observed: its result,
+    trail line and Event are written by Executor.finish."""
+
+    step: Step
+    node: Obj
+    note: str  # where the starting Event went, if not on the object
+    sent: str
+    by: str
+    every_pod: bool
+
+
 def _lease_second(value: str) -> str:
     """A renewTime to the second (the plan keeps seconds; the lease has microseconds)."""
     when = parse_time(value)
@@ -232,7 +254,12 @@ class Executor:
     progress: Callable[[str], None] = lambda _: None
     stop: Stop = field(default_factory=Stop)
     token: str = field(default_factory=lambda: secrets.token_hex(8))
+    # True in a zone run: a taint's or node delete's effect is watched for later, for all its
+    # nodes at once (zonerun.py), and the step waits in `pending` for Executor.finish.
+    defer_release: bool = False
+    pending: list[Pending] = field(default_factory=list)
     _locks: dict[str, str] = field(default_factory=dict)  # node -> "" held, or why not
+    _write: threading.Lock = field(default_factory=threading.Lock)  # trail lines, `pending`
 
     def run(self, plan: Plan) -> Plan:
         if self._refuse_malformed(plan):
@@ -255,6 +282,15 @@ class Executor:
         finally:
             self._release_locks()
         return plan
+
+    def run_node_step(self, step: Step) -> None:
+        """One step, as run() runs it (a zone run calls it from its workers, node by node)."""
+        self._step(step)
+
+    def refuses_malformed(self, plan: Plan) -> bool:
+        """True (and every step marked refused) when a step that would change something is
+        malformed: then nothing of the plan runs."""
+        return self._refuse_malformed(plan)
 
     def _refuse_malformed(self, plan: Plan) -> bool:
         """Check every step's shape before the first change; if one step that would change
@@ -295,6 +331,7 @@ class Executor:
         self.progress(f"{step.action} {step.target}")
         started, note = False, ""  # note: where the starting Event went, if not on the object
         unrecorded = False
+        deferred: Deferred | None = None
         node: Obj = {}
         attempts = NODE_CHANGE_ATTEMPTS if step.action in RETRIED_ON_NODE_CHANGE else 1
         try:
@@ -322,6 +359,9 @@ class Executor:
                         break
                 try:
                     step.detail = self._act(step, node)
+                except Deferred as exc:
+                    deferred = exc
+                    break
                 except NotConfirmed as exc:
                     # Sent and accepted, but what it was for did not happen (yet): never "done".
                     step.result = "interrupted" if exc.interrupted else "unconfirmed"
@@ -360,11 +400,46 @@ class Executor:
             unrecorded = True
         except NodefailError as exc:  # any other API answer, or the server gone away
             step.result, step.detail = "failed", exc.message
+        if deferred is not None:
+            # Accepted; its result comes once its effect was looked for (a zone run watches
+            # every node at once, which can take minutes): the trail says at once that the
+            # request was accepted, so it is never lost if the run dies while watching.
+            with suppress(OSError):
+                self._trail(step, "accepted", deferred.sent)
+            with self._write:
+                self.pending.append(
+                    Pending(step, node, note, deferred.sent, deferred.by, deferred.every_pod)
+                )
+            return
+        self._record_result(step, node, note, started, unrecorded)
+
+    def _record_result(
+        self, step: Step, node: Obj, note: str, started: bool, unrecorded: bool = False
+    ) -> None:
         step.detail += note
         with suppress(OSError) if unrecorded else nullcontext():  # the trail may be what failed
             self._trail(step)
         if started:
             self._result_event(step, node)
+
+    def finish(self, pending: Pending, released: bool, detail: str, event: bool = True) -> None:
+        """The result of a deferred step, once its effect was looked for: done (observed),
+        unconfirmed (not by --wait-timeout) or interrupted (a signal stopped the watch); then
+        its trail line and Event, as for any step. `event`: False when the run is being
+        abandoned (a second signal): the trail line only."""
+        step = pending.step
+        try:
+            step.detail = self._released_text(released, detail, pending.sent, pending.by)
+            step.result = "done"
+        except NotConfirmed as exc:
+            step.result = "interrupted" if exc.interrupted else "unconfirmed"
+            step.detail = exc.detail
+        if event:
+            self._record_result(step, pending.node, pending.note, started=True)
+        else:
+            step.detail += pending.note + " (run abandoned: no Event of the result)"
+            with suppress(OSError):
+                self._trail(step)
 
     def _act(self, step: Step, node: Obj) -> str:
         if step.action == "taint-out-of-service":
@@ -486,33 +561,39 @@ class Executor:
         return f"could not take the lock on node {name}: it kept changing; nothing done here"
 
     def _release_locks(self) -> None:
-        for name, why in list(self._locks.items()):
-            if why:
-                continue
-            for _ in range(NODE_CHANGE_ATTEMPTS):
-                try:
-                    node = self.cluster.get_object(kube.node_path(name))
-                    held = _lock_of(node)
-                    if held is None or held.get("token") != self.token:
-                        break
-                    path = f"/metadata/annotations/{_escape(ANNOTATION_LOCK)}"
-                    self._patch_node(node, [{"op": "remove", "path": path}])
-                    self.progress(f"released the lock on node {name}")
-                    break
-                except NotFound:
-                    break
-                except Conflict:
-                    continue
-                except NodefailError as exc:
-                    self.progress(f"could not release the lock on node {name}: {exc.message}")
-                    break
-            else:
-                self.progress(
-                    f"could not release the lock on node {name}: the node changed under each "
-                    f"of {NODE_CHANGE_ATTEMPTS} attempts; it expires by itself "
-                    f"(annotation {ANNOTATION_LOCK})"
-                )
+        for name in self.held_locks():
+            self.release_lock(name)
         self._locks.clear()
+
+    def held_locks(self) -> list[str]:
+        """The nodes whose lock this run holds."""
+        return [name for name, why in list(self._locks.items()) if not why]
+
+    def release_lock(self, name: str) -> None:
+        """Remove this run's lock from the node (if it still holds it)."""
+        for _ in range(NODE_CHANGE_ATTEMPTS):
+            try:
+                node = self.cluster.get_object(kube.node_path(name))
+                held = _lock_of(node)
+                if held is None or held.get("token") != self.token:
+                    break
+                path = f"/metadata/annotations/{_escape(ANNOTATION_LOCK)}"
+                self._patch_node(node, [{"op": "remove", "path": path}])
+                self.progress(f"released the lock on node {name}")
+                break
+            except NotFound:
+                break
+            except Conflict:
+                continue
+            except NodefailError as exc:
+                self.progress(f"could not release the lock on node {name}: {exc.message}")
+                break
+        else:
+            self.progress(
+                f"could not release the lock on node {name}: the node changed under each "
+                f"of {NODE_CHANGE_ATTEMPTS} attempts; it expires by itself "
+                f"(annotation {ANNOTATION_LOCK})"
+            )
 
     # --- the actions ---
 
@@ -617,8 +698,14 @@ class Executor:
     def _released(self, node: str, by: str, sent: str, every_pod: bool = False) -> str:
         """What the step was for, observed: the node's Terminating pods (`every_pod`: all its
         pods, for a deleted Node) and volume attachments gone. Otherwise NotConfirmed, naming
-        what is still there. `sent`: what the accepted request did."""
+        what is still there. `sent`: what the accepted request did. In a zone run (deferred),
+        Deferred: the watch comes later, for every node of the run at once."""
+        if self.defer_release:
+            raise Deferred(sent, by, every_pod)
         released, detail = self._wait_released(node, every_pod)
+        return self._released_text(released, detail, sent, by)
+
+    def _released_text(self, released: bool, detail: str, sent: str, by: str) -> str:
         if released:
             return f"{sent}; {detail}"
         if self.stop.is_set():
@@ -635,62 +722,79 @@ class Executor:
         Pods held by a finalizer the taint does not release are named, never waited for."""
         deadline = _now() + timedelta(seconds=self.wait_timeout)
         while True:
-            pods = self.cluster.list_all(
-                "/api/v1/pods", "Pod", fieldSelector=f"spec.nodeName={node}"
-            )
-            held = [p for p in pods if _holders(p)]
-            stuck = [
-                p
-                for p in pods
-                if not _holders(p)
-                and (
-                    every_pod
-                    or p["metadata"].get("deletionTimestamp")
-                    or not _tolerates_out_of_service(p)
-                )
-            ]
-            try:
-                vas = [
-                    v
-                    for v in self.cluster.list_all(
-                        "/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"
-                    )
-                    if (v.get("spec") or {}).get("nodeName") == node
-                ]
-            except Forbidden:
-                vas = []
-            not_waited = (
-                "; held by finalizers, not waited for: "
-                + ", ".join(
-                    f"{p['metadata'].get('namespace')}/{p['metadata']['name']} "
-                    f"({', '.join(_holders(p))})"
-                    for p in held
-                )
-                if held
-                else ""
-            )
-            if not stuck and not vas:
-                return True, (
-                    f"{len(pods)} pods left on the node (tolerating the taint or held), no "
-                    f"Terminating pod released by the taint left, no volume attached{not_waited}"
-                )
+            done, detail, stuck, vas = self.release_check(node, every_pod)
+            if done:
+                return True, detail
             left = (deadline - _now()).total_seconds()
             self.progress(
-                f"waiting for {len(stuck)} Terminating pods and {len(vas)} volume attachments "
+                f"waiting for {stuck} Terminating pods and {vas} volume attachments "
                 f"on node {node} to go ({max(left, 0):.0f}s left; Ctrl-C stops waiting)"
             )
             if _now() > deadline or self.stop.is_set():
                 why = "stopped watching (interrupted)" if self.stop.is_set() else "after"
                 waited = f"{why} {self.wait_timeout:.0f}s" if why == "after" else why
-                names = ", ".join(
-                    f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" for p in stuck[:5]
-                ) + (", ..." if len(stuck) > 5 else "")
-                return False, (
-                    f"{waited}: still {len(stuck)} pods to be released"
-                    + (f" ({names})" if stuck else "")
-                    + f" and {len(vas)} volume attachments on the node{not_waited}"
-                )
+                return False, f"{waited}: {detail}"
             self.stop.wait(2)
+
+    def release_check(
+        self, node: str, every_pod: bool = False, attachments: list[Obj] | None = None
+    ) -> tuple[bool, str, int, int]:
+        """One look at what a taint or node delete was to release on `node`: (released, what
+        is left or what was seen, pods still to go, volume attachments still on the node).
+        `attachments`: the cluster's VolumeAttachments read once for many nodes (zone run)."""
+        pods = self.cluster.list_all("/api/v1/pods", "Pod", fieldSelector=f"spec.nodeName={node}")
+        held = [p for p in pods if _holders(p)]
+        stuck = [
+            p
+            for p in pods
+            if not _holders(p)
+            and (
+                every_pod
+                or p["metadata"].get("deletionTimestamp")
+                or not _tolerates_out_of_service(p)
+            )
+        ]
+        if attachments is None:
+            attachments = self.attachments()
+        vas = [v for v in attachments if (v.get("spec") or {}).get("nodeName") == node]
+        not_waited = (
+            "; held by finalizers, not waited for: "
+            + ", ".join(
+                f"{p['metadata'].get('namespace')}/{p['metadata']['name']} "
+                f"({', '.join(_holders(p))})"
+                for p in held
+            )
+            if held
+            else ""
+        )
+        if not stuck and not vas:
+            return (
+                True,
+                f"{len(pods)} pods left on the node (tolerating the taint or held), no "
+                f"Terminating pod released by the taint left, no volume attached{not_waited}",
+                0,
+                0,
+            )
+        names = ", ".join(
+            f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" for p in stuck[:5]
+        ) + (", ..." if len(stuck) > 5 else "")
+        return (
+            False,
+            f"still {len(stuck)} pods to be released"
+            + (f" ({names})" if stuck else "")
+            + f" and {len(vas)} volume attachments on the node{not_waited}",
+            len(stuck),
+            len(vas),
+        )
+
+    def attachments(self) -> list[Obj]:
+        """Every VolumeAttachment ([] when they may not be read)."""
+        try:
+            return self.cluster.list_all(
+                "/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"
+            )
+        except Forbidden:
+            return []
 
     # --- trail: a line and an Event before each mutation, and after it ---
 
@@ -722,8 +826,9 @@ class Executor:
             "version": __version__,
         }
         if self.log is not None:
-            self.log.write(json.dumps(record, sort_keys=True) + "\n")
-            self.log.flush()
+            with self._write:  # a zone run writes from several threads: whole lines
+                self.log.write(json.dumps(record, sort_keys=True) + "\n")
+                self.log.flush()
 
     def _result_event(self, step: Step, node: Obj) -> None:
         """Record the step's result as an Event; a note on the result when that fails (the

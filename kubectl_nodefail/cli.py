@@ -95,6 +95,11 @@ Examples:
   # save the plan for review, then run exactly that plan (the attestation typed again)
   kubectl nodefail remediate worker-3 --node-shutdown-confirmed worker-3 --plan-out plan.json
   kubectl nodefail remediate --plan-in plan.json --node-shutdown-confirmed worker-3 --confirm
+  # a whole zone: its plan; once every machine of zone-b is checked off, type the zone
+  # in place of the placeholder, and add --confirm
+  kubectl nodefail remediate --zone zone-b
+  kubectl nodefail remediate --zone zone-b --allow-disruption \
+      --zone-shutdown-confirmed <ZONE-WHOSE-MACHINES-YOU-VERIFIED-ARE-OFF>
 """
 DUMP_EXAMPLES = """
 \b
@@ -1083,6 +1088,33 @@ def dump(
 )
 @click.option("--from-file", metavar="PATH", help="Plan from a dump (never executes).")
 @click.option(
+    "--zone",
+    metavar="ZONE",
+    help="Plan every failed node of this zone (its topology.kubernetes.io/zone label, or "
+    "REGION/ZONE as diagnose shows it), StatefulSets and volumes first; --confirm runs "
+    "8 nodes at a time. See docs/outage.md.",
+)
+@click.option(
+    "-l",
+    "--selector",
+    metavar="SELECTOR",
+    help="Plan every failed node matching this label selector (a rack), as --zone does.",
+)
+@click.option(
+    "--zone-shutdown-confirmed",
+    "zone_confirmed",
+    metavar="ZONE",
+    help="Attest that the machines of --zone ZONE are powered off (type the zone again). "
+    "Covers its not-Ready nodes whose lease is stale; never a Ready node or one whose lease "
+    "is renewed.",
+)
+@click.option(
+    "--selector-shutdown-confirmed",
+    "selector_confirmed",
+    metavar="SELECTOR",
+    help="As --zone-shutdown-confirmed, for the nodes of --selector (type it again).",
+)
+@click.option(
     "--plan-out",
     metavar="PATH",
     type=click.Path(),  # checked by outpath.check_writable, in one line
@@ -1116,6 +1148,10 @@ def remediate(
     from_file: str | None,
     plan_out: str | None,
     plan_in: str | None,
+    zone: str | None = None,
+    selector: str | None = None,
+    zone_confirmed: str | None = None,
+    selector_confirmed: str | None = None,
 ) -> int:
     """Plan the safe fix for failed nodes; carry it out with --confirm.
 
@@ -1135,6 +1171,20 @@ def remediate(
     from kubectl_nodefail.errors import InterruptedRun
     from kubectl_nodefail.plan import Options
 
+    if (zone, selector, zone_confirmed, selector_confirmed) != (None, None, None, None):
+        from click.core import ParameterSource
+
+        from kubectl_nodefail import zonecmd
+
+        given = click.get_current_context().get_parameter_source("max_nodes")
+        args = zonecmd.ZoneArgs(
+            zone, selector, zone_confirmed, selector_confirmed, nodes, output, confirm,
+            strategy, attested, None if given == ParameterSource.DEFAULT else max_nodes,
+            allow_disruption, log_file, wait_timeout, from_file, plan_out, plan_in,
+        )  # fmt: skip
+        return zonecmd.remediate(
+            args, Connection(kubeconfig, context, request_timeout, verbose), verbose
+        )
     if plan_in and (nodes or from_file or strategy != "auto"):
         raise click.UsageError(
             "--plan-in replays a saved plan (its own nodes and strategy): give no nodes, "
