@@ -90,11 +90,14 @@ REMEDIATE_EXAMPLES = """
 Examples:
   # the plan for one node (changes nothing)
   kubectl nodefail remediate worker-3
-  # you checked that worker-3's machine is powered off (console, power state): carry it out
-  kubectl nodefail remediate worker-3 --node-shutdown-confirmed worker-3 --confirm
+  # once you checked that its machine is powered off (console, power state), type that
+  # node's name in place of the placeholder (it is refused as written) and add --confirm
+  kubectl nodefail remediate worker-3 --node-shutdown-confirmed <NODE-YOU-VERIFIED-IS-POWERED-OFF>
   # save the plan for review, then run exactly that plan (the attestation typed again)
-  kubectl nodefail remediate worker-3 --node-shutdown-confirmed worker-3 --plan-out plan.json
-  kubectl nodefail remediate --plan-in plan.json --node-shutdown-confirmed worker-3 --confirm
+  kubectl nodefail remediate worker-3 --plan-out plan.json \\
+      --node-shutdown-confirmed <NODE-YOU-VERIFIED-IS-POWERED-OFF>
+  kubectl nodefail remediate --plan-in plan.json \\
+      --node-shutdown-confirmed <NODE-YOU-VERIFIED-IS-POWERED-OFF>
   # a whole zone: its plan; once every machine of zone-b is checked off, type the zone
   # in place of the placeholder, and add --confirm
   kubectl nodefail remediate --zone zone-b
