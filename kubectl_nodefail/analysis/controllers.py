@@ -625,6 +625,15 @@ def statefulset(ctx: Context) -> Explained:
     )
     if not ctx.terminating and wanted:
         returns = "the pod carries on in place."
+    elif not ctx.terminating and policy == "OrderedReady":
+        # statefulset_control.go processCondemned: in OrderedReady a condemned pod waits while
+        # another pod of the set is the first unhealthy one (audit 2028/23)
+        returns = (
+            f"it is outside replicas {replicas}: the StatefulSet controller deletes it once the "
+            "set's other pods are Running and Ready (OrderedReady scales down one pod at a time, "
+            "the highest ordinal first); then the kubelet stops it and removes the object; it is "
+            "not recreated."
+        )
     elif not ctx.terminating:
         returns = (
             f"the StatefulSet controller deletes it (outside replicas {replicas}), then the "

@@ -261,6 +261,7 @@ def _pending(ctx: Ctx, kind: str) -> None:
 
 
 FOUND_NO_NODE = "the scheduler found no node: "
+ONCE_READY = "once the set's other pods are Running and Ready"
 
 
 def judge_pending_reason(ctx: Ctx, view: PodView) -> None:
@@ -549,7 +550,11 @@ def _return_check(ctx: Ctx, name: str) -> None:
             if old is None
             else f"still there ({old.phase}, finalizers {list(old.finalizers)})"
         )
-        ctx.add(kind, "the old pod object is removed", seen, old is None)
+        if old is not None and ONCE_READY in p.if_node_returns:
+            # removal waits for the set's other pods to be Ready, which the polls do not record
+            ctx.add(kind, "removed once the other pods are Ready", seen + " (not judged)", None)
+        else:
+            ctx.add(kind, "the old pod object is removed", seen, old is None)
     elif name == "recreated":
         new = [v for v in same_name if v.uid != p.uid]
         seen = f"{p.name} recreated" if new else f"no new {p.name}"
