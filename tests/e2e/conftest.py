@@ -105,6 +105,28 @@ class Run:
     end: datetime
 
 
+# The flags that say which cluster and as whom (kubectl's): a premise check dumps the cluster the
+# diagnosis read, the way it read it.
+CONNECTION_VALUED = {
+    "--kubeconfig", "--context", "--cluster", "--user", "-s", "--server", "--token", "--as",
+    "--as-group", "--as-uid", "--certificate-authority", "--client-certificate", "--client-key",
+    "--tls-server-name", "--request-timeout", "--deadline",
+}  # fmt: skip
+CONNECTION_SWITCHES = {"--insecure-skip-tls-verify", "--disable-compression"}
+
+
+def _connection_flags(args: tuple[str, ...]) -> tuple[str, ...]:
+    out: list[str] = []
+    it = iter(args)
+    for arg in it:
+        name = arg.split("=", 1)[0]
+        if name in CONNECTION_SWITCHES or (name in CONNECTION_VALUED and "=" in arg):
+            out.append(arg)
+        elif name in CONNECTION_VALUED:
+            out += [arg, next(it, "")]
+    return tuple(out)
+
+
 class Plugin:
     """Runs the installed `kubectl nodefail` through kubectl's own plugin lookup, and keeps the
     time window of every run (to attribute the apiserver's audit entries to runs)."""
@@ -144,16 +166,16 @@ class Plugin:
             raise AssertionError(
                 "the diagnosis contradicts itself:\n" + "\n".join(str(v) for v in violations)
             )
-        self.check_premises()
+        self.check_premises(_connection_flags(args))
         return proc.returncode, data
 
-    def check_premises(self) -> None:
+    def check_premises(self, connection: tuple[str, ...] = ()) -> None:
         """The cluster as it is now, dumped and diagnosed from that file: every claim's premise
         is re-read from the raw dump by the independent checker (analysis/premises.py). A
         moment after the live diagnosis, so the same situation, from one snapshot."""
         self.premise_checks += 1
         path = self.cp.workdir / f"premises-{os.getpid()}-{self.premise_checks}.json"
-        dumped = self.run("dump", "-f", str(path))
+        dumped = self.run("dump", *connection, "-f", str(path))
         if dumped.returncode != 0:
             raise AssertionError(f"dump failed ({dumped.returncode}): {dumped.stderr}")
         self._premises_hold(path)

@@ -286,13 +286,41 @@ def test_watch_reads_a_dump_again_into_a_pipe(tmp_path) -> None:  # type: ignore
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2.5)
-    recovered = tmp_path / "next.json"
-    recovered.write_bytes((FIXTURES / "node-down-recovered.json").read_bytes())
-    recovered.replace(path)
-    time.sleep(2.5)
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=20)
+    # Each step waits for what the watch printed, never for a fixed time (a loaded machine
+    # may take seconds to start Python).
+    import threading
+
+    lines: list[str] = []
+    assert proc.stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))
+    reader.start()
+
+    def blocks_seen(n: int) -> bool:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if "".join(lines).count("--- ") >= n:
+                return True
+            time.sleep(0.1)
+        return False
+
+    try:
+        assert blocks_seen(1), "".join(lines)
+        recovered = tmp_path / "next.json"
+        recovered.write_bytes((FIXTURES / "node-down-recovered.json").read_bytes())
+        recovered.replace(path)
+        assert blocks_seen(2), "".join(lines)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=30)
+        stderr = proc.stderr.read() if proc.stderr else ""
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe:
+                pipe.close()
+    stdout = "".join(lines)
     blocks = stdout.split("--- ")[1:]
     assert len(blocks) == 2, stdout
     assert "change: flaky-a Ready again" in blocks[1] and "All 6 nodes Ready" in blocks[1]
