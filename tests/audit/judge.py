@@ -692,6 +692,11 @@ def judge(
 DESTRUCTIVE = ("taint-out-of-service", "force-delete-pod", "delete-node")  # plan.ACTIONS
 
 
+def _ordinal_of(name: str) -> int:
+    tail = name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
 def _uid_before(history: History, namespace: str, name: str, before: datetime) -> str:
     """The uid the pod namespace/name had when remediate started."""
     for poll in reversed(history.polls):
@@ -741,6 +746,13 @@ def judge_remediation(
 
     steps = (doc or {}).get("steps") or []
     stayed: list[str] = []
+    released_ordinals: dict[str, list[int]] = {}
+    for step in steps:
+        for entry in step.get("releases") or []:
+            pod = str(entry).split(" ", 1)[0]
+            if "(statefulset)" in str(entry) and "/" in pod:
+                ns, name = pod.split("/", 1)
+                released_ordinals.setdefault(ns, []).append(_ordinal_of(name))
     for step in steps:
         if step.get("action") not in DESTRUCTIVE or not step.get("allowed"):
             continue
@@ -773,7 +785,25 @@ def judge_remediation(
                     True if seen else None,
                 )
             s = scenarios.get(ns)
-            if "(statefulset)" in str(entry) and result == "done" and s and s.change == "none":
+            lower = [other for other in released_ordinals.get(ns, []) if other < _ordinal_of(name)]
+            if (
+                "(statefulset)" in str(entry)
+                and result == "done"
+                and s
+                and s.change == "none"
+                and s.kind == "sts-ordered"
+                and lower
+            ):
+                # OrderedReady creates an ordinal only once the lower ones are Running and
+                # Ready; a lower one released too may itself be waiting (audit 2028/164)
+                add(
+                    "remediate:recreated",
+                    pod,
+                    "released: the StatefulSet creates the pod of that name again",
+                    "OrderedReady: waits for the lower ordinals (not judged)",
+                    None,
+                )
+            elif "(statefulset)" in str(entry) and result == "done" and s and s.change == "none":
                 twin = [
                     v
                     for v in history.ever().values()

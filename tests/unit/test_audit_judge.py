@@ -348,3 +348,19 @@ def test_a_pending_reason_must_give_every_reason_the_scheduler_gave() -> None:
             replacement_state="pending", replacement_pods=["w-x"], pending_reason=reason
         )
         assert verdicts([pred], h, "pending-reason") == [ok], reason
+
+
+def test_an_ordered_statefulsets_higher_ordinal_waits_for_the_lower_ones() -> None:
+    """OrderedReady: after remediate released w-0 and w-1, w-1 comes only once w-0 is Running
+    and Ready, so its absence is not judged; w-0's is."""
+    from tests.audit.judge import judge_remediation
+
+    ordered = replace(SCENARIO, kind="sts-ordered", change="none")
+    w0, w1 = evicted(pod(), 40), evicted(pod(name="w-1", uid="old1"), 40)
+    h = _remediated([(99, [w0, w1]), (106, []), (150, [])])
+    doc = _plan("done", [f"{NS}/w-0 (statefulset)", f"{NS}/w-1 (statefulset)"])
+    found = judge_remediation(doc, 0, h, {NS: ordered}, "au-1-")
+    assert [(v.pod, v.ok) for v in found if v.kind == "remediate:recreated"] == [
+        (f"{NS}/w-0", False),
+        (f"{NS}/w-1", None),
+    ]
