@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 import re
+import signal
 from typing import Any
 
 import pytest
@@ -64,6 +65,18 @@ def _chosen_seed(config: pytest.Config) -> int | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SEED_KEY] = _chosen_seed(config)
+    _take_ctrl_c_back()
+
+
+def _take_ctrl_c_back() -> None:
+    """A suite started in the background by a non-interactive shell (`make test &`, a CI
+    runner without job control) inherits SIGINT ignored, and so does every command a test
+    starts: Python keeps an inherited SIG_IGN instead of raising KeyboardInterrupt, so a test
+    that presses Ctrl-C on a command would wait for ever (found: the CI checks of 2026-12-01).
+    Ctrl-C is taken back, as in a terminal; the commands the tests start then get the
+    default."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(optionalhook=True)
