@@ -26,7 +26,10 @@ def test_a_fixed_seed_set_of_predictions_holds(control_plane: ControlPlane, tmp_
     # Each scenario yields an eviction or never-evicted verdict, a replacement and a return one.
     assert len(judged) >= 2 * SCENARIOS, report
     kinds = {v.kind.split(":")[0] for v in judged}
-    assert {"eviction-time", "if-node-returns"} <= kinds, report
+    assert {"replacement", "if-node-returns"} <= kinds, report
+    # when it is evicted (or that it never is): on a loaded machine every short toleration may
+    # have run out before the first diagnosis, leaving only the never-evicted ones to judge
+    assert kinds & {"eviction-time", "never-evicted"}, report
     wrong = [v for v in judged if v.ok is False and not v.known_limit]
     assert not wrong, (
         report

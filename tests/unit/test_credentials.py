@@ -367,13 +367,16 @@ def test_plugin_hang_leaves_no_process_and_is_quick(tmp_path: Path) -> None:
     """The plugin's own stderr so far is not needed: it is killed at --deadline (see also
     test_bad_servers)."""
     with tls_server(tmp_path) as (api, cluster):
-        config = write(tmp_path, cluster, exec_user("sleep 30"))
+        # a deadline long enough for the plugin to have started on a loaded machine (with 1 s
+        # the deadline could pass before it did: exit 11, the run's own deadline), far shorter
+        # than the plugin's hang
+        config = write(tmp_path, cluster, exec_user("sleep 120"))
         start = time.monotonic()
-        proc = plugin_cli("diagnose", "--kubeconfig", config, "--deadline", "1")
+        proc = plugin_cli("diagnose", "--kubeconfig", config, "--deadline", "8")
         took = time.monotonic() - start
         assert api.requests == []
     assert proc.returncode == 12 and "credential plugin 'sh' did not finish" in proc.stderr
-    assert took < 15, took
+    assert took < 90, took  # killed at the deadline, not after the plugin's 120 s
 
 
 def test_plugin_credential_is_reused_until_it_expires(tmp_path: Path) -> None:
