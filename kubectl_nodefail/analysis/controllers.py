@@ -400,11 +400,23 @@ def replicaset(ctx: Context) -> Explained:
                 "not-wanted",
                 "the ReplicaSet was scaled to 0 (rollout or scale-down): no replacement is wanted",
             )
-        elif len(active) >= desired:
+        elif len(active) >= desired and all(
+            (p.get("status") or {}).get("phase") == "Running" for p in active
+        ):
             rep = Replacement(
                 "running",
-                f"{len(active)}/{desired} replicas active elsewhere",
+                f"{len(active)}/{desired} replicas Running elsewhere",
                 [p["metadata"]["name"] for p in active],
+            )
+        elif len(active) >= desired:
+            # enough replicas, but not all of them run: none is wanted for this pod, and it is
+            # not "replaced" either (audit 2029/81: the others Pending, pinned to a dead node)
+            waiting = [p for p in active if (p.get("status") or {}).get("phase") != "Running"]
+            rep = Replacement(
+                "not-wanted",
+                f"none wanted: {owner} has its {desired} replicas, "
+                f"{len(active) - len(waiting)} Running and {len(waiting)} Pending "
+                f"({waiting[0]['metadata']['name']}: {pending_reason(waiting[0], ctx.node)})",
             )
         else:
             rep = Replacement(
