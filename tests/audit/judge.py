@@ -192,6 +192,13 @@ def judge_eviction(ctx: Ctx) -> None:
         if gone is not None and ctx.scenario.change_at != "early":
             ctx.add("never-evicted", "never evicted", f"object deleted by {_fmt(gone[1])}", False)
             return
+        remediated = ctx.marks.remediated_before_return(p.node)
+        if by_taint and remediated is not None and actual is not None and actual >= remediated:
+            # the out-of-service taint remediate applied evicts it, not the not-ready /
+            # unreachable taints "never evicted" speaks of (2029/112, 150)
+            observed = f"not evicted before remediate ({_fmt(remediated)}); its taint evicted it"
+            ctx.add("never-evicted", "never evicted", observed, True)
+            return
         ok = not by_taint
         observed = f"evicted at {_fmt(actual)}" if by_taint else f"not evicted in {_window(ctx)}"
         ctx.add("never-evicted", "never evicted", observed, ok)

@@ -364,3 +364,12 @@ def test_an_ordered_statefulsets_higher_ordinal_waits_for_the_lower_ones() -> No
         (f"{NS}/w-0", False),
         (f"{NS}/w-1", None),
     ]
+
+
+def test_never_evicted_is_not_contradicted_by_remediates_own_taint() -> None:
+    pred = prediction(eviction_at=None, action_until=None, eviction_text="never evicted")
+    h = _remediated([(20, [pod()]), (99, [pod()]), (106, [evicted(pod(), 101)]), (150, [])])
+    assert verdicts([pred], h, "never-evicted") == [True]
+    h.marks.pop("remediate")
+    h.remediated = ""
+    assert verdicts([pred], h, "never-evicted") == [False]
