@@ -412,11 +412,14 @@ def replicaset(ctx: Context) -> Explained:
             # enough replicas, but not all of them run: none is wanted for this pod, and it is
             # not "replaced" either (audit 2029/81: the others Pending, pinned to a dead node)
             waiting = [p for p in active if (p.get("status") or {}).get("phase") != "Running"]
+            first = waiting[0]
+            phase = (first.get("status") or {}).get("phase") or "no phase"
+            why = pending_reason(first, ctx.node) if phase == "Pending" else f"phase {phase}"
             rep = Replacement(
                 "not-wanted",
                 f"none wanted: {owner} has its {desired} replicas, "
-                f"{len(active) - len(waiting)} Running and {len(waiting)} Pending "
-                f"({waiting[0]['metadata']['name']}: {pending_reason(waiting[0], ctx.node)})",
+                f"{len(active) - len(waiting)} Running and {len(waiting)} not Running "
+                f"({first['metadata']['name']}: {why})",
             )
         else:
             rep = Replacement(
