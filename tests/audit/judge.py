@@ -715,6 +715,23 @@ def _uid_before(history: History, namespace: str, name: str, before: datetime) -
     return ""
 
 
+def _step_pods(
+    entries: Any, history: History, prefix: str, started: datetime
+) -> list[tuple[str, str, str, str, str]]:
+    """A step's `releases` / `leavesStuck` entries ("NS/NAME (controller)") of the audit's
+    pods, with the uid each had when remediate started."""
+    out = []
+    for entry in entries or []:
+        pod = str(entry).split(" ", 1)[0]
+        if not pod.startswith(prefix):
+            continue
+        ns, name = pod.split("/", 1)
+        uid = _uid_before(history, ns, name, started)
+        if uid:
+            out.append((str(entry), pod, ns, name, uid))
+    return out
+
+
 def _present_after(history: History, uid: str, after: datetime) -> list[datetime]:
     return [poll.at for poll in history.polls if poll.at > after and uid in poll.pods]
 
@@ -764,14 +781,7 @@ def judge_remediation(
         if step.get("action") not in DESTRUCTIVE or not step.get("allowed"):
             continue
         result = str(step.get("result") or "")
-        for entry in step.get("releases") or []:
-            pod = str(entry).split(" ", 1)[0]
-            if not pod.startswith(prefix):
-                continue
-            ns, name = pod.split("/", 1)
-            uid = _uid_before(history, ns, name, started)
-            if not uid:
-                continue
+        for entry, pod, ns, name, uid in _step_pods(step.get("releases"), history, prefix, started):
             seen = _present_after(history, uid, ended)
             if seen:
                 stayed.append(pod)
@@ -828,14 +838,9 @@ def judge_remediation(
                     f"{name} recreated at {_fmt(twin[0].created)}" if twin else "not recreated",
                     bool(twin),
                 )
-        for entry in step.get("leavesStuck") or []:
-            pod = str(entry).split(" ", 1)[0]
-            if not pod.startswith(prefix):
-                continue
-            ns, name = pod.split("/", 1)
-            uid = _uid_before(history, ns, name, started)
-            if not uid:
-                continue
+        for _entry, pod, _ns, _name, uid in _step_pods(
+            step.get("leavesStuck"), history, prefix, started
+        ):
             last = [at for at in _present_after(history, uid, ended) if at <= back]
             add(
                 "remediate:leaves-stuck",
