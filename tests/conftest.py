@@ -147,8 +147,46 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return UnitScheduling(config, log)
 
 
+# When each unit of work ran and where, "unit\tworker" -> [first start, last stop] (epoch s).
+_UNITS: dict[str, list[float]] = {}
+SLOWEST_UNITS = 12
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Remembers when each unit of work ran (and on which worker): a parallel run's length is
+    its busiest worker's, so the summary shows the units and how full each worker was."""
+    worker = getattr(getattr(report, "node", None), "gateway", None)
+    key = f"{work_group(report.nodeid)}\t{getattr(worker, 'id', '-')}"
+    span = _UNITS.setdefault(key, [report.start, report.stop])
+    span[0], span[1] = min(span[0], report.start), max(span[1], report.stop)
+
+
+def _units_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    units = _UNITS
+    if not units:
+        return
+    first = min(start for start, _ in units.values())
+    busy: dict[str, float] = {}
+    for key, (start, stop) in units.items():
+        worker = key.split("\t")[1]
+        busy[worker] = busy.get(worker, 0.0) + stop - start
+    terminalreporter.write_sep("=", f"slowest {SLOWEST_UNITS} units of work (module or minor)")
+    slowest = sorted(units.items(), key=lambda kv: kv[1][0] - kv[1][1])[:SLOWEST_UNITS]
+    for key, (start, stop) in slowest:
+        unit, worker = key.split("\t")
+        terminalreporter.write_line(
+            f"{stop - start:7.1f}s  {worker:>4} from {start - first:6.1f}s  {unit}"
+        )
+    end = max(stop for _, stop in units.values())
+    terminalreporter.write_line(
+        f"workers busy (of {end - first:.0f}s): "
+        + ", ".join(f"{w} {t:.0f}s" for w, t in sorted(busy.items()))
+    )
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The seed again at the end, where a failed run is read."""
+    """The units of work, and the seed again at the end, where a failed run is read."""
+    _units_summary(terminalreporter)
     seed = terminalreporter.config.stash[SEED_KEY]
     if seed is not None:
         terminalreporter.write_line(f"module order: shuffled with --module-seed={seed}")
