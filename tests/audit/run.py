@@ -295,6 +295,10 @@ class Batch:
             run("scale", kind, "w", "-n", ns, f"--replicas={max(s.replicas - 1, 0)}")
         elif s.change == "scale-zero":
             run("scale", kind, "w", "-n", ns, "--replicas=0")
+        elif s.change == "rollout":
+            template = {"metadata": {"annotations": {"audit.nodefail/rollout": "1"}}}
+            patch = json.dumps({"spec": {"template": template}})
+            run("patch", kind, "w", "-n", ns, "--type=merge", "-p", patch)
         elif s.change == "delete-owner":
             run("delete", kind, "w", "-n", ns, "--wait=false")
         elif s.change == "suspend":

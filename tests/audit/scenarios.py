@@ -5,8 +5,9 @@ Dimensions: controller kind and its settings (replicas, podManagementPolicy,
 podReplacementPolicy, podFailurePolicy, completions), finalizers on the pods, not-ready /
 unreachable tolerations (absent = the apiserver's 300 s default, short, forever, 0), placement
 (preferred, nodeSelector- or required-affinity-pinned to the node that fails) and one change after
-the failure (scale up, down, to 0, owner deletion, Job suspension, bare pod deletion), made early
-(before the first diagnosis) or late (after the eviction window, before the second).
+the failure (scale up, down, to 0, a rollout of a new pod template, owner deletion, Job
+suspension, bare pod deletion), made early (before the first diagnosis) or late (after the
+eviction window, before the second).
 
 Some draws come from what Kubernetes' own e2e tests expect of node failure (facts re-tested
 here, no code taken): test/e2e/apps/network_partition.go — a ReplicationController's pod on an
@@ -47,6 +48,7 @@ KINDS = (
     "bare",
 )
 CHANGES: dict[str, tuple[str, ...]] = {
+    # (and "rollout" for the ROLLOUT_KINDS, drawn apart: see generate)
     "deployment": ("none", "scale-up", "scale-down", "scale-zero", "delete-owner"),
     "sts-ordered": ("none", "scale-up", "scale-down", "scale-zero", "delete-owner"),
     "sts-parallel": ("none", "scale-up", "scale-down", "scale-zero", "delete-owner"),
@@ -57,6 +59,12 @@ CHANGES: dict[str, tuple[str, ...]] = {
     "daemonset": ("none", "delete-owner"),
     "bare": ("none", "delete-pod"),
 }
+# A rollout (a new pod template) replaces a Deployment's or StatefulSet's pods, the stuck one too:
+# drawn from a Random of its own, after the others, so the seeds of earlier runs still make the
+# scenarios they made (the rollout then takes the place of their change).
+ROLLOUT_KINDS = ("deployment", "sts-ordered", "sts-parallel")
+ROLLOUT_SHARE = 0.3
+
 # The situations Kubernetes' e2e tests check (network_partition.go, taints.go, job.go):
 # a ReplicaSet, StatefulSet or Job pod on a node that stops, nothing changed afterwards.
 KUBERNETES_E2E = (
@@ -148,6 +156,10 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
         # one replica per node, as many replicas as nodes but one: the evicted pod's
         # replacement has no node left (Pending: the scheduler names the anti-affinity)
         placement, replicas = "anti", ANTI_REPLICAS
+    change_at = rng.choice(("early", "late")) if change != "none" else "-"
+    rollout = random.Random(f"{seed}/{index}/{profile}/rollout")
+    if kind in ROLLOUT_KINDS and rollout.random() < ROLLOUT_SHARE:
+        change, change_at = "rollout", rollout.choice(("early", "late"))
     return Scenario(
         seed=seed,
         index=index,
@@ -161,7 +173,7 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
         placement=placement,
         grace=rng.choice((0, 5, 30)),
         change=change,
-        change_at=rng.choice(("early", "late")) if change != "none" else "-",
+        change_at=change_at,
         node_slot=index % node_slots,
     )
 
