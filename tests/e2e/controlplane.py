@@ -17,9 +17,11 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -492,20 +494,17 @@ componentsPatches:
         proc.wait(timeout=30)
 
 
-class KubeletReportingProblem:
-    """A kubelet that is alive but reports the node not Ready: it keeps renewing the node's
-    Lease and posts the given conditions (as a kubelet whose CNI or runtime broke would). Runs
-    in a thread while the node's kwok process is stopped; the node lifecycle controller then
-    does what it does for Ready=False."""
+class LeaseRenewing:
+    """A kubelet that is back far enough to renew its Lease (every 2 s, in a thread, while the
+    node's kwok process is stopped) but posts no node status: the kubelet renews the lease in
+    its own loop; status goes through another."""
 
-    def __init__(self, cp: ControlPlane, node: str, conditions: list[dict[str, Any]]) -> None:
-        import threading
-
-        self.cp, self.node, self.conditions = cp, node, conditions
+    def __init__(self, cp: ControlPlane, node: str) -> None:
+        self.cp, self.node = cp, node
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def __enter__(self) -> KubeletReportingProblem:
+    def __enter__(self) -> LeaseRenewing:
         self._thread.start()
         return self
 
@@ -514,13 +513,8 @@ class KubeletReportingProblem:
         self._thread.join(timeout=10)
 
     def _loop(self) -> None:
-        from datetime import datetime, timezone
-
-        first = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         while not self._stop.is_set():
             now = datetime.now(timezone.utc)
-            micro = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-            stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
             self.cp.kubectl(
                 "patch",
                 "lease",
@@ -529,21 +523,39 @@ class KubeletReportingProblem:
                 self.node,
                 "--type=merge",
                 "-p",
-                json.dumps({"spec": {"renewTime": micro}}),
+                json.dumps({"spec": {"renewTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}),
                 check=False,
             )
-            conditions = [
-                {**c, "lastHeartbeatTime": stamp, "lastTransitionTime": first}
-                for c in self.conditions
-            ]
-            self.cp.kubectl(
-                "patch",
-                "node",
-                self.node,
-                "--subresource=status",
-                "--type=strategic",
-                "-p",
-                json.dumps({"status": {"conditions": conditions}}),
-                check=False,
-            )
+            self._tick(now)
             self._stop.wait(2)
+
+    def _tick(self, now: datetime) -> None:
+        """What else the kubelet posts at each renewal (nothing here)."""
+
+
+class KubeletReportingProblem(LeaseRenewing):
+    """A kubelet that is alive but reports the node not Ready: it keeps renewing the node's
+    Lease and posts the given conditions (as a kubelet whose CNI or runtime broke would). The
+    node lifecycle controller then does what it does for Ready=False."""
+
+    def __init__(self, cp: ControlPlane, node: str, conditions: list[dict[str, Any]]) -> None:
+        super().__init__(cp, node)
+        self.conditions = conditions
+        self._first = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def _tick(self, now: datetime) -> None:
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        conditions = [
+            {**c, "lastHeartbeatTime": stamp, "lastTransitionTime": self._first}
+            for c in self.conditions
+        ]
+        self.cp.kubectl(
+            "patch",
+            "node",
+            self.node,
+            "--subresource=status",
+            "--type=strategic",
+            "-p",
+            json.dumps({"status": {"conditions": conditions}}),
+            check=False,
+        )

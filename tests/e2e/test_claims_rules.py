@@ -16,8 +16,6 @@ Every node these tests add is Ready again (or deleted) when they end.
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +31,7 @@ from tests.e2e.controlplane import (
     NODE_MONITOR_PERIOD_MS,
     ControlPlane,
     KubeletReportingProblem,
+    LeaseRenewing,
     wait_for,
 )
 from tests.e2e.helpers import (
@@ -54,40 +53,6 @@ NS_QUOTA = "scenario-rules-quota"
 UNREACHABLE = ("node.kubernetes.io/unreachable", "NoExecute")
 PLEG = "PLEG is not healthy: pleg was last seen active 3m20s ago; threshold is 3m0s"
 CAPACITY = "Missing node capacity for resources: ephemeral-storage"
-
-
-class LeaseRenewing:
-    """A kubelet that is back far enough to renew its Lease but has not posted node status
-    (the kubelet renews the lease in its own loop; status goes through another)."""
-
-    def __init__(self, cp: ControlPlane, node: str) -> None:
-        self.cp, self.node = cp, node
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self) -> LeaseRenewing:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            micro = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-            self.cp.kubectl(
-                "patch",
-                "lease",
-                "-n",
-                "kube-node-lease",
-                self.node,
-                "--type=merge",
-                "-p",
-                json.dumps({"spec": {"renewTime": micro}}),
-                check=False,
-            )
-            self._stop.wait(2)
 
 
 def _node(d: Any, name: str) -> Any:

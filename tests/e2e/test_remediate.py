@@ -142,6 +142,17 @@ def test_out_of_service_strategy_and_taint_removal(
     assert (OOS, "NoExecute") not in taint_keys(cp, node)
 
 
+def _saved_force_delete_refused(plugin: Plugin, plan: Path, node: str, detail: str) -> None:
+    """A saved plan replayed with the attestation: exit 4, its force delete refused (by the
+    live plan), the refusal's detail starting with `detail`."""
+    attested = ("--node-shutdown-confirmed", node, "--confirm")
+    proc = plugin.run("remediate", "--plan-in", str(plan), *attested, "-o", "json")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    step = next(s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod")
+    assert step["result"] == "refused", step
+    assert step["detail"].startswith(detail), step
+
+
 def test_rechecks_skip_a_returned_node_and_a_recreated_pod(
     control_plane: ControlPlane, plugin: Plugin, tmp_path: Path
 ) -> None:
@@ -160,22 +171,12 @@ def test_rechecks_skip_a_returned_node_and_a_recreated_pod(
     # saved step is refused, never run.
     cp.start_kubelet(back)
     wait_node_ready(cp, back)
-    proc = plugin.run(
-        "remediate",
-        "--plan-in",
-        str(plans[back]),
-        "--node-shutdown-confirmed",
+    _saved_force_delete_refused(
+        plugin,
+        plans[back],
         back,
-        "--confirm",
-        "-o",
-        "json",
-    )
-    assert proc.returncode == 4, proc.stdout + proc.stderr
-    step = next(s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod")
-    assert step["result"] == "refused", step
-    assert step["detail"].startswith(
         f"not allowed now (the live plan has no force-delete-pod for pod/{NS}/db-{back}-0 on "
-        f"node {back}"
+        f"node {back}",
     )
     # A pod recreated with the same name after the plan (elsewhere): the live plan has no step
     # for it, so the saved one is refused (the executor's own UID checks: test_remediate_safety).
@@ -183,21 +184,11 @@ def test_rechecks_skip_a_returned_node_and_a_recreated_pod(
     again = wait_running_elsewhere(cp, NS, f"db-{renamed}", renamed, timeout=60)
     assert again["metadata"]["name"] == f"db-{renamed}-0"
     assert again["metadata"]["uid"] != uids[renamed]
-    proc = plugin.run(
-        "remediate",
-        "--plan-in",
-        str(plans[renamed]),
-        "--node-shutdown-confirmed",
+    _saved_force_delete_refused(
+        plugin,
+        plans[renamed],
         renamed,
-        "--confirm",
-        "-o",
-        "json",
-    )
-    assert proc.returncode == 4, proc.stdout + proc.stderr
-    step = next(s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod")
-    assert step["result"] == "refused", step
-    assert step["detail"].startswith(
-        f"not allowed now (the live plan has no force-delete-pod for pod/{NS}/db-{renamed}-0"
+        f"not allowed now (the live plan has no force-delete-pod for pod/{NS}/db-{renamed}-0",
     )
     survivor = [p for p in pods(cp, NS, f"db-{renamed}") if not terminating(p)]
     assert [p["metadata"]["uid"] for p in survivor] == [again["metadata"]["uid"]]
