@@ -351,6 +351,8 @@ OWNER = obj(
         # a Job's wanted pods: min(parallelism, completions - succeeded)
         parallelism=INT,
         completions=INT,
+        # a paused Deployment's rollout makes no progress (its old ReplicaSets keep their pods)
+        paused=BOOL,
     ),
     # conditions: a Job's Complete / Failed (a finished Job replaces nothing); a Job's counts
     status=obj(

@@ -334,6 +334,36 @@ def _released_by(ctx: Context) -> Claim:
     )
 
 
+# The Deployment controller stamps each ReplicaSet with the revision of its template, and itself
+# with the newest (pkg/controller/deployment/sync.go; util/deployment_util.go RevisionAnnotation).
+DEPLOYMENT_REVISION = "deployment.kubernetes.io/revision"
+
+
+def _superseded(ctx: Context) -> tuple[str, str, list[Premise]] | None:
+    """The pod's ReplicaSet is an old one of a Deployment rolling out a newer template (not
+    paused): (old revision, new revision, premises), else None. The rollout scales the old
+    ReplicaSet down as pods of the new template become available, deleting its pods (audit
+    2031/32: a never-evicted pod of the old template did not carry on when its node returned)."""
+    if len(ctx.owners) < 2 or ctx.owner_kinds[1] != "Deployment":
+        return None
+    rs, deployment = ctx.owners[0], ctx.owners[1]
+    mine = (rs["metadata"].get("annotations") or {}).get(DEPLOYMENT_REVISION)
+    newest = (deployment["metadata"].get("annotations") or {}).get(DEPLOYMENT_REVISION)
+    if mine is None or newest is None or mine == newest:
+        return None
+    if ((deployment.get("spec") or {}).get("paused")) is True:
+        return None
+    return (
+        mine,
+        newest,
+        [
+            ctx.owner_fact(0, f"metadata.annotations[{DEPLOYMENT_REVISION}]"),
+            ctx.owner_fact(1, f"metadata.annotations[{DEPLOYMENT_REVISION}]"),
+            ctx.owner_fact(1, "spec.paused"),
+        ],
+    )
+
+
 def replicaset(ctx: Context) -> Explained:
     rs = ctx.owners[0] if ctx.owners else None
     owner = (
@@ -372,17 +402,7 @@ def replicaset(ctx: Context) -> Explained:
                 rep.summary,
                 ctx.pod_fact("metadata.deletionTimestamp"),
             ),
-            claim(
-                "if-node-returns",
-                "returns",
-                "the ReplicaSet deletes it (it wants 0 replicas), then the kubelet stops it and "
-                "removes the object; nothing replaces it."
-                if rep.state == "not-wanted"
-                else "the pod carries on (its containers may never have stopped); taints are "
-                "lifted.",
-                ctx.pod_fact("metadata.deletionTimestamp"),
-                *wants,
-            ),
+            _rs_returns(ctx, rs, rep, wants),
         ]
         return Explained(out, rep)
     if rs is None:
@@ -451,6 +471,31 @@ def replicaset(ctx: Context) -> Explained:
         ),
     ]
     return Explained(out, rep)
+
+
+def _rs_returns(ctx: Context, rs: Obj | None, rep: Replacement, wants: list[Premise]) -> Claim:
+    """If the node returns, for a ReplicaSet's pod not Terminating."""
+    superseded = _superseded(ctx) if rep.state != "not-wanted" else None
+    if rep.state == "not-wanted":
+        text = (
+            "the ReplicaSet deletes it (it wants 0 replicas), then the kubelet stops it and "
+            "removes the object; nothing replaces it."
+        )
+    elif superseded is not None and rs is not None:
+        old, new, revision_facts = superseded
+        wants = [*wants, *revision_facts]
+        text = (
+            f"it runs again until Deployment {ctx.owners[1]['metadata']['name']}'s rollout "
+            f"replaces it: its ReplicaSet {rs['metadata']['name']} holds revision {old}, the "
+            f"Deployment is at revision {new}, and the rollout scales the old ReplicaSet down "
+            "as pods of the new template become available; that deletes this pod, then the "
+            "kubelet stops it and removes the object."
+        )
+    else:
+        text = "the pod carries on (its containers may never have stopped); taints are lifted."
+    return claim(
+        "if-node-returns", "returns", text, ctx.pod_fact("metadata.deletionTimestamp"), *wants
+    )
 
 
 def _ordinal(pod_name: str, sts_name: str) -> int | None:

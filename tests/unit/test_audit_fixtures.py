@@ -42,3 +42,28 @@ def test_a_prediction_the_control_plane_proved_wrong_is_not_made_again(path: Pat
             assert family == "if-node-returns"
             text = pod["ifNodeReturns"].lower()
             assert not phrases[what].search(text), (path.name, name, text)
+
+
+@pytest.mark.parametrize("change", ["paused", "same-revision", "none"])
+def test_an_old_replicasets_pod_carries_on_only_where_no_rollout_goes_on(
+    change: str, tmp_path: Path
+) -> None:
+    """The neighbours of audit 2031/32 (a rollout's old ReplicaSet): with the Deployment paused,
+    or its revision the ReplicaSet's, the pod carries on when the node returns; otherwise the
+    rollout deletes it, and the sentence names both revisions (its premises)."""
+    doc = json.loads((FIXTURES / "audit" / "seed2031-32-d2.json").read_text())
+    deployment = next(i for i in doc["items"] if i["kind"] == "Deployment")
+    if change == "paused":
+        deployment["spec"]["paused"] = True
+    elif change == "same-revision":
+        deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = "1"
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    snap = load_dump(str(path))
+    data = render.report_data(diagnose(snap, snap.captured_at))
+    text = next(p for p in data["pods"] if p["name"] == "w-f58d87d88-q4jrr")["ifNodeReturns"]
+    carries_on = dict(RETURN_PHRASES)["carries-on"].search(text.lower())
+    if change == "none":
+        assert not carries_on and "revision 1, the Deployment is at revision 2" in text, text
+    else:
+        assert carries_on, text
