@@ -353,6 +353,8 @@ OWNER = obj(
         completions=INT,
         # a paused Deployment's rollout makes no progress (its old ReplicaSets keep their pods)
         paused=BOOL,
+        # a StatefulSet's rolling update replaces its pods not on the update revision
+        updateStrategy=obj(type=STR, rollingUpdate=obj(partition=INT)),
     ),
     # conditions: a Job's Complete / Failed (a finished Job replaces nothing); a Job's counts
     status=obj(

@@ -548,6 +548,39 @@ def statefulset_work(sts: Obj, snap: Snapshot, stuck: str) -> str:
     return "pending in StatefulSet " + name + ": " + "; ".join(parts)
 
 
+STS_REVISION_LABEL = "controller-revision-hash"
+
+
+def _stale_revision(
+    ctx: Context, sts: Obj, ordinal: int | None
+) -> tuple[str, str, list[Premise]] | None:
+    """The pod is on an older revision than its StatefulSet's update revision, and the set's
+    RollingUpdate (the default strategy; not OnDelete) covers its ordinal (at or above the
+    partition): (its revision, the update revision, premises), else None. The rolling update
+    deletes such a pod and recreates it with the new template once the pods above it are
+    healthy (pkg/controller/statefulset/stateful_set_control.go updateStatefulSet)."""
+    spec, status = sts.get("spec") or {}, sts.get("status") or {}
+    strategy = spec.get("updateStrategy") or {}
+    mine = (ctx.pod["metadata"].get("labels") or {}).get(STS_REVISION_LABEL)
+    update = status.get("updateRevision")
+    if not mine or not update or mine == update or strategy.get("type") == "OnDelete":
+        return None
+    start = (spec.get("ordinals") or {}).get("start", 0)
+    partition = (strategy.get("rollingUpdate") or {}).get("partition") or 0
+    if ordinal is None or ordinal - start < partition:
+        return None
+    return (
+        mine,
+        update,
+        [
+            ctx.pod_fact(f"metadata.labels[{STS_REVISION_LABEL}]"),
+            ctx.owner_fact(0, "status.updateRevision"),
+            ctx.owner_fact(0, "spec.updateStrategy.type"),
+            ctx.owner_fact(0, "spec.updateStrategy.rollingUpdate.partition"),
+        ],
+    )
+
+
 def statefulset(ctx: Context) -> Explained:
     sts = ctx.owners[0] if ctx.owners else None
     spec = (sts or {}).get("spec") or {}
@@ -683,7 +716,30 @@ def statefulset(ctx: Context) -> Explained:
             ctx.pod_fact("metadata.deletionTimestamp"),
         )
     )
-    if not ctx.terminating and wanted:
+    update = _stale_revision(ctx, sts, ordinal) if sts is not None else None
+    if not ctx.terminating and wanted and update is not None:
+        revisions = (
+            f"{ctx.name} is on revision {update[0]}, StatefulSet {name}'s update revision is "
+            f"{update[1]}"
+        )
+        if policy == "OrderedReady":
+            # an OrderedReady set updates only while every pod is Running and Ready, this one
+            # included (audit 3053/4, 3053/22)
+            returns = (
+                f"it runs again; once every pod of StatefulSet {name} is Running and Ready, the "
+                f"rolling update replaces it: {revisions}. The controller deletes it (the "
+                "highest ordinal first), then the kubelet stops it and the controller recreates "
+                f"{ctx.name} with the new template."
+            )
+        else:
+            returns = (
+                f"it runs again until the rolling update replaces it: {revisions}. The "
+                "controller deletes it (the highest ordinal first, each once the pods above it "
+                "are Running and Ready), then the kubelet stops it and the controller recreates "
+                f"{ctx.name} with the new template."
+            )
+        owner_wants += update[2]
+    elif not ctx.terminating and wanted:
         returns = "the pod carries on in place."
     elif not ctx.terminating and policy == "OrderedReady":
         # statefulset_control.go processCondemned: in OrderedReady a condemned pod waits while

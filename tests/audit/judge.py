@@ -269,6 +269,11 @@ def _pending(ctx: Ctx, kind: str) -> None:
 
 FOUND_NO_NODE = "the scheduler found no node: "
 ONCE_READY = "once the set's other pods are Running and Ready"
+# An OrderedReady StatefulSet's rolling update waits until every pod of the set is Running and
+# Ready (stateful_set_control.go); kwok does not set Ready again on a pod the node lifecycle
+# controller marked not Ready (its pod-ready stage matches only pods without a podIP), so the
+# judge checks that condition before the prediction that follows it.
+ONCE_ALL_READY = "is Running and Ready, the rolling update replaces it"
 
 
 def judge_pending_reason(ctx: Ctx, view: PodView) -> None:
@@ -492,6 +497,24 @@ HELD = re.compile(r"object stays until its finalizers are removed")
 THEN = "only then does what follows happen:"
 
 
+def _set_ready_after_return(ctx: Ctx) -> bool:
+    """Whether a poll after the node's return saw every pod of the predicted pod's owner (not
+    being deleted) Ready."""
+    h, p = ctx.history, ctx.pred
+    seen = h.last_seen(p.uid)
+    owner = seen[1].owner_uid if seen else ""
+    back = ctx.marks.back
+    if not owner or back is None:
+        return False
+    for poll in h.polls:
+        if poll.at < back:
+            continue
+        pods = [v for v in poll.pods.values() if v.owner_uid == owner and v.deletion is None]
+        if pods and all(v.ready for v in pods):
+            return True
+    return False
+
+
 def judge_return(ctx: Ctx) -> None:
     text = ctx.pred.if_node_returns.lower()
     matched = False
@@ -565,7 +588,11 @@ def _return_check(ctx: Ctx, name: str) -> None:
     elif name == "recreated":
         new = [v for v in same_name if v.uid != p.uid]
         seen = f"{p.name} recreated" if new else f"no new {p.name}"
-        ctx.add(kind, f"{p.name} recreated", seen, bool(new))
+        if not new and ONCE_ALL_READY in p.if_node_returns and not _set_ready_after_return(ctx):
+            seen += ": the set's pods were never all Ready after the return (not judged)"
+            ctx.add(kind, f"{p.name} recreated once the set is Ready", seen, None)
+        else:
+            ctx.add(kind, f"{p.name} recreated", seen, bool(new))
     elif name == "gone-for-good":
         new = [v for v in same_name if v.uid != p.uid]
         ok = old is None and not new

@@ -40,6 +40,8 @@ class PodView:
     scheduled_message: str  # PodScheduled=False message (the scheduler's reason)
     node_selector_host: str
     finalizers: tuple[str, ...]
+    # the Ready condition True (histories recorded before it was kept read as not Ready)
+    ready: bool = False
 
     @property
     def deletion_requested(self) -> datetime | None:
@@ -57,8 +59,10 @@ class PodView:
 def pod_view(pod: Obj) -> PodView:
     meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
     ref: Obj = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), {})
-    disruption, reason, message = None, "", ""
+    disruption, reason, message, ready = None, "", "", False
     for cond in status.get("conditions") or []:
+        if cond.get("type") == "Ready":
+            ready = cond.get("status") == "True"
         if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
             disruption, reason = parse_time(cond.get("lastTransitionTime")), cond.get("reason", "")
         if cond.get("type") == "PodScheduled" and cond.get("status") != "True":
@@ -79,6 +83,7 @@ def pod_view(pod: Obj) -> PodView:
         scheduled_message=message,
         node_selector_host=(spec.get("nodeSelector") or {}).get("kubernetes.io/hostname", ""),
         finalizers=tuple(meta.get("finalizers") or ()),
+        ready=ready,
     )
 
 

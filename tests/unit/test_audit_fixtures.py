@@ -67,3 +67,49 @@ def test_an_old_replicasets_pod_carries_on_only_where_no_rollout_goes_on(
         assert not carries_on and "revision 1, the Deployment is at revision 2" in text, text
     else:
         assert carries_on, text
+
+
+@pytest.mark.parametrize("change", ["none", "parallel", "on-delete", "partition", "same-revision"])
+def test_a_statefulset_pod_on_an_old_revision_is_replaced_by_the_rolling_update(
+    change: str, tmp_path: Path
+) -> None:
+    """A never-evicted StatefulSet pod on an older revision than the set's update revision
+    (recorded: audit 3053/4, 2 replicas OrderedReady): when the node returns, the rolling update
+    replaces it — an OrderedReady set once every pod is Running and Ready, a Parallel one from
+    the highest ordinal. OnDelete, an ordinal below the partition, or the same revision: it
+    carries on."""
+    doc = json.loads((FIXTURES / "statefulset-rollout-node-down.json").read_text())
+    sts = next(
+        i
+        for i in doc["items"]
+        if i["kind"] == "StatefulSet" and i["metadata"]["namespace"] == "au-3053-4"
+    )
+    if change == "parallel":
+        sts["spec"]["podManagementPolicy"] = "Parallel"
+    elif change == "on-delete":
+        sts["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    elif change == "partition":
+        sts["spec"]["updateStrategy"]["rollingUpdate"] = {"partition": 1}
+    elif change == "same-revision":
+        sts["status"]["updateRevision"] = sts["status"]["currentRevision"]
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    snap = load_dump(str(path))
+    data = render.report_data(diagnose(snap, snap.captured_at))
+    texts = {
+        p["name"]: p["ifNodeReturns"] for p in data["pods"] if p["namespace"] == "au-3053-4"
+    }
+    phrases = dict(RETURN_PHRASES)
+    if change in ("on-delete", "same-revision"):
+        assert all(phrases["carries-on"].search(t) for t in texts.values()), texts
+        return
+    if change == "partition":  # w-0 is below the partition, w-1 at it
+        assert phrases["carries-on"].search(texts["w-0"]), texts
+        assert phrases["recreated"].search(texts["w-1"]), texts
+        return
+    for name, text in texts.items():
+        assert not phrases["carries-on"].search(text), text
+        assert f"recreates {name} with the new template" in text, text
+        assert ("once every pod of StatefulSet w is Running and Ready" in text) == (
+            change == "none"
+        ), text
