@@ -482,6 +482,7 @@ def _fail(line: str, code: int, watchdog: _Watchdog | None, now: bool = False) -
     """Print the one error line and exit, unless the watchdog already said it. `now`: at once
     (see `_leave_now`)."""
     if watchdog is None or watchdog.claim():
+        progress.done()  # the status line, erased before the error line
         click.echo(line, err=True)
     if now:
         _leave_now(code)
@@ -541,6 +542,7 @@ class _Watchdog:
         plugins = sys.modules.get("kubectl_nodefail.credplugin")
         if plugins is not None:
             plugins.kill_all()  # no credential plugin outlives the command
+        progress.done()
         sys.stdout.flush()
         sys.stderr.write(
             f"error: the run did not finish within the overall deadline of {self.seconds:g}s "
@@ -1019,6 +1021,7 @@ def dump(
         snap = gather(cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(verbose))
         _warn_unknown_namespaces(cluster, namespaces)
     finally:
+        progress.done()
         cluster.close()
     snapshot.require_nodes(snap, nodes)
     if out == "-":

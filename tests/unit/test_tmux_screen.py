@@ -130,13 +130,18 @@ def test_ctrl_c_in_remediate_confirm_exits_6(tmp_path: Path) -> None:
             while not api.requests and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert api.requests, "the command sent no request"
-            time.sleep(1)  # its reads hang: the signal comes mid-read
-            p.keys("C-c")
+            # its reads hang: the status line still shows, with the time the step has waited
+            def ticking(screen: list[str]) -> bool:
+                return any(x.startswith("... reading nodes") and x.endswith(" s)") for x in screen)
+
+            waiting = p.wait_for("the status line", ticking, 20)
+            assert len([x for x in waiting if x.startswith("...")]) == 1, waiting
+            p.keys("C-c")  # the signal comes mid-read
             lines = p.wait_for("the exit", lambda s: any(x.startswith("exit=") for x in s), 20)
     out = _output(lines)
     assert lines[len(out)] == "exit=6"
-    # the terminal echoes the key as ^C (termios ECHOCTL), as it does before any program's line
-    assert out == ["^Cerror: interrupted before any change: nothing was done"], out
+    # the status line (and the terminal's ^C echo on it) erased before the one error line
+    assert out == ["error: interrupted before any change: nothing was done"], out
     assert all(method == "GET" for method, _ in api.requests)
 
 

@@ -9,6 +9,7 @@ import os
 import pty
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -226,3 +227,40 @@ def test_completion_rejects_an_unknown_shell() -> None:
     result = CliRunner().invoke(main, ["completion", "tcsh"])
     assert result.exit_code == 2
     assert isinstance(main, click.Group)
+
+
+def test_a_step_waiting_on_a_slow_request_still_shows_and_counts_its_wait() -> None:
+    """The first read hanging: no new message comes, the ticking line appears anyway once the
+    delay has passed, with the step's waiting time; nothing is drawn after it is cleared."""
+    now = [0.0]
+    tty = Tty()
+    line = progress.StatusLine(tty, delay=1.0, clock=lambda: now[0])
+    line("reading nodes")
+    assert tty.getvalue() == ""
+    now[0] = 1.5
+    line._draw()  # a tick, as the thread does
+    assert tty.getvalue().endswith("... reading nodes")
+    now[0] = 12.2
+    line._draw()
+    assert tty.getvalue().endswith("... reading nodes (12 s)")
+    line.clear()
+    cleared = tty.getvalue()
+    now[0] = 20.0
+    line._draw()
+    line("too late")
+    assert tty.getvalue() == cleared and cleared.endswith("\r\x1b[2K")
+
+
+def test_the_ticking_thread_redraws_and_stops_when_cleared() -> None:
+    tty = Tty()
+    line = progress.StatusLine(tty, delay=0.0, tick=0.01)
+    line("reading nodes")
+    deadline = time.monotonic() + 5
+    while tty.getvalue().count("reading nodes") < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert tty.getvalue().count("reading nodes") >= 3  # redrawn by the thread
+    line.clear()
+    time.sleep(0.05)
+    settled = tty.getvalue()
+    time.sleep(0.05)
+    assert tty.getvalue() == settled and settled.endswith("\r\x1b[2K")
