@@ -453,10 +453,24 @@ def replicaset(ctx: Context) -> Explained:
             f"{owner} counts a Terminating pod as gone and wants 0 replicas now: nothing "
             "replaces it, and the stuck object only holds its name in listings (and RWO volumes)."
         )
-    else:
+    elif rep.state == "running":
         text = (
             f"{owner} counts a Terminating pod as gone and creates a replacement at once, so this "
             "stuck pod is mostly cosmetic: it only holds its name in listings (and RWO volumes)."
+        )
+    elif rep.state == "not-wanted":
+        # its replicas are there but not all Running (the premise checker's generated
+        # neighbours: "mostly cosmetic" beside a Pending replacement)
+        text = (
+            f"{owner} counts a Terminating pod as gone and has its {desired} replicas without "
+            "it, not all of them Running (see the replacement): this stuck object itself only "
+            "holds its name in listings (and RWO volumes)."
+        )
+    else:
+        text = (
+            f"{owner} counts a Terminating pod as gone and replaces it at once unless something "
+            "stops it (see the replacement): this stuck object itself only holds its name in "
+            "listings (and RWO volumes)."
         )
     out += [
         claim("counts-as", "why", text, ctx.pod_fact("metadata.deletionTimestamp"), *wants),
