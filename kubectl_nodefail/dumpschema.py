@@ -202,6 +202,7 @@ SCHEMAS: dict[str, Object] = {
         spec=obj(
             unschedulable=BOOL,
             taints=ListOf(obj(key=STR, value=STR, effect=STR, timeAdded=TIME)),
+            providerID=STR,
         ),
         status=obj(
             conditions=ListOf(CONDITION),
@@ -334,7 +335,12 @@ SCHEMAS["NodeHealthCheck"] = obj(
         ),
     ),
 )
-SCHEMAS["NodeClaim"] = obj(("metadata",), metadata=METADATA, status=obj(nodeName=STR))
+SCHEMAS["NodeClaim"] = obj(
+    ("metadata",),
+    metadata=METADATA,
+    spec=obj(nodeClassRef=obj(group=STR)),
+    status=obj(nodeName=STR, providerID=STR),
+)
 # Any other kind is an owner (ReplicaSet, StatefulSet, Job, ..., or one no rule knows).
 OWNER = obj(
     ("metadata",),

@@ -56,6 +56,30 @@ CLOUD_LIFECYCLE = "cloud node lifecycle controller"
 KARPENTER_GROUP = "karpenter.sh"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 KARPENTER_DISRUPTED = "karpenter.sh/disrupted"
+KARPENTER_AWS_GROUP = "karpenter.k8s.aws"
+# The AWS provider's repair policies, (condition type, status, toleration seconds)
+# (aws/karpenter-provider-aws pkg/cloudprovider/cloudprovider.go RepairPolicies): compiled into
+# the provider, not visible through the API, so every time computed from them says it assumes them.
+KARPENTER_REPAIR_POLICIES = (
+    ("Ready", "False", 1800),
+    ("Ready", "Unknown", 1800),
+    ("AcceleratedHardwareReady", "False", 600),
+    ("StorageReady", "False", 1800),
+    ("NetworkingReady", "False", 1800),
+    ("KernelReady", "False", 1800),
+    ("ContainerRuntimeReady", "False", 1800),
+)
+# The same policies as the premise checker's count terms (premises.py): a node matching any.
+KARPENTER_UNHEALTHY_TERMS = " or ".join(
+    f"status.conditions[type={t}].status={s}" for t, s, _ in KARPENTER_REPAIR_POLICIES
+)
+# Repair stops while more than this share of the NodePool's nodes is unhealthy, rounded up
+# (pkg/controllers/node/health/controller.go allowedUnhealthyPercent).
+KARPENTER_UNHEALTHY_PERCENT = 20
+# How long past its due time repair is still expected: the health controller requeues the node
+# at exactly its termination time, and every 5 min while blocked; 6 min past due without the
+# NodeClaim being deleted means it did not act.
+KARPENTER_OVERDUE_SECONDS = 6 * 60
 # cluster-autoscaler's taints, their values the Unix second they were set
 # (kubernetes/autoscaler cluster-autoscaler/utils/taints/taints.go)
 CA_TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
@@ -73,16 +97,17 @@ STOPPED = "stopped"  # it will start no remediation now (short-circuit, paused, 
 NOT_MATCHING = "not-matching"  # none of its unhealthy conditions matches the node now
 UNKNOWN = "unknown"  # linked to an automation object this snapshot does not hold
 WATCHING = "watching"  # covers the node, acts on what the API does not show (no time known)
+OVERDUE = "overdue"  # its time is long past and it has not acted: probably not enabled
 
 
 @dataclass
 class Coverage:
     """One automation covering one node: what it does next and when, as claims."""
 
-    automation: str  # MHC | NHC
+    automation: str  # MHC | NHC | KARPENTER | CLUSTER_AUTOSCALER | CLOUD_LIFECYCLE
     object: str  # Kind/namespace/name of the automation object
-    state: str  # ACTING | DUE | SCHEDULED | STOPPED | NOT_MATCHING | UNKNOWN
-    at: datetime | None  # when it acted (ACTING), is due (DUE) or acts (SCHEDULED)
+    state: str  # ACTING | DUE | SCHEDULED | STOPPED | NOT_MATCHING | UNKNOWN | WATCHING | OVERDUE
+    at: datetime | None  # when it acted (ACTING), is/was due (DUE, OVERDUE) or acts (SCHEDULED)
     summary: str  # the claims' texts joined: what the user reads
     claims: list[Claim] = field(default_factory=list)
 
@@ -608,35 +633,43 @@ def _unix(value: Any) -> datetime | None:
 
 
 def _karpenter(node: Obj, snap: Snapshot, now: datetime) -> Coverage | None:
-    """A Node of a Karpenter NodePool (label karpenter.sh/nodepool) and its NodeClaim
-    (status.nodeName). Karpenter's node repair (pkg/controllers/node/health/controller.go)
-    deletes the NodeClaim once a cloud provider repair policy's condition has held for its
-    toleration (30 min unless configured), unless more than 20% of the NodePool's nodes are
-    unhealthy; whether repair is enabled (the NodeRepair feature gate) and the provider's
-    policies are not visible through the API: no time is predicted, only what is in flight."""
+    """A Node of a Karpenter NodePool (label karpenter.sh/nodepool) and its NodeClaim. Karpenter
+    finds a Node's NodeClaim by `status.providerID` == the Node's `spec.providerID`
+    (pkg/utils/node/node.go NodeClaimForNode); repair (pkg/controllers/node/health) acts only
+    through that link. `status.nodeName` alone links it for the in-flight signs, not for a
+    repair time."""
     labels = node["metadata"].get("labels") or {}
-    pool = labels.get(NODEPOOL_LABEL)
     name = node["metadata"]["name"]
-    claims_of = [
+    provider_id = (node.get("spec") or {}).get("providerID")
+    nodeclaims = _of(snap, "NodeClaim", KARPENTER_GROUP)
+    by_provider = [
         c
-        for c in _of(snap, "NodeClaim", KARPENTER_GROUP)
-        if (c.get("status") or {}).get("nodeName") == name
+        for c in nodeclaims
+        if provider_id and (c.get("status") or {}).get("providerID") == provider_id
     ]
-    if not pool and not claims_of:
+    by_name = [c for c in nodeclaims if (c.get("status") or {}).get("nodeName") == name]
+    nodeclaim: Obj | None = next(iter(by_provider or by_name), None)
+    pool = labels.get(NODEPOOL_LABEL)
+    if not pool and nodeclaim is None:
         return None
-    nodeclaim = claims_of[0] if claims_of else None
     who = f"NodePool {pool}" if pool else "Karpenter"
     linked = [fact("Node", node, f"metadata.labels[{NODEPOOL_LABEL}]")] if pool else []
-    if nodeclaim is not None:
+    if by_provider:
+        linked += [
+            fact("Node", node, "spec.providerID"),
+            fact("NodeClaim", nodeclaim or {}, "status.providerID"),
+        ]
+    elif nodeclaim is not None:
         linked.append(fact("NodeClaim", nodeclaim, "status.nodeName"))
     what = f"NodeClaim {nodeclaim['metadata']['name']}" if nodeclaim else "its NodeClaim"
     claims = [
         claim(
             "covered-by",
             "automation",
-            f"covered by Karpenter ({who}, {what}): its node repair, where enabled, deletes the "
-            "NodeClaim and replaces the node after its cloud provider's toleration for the "
-            "condition (30 min unless configured), unless over 20% of the NodePool is unhealthy",
+            f"covered by Karpenter ({who}, {what}): if its node repair is enabled (the NodeRepair "
+            "feature gate, off by default and not visible through the API) it deletes the "
+            "NodeClaim, replacing the node, once a repair policy's condition has held for its "
+            "toleration",
             *linked,
         )
     ]
@@ -664,7 +697,127 @@ def _karpenter(node: Obj, snap: Snapshot, now: datetime) -> Coverage | None:
             )
         )
         return Coverage(KARPENTER, obj, ACTING, None, joined(claims), claims)
-    return Coverage(KARPENTER, obj, WATCHING, None, joined(claims), claims)
+    if nodeclaim is None or not by_provider:
+        return Coverage(KARPENTER, obj, WATCHING, None, joined(claims), claims)
+    state, at = _karpenter_repair(node, nodeclaim, snap, now, claims, what)
+    return Coverage(KARPENTER, obj, state, at, joined(claims), claims)
+
+
+def _policy_matches(node: Obj) -> list[_Match]:
+    """The assumed repair policies (KARPENTER_REPAIR_POLICIES) the node's conditions match now,
+    earliest termination time first (health controller's findUnhealthyConditions)."""
+    rules = [
+        {"type": t, "status": s, "toleration": f"{sec}s"} for t, s, sec in KARPENTER_REPAIR_POLICIES
+    ]
+    return _matches(node, rules, "toleration")
+
+
+def _karpenter_repair(
+    node: Obj, nodeclaim: Obj, snap: Snapshot, now: datetime, claims: list[Claim], what: str
+) -> tuple[str, datetime | None]:
+    """SCHEDULED / DUE / OVERDUE / STOPPED / NOT_MATCHING for Karpenter's node repair, under
+    the assumptions its sentence names (the gate is on; the AWS provider's policies)."""
+    assumed = _assumed_policies(nodeclaim)
+    found = _policy_matches(node)
+    if not found:
+        ready = _condition(node, "Ready") or {}
+        claims.append(
+            claim(
+                "automation-not-matching",
+                "automation",
+                f"none of the repair policies' conditions matches the node now "
+                f"(Ready={ready.get('status')}; {assumed}): Karpenter does not repair it as it is",
+                fact("Node", node, "status.conditions[type=Ready].status"),
+            )
+        )
+        return NOT_MATCHING, None
+    blocked = _karpenter_blocked(nodeclaim, snap)
+    if blocked is not None:
+        claims.append(blocked)
+        return STOPPED, None
+    first = found[0]
+    basis = (
+        f"{first.type}={first.status} since {format_time(first.since)} plus the toleration "
+        f"{timedelta(seconds=first.seconds)} ({assumed})"
+    )
+    premises = [
+        *_node_premises(node, first),
+        fact("NodeClaim", nodeclaim, "metadata.deletionTimestamp"),
+    ]
+    late = (now - first.at).total_seconds()
+    if late < 0:
+        text = (
+            f"if node repair is enabled, Karpenter deletes {what} at {_when(first.at, now)}: "
+            f"{basis}, unless the node recovers first or over 20% of its NodePool is unhealthy "
+            "then"
+        )
+        claims.append(claim("automation-scheduled", "automation", text, *premises))
+        return SCHEDULED, first.at
+    if late <= KARPENTER_OVERDUE_SECONDS:
+        text = (
+            f"repair was due at {_when(first.at, now)} ({basis}) and {what} is not being "
+            "deleted yet: if node repair is enabled, Karpenter deletes it at its next check"
+        )
+        claims.append(claim("automation-due", "automation", text, *premises))
+        return DUE, first.at
+    text = (
+        f"Karpenter's repair has not acted {timedelta(seconds=round(late))} after it was due at "
+        f"{format_time(first.at)} ({basis}): {what} is not being deleted, so node repair is "
+        "probably not enabled (or its provider tolerates the condition longer); remediate does "
+        "not wait for it"
+    )
+    claims.append(claim("automation-overdue", "automation", text, *premises))
+    return OVERDUE, first.at
+
+
+def _assumed_policies(nodeclaim: Obj) -> str:
+    """The assumption a Karpenter repair time rests on, said in its sentence."""
+    group = (((nodeclaim.get("spec") or {}).get("nodeClassRef")) or {}).get("group")
+    text = (
+        "assumed: the AWS provider's repair policies, Ready False or Unknown tolerated 30 min; "
+        "a provider's policies are compiled in, not visible through the API"
+    )
+    if group and group != KARPENTER_AWS_GROUP:
+        text += f"; this NodeClaim's class is of {group}, whose policies may differ"
+    return text
+
+
+def _karpenter_blocked(nodeclaim: Obj, snap: Snapshot) -> Claim | None:
+    """Repair's short-circuit: more than 20% (rounded up) of the NodePool's Nodes (of all Nodes
+    for a NodeClaim without a NodePool) match a repair policy. The pool is the NodeClaim's
+    label, as the health controller reads it (isNodePoolHealthy / isClusterHealthy)."""
+    pool = (nodeclaim["metadata"].get("labels") or {}).get(NODEPOOL_LABEL)
+    nodes = [
+        n
+        for n in snap.nodes
+        if not pool or (n["metadata"].get("labels") or {}).get(NODEPOOL_LABEL) == pool
+    ]
+    unhealthy = sum(1 for n in nodes if _policy_matches_status(n))
+    limit = scaled(f"{KARPENTER_UNHEALTHY_PERCENT}%", len(nodes), True)
+    if limit is None or unhealthy <= limit:
+        return None
+    scope = f"NodePool {pool}" if pool else "the cluster (the NodeClaim has no NodePool)"
+    group = f"Node[{NODEPOOL_LABEL}={pool}]" if pool else "Node[]"
+    return claim(
+        "automation-stopped",
+        "automation",
+        f"Karpenter repairs nothing in {scope} now: {unhealthy} of its {len(nodes)} nodes are "
+        f"unhealthy by the repair policies, more than the {KARPENTER_UNHEALTHY_PERCENT}% "
+        f"({limit}, rounded up) it tolerates; it re-checks every 5 min (event NodeRepairBlocked "
+        "on the node, if repair is enabled)",
+        *([fact("NodeClaim", nodeclaim, f"metadata.labels[{NODEPOOL_LABEL}]")] if pool else []),
+        Premise(group, "count", len(nodes)),
+        Premise(group, f"count({KARPENTER_UNHEALTHY_TERMS})", unhealthy),
+    )
+
+
+def _policy_matches_status(node: Obj) -> bool:
+    """Whether a node counts as unhealthy for the short-circuit: a policy's condition type and
+    status match, however long they have (areNodesHealthy counts without the toleration)."""
+    return any(
+        (_condition(node, ctype) or {}).get("status") == status
+        for ctype, status, _ in KARPENTER_REPAIR_POLICIES
+    )
 
 
 def _autoscaler(node: Obj, now: datetime) -> Coverage | None:

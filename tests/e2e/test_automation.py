@@ -498,18 +498,22 @@ def test_node_health_check(crds: ControlPlane, plugin: Plugin) -> None:
     _revive(cp, node)
 
 
-def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
-    cp, node = crds, KARPENTER_NODE
-    cp.add_failable_node(node)
-    cp.kubectl("label", "node", node, "karpenter.sh/nodepool=general-purpose")
+NODECLAIM = "general-purpose-x7k2p"
+POOL = "general-purpose"
+
+
+def _nodeclaim(cp: ControlPlane, node: str) -> None:
+    """A NodeClaim as Karpenter (AWS provider) writes one for a registered node: its NodePool
+    label, the termination finalizer, the EC2NodeClass reference; in its status the node's
+    name and providerID (the link repair uses) and the lifecycle conditions."""
     cp.apply(
         {
             "apiVersion": "karpenter.sh/v1",
             "kind": "NodeClaim",
             "metadata": {
-                "name": "general-purpose-x7k2p",
+                "name": NODECLAIM,
                 "finalizers": ["karpenter.sh/termination"],
-                "labels": {"karpenter.sh/nodepool": "general-purpose"},
+                "labels": {"karpenter.sh/nodepool": POOL},
             },
             "spec": {
                 "nodeClassRef": {
@@ -521,37 +525,129 @@ def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
             },
         }
     )
+    conditions = [
+        {
+            "type": t,
+            "status": "True",
+            "reason": t,
+            "message": "",
+            "lastTransitionTime": _now(),
+        }
+        for t in ("Launched", "Registered", "Initialized", "Ready")
+    ]
     _status(
         cp,
         "nodeclaims.karpenter.sh",
-        "general-purpose-x7k2p",
-        {
-            "nodeName": node,
-            "providerID": f"kwok://{node}",
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "Ready",
-                    "message": "",
-                    "lastTransitionTime": _now(),
-                }
-            ],
-        },
+        NODECLAIM,
+        {"nodeName": node, "providerID": f"kwok://{node}", "conditions": conditions},
     )
+
+
+def _ready_since(cp: ControlPlane, node: str, seconds_ago: float) -> str:
+    """Move the dead node's Ready condition's lastTransitionTime back (status Unknown stays:
+    the node lifecycle controller does not rewrite a condition already Unknown)."""
+    since = _now(-seconds_ago)
+    cp.kubectl(
+        "patch",
+        "node",
+        node,
+        "--subresource=status",
+        "--type=strategic",
+        "-p",
+        json.dumps({"status": {"conditions": [{"type": "Ready", "lastTransitionTime": since}]}}),
+    )
+    return since
+
+
+def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
+    cp, node = crds, KARPENTER_NODE
+    cp.add_failable_node(node)
+    cp.kubectl("label", "node", node, f"karpenter.sh/nodepool={POOL}")
+    # the cloud provider's ID, as the kubelet registers it; Karpenter links by it
+    cp.kubectl("patch", "node", node, "-p", json.dumps({"spec": {"providerID": f"kwok://{node}"}}))
+    _nodeclaim(cp, node)
     _kill_with_pod(cp, node, "db-karp")
 
-    # Covered, no time predicted (repair's gate and the provider's policies are not visible).
+    # 1. Covered; repair, if enabled, deletes the NodeClaim at Ready's transition + 30 min (the
+    # AWS provider's toleration, assumed and said so): beyond the plan's horizon, allowed.
     _, data = plugin.diagnose_json(node)
     (cov,) = _node(data, node)["automation"]
-    assert cov["automation"] == "Karpenter" and cov["state"] == "watching"
-    assert cov["object"] == "NodeClaim/general-purpose-x7k2p" and cov["at"] is None
-    _check_premises(plugin, data, "automation-karpenter-watching")
+    assert cov["automation"] == "Karpenter" and cov["state"] == "scheduled", cov
+    assert cov["object"] == f"NodeClaim/{NODECLAIM}"
+    ready = next(c for c in cp.get("node", node)["status"]["conditions"] if c["type"] == "Ready")
+    since = datetime.strptime(ready["lastTransitionTime"], "%Y-%m-%dT%H:%M:%SZ")
+    due = (since + timedelta(minutes=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert cov["at"] == due and f"deletes NodeClaim {NODECLAIM} at {due}" in cov["summary"]
+    assert "if node repair is enabled" in cov["summary"] and "assumed" in cov["summary"]
+    _check_premises(plugin, data, "automation-karpenter-scheduled")
     _, plan = _plan(plugin, node)
     assert _node_step(plan, node)["allowed"]
 
-    # Repair deletes the NodeClaim (its finalizer keeps it while Karpenter terminates).
-    cp.kubectl("delete", "nodeclaims.karpenter.sh", "general-purpose-x7k2p", "--wait=false")
+    # 2. Down for 29 minutes: repair is due within the plan's horizon; remediate stands back,
+    # names Karpenter and its time, and acts only with --despite-automation.
+    _ready_since(cp, node, 29 * 60)
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] in ("scheduled", "due"), cov
+    _check_premises(plugin, data, "automation-karpenter-due")
+    code, plan = _plan(plugin, node)
+    step = _node_step(plan, node)
+    assert code == 4 and not step["allowed"] and "stands back" in step["gate"]
+    assert "Karpenter" in step["gate"] and NODECLAIM in step["gate"]
+    _, plan = _plan(plugin, node, "--despite-automation")
+    step = _node_step(plan, node)
+    assert step["allowed"] and "despite Karpenter" in step["gate"]
+    # the refusal, as the on-call reads it, hands over neither attestation nor override
+    from tests.unit.test_human_gate import violations
+
+    refusal = plugin.run("remediate", node)
+    assert refusal.returncode == 4 and "Karpenter" in refusal.stdout
+    assert not violations(refusal.stdout + refusal.stderr)
+
+    # 3. Down for 40 minutes and the NodeClaim not deleted: repair is not coming (probably not
+    # enabled); said so, and remediate no longer waits for it.
+    _ready_since(cp, node, 40 * 60)
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "overdue" and "probably not enabled" in cov["summary"], cov
+    _check_premises(plugin, data, "automation-karpenter-overdue")
+    _, plan = _plan(plugin, node)
+    assert _node_step(plan, node)["allowed"]
+
+    # 4. A second node of the pool unhealthy: 2 of 2 > 20% (1, rounded up): repair blocked.
+    peer = f"{node}-peer"
+    cp.add_node(peer, "zone-karp-peer", managed_by="nobody")
+    cp.kubectl("label", "node", peer, f"karpenter.sh/nodepool={POOL}")
+    beat = _now()
+    _status(
+        cp,
+        "node",
+        peer,
+        {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "False",
+                    "reason": "KubeletNotReady",
+                    "message": "container runtime network not ready",
+                    "lastHeartbeatTime": beat,
+                    "lastTransitionTime": beat,
+                }
+            ]
+        },
+    )
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "stopped" and "2 of its 2 nodes are unhealthy" in cov["summary"], cov
+    _check_premises(plugin, data, "automation-karpenter-stopped")
+    _, plan = _plan(plugin, node)
+    step = _node_step(plan, node)
+    # not held back by Karpenter (whatever else the second dead node's zone may gate)
+    assert "stands back" not in step["gate"] and "Karpenter" not in step["gate"], step
+    cp.kubectl("delete", "node", peer, "--wait=true")
+
+    # 5. Repair deletes the NodeClaim (its finalizer keeps it while Karpenter terminates).
+    cp.kubectl("delete", "nodeclaims.karpenter.sh", NODECLAIM, "--wait=false")
     _, data = plugin.diagnose_json(node)
     (cov,) = _node(data, node)["automation"]
     assert cov["state"] == "acting" and "being deleted since" in cov["summary"]
@@ -563,7 +659,7 @@ def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
     cp.kubectl(
         "patch",
         "nodeclaims.karpenter.sh",
-        "general-purpose-x7k2p",
+        NODECLAIM,
         "--type=merge",
         "-p",
         json.dumps({"metadata": {"finalizers": None}}),
