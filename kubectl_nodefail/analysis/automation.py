@@ -873,10 +873,13 @@ def _autoscaler(node: Obj, now: datetime) -> Coverage | None:
 
 
 def _cloud_lifecycle(node: Obj, now: datetime) -> Coverage | None:
-    """The cloud node lifecycle controller (k8s.io/cloud-provider controllers/nodelifecycle)
-    taints a not-Ready node whose instance is shut down with
-    node.cloudprovider.kubernetes.io/shutdown, and deletes the Node once the instance no longer
-    exists; when that happens is the cloud's, not visible here."""
+    """The cloud node lifecycle controller (k8s.io/cloud-provider controllers/nodelifecycle,
+    MonitorNodes), every --node-monitor-period (5 s by default): a Node not Ready whose instance
+    no longer exists is deleted; one whose instance exists but is shut down gets (keeps) the
+    node.cloudprovider.kubernetes.io/shutdown taint; a Ready one loses it. So a Node carrying the
+    taint has an instance that existed at the last check: the controller replaces nothing and
+    fences nothing, and deletes this Node only if someone else deletes the instance. remediate
+    does not stand back (docs/automation.md: why that is safe)."""
     from kubectl_nodefail.analysis.facts import TAINT_CLOUD_SHUTDOWN
 
     taint = _taint(node, TAINT_CLOUD_SHUTDOWN)
@@ -884,8 +887,9 @@ def _cloud_lifecycle(node: Obj, now: datetime) -> Coverage | None:
         return None
     text = (
         f"the cloud node lifecycle controller reports the instance shut down (taint "
-        f"{TAINT_CLOUD_SHUTDOWN}): it deletes the Node once the instance no longer exists "
-        "(when, the cloud decides)"
+        f"{TAINT_CLOUD_SHUTDOWN}); it replaces nothing: it re-checks every 5 s (its default "
+        "--node-monitor-period) and deletes the Node only once the instance no longer exists "
+        "(deleted by someone else), or lifts the taint if the node is Ready again"
     )
     cov_claims = [
         claim(

@@ -705,7 +705,9 @@ def test_cloud_node_lifecycle(crds: ControlPlane, plugin: Plugin) -> None:
     _, data = plugin.diagnose_json(node)
     (cov,) = _node(data, node)["automation"]
     assert cov["automation"] == "cloud node lifecycle controller"
-    assert cov["state"] == "watching" and "deletes the Node once the instance" in cov["summary"]
+    assert cov["state"] == "watching" and cov["at"] is None
+    assert "replaces nothing" in cov["summary"]
+    assert "deletes the Node only once the instance no longer exists" in cov["summary"]
     _check_premises(plugin, data, "automation-cloud-shutdown")
     # nothing to race: the shutdown taint is evidence, the plan proceeds without attestation
     proc = plugin.run("remediate", node, "-o", "json")
