@@ -779,8 +779,13 @@ def _automation(
         node_ref = ((obj.get("status") or {}).get("nodeRef") or {}).get("name")
         return obj if node_ref in failed or obj["metadata"].get("name") in machines else None
 
+    # Karpenter links a NodeClaim to its Node by providerID (automation._karpenter)
+    provider_ids = {(by_name[n].get("spec") or {}).get("providerID") for n in failed} - {None, ""}
+
     def keep_nodeclaim(obj: Obj) -> Obj | None:
-        return obj if (obj.get("status") or {}).get("nodeName") in failed else None
+        status = obj.get("status") or {}
+        linked = status.get("nodeName") in failed or status.get("providerID") in provider_ids
+        return obj if linked else None
 
     def read(item: tuple[str, str, str]) -> list[Obj]:
         path, kind, what = item
