@@ -303,6 +303,10 @@ SCHEMAS["MachineHealthCheck"] = obj(
         selector=SELECTOR,
         unhealthyConditions=ListOf(obj(type=STR, status=STR, timeout=STR)),
         maxUnhealthy=INT_OR_STR,
+        unhealthyRange=STR,
+        # cluster.x-k8s.io/v1beta2
+        checks=obj(unhealthyNodeConditions=ListOf(obj(type=STR, status=STR, timeoutSeconds=INT))),
+        remediation=obj(triggerIf=obj(unhealthyLessThanOrEqualTo=INT_OR_STR, unhealthyInRange=STR)),
     ),
     status=obj(expectedMachines=INT, currentHealthy=INT, conditions=ListOf(AUTOMATION_CONDITION)),
 )

@@ -221,7 +221,7 @@ def _matches(node: Obj, rules: list[Obj], timeout_key: str) -> list[_Match]:
     out = []
     for i, rule in enumerate(rules):
         cond = _condition(node, str(rule.get("type")))
-        seconds = go_duration(rule.get(timeout_key))
+        seconds = _seconds(rule.get(timeout_key))
         if cond is None or seconds is None or cond.get("status") != rule.get("status"):
             continue
         since = parse_time(cond.get("lastTransitionTime"))
@@ -231,10 +231,18 @@ def _matches(node: Obj, rules: list[Obj], timeout_key: str) -> list[_Match]:
     return sorted(out, key=lambda m: m.at)
 
 
-def _rules_fact(kind: str, obj: Obj) -> Premise:
+def _seconds(value: Any) -> float | None:
+    """A timeout as written: a Go duration string (v1beta1 `timeout`, NHC `duration`) or whole
+    seconds (Cluster API v1beta2 `timeoutSeconds`)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return go_duration(value)
+
+
+def _rules_fact(kind: str, obj: Obj, path: str = "spec.unhealthyConditions") -> Premise:
     """The automation's unhealthy conditions as a premise, each entry's keys sorted (the value
     compares equal whatever order the server wrote them in; the JSON reads the same)."""
-    read = fact(kind, obj, "spec.unhealthyConditions")
+    read = fact(kind, obj, path)
     rules = [dict(sorted(r.items())) if isinstance(r, dict) else r for r in read.value or []]
     return Premise(read.object, read.field, rules if read.value is not None else None)
 
@@ -358,40 +366,81 @@ def _mhc_state(
     allowed = _condition(mhc, "RemediationAllowed")
     if allowed is not None and allowed.get("status") == "False":
         status = mhc.get("status") or {}
-        # maxUnhealthy defaults to 100% (api/v1beta1/machinehealthcheck_webhook.go)
-        limit = (mhc.get("spec") or {}).get("maxUnhealthy", "100%")
+        limit_path, limit_words = _mhc_limit(mhc)
         claims.append(
             claim(
                 "automation-stopped",
                 "automation",
-                f"{who} has stopped remediating ({allowed.get('reason', '')}): more machines "
-                f"are unhealthy than its maxUnhealthy {limit} allows "
+                f"{who} has stopped remediating ({allowed.get('reason', '')}): {limit_words} "
                 f"({status.get('currentHealthy')} of {status.get('expectedMachines')} "
-                "healthy); it replaces nothing until enough recover",
+                "healthy); it replaces nothing until that changes",
                 fact(
                     "MachineHealthCheck", mhc, "status.conditions[type=RemediationAllowed].status"
                 ),
                 fact(
                     "MachineHealthCheck", mhc, "status.conditions[type=RemediationAllowed].reason"
                 ),
-                fact("MachineHealthCheck", mhc, "spec.maxUnhealthy"),
+                fact("MachineHealthCheck", mhc, limit_path),
                 fact("MachineHealthCheck", mhc, "status.currentHealthy"),
                 fact("MachineHealthCheck", mhc, "status.expectedMachines"),
             )
         )
         return STOPPED, None
-    rules = (mhc.get("spec") or {}).get("unhealthyConditions") or []
+    rules, path, timeout_key = _mhc_rules(mhc)
     return _timed(
         node,
         mhc,
         "MachineHealthCheck",
         rules,
-        "timeout",
+        timeout_key,
         now,
         claims,
         who,
         "marks the Machine for replacement",
+        rules_path=path,
     )
+
+
+def _mhc_rules(mhc: Obj) -> tuple[list[Obj], str, str]:
+    """The MHC's unhealthy node conditions, where they are and its timeout's key: v1beta2
+    (Cluster API v1.11+) `spec.checks.unhealthyNodeConditions[] {type, status, timeoutSeconds}`,
+    v1beta1 `spec.unhealthyConditions[] {type, status, timeout}`. Told apart by the fields the
+    object has, not its apiVersion label."""
+    spec = mhc.get("spec") or {}
+    checks = spec.get("checks")
+    if isinstance(checks, dict):
+        rules = checks.get("unhealthyNodeConditions") or []
+        return rules, "spec.checks.unhealthyNodeConditions", "timeoutSeconds"
+    return spec.get("unhealthyConditions") or [], "spec.unhealthyConditions", "timeout"
+
+
+def _mhc_limit(mhc: Obj) -> tuple[str, str]:
+    """The MHC's short-circuit setting, as (field path, words): v1beta2
+    `spec.remediation.triggerIf.unhealthyInRange` (wins) or `.unhealthyLessThanOrEqualTo`,
+    v1beta1 `spec.unhealthyRange` (wins) or `spec.maxUnhealthy`; the limit defaults to 100%
+    (core/reconcilers/machinehealthcheck isAllowedRemediation, getMaxUnhealthy)."""
+    spec = mhc.get("spec") or {}
+    remediation = spec.get("remediation")
+    if isinstance(remediation, dict):
+        trigger = remediation.get("triggerIf") or {}
+        base = "spec.remediation.triggerIf"
+        if trigger.get("unhealthyInRange"):
+            return f"{base}.unhealthyInRange", (
+                f"the number of unhealthy machines is outside its triggerIf.unhealthyInRange "
+                f"{trigger['unhealthyInRange']}"
+            )
+        limit = trigger.get("unhealthyLessThanOrEqualTo", "100%")
+        return f"{base}.unhealthyLessThanOrEqualTo", (
+            f"more machines are unhealthy than its triggerIf.unhealthyLessThanOrEqualTo {limit} "
+            "allows"
+        )
+    if spec.get("unhealthyRange"):
+        return "spec.unhealthyRange", (
+            "the number of unhealthy machines is outside its unhealthyRange "
+            f"{spec['unhealthyRange']}"
+        )
+    limit = spec.get("maxUnhealthy", "100%")
+    return "spec.maxUnhealthy", f"more machines are unhealthy than its maxUnhealthy {limit} allows"
 
 
 def _timed(
@@ -405,6 +454,7 @@ def _timed(
     who: str,
     deed: str,
     default_rules: bool = False,
+    rules_path: str = "spec.unhealthyConditions",
 ) -> tuple[str, datetime | None]:
     """The SCHEDULED / DUE / NOT_MATCHING claim from an automation's unhealthy conditions."""
     found = _matches(node, rules, timeout_key)
@@ -418,12 +468,12 @@ def _timed(
                 f"none of {who}'s unhealthy conditions ({watched}) matches the node now "
                 f"(Ready={ready.get('status')}): it does not act on it as it is",
                 fact("Node", node, "status.conditions[type=Ready].status"),
-                *([] if default_rules else [_rules_fact(kind, auto)]),
+                *([] if default_rules else [_rules_fact(kind, auto, rules_path)]),
             )
         )
         return NOT_MATCHING, None
     first = found[0]
-    rule_premises = [] if default_rules else [_rules_fact(kind, auto)]
+    rule_premises = [] if default_rules else [_rules_fact(kind, auto, rules_path)]
     default_note = " (the CRD's default conditions)" if default_rules else ""
     if first.at <= now:
         text = (

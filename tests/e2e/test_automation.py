@@ -32,14 +32,16 @@ from tests.e2e.helpers import (
 pytestmark = pytest.mark.e2e
 NS = "scenario-automation"
 CAPI_NS = "capi-system-e2e"
-MHC_NODE, NHC_NODE = "auto-mhc", "auto-nhc"
+MHC_NODE, NHC_NODE, MHC2_NODE = "auto-mhc", "auto-nhc", "auto-mhc2"
 KARPENTER_NODE, CA_NODE, CLOUD_NODE = "auto-karp", "auto-ca", "auto-cloud"
 OUT_OF_SERVICE = ("node.kubernetes.io/out-of-service", "NoExecute")
 
 
 def _crd(group: str, version: str, kind: str, plural: str, scope: str) -> dict[str, Any]:
     """A CRD of the real group/version/kind: a structural schema that keeps unknown fields,
-    with the status subresource (status is written apart, as the controllers do)."""
+    with the status subresource (status is written apart, as the controllers do). `version`
+    may list several, comma-separated, the last one stored (all served)."""
+    names = version.split(",")
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -55,9 +57,9 @@ def _crd(group: str, version: str, kind: str, plural: str, scope: str) -> dict[s
             },
             "versions": [
                 {
-                    "name": version,
+                    "name": name,
                     "served": True,
-                    "storage": True,
+                    "storage": name == names[-1],
                     "subresources": {"status": {}},
                     "schema": {
                         "openAPIV3Schema": {
@@ -66,6 +68,7 @@ def _crd(group: str, version: str, kind: str, plural: str, scope: str) -> dict[s
                         }
                     },
                 }
+                for name in names
             ],
         },
     }
@@ -73,7 +76,15 @@ def _crd(group: str, version: str, kind: str, plural: str, scope: str) -> dict[s
 
 CRDS = [
     _crd("cluster.x-k8s.io", "v1beta1", "Machine", "machines", "Namespaced"),
-    _crd("cluster.x-k8s.io", "v1beta1", "MachineHealthCheck", "machinehealthchecks", "Namespaced"),
+    # Cluster API v1.11+ serves both (v1beta2 stored); its Machines here only v1beta1, as an
+    # older Cluster API serves them: gather falls back to the version served
+    _crd(
+        "cluster.x-k8s.io",
+        "v1beta1,v1beta2",
+        "MachineHealthCheck",
+        "machinehealthchecks",
+        "Namespaced",
+    ),
     _crd("remediation.medik8s.io", "v1alpha1", "NodeHealthCheck", "nodehealthchecks", "Cluster"),
     _crd("karpenter.sh", "v1", "NodeClaim", "nodeclaims", "Cluster"),
 ]
@@ -367,6 +378,123 @@ def test_machine_health_check(crds: ControlPlane, plugin: Plugin) -> None:
     step = _node_step(json.loads(proc.stdout), node)
     assert step["result"] in ("done", "unconfirmed")
     assert "despite Cluster API MachineHealthCheck" in step["gate"]
+
+
+def test_machine_health_check_v1beta2(crds: ControlPlane, plugin: Plugin) -> None:
+    """A MachineHealthCheck as Cluster API v1.11+ writes it (cluster.x-k8s.io/v1beta2):
+    spec.checks.unhealthyNodeConditions with timeoutSeconds, spec.remediation.triggerIf, and
+    metav1.Conditions in its status."""
+    cp, node = crds, MHC2_NODE
+    cp.add_failable_node(node)
+    cp.kubectl(
+        "annotate",
+        "node",
+        node,
+        "cluster.x-k8s.io/machine=edge-def34",
+        f"cluster.x-k8s.io/cluster-namespace={CAPI_NS}",
+    )
+    cp.apply(
+        {
+            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "kind": "Machine",
+            "metadata": {
+                "name": "edge-def34",
+                "namespace": CAPI_NS,
+                "labels": {
+                    "cluster.x-k8s.io/cluster-name": "e2e-edge",
+                    "cluster.x-k8s.io/deployment-name": "edge",
+                },
+            },
+            "spec": {
+                "clusterName": "e2e-edge",
+                "bootstrap": {"dataSecretName": "x"},
+                "infrastructureRef": {"kind": "DockerMachine", "name": "edge-def34"},
+            },
+        },
+        {
+            "apiVersion": "cluster.x-k8s.io/v1beta2",
+            "kind": "MachineHealthCheck",
+            "metadata": {"name": "edge-unhealthy", "namespace": CAPI_NS},
+            "spec": {
+                "clusterName": "e2e-edge",
+                "selector": {"matchLabels": {"cluster.x-k8s.io/deployment-name": "edge"}},
+                "checks": {
+                    "nodeStartupTimeoutSeconds": 600,
+                    "unhealthyNodeConditions": [
+                        {"type": "Ready", "status": "Unknown", "timeoutSeconds": 75},
+                        {"type": "Ready", "status": "False", "timeoutSeconds": 75},
+                    ],
+                },
+                "remediation": {"triggerIf": {"unhealthyLessThanOrEqualTo": "40%"}},
+            },
+        },
+    )
+    _status(
+        cp,
+        "machines.cluster.x-k8s.io",
+        "edge-def34",
+        {"phase": "Running", "nodeRef": {"kind": "Node", "name": node}},
+        CAPI_NS,
+    )
+    allowed = {
+        "type": "RemediationAllowed",
+        "status": "True",
+        "reason": "RemediationAllowed",
+        "message": "",
+        "observedGeneration": 1,
+        "lastTransitionTime": _now(),
+    }
+    mhc_status = {
+        "expectedMachines": 1,
+        "currentHealthy": 1,
+        "remediationsAllowed": 1,
+        "targets": ["edge-def34"],
+        "conditions": [allowed],
+    }
+    resource = "machinehealthchecks.v1beta2.cluster.x-k8s.io"
+    _status(cp, resource, "edge-unhealthy", mhc_status, CAPI_NS)
+    _kill_with_pod(cp, node, "db-mhc2")
+
+    # Scheduled at Ready's transition + 75 s (timeoutSeconds): refused, allowed with the flag.
+    _, data = plugin.diagnose_json(node)
+    found = _node(data, node)
+    (cov,) = found["automation"]
+    assert cov["object"] == f"MachineHealthCheck/{CAPI_NS}/edge-unhealthy"
+    assert cov["state"] in ("scheduled", "due"), cov
+    since = datetime.fromisoformat(found["ready"]["lastTransition"].replace("Z", "+00:00"))
+    assert cov["at"] == (since + timedelta(seconds=75)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    fields = {p["field"] for c in cov["claims"] for p in c["because"]}
+    assert "spec.checks.unhealthyNodeConditions" in fields, fields
+    _check_premises(plugin, data, "automation-mhc-v1beta2-scheduled")
+    code, plan = _plan(plugin, node)
+    step = _node_step(plan, node)
+    assert code == 4 and "stands back" in step["gate"] and "edge-unhealthy" in step["gate"]
+    _, plan = _plan(plugin, node, "--despite-automation")
+    assert _node_step(plan, node)["allowed"]
+
+    # Stopped by triggerIf.unhealthyLessThanOrEqualTo (RemediationAllowed False).
+    stopped = {
+        **allowed,
+        "status": "False",
+        "reason": "TooManyUnhealthy",
+        "message": "Remediation is not allowed, the number of not started or unhealthy "
+        "machines exceeds maxUnhealthy (total: 1, unhealthy: 1, maxUnhealthy: 40%)",
+    }
+    _status(
+        cp,
+        resource,
+        "edge-unhealthy",
+        {**mhc_status, "currentHealthy": 0, "remediationsAllowed": 0, "conditions": [stopped]},
+        CAPI_NS,
+    )
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "stopped", cov
+    assert "triggerIf.unhealthyLessThanOrEqualTo 40%" in cov["summary"]
+    _check_premises(plugin, data, "automation-mhc-v1beta2-stopped")
+    _, plan = _plan(plugin, node)
+    assert _node_step(plan, node)["allowed"]
+    _revive(cp, node)
 
 
 def test_node_health_check(crds: ControlPlane, plugin: Plugin) -> None:

@@ -62,6 +62,8 @@ def test_match_labels_select_exactly_the_superset(labels: dict, wanted: dict) ->
 RECORDED = {
     "automation-mhc-scheduled.json": ("auto-mhc", {"scheduled", "due"}),
     "automation-mhc-stopped.json": ("auto-mhc", {"stopped"}),
+    "automation-mhc-v1beta2-scheduled.json": ("auto-mhc2", {"scheduled", "due"}),
+    "automation-mhc-v1beta2-stopped.json": ("auto-mhc2", {"stopped"}),
     "automation-nhc-scheduled.json": ("auto-nhc", {"scheduled", "due"}),
     "automation-nhc-stopped.json": ("auto-nhc", {"stopped"}),
     "automation-karpenter-watching.json": ("auto-karp", {"watching"}),
@@ -392,3 +394,62 @@ def test_set_premises_are_counted_from_the_document_and_can_fail() -> None:
     for premise in counted:
         premise["value"] += 1
     assert len(premises.check(doc, data)) == 2
+
+
+# --- Cluster API v1beta2: the same MachineHealthCheck written in either API version says the
+# same thing (state, time), each from the fields its version has.
+
+
+def _mhc_in(doc: dict[str, Any], v1beta2: bool, seconds: int, limit: str, allowed: bool) -> Any:
+    out = copy.deepcopy(doc)
+    mhc = next(i for i in out["items"] if i["kind"] == "MachineHealthCheck")
+    spec = mhc["spec"]
+    rules = [{"type": "Ready", "status": s} for s in ("Unknown", "False")]
+    for key in ("unhealthyConditions", "maxUnhealthy", "nodeStartupTimeout"):
+        spec.pop(key, None)
+    if v1beta2:
+        mhc["apiVersion"] = "cluster.x-k8s.io/v1beta2"
+        spec["checks"] = {
+            "nodeStartupTimeoutSeconds": 600,
+            "unhealthyNodeConditions": [{**r, "timeoutSeconds": seconds} for r in rules],
+        }
+        spec["remediation"] = {"triggerIf": {"unhealthyLessThanOrEqualTo": limit}}
+    else:
+        spec["unhealthyConditions"] = [{**r, "timeout": f"{seconds}s"} for r in rules]
+        spec["maxUnhealthy"] = limit
+        spec["nodeStartupTimeout"] = "10m0s"
+    cond = mhc["status"]["conditions"][0]
+    if not allowed:
+        cond.update(status="False", reason="TooManyUnhealthy")
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seconds=st.integers(1, 7200),
+    limit=st.sampled_from(["40%", "100%", "2"]),
+    allowed=st.booleans(),
+)
+def test_a_machine_health_check_reads_the_same_in_v1beta1_and_v1beta2(
+    seconds: int, limit: str, allowed: bool
+) -> None:
+    raw = json.loads((FIXTURES / "automation-mhc-scheduled.json").read_text())
+    said = []
+    for v1beta2 in (False, True):
+        doc = _mhc_in(raw, v1beta2, seconds, limit, allowed)
+        captured = parse_time(doc["capturedAt"])
+        assert captured is not None
+        report = diagnose(from_items(copy.deepcopy(doc["items"]), captured, source="g"), captured)
+        (cov,) = next(n for n in report.nodes if n.name == "auto-mhc").automation
+        assert not premises.check(doc, render.report_data(report))
+        fields = {p.field for c in cov.claims for p in c.because}
+        if not allowed:
+            assert cov.state == "stopped" and limit in cov.summary
+            want = "spec.remediation.triggerIf.unhealthyLessThanOrEqualTo"
+            assert (want in fields) is v1beta2 and ("spec.maxUnhealthy" in fields) is not v1beta2
+        else:
+            assert cov.state in ("scheduled", "due")
+            want = "spec.checks.unhealthyNodeConditions"
+            assert (want in fields) is v1beta2, fields
+        said.append((cov.state, cov.at))
+    assert said[0] == said[1]
