@@ -110,6 +110,9 @@ class Coverage:
     at: datetime | None  # when it acted (ACTING), is/was due (DUE, OVERDUE) or acts (SCHEDULED)
     summary: str  # the claims' texts joined: what the user reads
     claims: list[Claim] = field(default_factory=list)
+    # `at` rests on settings the API does not show (Karpenter's gate and policies): the advice
+    # does not wait for it while it is only scheduled (remediate still stands back near it)
+    assumed: bool = False
 
 
 def joined(claims: list[Claim]) -> str:
@@ -750,7 +753,7 @@ def _karpenter(node: Obj, snap: Snapshot, now: datetime) -> Coverage | None:
     if nodeclaim is None or not by_provider:
         return Coverage(KARPENTER, obj, WATCHING, None, joined(claims), claims)
     state, at = _karpenter_repair(node, nodeclaim, snap, now, claims, what)
-    return Coverage(KARPENTER, obj, state, at, joined(claims), claims)
+    return Coverage(KARPENTER, obj, state, at, joined(claims), claims, assumed=at is not None)
 
 
 def _policy_matches(node: Obj) -> list[_Match]:

@@ -707,6 +707,8 @@ def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
     due = (since + timedelta(minutes=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert cov["at"] == due and f"deletes NodeClaim {NODECLAIM} at {due}" in cov["summary"]
     assert "if node repair is enabled" in cov["summary"] and "assumed" in cov["summary"]
+    # the advice does not wait 30 min on a guess (the gate is off by default)
+    assert "covers it" not in _node(data, node)["action"]["summary"]
     _check_premises(plugin, data, "automation-karpenter-scheduled")
     _, plan = _plan(plugin, node)
     assert _node_step(plan, node)["allowed"]

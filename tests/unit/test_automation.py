@@ -127,7 +127,12 @@ def test_recorded_coverage_state_and_plan(name: str) -> None:
     bare = Options(**{**despite.__dict__, "attested": ()})
     refused = next(s for s in make_plan(report, bare).steps if s.target == step.target)
     assert not refused.allowed
-    assert finding.action is not None and finding.action.code == "wait"
+    assert finding.action is not None
+    if cov.assumed and cov.state == "scheduled":
+        # a time resting on a guess (Karpenter's gate, off by default) is not waited for
+        assert "covers it" not in finding.action.summary
+    else:
+        assert finding.action.code == "wait"
     assert "--despite-automation" not in finding.action.remediate
 
 
