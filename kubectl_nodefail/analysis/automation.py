@@ -80,6 +80,10 @@ KARPENTER_UNHEALTHY_PERCENT = 20
 # at exactly its termination time, and every 5 min while blocked; 6 min past due without the
 # NodeClaim being deleted means it did not act.
 KARPENTER_OVERDUE_SECONDS = 6 * 60
+# Its event while repair is blocked, and how long one counts as "blocked now": republished on
+# the 5 min requeue once its 15 min deduplication has passed (health/controller.go, events.go).
+KARPENTER_REPAIR_BLOCKED = "NodeRepairBlocked"
+KARPENTER_BLOCKED_FRESH_SECONDS = 20 * 60
 # cluster-autoscaler's taints, their values the Unix second they were set
 # (kubernetes/autoscaler cluster-autoscaler/utils/taints/taints.go)
 CA_TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
@@ -784,7 +788,7 @@ def _karpenter_repair(
             )
         )
         return NOT_MATCHING, None
-    blocked = _karpenter_blocked(nodeclaim, snap)
+    blocked = _repair_blocked_event(node, snap, now) or _karpenter_blocked(nodeclaim, snap)
     if blocked is not None:
         claims.append(blocked)
         return STOPPED, None
@@ -821,6 +825,35 @@ def _karpenter_repair(
     )
     claims.append(claim("automation-overdue", "automation", text, *premises))
     return OVERDUE, first.at
+
+
+def _repair_blocked_event(node: Obj, snap: Snapshot, now: datetime) -> Claim | None:
+    """Karpenter's own word that repair is blocked: a NodeRepairBlocked Warning about the Node
+    (pkg/controllers/node/health/events.go), republished while blocked (requeued every 5 min,
+    deduplicated for 15 min), so one seen in the last KARPENTER_BLOCKED_FRESH_SECONDS means it
+    is blocked now; it also proves node repair is enabled."""
+    name = node["metadata"]["name"]
+    seen = []
+    for ev in snap.events_about("Node", "", name):
+        field_name = "lastTimestamp" if ev.get("lastTimestamp") else "eventTime"
+        when = parse_time(ev.get(field_name))
+        if ev.get("reason") == KARPENTER_REPAIR_BLOCKED and when is not None:
+            seen.append((when, field_name, ev))
+    if not seen:
+        return None
+    when, field_name, ev = max(seen, key=lambda s: s[0])
+    if (now - when).total_seconds() > KARPENTER_BLOCKED_FRESH_SECONDS:
+        return None
+    return claim(
+        "automation-stopped",
+        "automation",
+        f"Karpenter reported {KARPENTER_REPAIR_BLOCKED} for this node at {_when(when, now)} "
+        f'("{ev.get("message", "")}"): node repair is enabled and repairs nothing in its '
+        "pool until enough nodes recover; it re-checks every 5 min",
+        fact("Event", ev, "reason"),
+        fact("Event", ev, "involvedObject.name"),
+        fact("Event", ev, field_name),
+    )
 
 
 def _assumed_policies(nodeclaim: Obj) -> str:

@@ -776,6 +776,29 @@ def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
     assert "stands back" not in step["gate"] and "Karpenter" not in step["gate"], step
     cp.kubectl("delete", "node", peer, "--wait=true")
 
+    # 4b. Karpenter's own word that repair is blocked (its pool counted with its real policies):
+    # a NodeRepairBlocked Warning about the node, as its recorder writes it.
+    cp.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{node}.noderepairblocked", "namespace": "default"},
+            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node},
+            "reason": "NodeRepairBlocked",
+            "message": "more than 20% nodes are unhealthy in the nodepool",
+            "type": "Warning",
+            "source": {"component": "karpenter"},
+            "firstTimestamp": _now(-60),
+            "lastTimestamp": _now(-60),
+            "count": 1,
+        }
+    )
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "stopped" and "node repair is enabled" in cov["summary"], cov
+    _check_premises(plugin, data, "automation-karpenter-blocked-event")
+    cp.kubectl("delete", "event", "-n", "default", f"{node}.noderepairblocked")
+
     # 5. Repair deletes the NodeClaim (its finalizer keeps it while Karpenter terminates).
     cp.kubectl("delete", "nodeclaims.karpenter.sh", NODECLAIM, "--wait=false")
     _, data = plugin.diagnose_json(node)

@@ -72,6 +72,7 @@ RECORDED = {
     "automation-karpenter-due.json": ("auto-karp", {"scheduled", "due"}),
     "automation-karpenter-overdue.json": ("auto-karp", {"overdue"}),
     "automation-karpenter-stopped.json": ("auto-karp", {"stopped"}),
+    "automation-karpenter-blocked-event.json": ("auto-karp", {"stopped"}),
     "automation-ca-scheduled.json": ("auto-ca", {"scheduled", "due"}),
     "automation-cloud-shutdown.json": ("auto-cloud", {"watching"}),
 }
@@ -268,6 +269,7 @@ def _karpenter_neighbour(
     group: str,
     linked: bool,
     deleting: bool,
+    blocked_ago: int | None = None,
 ) -> dict[str, Any]:
     out = copy.deepcopy(doc)
     captured = parse_time(out["capturedAt"])
@@ -285,6 +287,22 @@ def _karpenter_neighbour(
         claim["status"]["providerID"] = "aws:///us-east-1a/i-0another"
     if deleting:
         claim["metadata"]["deletionTimestamp"] = out["capturedAt"]
+    if blocked_ago is not None:  # Karpenter's event while repair is blocked, as it writes it
+        at = (captured - timedelta(seconds=blocked_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        items.append(
+            {
+                "kind": "Event",
+                "apiVersion": "v1",
+                "metadata": {"name": f"{KARP_NODE}.blocked", "namespace": "default"},
+                "involvedObject": {"kind": "Node", "name": KARP_NODE, "apiVersion": "v1"},
+                "reason": "NodeRepairBlocked",
+                "type": "Warning",
+                "message": "more than 20% nodes are unhealthy in the nodepool",
+                "firstTimestamp": at,
+                "lastTimestamp": at,
+                "count": 1,
+            }
+        )
     template = next(
         i for i in items if i["kind"] == "Node" and i["metadata"]["name"].startswith("healthy")
     )
@@ -309,12 +327,16 @@ def _down_since(doc: dict[str, Any]) -> Any:
     return parse_time(ready["lastTransitionTime"])
 
 
-def _expected_karpenter(doc: dict[str, Any], linked: bool, deleting: bool) -> str:
+def _expected_karpenter(
+    doc: dict[str, Any], linked: bool, deleting: bool, blocked_ago: int | None = None
+) -> str:
     """The state from Karpenter's rules (docs/automation.md), computed from the document."""
     if deleting:
         return "acting"
     if not linked:
         return "watching"
+    if blocked_ago is not None and blocked_ago <= 20 * 60:  # its own word: blocked now
+        return "stopped"
     claim = next(i for i in doc["items"] if i["kind"] == "NodeClaim")
     pool = claim["metadata"]["labels"].get("karpenter.sh/nodepool")
     nodes = [
@@ -345,12 +367,19 @@ def _expected_karpenter(doc: dict[str, Any], linked: bool, deleting: bool) -> st
     group=st.sampled_from(["karpenter.k8s.aws", "karpenter.azure.com"]),
     linked=st.booleans(),
     deleting=st.booleans(),
+    blocked_ago=st.one_of(st.none(), st.integers(0, 3600)),
 )
 def test_generated_karpenter_claims_state_only_what_holds(
-    down: int, peers: list[str], pool_label: bool, group: str, linked: bool, deleting: bool
+    down: int,
+    peers: list[str],
+    pool_label: bool,
+    group: str,
+    linked: bool,
+    deleting: bool,
+    blocked_ago: int | None,
 ) -> None:
     raw = json.loads((FIXTURES / "automation-karpenter-scheduled.json").read_text())
-    doc = _karpenter_neighbour(raw, down, peers, pool_label, group, linked, deleting)
+    doc = _karpenter_neighbour(raw, down, peers, pool_label, group, linked, deleting, blocked_ago)
     captured = parse_time(doc["capturedAt"])
     assert captured is not None
     snap = from_items(copy.deepcopy(doc["items"]), captured, source="generated")
@@ -358,7 +387,7 @@ def test_generated_karpenter_claims_state_only_what_holds(
     finding = next(n for n in report.nodes if n.name == KARP_NODE)
     (cov,) = finding.automation
     assert not premises.check(doc, render.report_data(report))
-    assert cov.state == _expected_karpenter(doc, linked, deleting), cov.summary
+    assert cov.state == _expected_karpenter(doc, linked, deleting, blocked_ago), cov.summary
     if cov.state in ("scheduled", "due", "overdue"):
         assert cov.at == _down_since(doc) + timedelta(seconds=TOLERATION)
         # a time resting on what the API does not show says so
