@@ -817,14 +817,38 @@ def _karpenter_repair(
         )
         claims.append(claim("automation-due", "automation", text, *premises))
         return DUE, first.at
-    text = (
+    head = (
         f"Karpenter's repair has not acted {timedelta(seconds=round(late))} after it was due at "
-        f"{format_time(first.at)} ({basis}): {what} is not being deleted, so node repair is "
-        "probably not enabled (or its provider tolerates the condition longer); remediate does "
-        "not wait for it"
+        f"{format_time(first.at)} ({basis}): {what} is not being deleted"
     )
+    enabled = _latest_blocked_event(node, snap)
+    if enabled is None:
+        text = (
+            f"{head}, so node repair is probably not enabled (or its provider tolerates the "
+            "condition longer); remediate does not wait for it"
+        )
+    else:  # its own event proves repair is on: say so, and still do not wait on a silence
+        when, field_name, ev = enabled
+        text = (
+            f"{head}, although node repair is enabled (it reported {KARPENTER_REPAIR_BLOCKED} "
+            f"at {format_time(when)}, none in the last 20 min): why it has not acted is not "
+            "visible here (its provider may tolerate the condition longer); remediate does not "
+            "wait for it"
+        )
+        premises += [fact("Event", ev, "reason"), fact("Event", ev, field_name)]
     claims.append(claim("automation-overdue", "automation", text, *premises))
     return OVERDUE, first.at
+
+
+def _latest_blocked_event(node: Obj, snap: Snapshot) -> tuple[datetime, str, Obj] | None:
+    """The newest NodeRepairBlocked event about the Node: (when, the field read, the event)."""
+    seen = []
+    for ev in snap.events_about("Node", "", node["metadata"]["name"]):
+        field_name = "lastTimestamp" if ev.get("lastTimestamp") else "eventTime"
+        when = parse_time(ev.get(field_name))
+        if ev.get("reason") == KARPENTER_REPAIR_BLOCKED and when is not None:
+            seen.append((when, field_name, ev))
+    return max(seen, key=lambda s: s[0]) if seen else None
 
 
 def _repair_blocked_event(node: Obj, snap: Snapshot, now: datetime) -> Claim | None:
@@ -832,16 +856,10 @@ def _repair_blocked_event(node: Obj, snap: Snapshot, now: datetime) -> Claim | N
     (pkg/controllers/node/health/events.go), republished while blocked (requeued every 5 min,
     deduplicated for 15 min), so one seen in the last KARPENTER_BLOCKED_FRESH_SECONDS means it
     is blocked now; it also proves node repair is enabled."""
-    name = node["metadata"]["name"]
-    seen = []
-    for ev in snap.events_about("Node", "", name):
-        field_name = "lastTimestamp" if ev.get("lastTimestamp") else "eventTime"
-        when = parse_time(ev.get(field_name))
-        if ev.get("reason") == KARPENTER_REPAIR_BLOCKED and when is not None:
-            seen.append((when, field_name, ev))
-    if not seen:
+    latest = _latest_blocked_event(node, snap)
+    if latest is None:
         return None
-    when, field_name, ev = max(seen, key=lambda s: s[0])
+    when, field_name, ev = latest
     if (now - when).total_seconds() > KARPENTER_BLOCKED_FRESH_SECONDS:
         return None
     return claim(

@@ -390,8 +390,14 @@ def test_generated_karpenter_claims_state_only_what_holds(
     assert cov.state == _expected_karpenter(doc, linked, deleting, blocked_ago), cov.summary
     if cov.state in ("scheduled", "due", "overdue"):
         assert cov.at == _down_since(doc) + timedelta(seconds=TOLERATION)
-        # a time resting on what the API does not show says so
-        assert "if node repair is enabled" in cov.summary or "not enabled" in cov.summary
+        # a time resting on what the API does not show says so; overdue says why, and never
+        # "probably not enabled" when Karpenter's own event proves it is
+        if cov.state == "overdue":
+            proven = blocked_ago is not None
+            assert ("although node repair is enabled" in cov.summary) is proven
+            assert ("probably not enabled" in cov.summary) is not proven
+        else:
+            assert "if node repair is enabled" in cov.summary
         assert "assumed" in cov.summary
         assert ("whose policies may differ" in cov.summary) is (group != "karpenter.k8s.aws")
     # the peers' own zone is down: that gate is another matter, overridden here
@@ -487,3 +493,21 @@ def test_a_machine_health_check_reads_the_same_in_v1beta1_and_v1beta2(
             assert (want in fields) is v1beta2, fields
         said.append((cov.state, cov.at))
     assert said[0] == said[1]
+
+
+def test_an_old_repair_blocked_event_proves_repair_is_on_and_overdue_says_so() -> None:
+    raw = json.loads((FIXTURES / "automation-karpenter-scheduled.json").read_text())
+    for blocked_ago, state, words in (
+        (30 * 60, "overdue", "although node repair is enabled"),
+        (10 * 60, "stopped", "node repair is enabled and repairs nothing"),
+        (None, "overdue", "probably not enabled"),
+    ):
+        doc = _karpenter_neighbour(
+            raw, 45 * 60, [], True, "karpenter.k8s.aws", True, False, blocked_ago
+        )
+        captured = parse_time(doc["capturedAt"])
+        assert captured is not None
+        report = diagnose(from_items(copy.deepcopy(doc["items"]), captured, source="g"), captured)
+        (cov,) = next(n for n in report.nodes if n.name == KARP_NODE).automation
+        assert cov.state == state and words in cov.summary, cov.summary
+        assert not premises.check(doc, render.report_data(report))
