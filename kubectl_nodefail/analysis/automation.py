@@ -755,6 +755,21 @@ def _karpenter(node: Obj, snap: Snapshot, now: datetime) -> Coverage | None:
         )
         return Coverage(KARPENTER, obj, ACTING, None, joined(claims), claims)
     if nodeclaim is None or not by_provider:
+        if nodeclaim is None:
+            why = "its NodeClaim is not in what was read"
+            because = linked
+        else:
+            why = (
+                f"{what}'s status.providerID is not the Node's spec.providerID, the link "
+                "Karpenter's repair finds it by"
+            )
+            because = [
+                fact("Node", node, "spec.providerID"),
+                fact("NodeClaim", nodeclaim, "status.providerID"),
+            ]
+        claims.append(
+            claim("covered-by", "automation", f"{why}: no repair time is predicted", *because)
+        )
         return Coverage(KARPENTER, obj, WATCHING, None, joined(claims), claims)
     state, at = _karpenter_repair(node, nodeclaim, snap, now, claims, what)
     return Coverage(KARPENTER, obj, state, at, joined(claims), claims, assumed=at is not None)
