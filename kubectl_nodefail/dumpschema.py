@@ -202,6 +202,7 @@ SCHEMAS: dict[str, Object] = {
         spec=obj(
             unschedulable=BOOL,
             taints=ListOf(obj(key=STR, value=STR, effect=STR, timeAdded=TIME)),
+            providerID=STR,
         ),
         status=obj(
             conditions=ListOf(CONDITION),
@@ -302,6 +303,10 @@ SCHEMAS["MachineHealthCheck"] = obj(
         selector=SELECTOR,
         unhealthyConditions=ListOf(obj(type=STR, status=STR, timeout=STR)),
         maxUnhealthy=INT_OR_STR,
+        unhealthyRange=STR,
+        # cluster.x-k8s.io/v1beta2
+        checks=obj(unhealthyNodeConditions=ListOf(obj(type=STR, status=STR, timeoutSeconds=INT))),
+        remediation=obj(triggerIf=obj(unhealthyLessThanOrEqualTo=INT_OR_STR, unhealthyInRange=STR)),
     ),
     status=obj(expectedMachines=INT, currentHealthy=INT, conditions=ListOf(AUTOMATION_CONDITION)),
 )
@@ -334,7 +339,12 @@ SCHEMAS["NodeHealthCheck"] = obj(
         ),
     ),
 )
-SCHEMAS["NodeClaim"] = obj(("metadata",), metadata=METADATA, status=obj(nodeName=STR))
+SCHEMAS["NodeClaim"] = obj(
+    ("metadata",),
+    metadata=METADATA,
+    spec=obj(nodeClassRef=obj(group=STR)),
+    status=obj(nodeName=STR, providerID=STR),
+)
 # Any other kind is an owner (ReplicaSet, StatefulSet, Job, ..., or one no rule knows).
 OWNER = obj(
     ("metadata",),

@@ -738,27 +738,36 @@ def _node_events(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> li
     )
 
 
-# Remediation automation (analysis/automation.py): collection path, kind, and what a gap
-# names. A 404 (CRD not installed) is simply absent; a 403 a stated gap.
+# Remediation automation (analysis/automation.py): collection paths (the newest API version
+# first: Cluster API v1.11+ serves v1beta2 and still v1beta1; an older one only v1beta1), kind,
+# and what a gap names. A 404 on every version (CRD not installed) is simply absent; a 403 a
+# stated gap.
 AUTOMATION_LISTS = (
     (
-        "/apis/cluster.x-k8s.io/v1beta1/machinehealthchecks",
+        (
+            "/apis/cluster.x-k8s.io/v1beta2/machinehealthchecks",
+            "/apis/cluster.x-k8s.io/v1beta1/machinehealthchecks",
+        ),
         "MachineHealthCheck",
         "Cluster API machinehealthchecks",
     ),
-    ("/apis/cluster.x-k8s.io/v1beta1/machines", "Machine", "Cluster API machines"),
-    ("/apis/karpenter.sh/v1/nodeclaims", "NodeClaim", "Karpenter nodeclaims"),
     (
-        "/apis/remediation.medik8s.io/v1alpha1/nodehealthchecks",
+        ("/apis/cluster.x-k8s.io/v1beta2/machines", "/apis/cluster.x-k8s.io/v1beta1/machines"),
+        "Machine",
+        "Cluster API machines",
+    ),
+    (("/apis/karpenter.sh/v1/nodeclaims",), "NodeClaim", "Karpenter nodeclaims"),
+    (
+        ("/apis/remediation.medik8s.io/v1alpha1/nodehealthchecks",),
         "NodeHealthCheck",
         "Medik8s nodehealthchecks",
     ),
 )
 
 
-AUTOMATION_VERSIONS = {
-    kind: path.split("/", 3)[2] + "/" + path.split("/")[3] for path, kind, _ in AUTOMATION_LISTS
-}
+def _api_version(path: str) -> str:
+    """`group/version` of a collection path /apis/GROUP/VERSION/RESOURCE."""
+    return "/".join(path.split("/")[2:4])
 
 
 def _automation(
@@ -779,19 +788,34 @@ def _automation(
         node_ref = ((obj.get("status") or {}).get("nodeRef") or {}).get("name")
         return obj if node_ref in failed or obj["metadata"].get("name") in machines else None
 
-    def keep_nodeclaim(obj: Obj) -> Obj | None:
-        return obj if (obj.get("status") or {}).get("nodeName") in failed else None
+    # Karpenter links a NodeClaim to its Node by providerID (automation._karpenter)
+    provider_ids = {(by_name[n].get("spec") or {}).get("providerID") for n in failed} - {None, ""}
 
-    def read(item: tuple[str, str, str]) -> list[Obj]:
-        path, kind, what = item
+    def keep_nodeclaim(obj: Obj) -> Obj | None:
+        status = obj.get("status") or {}
+        linked = status.get("nodeName") in failed or status.get("providerID") in provider_ids
+        return obj if linked else None
+
+    def newest(paths: tuple[str, ...], kind: str) -> list[Obj]:
+        """The list from the first version served (list items carry no apiVersion: set it)."""
         keep = {"Machine": keep_machine, "NodeClaim": keep_nodeclaim}.get(kind)
-        return list(reader.optional(what, lambda: cluster.list_all(path, kind, keep=keep), []))
+        for path in paths:
+            try:
+                items = cluster.list_all(path, kind, keep=keep)
+            except NotFound:
+                continue
+            for obj in items:
+                obj.setdefault("apiVersion", _api_version(path))
+            return list(items)
+        raise NotFound(f"{kind}: no version served", status=404)
+
+    def read(item: tuple[tuple[str, ...], str, str]) -> list[Obj]:
+        paths, kind, what = item
+        return list(reader.optional(what, lambda: newest(paths, kind), []))
 
     out: list[Obj] = []
     for batch in kube.parallel(read, list(AUTOMATION_LISTS)):
         out += batch
-    for obj in out:  # list items carry no apiVersion: the analysis checks the group
-        obj.setdefault("apiVersion", AUTOMATION_VERSIONS[obj.get("kind", "")])
     return out
 
 

@@ -540,12 +540,14 @@ def for_node(
 
 
 def _automation_wait(node: NodeFinding) -> Action | None:
-    """Waiting, when an automation remediates the node now or has a time to: acting as well
-    would race it (remediate stands back; analysis/automation.py)."""
+    """Waiting, when an automation remediates the node now or has a time to (a time known, not
+    one resting on settings the API does not show): acting as well would race it (remediate
+    stands back; analysis/automation.py)."""
     acting = [
         c
         for c in node.automation
-        if c.state in (automation.ACTING, automation.DUE, automation.SCHEDULED)
+        if c.state in (automation.ACTING, automation.DUE)
+        or (c.state == automation.SCHEDULED and not c.assumed)  # not on a guess
     ]
     if not node.failed or node.out_of_service or not acting:
         return None

@@ -56,6 +56,34 @@ CLOUD_LIFECYCLE = "cloud node lifecycle controller"
 KARPENTER_GROUP = "karpenter.sh"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 KARPENTER_DISRUPTED = "karpenter.sh/disrupted"
+KARPENTER_AWS_GROUP = "karpenter.k8s.aws"
+# The AWS provider's repair policies, (condition type, status, toleration seconds)
+# (aws/karpenter-provider-aws pkg/cloudprovider/cloudprovider.go RepairPolicies): compiled into
+# the provider, not visible through the API, so every time computed from them says it assumes them.
+KARPENTER_REPAIR_POLICIES = (
+    ("Ready", "False", 1800),
+    ("Ready", "Unknown", 1800),
+    ("AcceleratedHardwareReady", "False", 600),
+    ("StorageReady", "False", 1800),
+    ("NetworkingReady", "False", 1800),
+    ("KernelReady", "False", 1800),
+    ("ContainerRuntimeReady", "False", 1800),
+)
+# The same policies as the premise checker's count terms (premises.py): a node matching any.
+KARPENTER_UNHEALTHY_TERMS = " or ".join(
+    f"status.conditions[type={t}].status={s}" for t, s, _ in KARPENTER_REPAIR_POLICIES
+)
+# Repair stops while more than this share of the NodePool's nodes is unhealthy, rounded up
+# (pkg/controllers/node/health/controller.go allowedUnhealthyPercent).
+KARPENTER_UNHEALTHY_PERCENT = 20
+# How long past its due time repair is still expected: the health controller requeues the node
+# at exactly its termination time, and every 5 min while blocked; 6 min past due without the
+# NodeClaim being deleted means it did not act.
+KARPENTER_OVERDUE_SECONDS = 6 * 60
+# Its event while repair is blocked, and how long one counts as "blocked now": republished on
+# the 5 min requeue once its 15 min deduplication has passed (health/controller.go, events.go).
+KARPENTER_REPAIR_BLOCKED = "NodeRepairBlocked"
+KARPENTER_BLOCKED_FRESH_SECONDS = 20 * 60
 # cluster-autoscaler's taints, their values the Unix second they were set
 # (kubernetes/autoscaler cluster-autoscaler/utils/taints/taints.go)
 CA_TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
@@ -73,18 +101,22 @@ STOPPED = "stopped"  # it will start no remediation now (short-circuit, paused, 
 NOT_MATCHING = "not-matching"  # none of its unhealthy conditions matches the node now
 UNKNOWN = "unknown"  # linked to an automation object this snapshot does not hold
 WATCHING = "watching"  # covers the node, acts on what the API does not show (no time known)
+OVERDUE = "overdue"  # its time is long past and it has not acted: probably not enabled
 
 
 @dataclass
 class Coverage:
     """One automation covering one node: what it does next and when, as claims."""
 
-    automation: str  # MHC | NHC
+    automation: str  # MHC | NHC | KARPENTER | CLUSTER_AUTOSCALER | CLOUD_LIFECYCLE
     object: str  # Kind/namespace/name of the automation object
-    state: str  # ACTING | DUE | SCHEDULED | STOPPED | NOT_MATCHING | UNKNOWN
-    at: datetime | None  # when it acted (ACTING), is due (DUE) or acts (SCHEDULED)
+    state: str  # ACTING | DUE | SCHEDULED | STOPPED | NOT_MATCHING | UNKNOWN | WATCHING | OVERDUE
+    at: datetime | None  # when it acted (ACTING), is/was due (DUE, OVERDUE) or acts (SCHEDULED)
     summary: str  # the claims' texts joined: what the user reads
     claims: list[Claim] = field(default_factory=list)
+    # `at` rests on settings the API does not show (Karpenter's gate and policies): the advice
+    # does not wait for it while it is only scheduled (remediate still stands back near it)
+    assumed: bool = False
 
 
 def joined(claims: list[Claim]) -> str:
@@ -196,7 +228,7 @@ def _matches(node: Obj, rules: list[Obj], timeout_key: str) -> list[_Match]:
     out = []
     for i, rule in enumerate(rules):
         cond = _condition(node, str(rule.get("type")))
-        seconds = go_duration(rule.get(timeout_key))
+        seconds = _seconds(rule.get(timeout_key))
         if cond is None or seconds is None or cond.get("status") != rule.get("status"):
             continue
         since = parse_time(cond.get("lastTransitionTime"))
@@ -206,10 +238,18 @@ def _matches(node: Obj, rules: list[Obj], timeout_key: str) -> list[_Match]:
     return sorted(out, key=lambda m: m.at)
 
 
-def _rules_fact(kind: str, obj: Obj) -> Premise:
+def _seconds(value: Any) -> float | None:
+    """A timeout as written: a Go duration string (v1beta1 `timeout`, NHC `duration`) or whole
+    seconds (Cluster API v1beta2 `timeoutSeconds`)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return go_duration(value)
+
+
+def _rules_fact(kind: str, obj: Obj, path: str = "spec.unhealthyConditions") -> Premise:
     """The automation's unhealthy conditions as a premise, each entry's keys sorted (the value
     compares equal whatever order the server wrote them in; the JSON reads the same)."""
-    read = fact(kind, obj, "spec.unhealthyConditions")
+    read = fact(kind, obj, path)
     rules = [dict(sorted(r.items())) if isinstance(r, dict) else r for r in read.value or []]
     return Premise(read.object, read.field, rules if read.value is not None else None)
 
@@ -333,40 +373,81 @@ def _mhc_state(
     allowed = _condition(mhc, "RemediationAllowed")
     if allowed is not None and allowed.get("status") == "False":
         status = mhc.get("status") or {}
-        # maxUnhealthy defaults to 100% (api/v1beta1/machinehealthcheck_webhook.go)
-        limit = (mhc.get("spec") or {}).get("maxUnhealthy", "100%")
+        limit_path, limit_words = _mhc_limit(mhc)
         claims.append(
             claim(
                 "automation-stopped",
                 "automation",
-                f"{who} has stopped remediating ({allowed.get('reason', '')}): more machines "
-                f"are unhealthy than its maxUnhealthy {limit} allows "
+                f"{who} has stopped remediating ({allowed.get('reason', '')}): {limit_words} "
                 f"({status.get('currentHealthy')} of {status.get('expectedMachines')} "
-                "healthy); it replaces nothing until enough recover",
+                "healthy); it replaces nothing until that changes",
                 fact(
                     "MachineHealthCheck", mhc, "status.conditions[type=RemediationAllowed].status"
                 ),
                 fact(
                     "MachineHealthCheck", mhc, "status.conditions[type=RemediationAllowed].reason"
                 ),
-                fact("MachineHealthCheck", mhc, "spec.maxUnhealthy"),
+                fact("MachineHealthCheck", mhc, limit_path),
                 fact("MachineHealthCheck", mhc, "status.currentHealthy"),
                 fact("MachineHealthCheck", mhc, "status.expectedMachines"),
             )
         )
         return STOPPED, None
-    rules = (mhc.get("spec") or {}).get("unhealthyConditions") or []
+    rules, path, timeout_key = _mhc_rules(mhc)
     return _timed(
         node,
         mhc,
         "MachineHealthCheck",
         rules,
-        "timeout",
+        timeout_key,
         now,
         claims,
         who,
         "marks the Machine for replacement",
+        rules_path=path,
     )
+
+
+def _mhc_rules(mhc: Obj) -> tuple[list[Obj], str, str]:
+    """The MHC's unhealthy node conditions, where they are and its timeout's key: v1beta2
+    (Cluster API v1.11+) `spec.checks.unhealthyNodeConditions[] {type, status, timeoutSeconds}`,
+    v1beta1 `spec.unhealthyConditions[] {type, status, timeout}`. Told apart by the fields the
+    object has, not its apiVersion label."""
+    spec = mhc.get("spec") or {}
+    checks = spec.get("checks")
+    if isinstance(checks, dict):
+        rules = checks.get("unhealthyNodeConditions") or []
+        return rules, "spec.checks.unhealthyNodeConditions", "timeoutSeconds"
+    return spec.get("unhealthyConditions") or [], "spec.unhealthyConditions", "timeout"
+
+
+def _mhc_limit(mhc: Obj) -> tuple[str, str]:
+    """The MHC's short-circuit setting, as (field path, words): v1beta2
+    `spec.remediation.triggerIf.unhealthyInRange` (wins) or `.unhealthyLessThanOrEqualTo`,
+    v1beta1 `spec.unhealthyRange` (wins) or `spec.maxUnhealthy`; the limit defaults to 100%
+    (core/reconcilers/machinehealthcheck isAllowedRemediation, getMaxUnhealthy)."""
+    spec = mhc.get("spec") or {}
+    remediation = spec.get("remediation")
+    if isinstance(remediation, dict):
+        trigger = remediation.get("triggerIf") or {}
+        base = "spec.remediation.triggerIf"
+        if trigger.get("unhealthyInRange"):
+            return f"{base}.unhealthyInRange", (
+                f"the number of unhealthy machines is outside its triggerIf.unhealthyInRange "
+                f"{trigger['unhealthyInRange']}"
+            )
+        limit = trigger.get("unhealthyLessThanOrEqualTo", "100%")
+        return f"{base}.unhealthyLessThanOrEqualTo", (
+            f"more machines are unhealthy than its triggerIf.unhealthyLessThanOrEqualTo {limit} "
+            "allows"
+        )
+    if spec.get("unhealthyRange"):
+        return "spec.unhealthyRange", (
+            "the number of unhealthy machines is outside its unhealthyRange "
+            f"{spec['unhealthyRange']}"
+        )
+    limit = spec.get("maxUnhealthy", "100%")
+    return "spec.maxUnhealthy", f"more machines are unhealthy than its maxUnhealthy {limit} allows"
 
 
 def _timed(
@@ -380,6 +461,7 @@ def _timed(
     who: str,
     deed: str,
     default_rules: bool = False,
+    rules_path: str = "spec.unhealthyConditions",
 ) -> tuple[str, datetime | None]:
     """The SCHEDULED / DUE / NOT_MATCHING claim from an automation's unhealthy conditions."""
     found = _matches(node, rules, timeout_key)
@@ -393,12 +475,12 @@ def _timed(
                 f"none of {who}'s unhealthy conditions ({watched}) matches the node now "
                 f"(Ready={ready.get('status')}): it does not act on it as it is",
                 fact("Node", node, "status.conditions[type=Ready].status"),
-                *([] if default_rules else [_rules_fact(kind, auto)]),
+                *([] if default_rules else [_rules_fact(kind, auto, rules_path)]),
             )
         )
         return NOT_MATCHING, None
     first = found[0]
-    rule_premises = [] if default_rules else [_rules_fact(kind, auto)]
+    rule_premises = [] if default_rules else [_rules_fact(kind, auto, rules_path)]
     default_note = " (the CRD's default conditions)" if default_rules else ""
     if first.at <= now:
         text = (
@@ -608,35 +690,43 @@ def _unix(value: Any) -> datetime | None:
 
 
 def _karpenter(node: Obj, snap: Snapshot, now: datetime) -> Coverage | None:
-    """A Node of a Karpenter NodePool (label karpenter.sh/nodepool) and its NodeClaim
-    (status.nodeName). Karpenter's node repair (pkg/controllers/node/health/controller.go)
-    deletes the NodeClaim once a cloud provider repair policy's condition has held for its
-    toleration (30 min unless configured), unless more than 20% of the NodePool's nodes are
-    unhealthy; whether repair is enabled (the NodeRepair feature gate) and the provider's
-    policies are not visible through the API: no time is predicted, only what is in flight."""
+    """A Node of a Karpenter NodePool (label karpenter.sh/nodepool) and its NodeClaim. Karpenter
+    finds a Node's NodeClaim by `status.providerID` == the Node's `spec.providerID`
+    (pkg/utils/node/node.go NodeClaimForNode); repair (pkg/controllers/node/health) acts only
+    through that link. `status.nodeName` alone links it for the in-flight signs, not for a
+    repair time."""
     labels = node["metadata"].get("labels") or {}
-    pool = labels.get(NODEPOOL_LABEL)
     name = node["metadata"]["name"]
-    claims_of = [
+    provider_id = (node.get("spec") or {}).get("providerID")
+    nodeclaims = _of(snap, "NodeClaim", KARPENTER_GROUP)
+    by_provider = [
         c
-        for c in _of(snap, "NodeClaim", KARPENTER_GROUP)
-        if (c.get("status") or {}).get("nodeName") == name
+        for c in nodeclaims
+        if provider_id and (c.get("status") or {}).get("providerID") == provider_id
     ]
-    if not pool and not claims_of:
+    by_name = [c for c in nodeclaims if (c.get("status") or {}).get("nodeName") == name]
+    nodeclaim: Obj | None = next(iter(by_provider or by_name), None)
+    pool = labels.get(NODEPOOL_LABEL)
+    if not pool and nodeclaim is None:
         return None
-    nodeclaim = claims_of[0] if claims_of else None
     who = f"NodePool {pool}" if pool else "Karpenter"
     linked = [fact("Node", node, f"metadata.labels[{NODEPOOL_LABEL}]")] if pool else []
-    if nodeclaim is not None:
+    if by_provider:
+        linked += [
+            fact("Node", node, "spec.providerID"),
+            fact("NodeClaim", nodeclaim or {}, "status.providerID"),
+        ]
+    elif nodeclaim is not None:
         linked.append(fact("NodeClaim", nodeclaim, "status.nodeName"))
     what = f"NodeClaim {nodeclaim['metadata']['name']}" if nodeclaim else "its NodeClaim"
     claims = [
         claim(
             "covered-by",
             "automation",
-            f"covered by Karpenter ({who}, {what}): its node repair, where enabled, deletes the "
-            "NodeClaim and replaces the node after its cloud provider's toleration for the "
-            "condition (30 min unless configured), unless over 20% of the NodePool is unhealthy",
+            f"covered by Karpenter ({who}, {what}): if its node repair is enabled (the NodeRepair "
+            "feature gate, off by default and not visible through the API) it deletes the "
+            "NodeClaim, replacing the node, once a repair policy's condition has held for its "
+            "toleration",
             *linked,
         )
     ]
@@ -664,7 +754,189 @@ def _karpenter(node: Obj, snap: Snapshot, now: datetime) -> Coverage | None:
             )
         )
         return Coverage(KARPENTER, obj, ACTING, None, joined(claims), claims)
-    return Coverage(KARPENTER, obj, WATCHING, None, joined(claims), claims)
+    if nodeclaim is None or not by_provider:
+        if nodeclaim is None:
+            why = "its NodeClaim is not in what was read"
+            because = linked
+        else:
+            why = (
+                f"{what}'s status.providerID is not the Node's spec.providerID, the link "
+                "Karpenter's repair finds it by"
+            )
+            because = [
+                fact("Node", node, "spec.providerID"),
+                fact("NodeClaim", nodeclaim, "status.providerID"),
+            ]
+        claims.append(
+            claim("covered-by", "automation", f"{why}: no repair time is predicted", *because)
+        )
+        return Coverage(KARPENTER, obj, WATCHING, None, joined(claims), claims)
+    state, at = _karpenter_repair(node, nodeclaim, snap, now, claims, what)
+    return Coverage(KARPENTER, obj, state, at, joined(claims), claims, assumed=at is not None)
+
+
+def _policy_matches(node: Obj) -> list[_Match]:
+    """The assumed repair policies (KARPENTER_REPAIR_POLICIES) the node's conditions match now,
+    earliest termination time first (health controller's findUnhealthyConditions)."""
+    rules = [
+        {"type": t, "status": s, "toleration": f"{sec}s"} for t, s, sec in KARPENTER_REPAIR_POLICIES
+    ]
+    return _matches(node, rules, "toleration")
+
+
+def _karpenter_repair(
+    node: Obj, nodeclaim: Obj, snap: Snapshot, now: datetime, claims: list[Claim], what: str
+) -> tuple[str, datetime | None]:
+    """SCHEDULED / DUE / OVERDUE / STOPPED / NOT_MATCHING for Karpenter's node repair, under
+    the assumptions its sentence names (the gate is on; the AWS provider's policies)."""
+    assumed = _assumed_policies(nodeclaim)
+    found = _policy_matches(node)
+    if not found:
+        ready = _condition(node, "Ready") or {}
+        claims.append(
+            claim(
+                "automation-not-matching",
+                "automation",
+                f"none of the repair policies' conditions matches the node now "
+                f"(Ready={ready.get('status')}; {assumed}): Karpenter does not repair it as it is",
+                fact("Node", node, "status.conditions[type=Ready].status"),
+            )
+        )
+        return NOT_MATCHING, None
+    blocked = _repair_blocked_event(node, snap, now) or _karpenter_blocked(nodeclaim, snap)
+    if blocked is not None:
+        claims.append(blocked)
+        return STOPPED, None
+    first = found[0]
+    basis = (
+        f"{first.type}={first.status} since {format_time(first.since)} plus the toleration "
+        f"{timedelta(seconds=first.seconds)} ({assumed})"
+    )
+    premises = [
+        *_node_premises(node, first),
+        fact("NodeClaim", nodeclaim, "metadata.deletionTimestamp"),
+    ]
+    late = (now - first.at).total_seconds()
+    if late < 0:
+        text = (
+            f"if node repair is enabled, Karpenter deletes {what} at {_when(first.at, now)}: "
+            f"{basis}, unless the node recovers first or over 20% of its NodePool is unhealthy "
+            "then"
+        )
+        claims.append(claim("automation-scheduled", "automation", text, *premises))
+        return SCHEDULED, first.at
+    if late <= KARPENTER_OVERDUE_SECONDS:
+        text = (
+            f"repair was due at {_when(first.at, now)} ({basis}) and {what} is not being "
+            "deleted yet: if node repair is enabled, Karpenter deletes it at its next check"
+        )
+        claims.append(claim("automation-due", "automation", text, *premises))
+        return DUE, first.at
+    head = (
+        f"Karpenter's repair has not acted {timedelta(seconds=round(late))} after it was due at "
+        f"{format_time(first.at)} ({basis}): {what} is not being deleted"
+    )
+    enabled = _latest_blocked_event(node, snap)
+    if enabled is None:
+        text = (
+            f"{head}, so node repair is probably not enabled (or its provider tolerates the "
+            "condition longer); remediate does not wait for it"
+        )
+    else:  # its own event proves repair is on: say so, and still do not wait on a silence
+        when, field_name, ev = enabled
+        text = (
+            f"{head}, although node repair is enabled (it reported {KARPENTER_REPAIR_BLOCKED} "
+            f"at {format_time(when)}, none in the last 20 min): why it has not acted is not "
+            "visible here (its provider may tolerate the condition longer); remediate does not "
+            "wait for it"
+        )
+        premises += [fact("Event", ev, "reason"), fact("Event", ev, field_name)]
+    claims.append(claim("automation-overdue", "automation", text, *premises))
+    return OVERDUE, first.at
+
+
+def _latest_blocked_event(node: Obj, snap: Snapshot) -> tuple[datetime, str, Obj] | None:
+    """The newest NodeRepairBlocked event about the Node: (when, the field read, the event)."""
+    seen = []
+    for ev in snap.events_about("Node", "", node["metadata"]["name"]):
+        field_name = "lastTimestamp" if ev.get("lastTimestamp") else "eventTime"
+        when = parse_time(ev.get(field_name))
+        if ev.get("reason") == KARPENTER_REPAIR_BLOCKED and when is not None:
+            seen.append((when, field_name, ev))
+    return max(seen, key=lambda s: s[0]) if seen else None
+
+
+def _repair_blocked_event(node: Obj, snap: Snapshot, now: datetime) -> Claim | None:
+    """Karpenter's own word that repair is blocked: a NodeRepairBlocked Warning about the Node
+    (pkg/controllers/node/health/events.go), republished while blocked (requeued every 5 min,
+    deduplicated for 15 min), so one seen in the last KARPENTER_BLOCKED_FRESH_SECONDS means it
+    is blocked now; it also proves node repair is enabled."""
+    latest = _latest_blocked_event(node, snap)
+    if latest is None:
+        return None
+    when, field_name, ev = latest
+    if (now - when).total_seconds() > KARPENTER_BLOCKED_FRESH_SECONDS:
+        return None
+    return claim(
+        "automation-stopped",
+        "automation",
+        f"Karpenter reported {KARPENTER_REPAIR_BLOCKED} for this node at {_when(when, now)} "
+        f'("{ev.get("message", "")}"): node repair is enabled and repairs nothing in its '
+        "pool until enough nodes recover; it re-checks every 5 min",
+        fact("Event", ev, "reason"),
+        fact("Event", ev, "involvedObject.name"),
+        fact("Event", ev, field_name),
+    )
+
+
+def _assumed_policies(nodeclaim: Obj) -> str:
+    """The assumption a Karpenter repair time rests on, said in its sentence."""
+    group = (((nodeclaim.get("spec") or {}).get("nodeClassRef")) or {}).get("group")
+    text = (
+        "assumed: the AWS provider's repair policies, Ready False or Unknown tolerated 30 min; "
+        "a provider's policies are compiled in, not visible through the API"
+    )
+    if group and group != KARPENTER_AWS_GROUP:
+        text += f"; this NodeClaim's class is of {group}, whose policies may differ"
+    return text
+
+
+def _karpenter_blocked(nodeclaim: Obj, snap: Snapshot) -> Claim | None:
+    """Repair's short-circuit: more than 20% (rounded up) of the NodePool's Nodes (of all Nodes
+    for a NodeClaim without a NodePool) match a repair policy. The pool is the NodeClaim's
+    label, as the health controller reads it (isNodePoolHealthy / isClusterHealthy)."""
+    pool = (nodeclaim["metadata"].get("labels") or {}).get(NODEPOOL_LABEL)
+    nodes = [
+        n
+        for n in snap.nodes
+        if not pool or (n["metadata"].get("labels") or {}).get(NODEPOOL_LABEL) == pool
+    ]
+    unhealthy = sum(1 for n in nodes if _policy_matches_status(n))
+    limit = scaled(f"{KARPENTER_UNHEALTHY_PERCENT}%", len(nodes), True)
+    if limit is None or unhealthy <= limit:
+        return None
+    scope = f"NodePool {pool}" if pool else "the cluster (the NodeClaim has no NodePool)"
+    group = f"Node[{NODEPOOL_LABEL}={pool}]" if pool else "Node[]"
+    return claim(
+        "automation-stopped",
+        "automation",
+        f"Karpenter repairs nothing in {scope} now: {unhealthy} of its {len(nodes)} nodes are "
+        f"unhealthy by the repair policies, more than the {KARPENTER_UNHEALTHY_PERCENT}% "
+        f"({limit}, rounded up) it tolerates; it re-checks every 5 min (event NodeRepairBlocked "
+        "on the node, if repair is enabled)",
+        *([fact("NodeClaim", nodeclaim, f"metadata.labels[{NODEPOOL_LABEL}]")] if pool else []),
+        Premise(group, "count", len(nodes)),
+        Premise(group, f"count({KARPENTER_UNHEALTHY_TERMS})", unhealthy),
+    )
+
+
+def _policy_matches_status(node: Obj) -> bool:
+    """Whether a node counts as unhealthy for the short-circuit: a policy's condition type and
+    status match, however long they have (areNodesHealthy counts without the toleration)."""
+    return any(
+        (_condition(node, ctype) or {}).get("status") == status
+        for ctype, status, _ in KARPENTER_REPAIR_POLICIES
+    )
 
 
 def _autoscaler(node: Obj, now: datetime) -> Coverage | None:
@@ -720,10 +992,13 @@ def _autoscaler(node: Obj, now: datetime) -> Coverage | None:
 
 
 def _cloud_lifecycle(node: Obj, now: datetime) -> Coverage | None:
-    """The cloud node lifecycle controller (k8s.io/cloud-provider controllers/nodelifecycle)
-    taints a not-Ready node whose instance is shut down with
-    node.cloudprovider.kubernetes.io/shutdown, and deletes the Node once the instance no longer
-    exists; when that happens is the cloud's, not visible here."""
+    """The cloud node lifecycle controller (k8s.io/cloud-provider controllers/nodelifecycle,
+    MonitorNodes), every --node-monitor-period (5 s by default): a Node not Ready whose instance
+    no longer exists is deleted; one whose instance exists but is shut down gets (keeps) the
+    node.cloudprovider.kubernetes.io/shutdown taint; a Ready one loses it. So a Node carrying the
+    taint has an instance that existed at the last check: the controller replaces nothing and
+    fences nothing, and deletes this Node only if someone else deletes the instance. remediate
+    does not stand back (docs/automation.md: why that is safe)."""
     from kubectl_nodefail.analysis.facts import TAINT_CLOUD_SHUTDOWN
 
     taint = _taint(node, TAINT_CLOUD_SHUTDOWN)
@@ -731,8 +1006,9 @@ def _cloud_lifecycle(node: Obj, now: datetime) -> Coverage | None:
         return None
     text = (
         f"the cloud node lifecycle controller reports the instance shut down (taint "
-        f"{TAINT_CLOUD_SHUTDOWN}): it deletes the Node once the instance no longer exists "
-        "(when, the cloud decides)"
+        f"{TAINT_CLOUD_SHUTDOWN}); it replaces nothing: it re-checks every 5 s (its default "
+        "--node-monitor-period) and deletes the Node only once the instance no longer exists "
+        "(deleted by someone else), or lifts the taint if the node is Ready again"
     )
     cov_claims = [
         claim(

@@ -9,6 +9,10 @@ of that section, joined), so a sentence cannot be printed without the facts it r
 premises.py re-reads every premise from the raw snapshot, without this package's code: a claim
 whose premise does not hold there is a defect, found on every fixture and every e2e diagnosis.
 
+A premise about a set of objects names the set instead of one object: `Node[LABEL=VALUE]` (the
+Nodes with that label) or `Node[]` (all Nodes), with the field `count` (how many) or
+`count(PATH=V1|V2 or PATH=V3 ...)` (how many have one of those values at one of those paths).
+
 Field paths: dot-separated keys; `conditions[type=Ready]` picks the list element whose `type` is
 `Ready`; a key containing dots is written in brackets, `labels[kubernetes.io/hostname]`. A value
 of None means the field is absent (or null).
@@ -50,6 +54,7 @@ KINDS = {
     "automation-scheduled": "when the automation acts if the node stays as it is",
     "automation-stopped": "the automation starts no remediation now (short-circuit, paused)",
     "automation-not-matching": "none of its unhealthy conditions matches the node now",
+    "automation-overdue": "its time passed long ago and it has not acted: probably not enabled",
 }
 
 

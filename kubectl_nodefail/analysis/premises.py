@@ -91,9 +91,38 @@ def value_at(obj: Obj, path: str) -> Any:
     return current
 
 
+def _members(items: list[Obj], selector: str) -> list[Obj] | None:
+    """The set a premise's object names, `Kind[LABEL=VALUE]` or `Kind[]`; None if the object is
+    not a set."""
+    if not selector.endswith("]") or "[" not in selector or "/" in selector.partition("[")[0]:
+        return None
+    kind, _, inside = selector[:-1].partition("[")
+    label, _, wanted = inside.partition("=")
+    out = [i for i in items if i.get("kind") == kind]
+    if inside:
+        out = [
+            i for i in out if ((i.get("metadata") or {}).get("labels") or {}).get(label) == wanted
+        ]
+    return out
+
+
+def _count(members: list[Obj], field: str) -> Any:
+    """`count`, or `count(PATH=V1|V2 or PATH=V3)`: members with any listed value at its path."""
+    if field == "count":
+        return len(members)
+    if not (field.startswith("count(") and field.endswith(")")):
+        return None
+    terms = []
+    for term in field[len("count(") : -1].split(" or "):
+        path, _, values = term.rpartition("=")
+        terms.append((path, values.split("|")))
+    return sum(1 for m in members if any(value_at(m, path) in values for path, values in terms))
+
+
 def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
     """Every premise of every claim in `diagnosis` that the raw `dump` does not bear out."""
-    objects = {_key(item): item for item in dump.get("items") or [] if isinstance(item, dict)}
+    items = [item for item in dump.get("items") or [] if isinstance(item, dict)]
+    objects = {_key(item): item for item in items}
     wrong = []
     stated = [
         (f"{pod.get('namespace')}/{pod.get('name')}", pod.get("claims") or [])
@@ -117,8 +146,13 @@ def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
     for who, claims in stated:
         for claim in claims:
             for premise in claim.get("because") or []:
-                obj = objects.get(premise["object"])
-                actual = value_at(obj, premise["field"]) if obj is not None else None
+                members = _members(items, premise["object"])
+                if members is not None:  # a set of objects: a count over them
+                    obj: Obj | None = {}
+                    actual = _count(members, premise["field"])
+                else:
+                    obj = objects.get(premise["object"])
+                    actual = value_at(obj, premise["field"]) if obj is not None else None
                 if obj is None or actual != premise["value"]:
                     wrong.append(
                         FalsePremise(

@@ -32,14 +32,16 @@ from tests.e2e.helpers import (
 pytestmark = pytest.mark.e2e
 NS = "scenario-automation"
 CAPI_NS = "capi-system-e2e"
-MHC_NODE, NHC_NODE = "auto-mhc", "auto-nhc"
+MHC_NODE, NHC_NODE, MHC2_NODE = "auto-mhc", "auto-nhc", "auto-mhc2"
 KARPENTER_NODE, CA_NODE, CLOUD_NODE = "auto-karp", "auto-ca", "auto-cloud"
 OUT_OF_SERVICE = ("node.kubernetes.io/out-of-service", "NoExecute")
 
 
 def _crd(group: str, version: str, kind: str, plural: str, scope: str) -> dict[str, Any]:
     """A CRD of the real group/version/kind: a structural schema that keeps unknown fields,
-    with the status subresource (status is written apart, as the controllers do)."""
+    with the status subresource (status is written apart, as the controllers do). `version`
+    may list several, comma-separated, the last one stored (all served)."""
+    names = version.split(",")
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -55,9 +57,9 @@ def _crd(group: str, version: str, kind: str, plural: str, scope: str) -> dict[s
             },
             "versions": [
                 {
-                    "name": version,
+                    "name": name,
                     "served": True,
-                    "storage": True,
+                    "storage": name == names[-1],
                     "subresources": {"status": {}},
                     "schema": {
                         "openAPIV3Schema": {
@@ -66,6 +68,7 @@ def _crd(group: str, version: str, kind: str, plural: str, scope: str) -> dict[s
                         }
                     },
                 }
+                for name in names
             ],
         },
     }
@@ -73,7 +76,15 @@ def _crd(group: str, version: str, kind: str, plural: str, scope: str) -> dict[s
 
 CRDS = [
     _crd("cluster.x-k8s.io", "v1beta1", "Machine", "machines", "Namespaced"),
-    _crd("cluster.x-k8s.io", "v1beta1", "MachineHealthCheck", "machinehealthchecks", "Namespaced"),
+    # Cluster API v1.11+ serves both (v1beta2 stored); its Machines here only v1beta1, as an
+    # older Cluster API serves them: gather falls back to the version served
+    _crd(
+        "cluster.x-k8s.io",
+        "v1beta1,v1beta2",
+        "MachineHealthCheck",
+        "machinehealthchecks",
+        "Namespaced",
+    ),
     _crd("remediation.medik8s.io", "v1alpha1", "NodeHealthCheck", "nodehealthchecks", "Cluster"),
     _crd("karpenter.sh", "v1", "NodeClaim", "nodeclaims", "Cluster"),
 ]
@@ -369,6 +380,123 @@ def test_machine_health_check(crds: ControlPlane, plugin: Plugin) -> None:
     assert "despite Cluster API MachineHealthCheck" in step["gate"]
 
 
+def test_machine_health_check_v1beta2(crds: ControlPlane, plugin: Plugin) -> None:
+    """A MachineHealthCheck as Cluster API v1.11+ writes it (cluster.x-k8s.io/v1beta2):
+    spec.checks.unhealthyNodeConditions with timeoutSeconds, spec.remediation.triggerIf, and
+    metav1.Conditions in its status."""
+    cp, node = crds, MHC2_NODE
+    cp.add_failable_node(node)
+    cp.kubectl(
+        "annotate",
+        "node",
+        node,
+        "cluster.x-k8s.io/machine=edge-def34",
+        f"cluster.x-k8s.io/cluster-namespace={CAPI_NS}",
+    )
+    cp.apply(
+        {
+            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "kind": "Machine",
+            "metadata": {
+                "name": "edge-def34",
+                "namespace": CAPI_NS,
+                "labels": {
+                    "cluster.x-k8s.io/cluster-name": "e2e-edge",
+                    "cluster.x-k8s.io/deployment-name": "edge",
+                },
+            },
+            "spec": {
+                "clusterName": "e2e-edge",
+                "bootstrap": {"dataSecretName": "x"},
+                "infrastructureRef": {"kind": "DockerMachine", "name": "edge-def34"},
+            },
+        },
+        {
+            "apiVersion": "cluster.x-k8s.io/v1beta2",
+            "kind": "MachineHealthCheck",
+            "metadata": {"name": "edge-unhealthy", "namespace": CAPI_NS},
+            "spec": {
+                "clusterName": "e2e-edge",
+                "selector": {"matchLabels": {"cluster.x-k8s.io/deployment-name": "edge"}},
+                "checks": {
+                    "nodeStartupTimeoutSeconds": 600,
+                    "unhealthyNodeConditions": [
+                        {"type": "Ready", "status": "Unknown", "timeoutSeconds": 75},
+                        {"type": "Ready", "status": "False", "timeoutSeconds": 75},
+                    ],
+                },
+                "remediation": {"triggerIf": {"unhealthyLessThanOrEqualTo": "40%"}},
+            },
+        },
+    )
+    _status(
+        cp,
+        "machines.cluster.x-k8s.io",
+        "edge-def34",
+        {"phase": "Running", "nodeRef": {"kind": "Node", "name": node}},
+        CAPI_NS,
+    )
+    allowed = {
+        "type": "RemediationAllowed",
+        "status": "True",
+        "reason": "RemediationAllowed",
+        "message": "",
+        "observedGeneration": 1,
+        "lastTransitionTime": _now(),
+    }
+    mhc_status = {
+        "expectedMachines": 1,
+        "currentHealthy": 1,
+        "remediationsAllowed": 1,
+        "targets": ["edge-def34"],
+        "conditions": [allowed],
+    }
+    resource = "machinehealthchecks.v1beta2.cluster.x-k8s.io"
+    _status(cp, resource, "edge-unhealthy", mhc_status, CAPI_NS)
+    _kill_with_pod(cp, node, "db-mhc2")
+
+    # Scheduled at Ready's transition + 75 s (timeoutSeconds): refused, allowed with the flag.
+    _, data = plugin.diagnose_json(node)
+    found = _node(data, node)
+    (cov,) = found["automation"]
+    assert cov["object"] == f"MachineHealthCheck/{CAPI_NS}/edge-unhealthy"
+    assert cov["state"] in ("scheduled", "due"), cov
+    since = datetime.fromisoformat(found["ready"]["lastTransition"].replace("Z", "+00:00"))
+    assert cov["at"] == (since + timedelta(seconds=75)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    fields = {p["field"] for c in cov["claims"] for p in c["because"]}
+    assert "spec.checks.unhealthyNodeConditions" in fields, fields
+    _check_premises(plugin, data, "automation-mhc-v1beta2-scheduled")
+    code, plan = _plan(plugin, node)
+    step = _node_step(plan, node)
+    assert code == 4 and "stands back" in step["gate"] and "edge-unhealthy" in step["gate"]
+    _, plan = _plan(plugin, node, "--despite-automation")
+    assert _node_step(plan, node)["allowed"]
+
+    # Stopped by triggerIf.unhealthyLessThanOrEqualTo (RemediationAllowed False).
+    stopped = {
+        **allowed,
+        "status": "False",
+        "reason": "TooManyUnhealthy",
+        "message": "Remediation is not allowed, the number of not started or unhealthy "
+        "machines exceeds maxUnhealthy (total: 1, unhealthy: 1, maxUnhealthy: 40%)",
+    }
+    _status(
+        cp,
+        resource,
+        "edge-unhealthy",
+        {**mhc_status, "currentHealthy": 0, "remediationsAllowed": 0, "conditions": [stopped]},
+        CAPI_NS,
+    )
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "stopped", cov
+    assert "triggerIf.unhealthyLessThanOrEqualTo 40%" in cov["summary"]
+    _check_premises(plugin, data, "automation-mhc-v1beta2-stopped")
+    _, plan = _plan(plugin, node)
+    assert _node_step(plan, node)["allowed"]
+    _revive(cp, node)
+
+
 def test_node_health_check(crds: ControlPlane, plugin: Plugin) -> None:
     cp, node = crds, NHC_NODE
     nhc = {
@@ -498,18 +626,22 @@ def test_node_health_check(crds: ControlPlane, plugin: Plugin) -> None:
     _revive(cp, node)
 
 
-def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
-    cp, node = crds, KARPENTER_NODE
-    cp.add_failable_node(node)
-    cp.kubectl("label", "node", node, "karpenter.sh/nodepool=general-purpose")
+NODECLAIM = "general-purpose-x7k2p"
+POOL = "general-purpose"
+
+
+def _nodeclaim(cp: ControlPlane, node: str) -> None:
+    """A NodeClaim as Karpenter (AWS provider) writes one for a registered node: its NodePool
+    label, the termination finalizer, the EC2NodeClass reference; in its status the node's
+    name and providerID (the link repair uses) and the lifecycle conditions."""
     cp.apply(
         {
             "apiVersion": "karpenter.sh/v1",
             "kind": "NodeClaim",
             "metadata": {
-                "name": "general-purpose-x7k2p",
+                "name": NODECLAIM,
                 "finalizers": ["karpenter.sh/termination"],
-                "labels": {"karpenter.sh/nodepool": "general-purpose"},
+                "labels": {"karpenter.sh/nodepool": POOL},
             },
             "spec": {
                 "nodeClassRef": {
@@ -521,37 +653,154 @@ def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
             },
         }
     )
+    conditions = [
+        {
+            "type": t,
+            "status": "True",
+            "reason": t,
+            "message": "",
+            "lastTransitionTime": _now(),
+        }
+        for t in ("Launched", "Registered", "Initialized", "Ready")
+    ]
     _status(
         cp,
         "nodeclaims.karpenter.sh",
-        "general-purpose-x7k2p",
-        {
-            "nodeName": node,
-            "providerID": f"kwok://{node}",
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "Ready",
-                    "message": "",
-                    "lastTransitionTime": _now(),
-                }
-            ],
-        },
+        NODECLAIM,
+        {"nodeName": node, "providerID": f"kwok://{node}", "conditions": conditions},
     )
+
+
+def _ready_since(cp: ControlPlane, node: str, seconds_ago: float) -> str:
+    """Move the dead node's Ready condition's lastTransitionTime back (status Unknown stays:
+    the node lifecycle controller does not rewrite a condition already Unknown)."""
+    since = _now(-seconds_ago)
+    cp.kubectl(
+        "patch",
+        "node",
+        node,
+        "--subresource=status",
+        "--type=strategic",
+        "-p",
+        json.dumps({"status": {"conditions": [{"type": "Ready", "lastTransitionTime": since}]}}),
+    )
+    return since
+
+
+def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
+    cp, node = crds, KARPENTER_NODE
+    cp.add_failable_node(node)
+    cp.kubectl("label", "node", node, f"karpenter.sh/nodepool={POOL}")
+    # the cloud provider's ID, as the kubelet registers it; Karpenter links by it
+    cp.kubectl("patch", "node", node, "-p", json.dumps({"spec": {"providerID": f"kwok://{node}"}}))
+    _nodeclaim(cp, node)
     _kill_with_pod(cp, node, "db-karp")
 
-    # Covered, no time predicted (repair's gate and the provider's policies are not visible).
+    # 1. Covered; repair, if enabled, deletes the NodeClaim at Ready's transition + 30 min (the
+    # AWS provider's toleration, assumed and said so): beyond the plan's horizon, allowed.
     _, data = plugin.diagnose_json(node)
     (cov,) = _node(data, node)["automation"]
-    assert cov["automation"] == "Karpenter" and cov["state"] == "watching"
-    assert cov["object"] == "NodeClaim/general-purpose-x7k2p" and cov["at"] is None
-    _check_premises(plugin, data, "automation-karpenter-watching")
+    assert cov["automation"] == "Karpenter" and cov["state"] == "scheduled", cov
+    assert cov["object"] == f"NodeClaim/{NODECLAIM}"
+    ready = next(c for c in cp.get("node", node)["status"]["conditions"] if c["type"] == "Ready")
+    since = datetime.strptime(ready["lastTransitionTime"], "%Y-%m-%dT%H:%M:%SZ")
+    due = (since + timedelta(minutes=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert cov["at"] == due and f"deletes NodeClaim {NODECLAIM} at {due}" in cov["summary"]
+    assert "if node repair is enabled" in cov["summary"] and "assumed" in cov["summary"]
+    # the advice does not wait 30 min on a guess (the gate is off by default)
+    assert "covers it" not in _node(data, node)["action"]["summary"]
+    _check_premises(plugin, data, "automation-karpenter-scheduled")
     _, plan = _plan(plugin, node)
     assert _node_step(plan, node)["allowed"]
 
-    # Repair deletes the NodeClaim (its finalizer keeps it while Karpenter terminates).
-    cp.kubectl("delete", "nodeclaims.karpenter.sh", "general-purpose-x7k2p", "--wait=false")
+    # 2. Down for 29 minutes: repair is due within the plan's horizon; remediate stands back,
+    # names Karpenter and its time, and acts only with --despite-automation.
+    _ready_since(cp, node, 29 * 60)
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] in ("scheduled", "due"), cov
+    _check_premises(plugin, data, "automation-karpenter-due")
+    code, plan = _plan(plugin, node)
+    step = _node_step(plan, node)
+    assert code == 4 and not step["allowed"] and "stands back" in step["gate"]
+    assert "Karpenter" in step["gate"] and NODECLAIM in step["gate"]
+    _, plan = _plan(plugin, node, "--despite-automation")
+    step = _node_step(plan, node)
+    assert step["allowed"] and "despite Karpenter" in step["gate"]
+    # the refusal, as the on-call reads it, hands over neither attestation nor override
+    from tests.unit.test_human_gate import violations
+
+    refusal = plugin.run("remediate", node)
+    assert refusal.returncode == 4 and "Karpenter" in refusal.stdout
+    assert not violations(refusal.stdout + refusal.stderr)
+
+    # 3. Down for 40 minutes and the NodeClaim not deleted: repair is not coming (probably not
+    # enabled); said so, and remediate no longer waits for it.
+    _ready_since(cp, node, 40 * 60)
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "overdue" and "probably not enabled" in cov["summary"], cov
+    _check_premises(plugin, data, "automation-karpenter-overdue")
+    _, plan = _plan(plugin, node)
+    assert _node_step(plan, node)["allowed"]
+
+    # 4. A second node of the pool unhealthy: 2 of 2 > 20% (1, rounded up): repair blocked.
+    peer = f"{node}-peer"
+    cp.add_node(peer, "zone-karp-peer", managed_by="nobody")
+    cp.kubectl("label", "node", peer, f"karpenter.sh/nodepool={POOL}")
+    beat = _now()
+    _status(
+        cp,
+        "node",
+        peer,
+        {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "False",
+                    "reason": "KubeletNotReady",
+                    "message": "container runtime network not ready",
+                    "lastHeartbeatTime": beat,
+                    "lastTransitionTime": beat,
+                }
+            ]
+        },
+    )
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "stopped" and "2 of its 2 nodes are unhealthy" in cov["summary"], cov
+    _check_premises(plugin, data, "automation-karpenter-stopped")
+    _, plan = _plan(plugin, node)
+    step = _node_step(plan, node)
+    # not held back by Karpenter (whatever else the second dead node's zone may gate)
+    assert "stands back" not in step["gate"] and "Karpenter" not in step["gate"], step
+    cp.kubectl("delete", "node", peer, "--wait=true")
+
+    # 4b. Karpenter's own word that repair is blocked (its pool counted with its real policies):
+    # a NodeRepairBlocked Warning about the node, as its recorder writes it.
+    cp.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{node}.noderepairblocked", "namespace": "default"},
+            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node},
+            "reason": "NodeRepairBlocked",
+            "message": "more than 20% nodes are unhealthy in the nodepool",
+            "type": "Warning",
+            "source": {"component": "karpenter"},
+            "firstTimestamp": _now(-60),
+            "lastTimestamp": _now(-60),
+            "count": 1,
+        }
+    )
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "stopped" and "node repair is enabled" in cov["summary"], cov
+    _check_premises(plugin, data, "automation-karpenter-blocked-event")
+    cp.kubectl("delete", "event", "-n", "default", f"{node}.noderepairblocked")
+
+    # 5. Repair deletes the NodeClaim (its finalizer keeps it while Karpenter terminates).
+    cp.kubectl("delete", "nodeclaims.karpenter.sh", NODECLAIM, "--wait=false")
     _, data = plugin.diagnose_json(node)
     (cov,) = _node(data, node)["automation"]
     assert cov["state"] == "acting" and "being deleted since" in cov["summary"]
@@ -563,7 +812,7 @@ def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
     cp.kubectl(
         "patch",
         "nodeclaims.karpenter.sh",
-        "general-purpose-x7k2p",
+        NODECLAIM,
         "--type=merge",
         "-p",
         json.dumps({"metadata": {"finalizers": None}}),
@@ -609,7 +858,9 @@ def test_cloud_node_lifecycle(crds: ControlPlane, plugin: Plugin) -> None:
     _, data = plugin.diagnose_json(node)
     (cov,) = _node(data, node)["automation"]
     assert cov["automation"] == "cloud node lifecycle controller"
-    assert cov["state"] == "watching" and "deletes the Node once the instance" in cov["summary"]
+    assert cov["state"] == "watching" and cov["at"] is None
+    assert "replaces nothing" in cov["summary"]
+    assert "deletes the Node only once the instance no longer exists" in cov["summary"]
     _check_premises(plugin, data, "automation-cloud-shutdown")
     # nothing to race: the shutdown taint is evidence, the plan proceeds without attestation
     proc = plugin.run("remediate", node, "-o", "json")
