@@ -1,0 +1,275 @@
+"""The analysis benchmark: `diagnose --from-file` of generated outages (bench/outage.py) at a
+growing number of stuck pods, no API server. `python -m bench.analysis` (issue 19's target:
+`--from-file` <= 1 s per 10,000 stuck pods, time against stuck pods a straight line).
+
+Per size it writes the dump once (cached by size and generator in
+~/.cache/kubectl-nodefail-bench/analysis/), then measures, median of --runs:
+- `kubectl-nodefail diagnose --from-file DUMP -o json`: wall time and peak RSS (GNU time), as
+  an on-call engineer runs it;
+- the same in one Python process, phase by phase (`--phases DUMP`): loading and checking the
+  dump, the analysis (`diagnose()`), the JSON (report data, each node's timeline, encoding).
+Every run's summary must match what the generator built (nodes not Ready, pods on failed
+nodes, pods waiting for a failed node), so a faster run that finds less is an error.
+
+Results under --label (e.g. before / after a change) in --out/results.json, merged with the
+labels already there; results.md and plot.svg (time against stuck pods) are redrawn from all.
+
+    nice -n 10 python -m bench.analysis --stuck 1000,2000,5000,10000,20000 --runs 3 --label after
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from bench import outage, plot
+from bench.run import _has_orjson, machine, nodefail_cmd
+
+REPO = Path(__file__).resolve().parents[1]
+CACHE = Path.home() / ".cache" / "kubectl-nodefail-bench" / "analysis"
+OUT = REPO / "bench" / "results" / "analysis"
+DEFAULT_STUCK = "1000,2000,5000,10000,20000"
+CHECKED = ("nodesNotReady", "podsOnFailedNodes", "waitingForNode")
+
+
+def dump_for(shape: outage.Shape) -> tuple[Path, dict[str, Any]]:
+    """The dump of `shape`, written once per generator version (its source and templates)."""
+    digest = hashlib.sha256(Path(outage.__file__).read_bytes())
+    for name in (outage.AFTER, outage.BEFORE, outage.STORAGE):
+        digest.update((outage.FIXTURES / f"{name}.json").read_bytes())
+    key = f"{shape.failed}-{digest.hexdigest()[:12]}"
+    path, info = CACHE / f"outage-{key}.json", CACHE / f"outage-{key}.info.json"
+    if not path.exists() or not info.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        meta = outage.write(shape, path)
+        meta["bytes"] = path.stat().st_size
+        info.write_text(json.dumps(meta))
+    return path, json.loads(info.read_text())
+
+
+def phases(path: str) -> dict[str, Any]:
+    """One --from-file diagnosis in this process, timed phase by phase (what cli.diagnose
+    does for `-o json`)."""
+    from kubectl_nodefail import incident, render
+    from kubectl_nodefail.analysis.diagnose import diagnose
+    from kubectl_nodefail.snapshot import load_dump
+
+    t0 = time.perf_counter()
+    snap = load_dump(path)
+    t1 = time.perf_counter()
+    report = diagnose(snap, snap.captured_at)
+    t2 = time.perf_counter()
+    data = incident.report_with_timelines(report, snap)
+    t3 = time.perf_counter()
+    text = render.as_json(data)
+    t4 = time.perf_counter()
+    return {
+        "load": t1 - t0,
+        "analysis": t2 - t1,
+        "timelines": t3 - t2,
+        "encode": t4 - t3,
+        "bytes": len(text),
+        "summary": data["summary"],
+    }
+
+
+def _check(summary: dict[str, Any], expected: dict[str, Any], what: str) -> None:
+    wrong = {k: (summary.get(k), expected[k]) for k in CHECKED if summary.get(k) != expected[k]}
+    if wrong:
+        raise SystemExit(f"{what}: found (got, built) {wrong}")
+
+
+def run_once(argv: list[str]) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds (user + system), peak RSS bytes) of one process, from GNU
+    time. On a shared machine the CPU time is the steadier figure: the wall time also holds
+    the time spent waiting for a core."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
+        t0 = time.monotonic()
+        proc = subprocess.run(
+            ["/usr/bin/time", "-q", "-f", "%M %U %S", "-o", out.name, *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            check=False,
+        )
+        wall = time.monotonic() - t0
+        fields = out.read().split()
+    if proc.returncode not in (0, 3):
+        raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr[-500:]!r}")
+    rss_kb, user, system = fields[-3:]
+    return wall, float(user) + float(system), int(rss_kb) * 1024
+
+
+def measure(path: Path, info: dict[str, Any], runs: int) -> dict[str, Any]:
+    argv = [*nodefail_cmd(), "diagnose", "--from-file", str(path), "-o", "json"]
+    walls, cpus, rss = [], [], []
+    for _ in range(runs):
+        wall, cpu, peak = run_once(argv)
+        walls.append(wall)
+        cpus.append(cpu)
+        rss.append(peak)
+    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    _check(json.loads(out.stdout)["summary"], info, f"{path} (CLI)")
+    steps = []
+    for _ in range(runs):
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.analysis", "--phases", str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        )
+        steps.append(json.loads(proc.stdout))
+    _check(steps[0]["summary"], info, f"{path} (in process)")
+    median = {
+        k: statistics.median(s[k] for s in steps)
+        for k in ("load", "analysis", "timelines", "encode")
+    }
+    return {
+        "stuck": outage.stuck_pods(outage.Shape(failed=info["nodesNotReady"])),
+        "failed": info["nodesNotReady"],
+        "nodes": info["nodes"],
+        "pods": info["pods"],
+        "items": info["items"],
+        "dumpBytes": info["bytes"],
+        "wall": statistics.median(walls),
+        "walls": walls,
+        "cpu": statistics.median(cpus),
+        "cpus": cpus,
+        "rss": max(rss),
+        "phases": median,
+        "phaseRuns": [{k: s[k] for k in median} for s in steps],
+        "summary": steps[0]["summary"],
+    }
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    lines = [
+        "# `diagnose --from-file` of generated outages (bench/analysis.py)",
+        "",
+        "Target (issue 19): `--from-file` <= 1 s per 10,000 stuck pods. Times are medians; "
+        "load/analysis/timelines/encode are the phases of the same work in one process.",
+        "",
+    ]
+    for label, run in doc["runs"].items():
+        meta = run["meta"]
+        lines += [
+            f"## {label}",
+            "",
+            f"Commit {meta['commit']}; {meta['machine']}; started {meta['started']}; "
+            f"{meta['runs']} runs each; orjson {'installed' if meta['orjson'] else 'absent'}; "
+            "load average at the end "
+            f"{', '.join(f'{x:.1f}' for x in meta['load'])}; command: `{meta['command']}`.",
+            "",
+            "| stuck pods | failed nodes | dump (items, MiB) | --from-file -o json: wall | "
+            "CPU | peak RSS | wall per 10k stuck | load | analysis | timelines | encode |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in run["rows"]:
+            p = r["phases"]
+            lines.append(
+                f"| {r['stuck']:,} | {r['failed']:,} | {r['items']:,}, "
+                f"{r['dumpBytes'] / plot.MB:,.0f} | {r['wall']:.2f} s | {r['cpu']:.2f} s | "
+                f"{r['rss'] / plot.MB:,.0f} MB | {r['wall'] / r['stuck'] * 10_000:.2f} | "
+                f"{p['load']:.2f} s | "
+                f"{p['analysis']:.2f} s | {p['timelines']:.2f} s | {p['encode']:.2f} s |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def series(doc: dict[str, Any]) -> list[tuple[str, list[tuple[float, float]]]]:
+    out = []
+    for label, run in doc["runs"].items():
+        rows = run["rows"]
+        out.append((f"{label}: --from-file -o json", [(r["stuck"], r["wall"]) for r in rows]))
+        out.append(
+            (
+                f"{label}: analysis (in process)",
+                [(r["stuck"], r["phases"]["analysis"]) for r in rows],
+            )
+        )
+    return out
+
+
+def write(out: Path, doc: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (out / "results.md").write_text(markdown(doc))
+    svg = plot.lines_svg(
+        series(doc), "stuck pods", "seconds", "diagnose --from-file: time against stuck pods"
+    )
+    (out / "plot.svg").write_text(svg)
+
+
+def _commit() -> str:
+    proc = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "kubectl_nodefail"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    return proc.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stuck", default=DEFAULT_STUCK, help="stuck pods per size, ascending")
+    parser.add_argument("--runs", type=int, default=3, help="runs per size (median)")
+    parser.add_argument("--label", default="now", help="name of this run in the results")
+    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--phases", metavar="DUMP", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.phases:
+        print(json.dumps(phases(args.phases)))
+        return
+    out = Path(args.out)
+    doc: dict[str, Any] = {"runs": {}}
+    if (out / "results.json").exists():
+        doc = json.loads((out / "results.json").read_text())
+    meta = {
+        "commit": _commit(),
+        "machine": machine(),
+        "python": platform.python_version(),
+        "orjson": _has_orjson(),
+        "started": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "runs": args.runs,
+        "command": "python -m bench.analysis " + " ".join(sys.argv[1:]),
+    }
+    rows = []
+    for stuck in (int(s) for s in args.stuck.split(",")):
+        shape = outage.failed_for(stuck)
+        path, info = dump_for(shape)
+        row = measure(path, info, args.runs)
+        rows.append(row)
+        print(
+            f"{row['stuck']:>6} stuck pods ({row['failed']} failed nodes): --from-file "
+            f"{row['wall']:.2f} s ({row['cpu']:.2f} s CPU), {row['rss'] / plot.MB:.0f} MB; "
+            f"analysis {row['phases']['analysis']:.2f} s",
+            file=sys.stderr,
+        )
+        meta["load"] = list(os.getloadavg())
+        doc["runs"][args.label] = {"meta": meta, "rows": rows}
+        write(out, doc)  # after each size: a long run interrupted keeps what it measured
+
+
+if __name__ == "__main__":
+    main()
