@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import platform
+import site
 import statistics
 import subprocess
 import sys
@@ -81,6 +82,7 @@ def phases(path: str) -> dict[str, Any]:
         "encode": t4 - t3,
         "bytes": len(text),
         "summary": data["summary"],
+        "package": str(Path(incident.__file__).parent),
     }
 
 
@@ -90,7 +92,7 @@ def _check(summary: dict[str, Any], expected: dict[str, Any], what: str) -> None
         raise SystemExit(f"{what}: found (got, built) {wrong}")
 
 
-def run_once(argv: list[str]) -> tuple[float, float, int]:
+def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     """(wall seconds, CPU seconds (user + system), peak RSS bytes) of one process, from GNU
     time. On a shared machine the CPU time is the steadier figure: the wall time also holds
     the time spent waiting for a core."""
@@ -100,6 +102,8 @@ def run_once(argv: list[str]) -> tuple[float, float, int]:
             ["/usr/bin/time", "-q", "-f", "%M %U %S", "-o", out.name, *argv],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            env=env,
+            cwd=CACHE,
             check=False,
         )
         wall = time.monotonic() - t0
@@ -110,27 +114,47 @@ def run_once(argv: list[str]) -> tuple[float, float, int]:
     return wall, float(user) + float(system), int(rss_kb) * 1024
 
 
-def measure(path: Path, info: dict[str, Any], runs: int) -> dict[str, Any]:
-    argv = [*nodefail_cmd(), "diagnose", "--from-file", str(path), "-o", "json"]
+def _python(package: str | None) -> tuple[list[str], dict[str, str]]:
+    """The interpreter command and environment that import kubectl_nodefail from `package`
+    (a folder holding an older commit's copy, `git archive COMMIT kubectl_nodefail | tar -x`)
+    instead of the editable install: -S leaves out the site hook that installs the editable
+    finder, PYTHONPATH lists the folder, this checkout (bench) and the dependencies. The
+    processes run in CACHE: the current folder comes first on sys.path."""
+    env = dict(os.environ)
+    if not package:
+        env["PYTHONPATH"] = str(REPO)
+        return [sys.executable], env
+    env["PYTHONPATH"] = os.pathsep.join([package, str(REPO), *site.getsitepackages()])
+    return [sys.executable, "-S"], env
+
+
+def measure(path: Path, info: dict[str, Any], runs: int, package: str | None) -> dict[str, Any]:
+    python, env = _python(package)
+    cli = [*python, "-m", "kubectl_nodefail"] if package else nodefail_cmd()
+    argv = [*cli, "diagnose", "--from-file", str(path), "-o", "json"]
     walls, cpus, rss = [], [], []
     for _ in range(runs):
-        wall, cpu, peak = run_once(argv)
+        wall, cpu, peak = run_once(argv, env)
         walls.append(wall)
         cpus.append(cpu)
         rss.append(peak)
-    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    out = subprocess.run(argv, capture_output=True, text=True, check=False, env=env, cwd=CACHE)
     _check(json.loads(out.stdout)["summary"], info, f"{path} (CLI)")
     steps = []
     for _ in range(runs):
         proc = subprocess.run(
-            [sys.executable, "-m", "bench.analysis", "--phases", str(path)],
+            [*python, "-m", "bench.analysis", "--phases", str(path)],
             capture_output=True,
             text=True,
             check=True,
-            cwd=REPO,
+            cwd=CACHE,
+            env=env,
         )
         steps.append(json.loads(proc.stdout))
     _check(steps[0]["summary"], info, f"{path} (in process)")
+    expected = str(Path(package or REPO) / "kubectl_nodefail")
+    if steps[0]["package"] != expected:
+        raise SystemExit(f"measured {steps[0]['package']}, not {expected}")
     median = {
         k: statistics.median(s[k] for s in steps)
         for k in ("load", "analysis", "timelines", "encode")
@@ -236,6 +260,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per size (median)")
     parser.add_argument("--label", default="now", help="name of this run in the results")
     parser.add_argument("--out", default=str(OUT))
+    parser.add_argument(
+        "--package",
+        metavar="DIR",
+        help="measure the kubectl_nodefail package in DIR (an older commit's: "
+        "`git archive COMMIT kubectl_nodefail | tar -x -C DIR`) instead of the installed one",
+    )
+    parser.add_argument("--commit", help="the commit --package was taken from (for the record)")
     parser.add_argument("--phases", metavar="DUMP", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phases:
@@ -246,7 +277,7 @@ def main() -> None:
     if (out / "results.json").exists():
         doc = json.loads((out / "results.json").read_text())
     meta = {
-        "commit": _commit(),
+        "commit": args.commit or _commit(),
         "machine": machine(),
         "python": platform.python_version(),
         "orjson": _has_orjson(),
@@ -258,7 +289,7 @@ def main() -> None:
     for stuck in (int(s) for s in args.stuck.split(",")):
         shape = outage.failed_for(stuck)
         path, info = dump_for(shape)
-        row = measure(path, info, args.runs)
+        row = measure(path, info, args.runs, args.package)
         rows.append(row)
         print(
             f"{row['stuck']:>6} stuck pods ({row['failed']} failed nodes): --from-file "
