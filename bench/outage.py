@@ -14,7 +14,8 @@ moment its recording showed, seen from one capture time.
 
 What a failed node i gets, in blocks of 10 nodes that share one moment (every `evicted_every`-th
 block evicted, the others not yet):
-- the template's 10 pods of flaky-a: two DaemonSet pods (of two shared DaemonSets), a
+- the template's 10 pods of flaky-a: two DaemonSet pods (of two shared DaemonSets, all their
+  pods created when the first recording's were, whatever the block's moment), a
   StatefulSet pod (ordinal i % 5 of a StatefulSet of 5 replicas spanning 5 failed nodes), a
   Deployment pod, a pinned Deployment pod (evicted blocks: with its Pending replacement), three
   Job pods (each Job spanning the block's 10 nodes, with its siblings on healthy nodes), a bare
@@ -244,6 +245,11 @@ class _Builder:
             if str(pod["metadata"]["name"]).startswith(WEB):
                 for extra in range(shape.web_per_node):
                     self.web(t, pod, i, extra, name)
+            elif _kind_of(pod) == DAEMONSET:  # one DaemonSet: its pods all created at once
+                (same,) = self.after.of(
+                    "Pod", lambda p, n=pod["metadata"]["name"]: p["metadata"]["name"] == n
+                )
+                self.snap.pods.append(self.stuck_copy(self.after, same, i, name))
             else:
                 self.snap.pods.append(self.stuck_copy(t, pod, i, name))
         if shape.evicted(i):
