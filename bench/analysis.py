@@ -20,6 +20,7 @@ labels already there; results.md and plot.svg (time against stuck pods) are redr
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import os
@@ -63,9 +64,11 @@ def dump_for(shape: outage.Shape) -> tuple[Path, dict[str, Any]]:
 def phases(path: str) -> dict[str, Any]:
     """One --from-file diagnosis in this process, timed phase by phase (what cli.diagnose
     does for `-o json`)."""
-    from kubectl_nodefail import incident, render
+    from kubectl_nodefail import cli, incident, render
     from kubectl_nodefail.analysis.diagnose import diagnose
     from kubectl_nodefail.snapshot import load_dump
+
+    gc.set_threshold(*getattr(cli, "GC_THRESHOLD", gc.get_threshold()))  # as the command runs
 
     marks = [(time.perf_counter(), time.process_time())]
     snap = load_dump(path)
