@@ -245,9 +245,7 @@ def series(doc: dict[str, Any]) -> list[tuple[str, list[tuple[float, float]]]]:
     for label, run in doc["runs"].items():
         rows = run["rows"]
         done = [r for r in rows if "error" not in r]
-        out.append(
-            (f"{label}: --from-file -o json (wall)", [(r["stuck"], r["wall"]) for r in done])
-        )
+        out.append((f"{label}: --from-file -o json (CPU)", [(r["stuck"], r["cpu"]) for r in done]))
         out.append(
             (
                 f"{label}: analysis, diagnose() (CPU)",
@@ -262,7 +260,7 @@ def write(out: Path, doc: dict[str, Any]) -> None:
     (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
     (out / "results.md").write_text(markdown(doc))
     svg = plot.lines_svg(
-        series(doc), "stuck pods", "seconds", "diagnose --from-file: time against stuck pods"
+        series(doc), "stuck pods", "CPU seconds", "diagnose --from-file: time against stuck pods"
     )
     (out / "plot.svg").write_text(svg)
 
