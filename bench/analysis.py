@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import platform
+import shlex
 import site
 import statistics
 import subprocess
@@ -202,9 +203,11 @@ def markdown(doc: dict[str, Any]) -> str:
         "# `diagnose --from-file` of generated outages (bench/analysis.py)",
         "",
         "Target (issue 19): `--from-file` <= 1 s per 10,000 stuck pods. The command's wall and "
-        "CPU time (user + system) and peak RSS are medians of its runs; load, analysis "
-        "(`diagnose()`), timelines (report data with each node's timeline) and encode (the "
-        "JSON text) are the CPU seconds of the same work done in one process, phase by phase.",
+        "CPU time (user + system) and peak RSS are medians of its runs; read dump (load and "
+        "check), `diagnose()`, timelines + report (report data with each node's timeline) and "
+        "JSON text are the CPU seconds of the same work done in one process, phase by phase "
+        "(medians). On this shared machine compare CPU times: wall times include waiting for "
+        "a core (see each run's load average).",
         "",
     ]
     for label, run in doc["runs"].items():
@@ -218,7 +221,8 @@ def markdown(doc: dict[str, Any]) -> str:
             f"{', '.join(f'{x:.1f}' for x in meta['load'])}; command: `{meta['command']}`.",
             "",
             "| stuck pods | failed nodes | dump (items, MiB) | `--from-file -o json` wall | "
-            "CPU | peak RSS | wall per 10k stuck | load | analysis | timelines | encode |",
+            "CPU | peak RSS | wall per 10k stuck | read dump | diagnose() | timelines + report | "
+            "JSON text |",
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in run["rows"]:
@@ -312,7 +316,7 @@ def main() -> None:
         "orjson": _has_orjson(),
         "started": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "runs": args.runs,
-        "command": "python -m bench.analysis " + " ".join(sys.argv[1:]),
+        "command": "python -m bench.analysis " + shlex.join(sys.argv[1:]),
     }
     rows = []
     for stuck in (int(s) for s in args.stuck.split(",")):
