@@ -82,6 +82,14 @@ class Snapshot:
 
     # --- look-ups the analysis uses (indexes built once; snapshots are not mutated) ---
 
+    def __copy__(self) -> Snapshot:
+        """A shallow copy with indexes of its own (made when first used): a copy whose lists
+        are then replaced must not share, nor clear, the original's."""
+        new = object.__new__(type(self))
+        new.__dict__.update((k, v) for k, v in self.__dict__.items() if k not in _CACHED)
+        new.__dict__["_memo"] = {}
+        return new
+
     def __setattr__(self, name: str, value: Any) -> None:
         """A list given a new value (a test reorders the pods, `cli.checked` cuts a live
         snapshot) drops the indexes built from the old one."""

@@ -4,6 +4,7 @@ generated outage; and a list given a new value is indexed anew."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,13 @@ def test_a_new_list_is_indexed_anew() -> None:
     snap.pods = list(reversed(snap.pods))
     assert snap.pods_on(node) == list(reversed(before))
     assert snap.memo("count", lambda s: -1) == -1  # the old memo was dropped with the old list
+
+
+def test_a_copy_has_indexes_of_its_own() -> None:
+    snap = load_dump(str(FIXTURES / "node-down-after-eviction.json"))
+    assert snap.memo("count", lambda s: len(s.pods)) == len(snap.pods)
+    assert snap.pods_on("flaky-a")
+    other = copy.copy(snap)
+    other.pods = []
+    assert other.pods_on("flaky-a") == [] and other.memo("count", lambda s: len(s.pods)) == 0
+    assert snap.pods_on("flaky-a") and snap.memo("count", lambda s: -1) == len(snap.pods)
