@@ -209,6 +209,66 @@ def svg(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
+LINE_COLORS = ["#1f77b4", "#2ca02c", "#ff7f0e", "#d62728", "#9467bd", "#8c564b", "#17becf"]
+
+
+def lines_svg(
+    series: list[tuple[str, list[tuple[float, float]]]], x_label: str, y_label: str, title: str
+) -> str:
+    """An x-y plot (lines with dots, both axes from 0), one line per named series: what grows
+    linearly shows as a straight line."""
+    width, height, left, top, right, bottom = 640, 400, 70, 40, 20, 60
+    points = [p for _, pts in series for p in pts]
+    xmax = max((x for x, _ in points), default=1.0) * 1.05 or 1.0
+    ymax = max((y for _, y in points), default=1.0) * 1.1 or 1.0
+    plot_w, plot_h = width - left - right, height - top - bottom
+    legend_h = 16 * len(series)
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        return left + plot_w * x / xmax, top + plot_h - plot_h * y / ymax
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height + legend_h}" font-family="sans-serif" font-size="11">',
+        f'<rect width="{width}" height="{height + legend_h}" fill="white"/>',
+        f'<text x="{left}" y="{top - 16}" font-weight="bold">{escape(title)}</text>',
+    ]
+    for k in range(6):
+        y = top + plot_h - plot_h * k / 5
+        x = left + plot_w * k / 5
+        out.append(
+            f'<line x1="{left}" y1="{y:.0f}" x2="{left + plot_w}" y2="{y:.0f}" stroke="#ddd"/>'
+            f'<text x="{left - 5}" y="{y + 4:.0f}" text-anchor="end">{ymax * k / 5:,.1f}</text>'
+            f'<text x="{x:.0f}" y="{top + plot_h + 16}" text-anchor="middle">'
+            f"{xmax * k / 5:,.0f}</text>"
+        )
+    out.append(
+        f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
+        'stroke="black"/>'
+        f'<text x="{left + plot_w / 2:.0f}" y="{top + plot_h + 36}" text-anchor="middle">'
+        f"{escape(x_label)}</text>"
+        f'<text x="14" y="{top + plot_h / 2:.0f}" transform="rotate(-90 14 '
+        f'{top + plot_h / 2:.0f})" text-anchor="middle">{escape(y_label)}</text>'
+    )
+    for n, (name, pts) in enumerate(series):
+        color = LINE_COLORS[n % len(LINE_COLORS)]
+        xy = [at(x, y) for x, y in sorted(pts)]
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for (x, y), (px, py) in zip(sorted(pts), xy):
+            out.append(
+                f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{color}"><title>'
+                f"{escape(name)}: {x:,.0f} -> {y:,.2f}</title></circle>"
+            )
+        ly = height + 16 * n - 6
+        out.append(
+            f'<rect x="{left}" y="{ly - 9}" width="12" height="12" fill="{color}"/>'
+            f'<text x="{left + 18}" y="{ly + 1}">{escape(name)}</text>'
+        )
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 if __name__ == "__main__":  # regenerate results.md and plot.svg from a results.json
     src = Path(sys.argv[1] if len(sys.argv) > 1 else "bench/results/results.json")
     doc = json.loads(src.read_text())

@@ -14,6 +14,7 @@ starts reading gets one line here.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Callable
@@ -118,9 +119,12 @@ _RFC3339 = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def parse_rfc3339(value: str) -> datetime | None:
     """The time in UTC (a fraction cut to microseconds), or None for anything else (no zone,
-    not RFC 3339, or not representable in UTC, as 0001-01-01T00:00:00+14:00 is not)."""
+    not RFC 3339, or not representable in UTC, as 0001-01-01T00:00:00+14:00 is not).
+    Remembered: a snapshot repeats the same few seconds in thousands of objects, read once
+    by the checks and again by the analysis (datetimes are immutable, so sharing is safe)."""
     match = _RFC3339.fullmatch(value)
     if not match:
         return None

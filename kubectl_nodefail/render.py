@@ -6,14 +6,13 @@ Every function returns a string; the CLI prints it. Colour is never used, so NO_
 from __future__ import annotations
 
 import dataclasses
-import json
 import textwrap
 from datetime import datetime
 from typing import Any
 
 from tabulate import tabulate
 
-from kubectl_nodefail import fit
+from kubectl_nodefail import fit, jsonindent
 from kubectl_nodefail.analysis import advice, outage, summary
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.owners import describe as describe_owners
@@ -28,10 +27,29 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+# Per type: its dataclass fields as (name, camelCase key), or None for a type that is not a
+# dataclass. Found once per type, not once per object (a big outage has ~100 objects per pod).
+_FIELDS: dict[type, tuple[tuple[str, str], ...] | None] = {}
+_PLAIN = (str, int, bool, type(None))
+
+
+def _fields(value: Any) -> tuple[tuple[str, str], ...] | None:
+    kind = type(value)
+    if kind not in _FIELDS:
+        is_data = dataclasses.is_dataclass(value) and not isinstance(value, type)
+        _FIELDS[kind] = (
+            tuple((f.name, _camel(f.name)) for f in dataclasses.fields(value)) if is_data else None
+        )
+    return _FIELDS[kind]
+
+
 def to_data(value: Any) -> Any:
     """Dataclasses -> JSON-ready dicts with camelCase keys and RFC 3339 times."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {_camel(f.name): to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if type(value) in _PLAIN:
+        return value
+    fields = _fields(value)
+    if fields is not None:
+        return {key: to_data(getattr(value, name)) for name, key in fields}
     if isinstance(value, datetime):
         return format_time(value)
     if isinstance(value, (list, tuple)):
@@ -61,7 +79,8 @@ def report_data(report: Report) -> dict[str, Any]:
 
 
 def as_json(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+    """json.dumps(data, indent=2), by jsonindent: the same text, several times faster."""
+    return jsonindent.dumps(data) + "\n"
 
 
 def as_yaml(data: Any) -> str:

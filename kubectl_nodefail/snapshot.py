@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from kubectl_nodefail import dumpschema, jsonstream
 from kubectl_nodefail.errors import BadInputError
 
 UTC = timezone.utc
 Obj = dict[str, Any]
+T = TypeVar("T")
 DUMP_KIND = "NodefailDump"
 DUMP_API_VERSION = "kubectl-nodefail/v1"
 # Kinds of remediation automation objects (analysis/automation.py; their apiVersion's group is
@@ -77,8 +78,26 @@ class Snapshot:
     gaps: list[str] = field(default_factory=list)
     # Free-form provenance, e.g. which scenario and moment a recorded fixture shows.
     notes: dict[str, Any] = field(default_factory=dict)
+    _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # --- look-ups the analysis uses (indexes built once; snapshots are not mutated) ---
+
+    def __copy__(self) -> Snapshot:
+        """A shallow copy with indexes of its own (made when first used): a copy whose lists
+        are then replaced must not share, nor clear, the original's."""
+        new = object.__new__(type(self))
+        new.__dict__.update((k, v) for k, v in self.__dict__.items() if k not in _CACHED)
+        new.__dict__["_memo"] = {}
+        return new
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A list given a new value (a test reorders the pods, `cli.checked` cuts a live
+        snapshot) drops the indexes built from the old one."""
+        super().__setattr__(name, value)
+        if name in _INDEXED:
+            for key in _CACHED:
+                self.__dict__.pop(key, None)
+            self.__dict__.get("_memo", {}).clear()
 
     @cached_property
     def server_minor(self) -> int | None:
@@ -145,14 +164,56 @@ class Snapshot:
     def pv(self, name: str) -> Obj | None:
         return self._pvs.get(name)
 
+    @cached_property
+    def _events_about(self) -> dict[tuple[Any, Any, Any], list[Obj]]:
+        table: dict[tuple[Any, Any, Any], list[Obj]] = {}
+        for e in self.events:
+            inv = e.get("involvedObject") or {}
+            table.setdefault(
+                (inv.get("kind"), inv.get("namespace", ""), inv.get("name")), []
+            ).append(e)
+        return table
+
     def events_about(self, kind: str, namespace: str, name: str) -> list[Obj]:
-        return [
-            e
-            for e in self.events
-            if (e.get("involvedObject") or {}).get("kind") == kind
-            and (e.get("involvedObject") or {}).get("name") == name
-            and (e.get("involvedObject") or {}).get("namespace", "") == namespace
-        ]
+        """The events whose involvedObject is this object, in the snapshot's order."""
+        return list(self._events_about.get((kind, namespace, name), []))
+
+    # Positions in the snapshot's lists, for look-ups that must keep the snapshot's order.
+
+    @cached_property
+    def _pods_on(self) -> dict[str | None, list[int]]:
+        return _positions(self.pods, lambda p: (p.get("spec") or {}).get("nodeName"))
+
+    def pods_on(self, node: str) -> list[Obj]:
+        """The pods bound to `node`, in the snapshot's order."""
+        return [self.pods[i] for i in self._pods_on.get(node, [])]
+
+    @cached_property
+    def _attachments_on(self) -> dict[str | None, list[int]]:
+        return _positions(
+            self.volume_attachments, lambda va: (va.get("spec") or {}).get("nodeName")
+        )
+
+    @cached_property
+    def _attachments_of(self) -> dict[str | None, list[int]]:
+        return _positions(
+            self.volume_attachments,
+            lambda va: ((va.get("spec") or {}).get("source") or {}).get("persistentVolumeName"),
+        )
+
+    def attachments(self, nodes: Iterable[str] = (), pvs: Iterable[str] = ()) -> list[Obj]:
+        """The VolumeAttachments on any of `nodes` or of any of the PVs `pvs` (by name), each
+        once, in the snapshot's order."""
+        at = {i for n in nodes for i in self._attachments_on.get(n, [])}
+        at.update(i for pv in pvs for i in self._attachments_of.get(pv, []))
+        return [self.volume_attachments[i] for i in sorted(at)]
+
+    def memo(self, name: str, build: Callable[[Snapshot], T]) -> T:
+        """An index an analysis module builds from this snapshot once (`build(self)`), kept
+        under `name`. Snapshots are not changed once read, so it stays true."""
+        if name not in self._memo:
+            self._memo[name] = build(self)
+        return self._memo[name]
 
     # --- (de)serialisation ---
 
@@ -183,6 +244,30 @@ class Snapshot:
             "notes": self.notes,
             "items": items,
         }
+
+
+_INDEXED = frozenset(
+    (
+        "nodes",
+        "leases",
+        "pods",
+        "owners",
+        "volume_attachments",
+        "pvcs",
+        "pvs",
+        "events",
+        "automation",
+    )
+)
+_CACHED = [k for k, v in vars(Snapshot).items() if isinstance(v, cached_property)]
+
+
+def _positions(objs: list[Obj], key: Callable[[Obj], Any]) -> dict[Any, list[int]]:
+    """Where each key occurs in objs: key -> ascending positions."""
+    table: dict[Any, list[int]] = {}
+    for i, obj in enumerate(objs):
+        table.setdefault(key(obj), []).append(i)
+    return table
 
 
 def require_nodes(snap: Snapshot, names: Iterable[str]) -> None:

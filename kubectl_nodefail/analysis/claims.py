@@ -20,6 +20,7 @@ of None means the field is absent (or null).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,12 +86,17 @@ def ref(kind: str, obj: Obj) -> str:
 _STEP = re.compile(r"([^.\[]+)|\[([^\]=]+)=([^\]]*)\]|\[([^\]]+)\]")
 
 
+@functools.lru_cache(maxsize=1024)
+def _steps(path: str) -> tuple[tuple[Any, ...], ...]:
+    """A path's steps, parsed once: the analysis reads the same few paths from every pod."""
+    return tuple(m.groups() for m in _STEP.finditer(path))
+
+
 def read(obj: Obj, path: str) -> Any:
     """The value at `path` in `obj` (None where absent): the analysis' own reader. premises.py
     has its own, so that a wrong reader here cannot vouch for itself."""
     value: Any = obj
-    for m in _STEP.finditer(path):
-        key, sel_key, sel_value, bracket = m.groups()
+    for key, sel_key, sel_value, bracket in _steps(path):
         if value is None:
             return None
         if sel_key is not None:

@@ -325,21 +325,20 @@ def _shutdown_cause(node: Obj, observed: str, evidence: list[str]) -> Cause:
     )
 
 
+def _failed_attach_events(snap: Snapshot) -> list[Obj]:
+    return [e for e in snap.events if e.get("reason") == "FailedAttachVolume"]
+
+
 def attached_volumes(snap: Snapshot, name: str, now: datetime, ready: bool) -> list[str]:
     """VolumeAttachments that still bind volumes to this node, with Multi-Attach complaints
     and when the attach-detach controller detaches them."""
     out = []
-    for va in snap.volume_attachments:
+    failed_attach = snap.memo("nodes.failed-attach", _failed_attach_events)
+    for va in snap.attachments(nodes=[name]):
         spec = va.get("spec") or {}
-        if spec.get("nodeName") != name:
-            continue
         pv = (spec.get("source") or {}).get("persistentVolumeName") or "(inline volume)"
         attached = (va.get("status") or {}).get("attached")
-        complaints = [
-            e
-            for e in snap.events
-            if e.get("reason") == "FailedAttachVolume" and f'"{pv}"' in (e.get("message") or "")
-        ]
+        complaints = [e for e in failed_attach if f'"{pv}"' in (e.get("message") or "")]
         note = f"{pv} (VolumeAttachment {va['metadata']['name']}, attached={attached})"
         if complaints:
             pods = sorted({(e.get("involvedObject") or {}).get("name", "?") for e in complaints})

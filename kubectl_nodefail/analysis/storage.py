@@ -39,7 +39,7 @@ def claimed_volumes(pod: Obj, snap: Snapshot) -> list[tuple[str, Obj | None, Obj
 
 
 def attachment_on(snap: Snapshot, pv_name: str, node: str) -> Obj | None:
-    for va in snap.volume_attachments:
+    for va in snap.attachments(pvs=[pv_name]):
         spec = va.get("spec") or {}
         if (
             spec.get("nodeName") == node
@@ -65,7 +65,7 @@ def held_by_failed_node(
         modes = set(((pv or pvc or {}).get("spec") or {}).get("accessModes") or [])
         if not pv_name or not (modes & SINGLE_NODE_MODES):
             continue
-        for va in snap.volume_attachments:
+        for va in snap.attachments(pvs=[pv_name]):
             spec = va.get("spec") or {}
             node = spec.get("nodeName") or ""
             if (
@@ -104,8 +104,8 @@ def users_of(snap: Snapshot, node: str, pv_name: str) -> list[Obj]:
     """Pod objects on `node` that use the PV and are not terminated: while one exists, the
     volume stays in the controller's desired state for that node and is never detached."""
     out = []
-    for pod in snap.pods:
-        if (pod.get("spec") or {}).get("nodeName") != node or _terminated(pod):
+    for pod in snap.pods_on(node):
+        if _terminated(pod):
             continue
         if any(
             (pv or {}).get("metadata", {}).get("name") == pv_name
@@ -138,7 +138,7 @@ def _last_user_gone_by(snap: Snapshot, node: str, pv_name: str) -> datetime | No
     the old object is gone, and a claim of its template belongs to that one pod)."""
     created = [
         parse_time(p["metadata"].get("creationTimestamp"))
-        for p in snap.pods
+        for p in _pods_claiming(snap, pv_name)
         if (p.get("spec") or {}).get("nodeName") != node
         and any(
             ref.get("controller") and ref.get("kind") == "StatefulSet"
@@ -150,6 +150,24 @@ def _last_user_gone_by(snap: Snapshot, node: str, pv_name: str) -> datetime | No
         )
     ]
     return min((c for c in created if c is not None), default=None)
+
+
+def _pods_claiming(snap: Snapshot, pv_name: str) -> list[Obj]:
+    """The pods with a claim that the snapshot's PVC of that name binds to the PV (each once,
+    in the snapshot's order): where `claimed_volumes` would find the PV."""
+    by_pv = snap.memo("storage.pods-by-pv", _pods_by_pv)
+    return [snap.pods[i] for i in by_pv.get(pv_name, [])]
+
+
+def _pods_by_pv(snap: Snapshot) -> dict[str | None, list[int]]:
+    table: dict[str | None, list[int]] = {}
+    for i, pod in enumerate(snap.pods):
+        for pv in dict.fromkeys(
+            ((pvc or {}).get("spec") or {}).get("volumeName")
+            for _, pvc, _ in claimed_volumes(pod, snap)
+        ):
+            table.setdefault(pv, []).append(i)
+    return table
 
 
 def _names(pods: list[Obj]) -> str:

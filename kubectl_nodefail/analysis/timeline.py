@@ -27,6 +27,8 @@ still record, nothing more.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -87,6 +89,35 @@ def _controller_uid(pod: Obj) -> str | None:
             return str(ref.get("uid"))
     refs = pod["metadata"].get("ownerReferences") or []
     return str(refs[0].get("uid")) if refs else None
+
+
+def _pods_by_controller(snap: Snapshot) -> dict[str, tuple[list[datetime], list[int]]]:
+    """For each controller (by its UID, as `_controller_uid` names it): its pods' creation
+    times, ascending, and their positions in the snapshot (same order). A pod without a
+    creation time is left out: it is never shown as a replacement."""
+    table: dict[str, list[tuple[datetime, int]]] = {}
+    for i, pod in enumerate(snap.pods):
+        owner = _controller_uid(pod)
+        created = parse_time(pod["metadata"].get("creationTimestamp"))
+        if owner and created:
+            table.setdefault(owner, []).append((created, i))
+    out = {}
+    for owner, pods in table.items():
+        pods.sort()
+        out[owner] = ([c for c, _ in pods], [i for _, i in pods])
+    return out
+
+
+def _created_since(snap: Snapshot, owners: Iterable[str], since: datetime | None) -> list[int]:
+    """Positions of the pods of these controllers created at `since` or later (all of them
+    when None), in the snapshot's order: a bisection per controller, never a scan of every
+    pod (a DaemonSet has one on each failed node)."""
+    by_controller = snap.memo("timeline.by-controller", _pods_by_controller)
+    found: list[int] = []
+    for owner in owners:
+        times, positions = by_controller.get(owner, ([], []))
+        found += positions[bisect_left(times, since) if since is not None else 0 :]
+    return sorted(found)
 
 
 def _node_entries(node: Obj, snap: Snapshot) -> list[Entry]:
@@ -290,7 +321,7 @@ def _replacement_entries(pod: Obj, replaced: str) -> list[Entry]:
 
 def _volume_entries(snap: Snapshot, node_name: str, pv_names: set[str]) -> list[Entry]:
     out: list[Entry] = []
-    for va in snap.volume_attachments:
+    for va in snap.attachments(nodes=[node_name], pvs=pv_names):
         spec = va.get("spec") or {}
         pv = (spec.get("source") or {}).get("persistentVolumeName") or ""
         on_node = spec.get("nodeName") == node_name
@@ -324,13 +355,25 @@ def _volume_entries(snap: Snapshot, node_name: str, pv_names: set[str]) -> list[
     return out
 
 
+def _event_key(ev: Obj) -> tuple[str, str, str]:
+    inv = ev.get("involvedObject") or ev.get("regarding") or {}
+    return (inv.get("kind", ""), inv.get("namespace", "") or "", inv.get("name", ""))
+
+
+def _events_by_object(snap: Snapshot) -> dict[tuple[str, str, str], list[int]]:
+    """Positions of the events about each object (core/v1 or events.k8s.io fields)."""
+    table: dict[tuple[str, str, str], list[int]] = {}
+    for i, ev in enumerate(snap.events):
+        table.setdefault(_event_key(ev), []).append(i)
+    return table
+
+
 def _event_entries(snap: Snapshot, refs: dict[tuple[str, str, str], str]) -> list[Entry]:
     out: list[Entry] = []
-    for ev in snap.events:
-        inv = ev.get("involvedObject") or ev.get("regarding") or {}
-        key = (inv.get("kind", ""), inv.get("namespace", "") or "", inv.get("name", ""))
-        if key not in refs:
-            continue
+    index = snap.memo("timeline.events", _events_by_object)
+    for at in sorted(i for key in refs for i in index.get(key, [])):
+        ev = snap.events[at]
+        key = _event_key(ev)
         when = parse_time(
             ev.get("lastTimestamp")
             or ev.get("eventTime")
@@ -375,7 +418,7 @@ def node_timeline(snap: Snapshot, node_name: str) -> list[Entry]:
         return []
     entries = _node_entries(node, snap)
     failed_at = next((e.time for e in entries if e.kind == "node-not-ready"), None)
-    on_node = [p for p in snap.pods if (p.get("spec") or {}).get("nodeName") == node_name]
+    on_node = snap.pods_on(node_name)
     refs: dict[tuple[str, str, str], str] = {("Node", "", node_name): f"node/{node_name}"}
     pv_names: set[str] = set()
     replaced_uids: dict[str, str] = {}
@@ -393,17 +436,12 @@ def node_timeline(snap: Snapshot, node_name: str) -> list[Entry]:
                 pv_names.add(pvc["spec"]["volumeName"])
     # replacements: pods of the same controllers, elsewhere, created since the node failed
     on_node_uids = {p["metadata"].get("uid") for p in on_node}
-    for pod in snap.pods:
+    for at in _created_since(snap, replaced_uids, failed_at):
+        pod = snap.pods[at]
         meta = pod["metadata"]
         if meta.get("uid") in on_node_uids:
             continue
-        owner = _controller_uid(pod)
-        created = parse_time(meta.get("creationTimestamp"))
-        if not owner or owner not in replaced_uids or not created:
-            continue
-        if failed_at is not None and created < failed_at:
-            continue
-        entries += _replacement_entries(pod, replaced_uids[owner])
+        entries += _replacement_entries(pod, replaced_uids[str(_controller_uid(pod))])
         refs[("Pod", meta.get("namespace", ""), meta["name"])] = _pod_ref(pod)
     entries += _volume_entries(snap, node_name, pv_names)
     for kind, namespace, name in automation.timeline_objects(node, snap):
