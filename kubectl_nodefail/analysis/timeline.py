@@ -91,6 +91,17 @@ def _controller_uid(pod: Obj) -> str | None:
     return str(refs[0].get("uid")) if refs else None
 
 
+def _controller_kind(pod: Obj) -> str:
+    refs = pod["metadata"].get("ownerReferences") or []
+    ref = next((r for r in refs if r.get("controller")), refs[0] if refs else {})
+    return str(ref.get("kind") or "")
+
+
+# Controllers whose new pod elsewhere never stands in for one on the failed node: a DaemonSet's
+# pod belongs to its own node, a static pod's mirror (owned by its Node) to its.
+NEVER_REPLACED_ELSEWHERE = ("DaemonSet", "Node")
+
+
 def _pods_by_controller(snap: Snapshot) -> dict[str, tuple[list[datetime], list[int]]]:
     """For each controller (by its UID, as `_controller_uid` names it): its pods' creation
     times, ascending, and their positions in the snapshot (same order). A pod without a
@@ -427,7 +438,7 @@ def node_timeline(snap: Snapshot, node_name: str) -> list[Entry]:
         meta = pod["metadata"]
         refs[("Pod", meta.get("namespace", ""), meta["name"])] = _pod_ref(pod)
         owner = _controller_uid(pod)
-        if owner:
+        if owner and _controller_kind(pod) not in NEVER_REPLACED_ELSEWHERE:
             replaced_uids.setdefault(owner, _pod_ref(pod))
         for vol in (pod.get("spec") or {}).get("volumes") or []:
             claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
@@ -441,6 +452,10 @@ def node_timeline(snap: Snapshot, node_name: str) -> list[Entry]:
         meta = pod["metadata"]
         if meta.get("uid") in on_node_uids:
             continue
+        if _controller_kind(pod) == "StatefulSet" and not any(
+            p["metadata"]["name"] == meta["name"] for p in on_node
+        ):
+            continue  # a StatefulSet replaces a pod only under its own name (a new ordinal is not)
         entries += _replacement_entries(pod, replaced_uids[str(_controller_uid(pod))])
         refs[("Pod", meta.get("namespace", ""), meta["name"])] = _pod_ref(pod)
     entries += _volume_entries(snap, node_name, pv_names)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from pathlib import Path
 
 from click.testing import CliRunner
 from hypothesis import given, settings
@@ -201,3 +202,28 @@ def test_markdown_for_an_incident_channel() -> None:
         main, ["diagnose", "--from-file", str(AFTER), "-o", "markdown", "--explain", NODE]
     )
     assert bad.exit_code == 2
+
+
+def test_a_new_pod_elsewhere_is_a_replacement_only_where_one_can_be(tmp_path: Path) -> None:
+    """Pods created elsewhere after the failure by the controllers of the failed node's pods: a
+    ReplicaSet's is listed as a replacement; a DaemonSet's (its own node's pod) and a
+    StatefulSet's new ordinal (not the stuck pod's name) are not."""
+    doc = json.loads((FIXTURES / "node-down-after-eviction.json").read_text())
+    pods = {i["metadata"]["name"]: i for i in doc["items"] if i["kind"] == "Pod"}
+    for name, new_name in (("agent-zq2wb", "agent-new01"), ("db-0", "db-1")):
+        twin = json.loads(json.dumps(pods[name]))
+        twin["metadata"].update(
+            name=new_name, uid=f"uid-{new_name}", creationTimestamp="2026-11-30T09:47:10Z"
+        )
+        twin["metadata"].pop("deletionTimestamp", None)
+        twin["spec"]["nodeName"] = "healthy-0"
+        doc["items"].append(twin)
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    created = [
+        e.object
+        for e in node_timeline(load_dump(str(path)), NODE)
+        if e.kind == "replacement-created"
+    ]
+    assert any(o.endswith("web-7f776b487b-jxzws") for o in created), created
+    assert not any("agent-new01" in o or "db-1" in o for o in created), created
