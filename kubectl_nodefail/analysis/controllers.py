@@ -475,16 +475,37 @@ def replicaset(ctx: Context) -> Explained:
     out += [
         claim("counts-as", "why", text, ctx.pod_fact("metadata.deletionTimestamp"), *wants),
         rep_claim,
-        claim(
-            "if-node-returns",
-            "returns",
-            "kubelet stops the old containers and removes the object; "
-            + _returns_after_replacement(rep),
-            ctx.pod_fact("metadata.deletionTimestamp"),
-            *rep_claim.because,
-        ),
+        _rs_terminating_returns(ctx, rs, rep, rep_claim),
     ]
     return Explained(out, rep)
+
+
+def _rs_terminating_returns(
+    ctx: Context, rs: Obj | None, rep: Replacement, rep_claim: Claim
+) -> Claim:
+    """If the node returns, for a ReplicaSet's Terminating pod: the old object goes; what
+    becomes of the replacement depends on its state, and on a rollout that supersedes the
+    ReplicaSet (its pods, the replacement included, are replaced in turn: audit 2032/22, 83)."""
+    superseded = _superseded(ctx) if rep.state in ("running", "pending") else None
+    if superseded is not None and rs is not None:
+        old, new, revision_facts = superseded
+        after = (
+            f"the {'Pending ' if rep.state == 'pending' else ''}replacement is of the old "
+            f"template too: Deployment {ctx.owners[1]['metadata']['name']}'s rollout replaces it "
+            f"(ReplicaSet {rs['metadata']['name']} holds revision {old}, the Deployment is at "
+            f"revision {new}; the rollout scales the old ReplicaSet down as pods of the new "
+            "template become available)."
+        )
+        premises = [*rep_claim.because, *revision_facts]
+    else:
+        after, premises = _returns_after_replacement(rep), list(rep_claim.because)
+    return claim(
+        "if-node-returns",
+        "returns",
+        "kubelet stops the old containers and removes the object; " + after,
+        ctx.pod_fact("metadata.deletionTimestamp"),
+        *premises,
+    )
 
 
 def _rs_returns(ctx: Context, rs: Obj | None, rep: Replacement, wants: list[Premise]) -> Claim:
