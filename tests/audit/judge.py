@@ -364,7 +364,11 @@ def _none(ctx: Ctx, kind: str) -> None:
     p = ctx.pred
     same_name = p.controller in ("bare", "statefulset")
     late = ctx.pred.moment == "d1" and ctx.scenario.change_at == "late"
-    new = _new_pods(ctx, p.at, ctx.until if late else ctx.marks.end, same_name=same_name)
+    # "never replaced" speaks of the node left alone: judged up to remediate on its node (its
+    # out-of-service taint evicts even a pod that tolerates not-ready/unreachable forever;
+    # audit 2032/198), else through the node's return
+    end = ctx.marks.remediated_before_return(p.node) or ctx.marks.end
+    new = _new_pods(ctx, p.at, ctx.until if late else end, same_name=same_name)
     observed = (
         f"new pod {new[0].name} at {_fmt(new[0].created)}"
         if new
