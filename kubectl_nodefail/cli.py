@@ -734,20 +734,10 @@ def _warn_unknown_namespaces(cluster: Any, namespaces: tuple[str, ...]) -> None:
 def checked(snap: Any) -> Any:
     """A live snapshot held to the dump schema and cut the same way (dumpschema.take_live):
     the analysis trusts its input whichever way it came."""
-    from kubectl_nodefail import dumpschema
+    from kubectl_nodefail import dumpschema, snapshot
 
-    for name in (
-        "nodes",
-        "leases",
-        "pods",
-        "owners",
-        "volume_attachments",
-        "pvcs",
-        "pvs",
-        "automation",
-    ):
+    for name in snapshot.LISTS:
         setattr(snap, name, dumpschema.take_live(getattr(snap, name)))
-    snap.events = dumpschema.take_live(snap.events)
     return snap
 
 

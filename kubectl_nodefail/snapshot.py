@@ -246,19 +246,20 @@ class Snapshot:
         }
 
 
-_INDEXED = frozenset(
-    (
-        "nodes",
-        "leases",
-        "pods",
-        "owners",
-        "volume_attachments",
-        "pvcs",
-        "pvs",
-        "events",
-        "automation",
-    )
+# The snapshot's lists of objects: each indexed (a new list gets new indexes), each held to the
+# dump schema when read live (cli.checked).
+LISTS = (
+    "nodes",
+    "leases",
+    "pods",
+    "owners",
+    "volume_attachments",
+    "pvcs",
+    "pvs",
+    "events",
+    "automation",
 )
+_INDEXED = frozenset(LISTS)
 _CACHED = [k for k, v in vars(Snapshot).items() if isinstance(v, cached_property)]
 
 
