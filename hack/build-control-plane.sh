@@ -89,20 +89,29 @@ k8s_ldflags() {
   printf '%s' "$ld"
 }
 
+# kube-apiserver, kube-controller-manager, kube-scheduler (and kubectl when its cache is missing
+# too, as on a cold machine) in one `go build`: the go command then compiles the packages they
+# share once and uses both cores to the end, linking one binary while it compiles another.
+K8S_COMMANDS="kube-apiserver kube-controller-manager kube-scheduler"
 build_kubernetes() {
-  local ld cmd
-  ld=$(k8s_ldflags)
-  for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
-    log "  go build $cmd"
-    (cd "$k8s_module" && go build -tags "$k8s_tags" -trimpath -ldflags "$ld" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd")
-  done
+  local pkgs="" cmd
+  for cmd in $K8S_COMMANDS ${with_kubectl:+kubectl}; do pkgs="$pkgs k8s.io/kubernetes/cmd/$cmd"; done
+  log "  go build$(printf ' %s' $K8S_COMMANDS ${with_kubectl:+kubectl})"
+  # shellcheck disable=SC2086  # the package list is split on purpose
+  (cd "$k8s_module" && go build -tags "$k8s_tags" -trimpath -ldflags "$(k8s_ldflags)" -o "$out/" $pkgs)
+  if [ -n "$with_kubectl" ]; then
+    [ -x "$out/kubectl" ] || { log "FAILED: kubectl was not produced"; exit 1; }
+    kubectl_side=$(mktemp -d "$bindir/.building.XXXXXX")
+    mv "$out/kubectl" "$kubectl_side/kubectl"
+  fi
 }
 
+# etcd, etcdctl and etcdutl in one `go build` (the server's binary is named after its package).
 build_etcd() {
   (cd "$etcd_module" &&
-    go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3 &&
-    go build -trimpath -ldflags "-s -w" -o "$out/etcdctl" go.etcd.io/etcd/etcdctl/v3 &&
-    go build -trimpath -ldflags "-s -w" -o "$out/etcdutl" go.etcd.io/etcd/etcdutl/v3)
+    go build -trimpath -ldflags "-s -w" -o "$out/" \
+      go.etcd.io/etcd/server/v3 go.etcd.io/etcd/etcdctl/v3 go.etcd.io/etcd/etcdutl/v3 &&
+    mv "$out/server" "$out/etcd")
 }
 
 build_kubectl() {
@@ -145,7 +154,7 @@ complete() {
   for b in "$@"; do [ -x "$dest/$b" ] || return 1; done
 }
 if complete "$etcd" etcd etcdctl etcdutl && complete "$kwok" kwok kwokctl &&
-  complete "$k8s" kube-apiserver kube-controller-manager kube-scheduler &&
+  complete "$k8s" $K8S_COMMANDS &&
   complete "$kubectl" kubectl && complete "$krew" krew; then
   link_set_dir
   if [ -d "$set_dir" ]; then
@@ -165,7 +174,15 @@ fi
 
 build_into "$etcd" "etcd etcdctl etcdutl" build_etcd
 build_into "$kwok" "kwok kwokctl" build_kwok
-build_into "$k8s" "kube-apiserver kube-controller-manager kube-scheduler" build_kubernetes
+with_kubectl=""
+if ! complete "$kubectl" kubectl; then with_kubectl=yes; fi
+kubectl_side=""
+# shellcheck disable=SC2086
+build_into "$k8s" "$K8S_COMMANDS" build_kubernetes
+if [ -n "$kubectl_side" ]; then  # built beside the others: moved into its own cache folder
+  rm -rf "$kubectl"
+  mv "$kubectl_side" "$kubectl"
+fi
 build_into "$kubectl" "kubectl" build_kubectl
 build_into "$krew" "krew" build_krew
 
