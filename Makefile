@@ -34,7 +34,7 @@ controlplane-matrix:
 
 # Parallel test runs: this many pytest-xdist workers, each module on one worker with a control
 # plane of its own (the end-to-end tests mostly wait on Kubernetes timers; see docs/testing.md).
-TEST_WORKERS ?= 6
+TEST_WORKERS ?= 8
 # The order of the test modules: none (collection order: the long end-to-end modules first, so
 # the short unit modules fill the end), random (a new seed each run, printed) or a seed to replay.
 MODULE_SEED ?= none
