@@ -6,10 +6,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: diagnose test unit e2e lint record controlplane clean test-matrix record-matrix controlplane-matrix bench release release-check audit
 
+# (setuptools' "Editable installation ... be careful with folders" note is not for the user of
+# `make diagnose`: ignored, as a warning of that module only)
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,release]'
+	PYTHONWARNINGS=ignore:::setuptools.command.editable_wheel \
+	  $(BIN)/pip install --quiet -e '.[test,release]'
 	touch $@
 
 ## Install, then diagnose the current kubeconfig's cluster, or the bundled demo without one.

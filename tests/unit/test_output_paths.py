@@ -1,11 +1,17 @@
-"""Every file a command writes (dump -f, remediate --plan-out and --log-file) is checked once,
-before the first request: a path that cannot be written is one line on stderr and exit 2, with
-nothing requested from the API server and nothing written. The server is a local fake that
-records what it is asked (tests/unit/fakeapi.py): the check is about the client not asking."""
+"""Every file a command writes (dump -f, remediate --plan-out and --log-file, also with --zone
+and --selector) is checked once, before the first request: a path that cannot be written (a
+missing folder, a folder, a folder or file without write permission, ...) is one line on stderr
+and exit 2, with nothing requested from the API server and nothing written. The server is a
+local fake that records what it is asked (tests/unit/fakeapi.py): the check is about the client
+not asking."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -66,6 +72,14 @@ COMMANDS = {
         *("remediate", "n1", "--kubeconfig", kc, "--confirm"),
         *("--node-shutdown-confirmed", "n1", "--log-file", path),
     ],
+    # a zone or selector is planned by zonecmd, which checks --log-file itself
+    "remediate --zone --log-file": lambda kc, path: [
+        *("remediate", "--zone", "z1", "--kubeconfig", kc, "--confirm"),
+        *("--zone-shutdown-confirmed", "z1", "--log-file", path),
+    ],
+    "remediate --selector --log-file": lambda kc, path: [
+        *("remediate", "-l", "pool=a", "--kubeconfig", kc, "--log-file", path),
+    ],
 }
 
 
@@ -107,6 +121,78 @@ def test_a_good_output_path_goes_on_to_the_server(
     )
     assert result.exit_code == 14, result.stderr
     assert len(server.requests) > asked
+
+
+NOBODY = 65534
+
+
+@contextmanager
+def unprivileged() -> Iterator[None]:
+    """Run as a user that file modes bind (nobody), then as before. Root may write into a
+    folder without write permission, so there the check rightly lets such a path through;
+    as root, the real and effective user become nobody for the block (root stays the saved
+    one, to come back)."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.setresuid(NOBODY, NOBODY, 0)
+    try:
+        yield
+    finally:
+        os.setresuid(0, 0, 0)
+
+
+@pytest.fixture(scope="module")
+def locked(server: fakeapi.FakeApi) -> Iterator[Path]:
+    """A folder any user may enter, holding a folder and a file no one but root may write to
+    (pytest's own temporary folders are closed to other users)."""
+    tmp = Path(tempfile.mkdtemp(prefix="nodefail-outputs-"))
+    tmp.chmod(0o755)
+    fakeapi.kubeconfig(tmp, server.url)
+    (tmp / "kubeconfig").chmod(0o644)
+    (tmp / "read-only-folder").mkdir(mode=0o555)
+    (tmp / "read-only-file").write_text("x")
+    (tmp / "read-only-file").chmod(0o444)
+    yield tmp
+    (tmp / "read-only-folder").chmod(0o755)
+    shutil.rmtree(tmp)
+
+
+UNWRITABLE = {
+    "a folder without write permission": (
+        lambda tmp, n: f"{tmp}/read-only-folder/{n}.json", "is not writable"
+    ),
+    "a file without write permission": (
+        lambda tmp, n: f"{tmp}/read-only-file", "permission denied"
+    ),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    bad=st.sampled_from(sorted(UNWRITABLE)), command=st.sampled_from(sorted(COMMANDS)), name=NAMES
+)
+def test_an_unwritable_path_is_exit_2_before_any_request(
+    server: fakeapi.FakeApi, locked: Path, bad: str, command: str, name: str
+) -> None:
+    kc = str(locked / "kubeconfig")
+    # first, as the test's own user, a path it may write to: the command reads the cluster
+    # (the fake server's 500: exit 14), so a refusal below is the path's doing
+    good = f"{locked}/good-{os.getpid()}.json"
+    result = CliRunner().invoke(main, COMMANDS[command](kc, good))
+    assert result.exit_code == 14, result.stderr
+    Path(good).unlink(missing_ok=True)
+    make_path, words = UNWRITABLE[bad]
+    before, asked = tree(locked), len(server.requests)
+    with unprivileged():
+        result = CliRunner().invoke(main, COMMANDS[command](kc, make_path(locked, name)))
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], result.stderr
+    assert result.stdout == "" and isinstance(result.exception, SystemExit)
+    assert server.requests[asked:] == [], "a request was sent before the path was checked"
+    assert tree(locked) == before, "something was written"
+    assert (locked / "read-only-file").read_text() == "x"
 
 
 def test_the_messages_name_the_problem(place: Path, tmp_path: Path) -> None:
