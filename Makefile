@@ -103,7 +103,8 @@ record: $(STAMP) controlplane
 	NODEFAIL_RECORD=1 $(BIN)/pytest tests/e2e
 	cp tests/fixtures/node-down-after-eviction.json kubectl_nodefail/examples/statefulset-node-down.json
 
-## The scale benchmark (minutes; not a test): 500/5,000 nodes, 15k-120k pods, 1/20/200 failed.
+## The scale benchmark (an hour or more; not a test): 500/5,000 nodes, 15k-120k pods (owners on
+## neighbouring nodes, and at 5,000/60,000 also spread: /spread), 1/20/200/1,000 failed.
 ## Writes bench/results/{results.md,results.json,plot.svg}. BENCH_ARGS="--sizes 50x500" for a quick one.
 bench: $(STAMP) controlplane
 	$(BIN)/pip install --quiet -e '.[fast]'

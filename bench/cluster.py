@@ -62,13 +62,21 @@ class Size:
     nodes: int
     pods: int
     extra: int = 0
+    # "spread": each owner's replicas land on nodes far apart (a stride through the nodes), so
+    # a failed node's pods come from as many owners as it has pods, as on a real cluster where
+    # a node hosts many workloads; by default a owner's replicas sit on consecutive nodes, and
+    # neighbouring failed nodes share owners.
+    spread: bool = False
 
     @classmethod
     def parse(cls, text: str) -> Size:
-        """`NODESxPODS` or `NODESxPODS+EXTRA`."""
-        nodes, _, rest = text.strip().lower().partition("x")
+        """`NODESxPODS`, `NODESxPODS+EXTRA`, either with `/spread` after it."""
+        text, _, shape = text.strip().lower().partition("/")
+        if shape not in ("", "spread"):
+            raise ValueError(f"unknown shape {shape!r} (only 'spread')")
+        nodes, _, rest = text.partition("x")
         pods, _, extra = rest.partition("+")
-        return cls(int(nodes), int(pods), int(extra or 0))
+        return cls(int(nodes), int(pods), int(extra or 0), shape == "spread")
 
     @property
     def total(self) -> int:
@@ -77,11 +85,33 @@ class Size:
     @property
     def label(self) -> str:
         base = f"{self.nodes:,} nodes / {self.pods:,} pods"
-        return f"{base} + {self.extra:,} on healthy nodes" if self.extra else base
+        if self.extra:
+            base += f" + {self.extra:,} on healthy nodes"
+        return base + (", owners spread" if self.spread else "")
 
     @property
     def key(self) -> str:
-        return f"{self.nodes}n-{self.pods}p" + (f"+{self.extra}h" if self.extra else "")
+        key = f"{self.nodes}n-{self.pods}p" + (f"+{self.extra}h" if self.extra else "")
+        return key + ("-spread" if self.spread else "")
+
+    def node_of(self, placement: int) -> int:
+        """The node of the `placement`-th pod placed (round robin, or a stride for `spread`)."""
+        if not self.spread:
+            return placement % self.nodes
+        return (placement * spread_stride(self.nodes)) % self.nodes
+
+
+def spread_stride(n_nodes: int) -> int:
+    """A stride through n_nodes that visits every node (coprime to it) and puts consecutive
+    placements far apart: the first prime from ~0.58 n_nodes up that does not divide it."""
+    k = max(2, int(n_nodes * 0.58))
+    while not (_is_prime(k) and n_nodes % k != 0) and k < 10 * n_nodes + 10:
+        k += 1
+    return k
+
+
+def _is_prime(k: int) -> bool:
+    return k >= 2 and all(k % d for d in range(2, int(k**0.5) + 1))
 
 
 UTC = timezone.utc
@@ -967,7 +997,7 @@ def seed_objects(size: Size, created: datetime) -> list[Obj]:
             if wl.kind == "DaemonSet":
                 node, name = f"node-{r:05d}", f"node-agent-{r:05d}"
             else:
-                node = f"node-{node_of % n_nodes:05d}"
+                node = f"node-{size.node_of(node_of):05d}"
                 node_of += 1
                 name = _pod_name(wl, r, taken)
             extra = None

@@ -43,3 +43,46 @@ def test_extra_pods_leave_the_failable_nodes_as_they_were() -> None:
     added = grown.keys() - base.keys()
     assert all(int(grown[k]["spec"]["nodeName"][5:]) >= failable for k in added)
     assert len({cluster.etcd_key(o) for o in grown_objs}) == len(grown_objs)
+
+
+def _owner(pod: dict[str, Any]) -> str:
+    refs = pod["metadata"].get("ownerReferences") or [{"uid": pod["metadata"]["name"]}]
+    return str(refs[0]["uid"])
+
+
+def test_spread_parses_and_is_its_own_cluster() -> None:
+    spread = cluster.Size.parse("5000x60000/spread")
+    assert spread == cluster.Size(5000, 60000, 0, spread=True)
+    assert spread.key != cluster.Size(5000, 60000).key
+    assert "spread" in spread.label
+    assert cluster.Size.parse("50x500+500/spread") == cluster.Size(50, 500, 500, True)
+
+
+def test_spread_puts_a_failed_sets_pods_under_many_owners() -> None:
+    """The shape of issue 19's second measurement: the pods of 20 failed nodes come from about
+    as many owners as there are pods (the default shape shares owners between neighbours)."""
+    nodes, failed = 500, 20
+
+    def owners_on_failed(size: cluster.Size) -> tuple[int, int]:
+        pods = [
+            p
+            for p in _pods(cluster.seed_objects(size, CREATED)).values()
+            if int(p["spec"]["nodeName"][5:]) < failed
+            and (p["metadata"].get("ownerReferences") or [{}])[0].get("kind") != "DaemonSet"
+        ]
+        return len(pods), len({_owner(p) for p in pods})
+
+    pods, owners = owners_on_failed(cluster.Size(nodes, 6000, spread=True))
+    assert pods >= 9 * failed and owners >= 0.9 * pods
+    default_pods, default_owners = owners_on_failed(cluster.Size(nodes, 6000))
+    assert default_owners < 0.6 * default_pods  # what the spread shape is for
+
+
+def test_spread_keeps_every_node_loaded_alike() -> None:
+    size = cluster.Size(500, 6000, spread=True)
+    per_node: dict[str, int] = {}
+    for p in _pods(cluster.seed_objects(size, CREATED)).values():
+        per_node[p["spec"]["nodeName"]] = per_node.get(p["spec"]["nodeName"], 0) + 1
+    assert len(per_node) == 500
+    counts = sorted(per_node.values())
+    assert counts[-1] - counts[len(counts) // 10] <= 3 + cluster.FINALIZER_HELD
