@@ -2,9 +2,9 @@
 
 Each record in docs/test-runs/ is what `save` kept of one `bash .ci/run` (or `make test`) log:
 a few `# key: value` lines written by the person who ran it (run, commit, command, caches,
-beside), then the log's own lines that carry figures (pytest's result line, the units of work,
-the workers' busy time, GNU time's figures, the exit status). The table is rendered from those
-lines only, so a figure in it is one the log printed.
+beside), then the log's own lines that carry figures (pytest's result line and the tests that
+failed, the units of work, the workers' busy time, GNU time's figures, the exit status). The
+table is rendered from those lines only, so a figure in it is one the log printed.
 
     python hack/test_runs.py save LOG --run j --commit a9f5e55 --caches warm \\
         --beside nothing --command "bash .ci/run" > docs/test-runs/2026-12-02-j.txt
@@ -31,6 +31,7 @@ META_KEYS = ("run", "commit", "command", "caches", "beside")
 # The log lines a record keeps (everything else of the log is dropped).
 KEPT = re.compile(
     r"^(=+ .*(passed|failed|error).* in [0-9.]+s.*=+"
+    r"|FAILED .*"
     r"|.*pytest -n \d+.*"
     r"|module order: .*"
     r"|=+ slowest \d+ units of work.*"

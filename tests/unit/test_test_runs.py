@@ -61,7 +61,8 @@ def test_a_record_keeps_the_figures_and_drops_the_rest(tmp_path: Path) -> None:
     lines = text.splitlines()
     assert lines[:5] == [f"# {k}: {v}" for k, v in META.items()]
     assert "python3 -m venv .venv" not in text
-    assert not any(line.startswith("....") or line.startswith("FAILED") for line in lines)
+    assert not any(line.startswith("....") for line in lines)
+    assert "FAILED tests/e2e/test_x.py::test_y - assert 1 == 2" in lines
     assert "1 passed in 2.00s" not in lines  # a test's own output, not pytest's result line
     for kept in (
         "built kubernetes-v1.36.1-01603f0dc57a in 550s",
