@@ -90,7 +90,7 @@ def test_a_row_is_read_from_the_records_lines(tmp_path: Path) -> None:
     assert cells["pytest"] == "663 s"
     assert cells["workers busy"] == "535-607 s of 639 s"
     assert cells["whole run"] == "62 min 41 s"
-    assert cells["CPU (cores)"] == f"{(694.68 + 122.06) / 3760.98:.2f}"
+    assert cells["CPU, cores (without the control planes)"] == f"{(694.68 + 122.06) / 3760.98:.2f}"
 
 
 def test_a_record_without_its_header_is_refused(tmp_path: Path) -> None:
