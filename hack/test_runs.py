@@ -164,7 +164,7 @@ HEADER = [
     "pytest",
     "workers busy",
     "whole run",
-    "CPU (cores)",
+    "CPU, cores (without the control planes)",
 ]
 
 
