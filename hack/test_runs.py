@@ -115,15 +115,12 @@ def row(rec: Record) -> list[str]:
     seed = rec.first(SEED)
     order = f"shuffled, seed {seed.group(1)}" if seed else "collection order"
     clock = rec.first(CLOCK)
-    whole = "-"
-    if clock:
-        h, m, s = clock.groups()
-        whole = _minutes(int(h or 0) * 3600 + int(m) * 60 + float(s))
-    cpu = {m.group(1): float(m.group(2)) for line in rec.lines for m in [CPU.search(line)] if m}
     wall_s = None
     if clock:
         h, m, s = clock.groups()
         wall_s = int(h or 0) * 3600 + int(m) * 60 + float(s)
+    whole = _minutes(wall_s) if wall_s is not None else "-"
+    cpu = {m.group(1): float(m.group(2)) for line in rec.lines for m in [CPU.search(line)] if m}
     cores = (
         f"{(cpu['User'] + cpu['System']) / wall_s:.2f}"
         if wall_s and {"User", "System"} <= cpu.keys()
