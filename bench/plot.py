@@ -84,7 +84,117 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         )
         lines.append(f"- {cluster}, {failed} failed: " + "; ".join(parts))
     lines += healthy_growth(rows)
+    lines += targets(rows)
     return "\n".join(lines) + "\n"
+
+
+# Issue 19's targets, each on the rows of one (nodes, pods, failed) in either shape: what is
+# compared, the limit, and how the figure is taken from the same run's rows of that cluster.
+DIAG, NODES_K, FLOOR, FILE = (
+    "diagnose -o json",
+    "kubectl get nodes -o json",
+    "floor (raw reads)",
+    "--from-file",
+)
+TARGETS: list[tuple[tuple[int, int, int], str, float, str]] = [
+    ((5000, 60000, 20), "diagnose / kubectl get nodes", 1.0, "x"),
+    ((5000, 60000, 20), "diagnose peak RSS", 250, "MB"),
+    ((5000, 60000, 200), "diagnose / floor", 2.0, "x"),
+    ((5000, 60000, 200), "diagnose / kubectl get nodes", 1.0, "x"),
+    ((5000, 60000, 200), "diagnose peak RSS", 300, "MB"),
+    ((5000, 60000, 1000), "diagnose / floor", 3.0, "x"),
+    ((5000, 60000, 1000), "diagnose peak RSS", 500, "MB"),
+]
+
+
+def _measure(what: str, by: dict[str, dict[str, Any]]) -> float | None:
+    """One target's figure from a group's rows (tool -> row), None when a row is missing."""
+    diag = by.get(DIAG)
+    if diag is None:
+        return None
+    if what == "diagnose peak RSS":
+        return float(diag["rss"]) / MB if diag["rss"] else None
+    other = by.get(NODES_K if what.endswith("get nodes") else FLOOR)
+    return diag["wall"] / other["wall"] if other and other["wall"] else None
+
+
+def targets(rows: list[dict[str, Any]]) -> list[str]:
+    """Issue 19's targets against this run's rows (a target whose cluster was not measured is
+    left out), plus `--from-file` per 10,000 stuck pods and the 10-node diagnose wherever
+    measured."""
+    groups: dict[tuple[int, int, int, bool], dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        if r["nodes"] and not r.get("extra"):
+            key = (r["nodes"], r["pods"], r["failed"], bool(r.get("spread")))
+            groups.setdefault(key, {})[r["tool"]] = r
+    out = []
+    for (nodes, pods, failed), what, limit, unit in TARGETS:
+        for spread in (False, True):
+            by = groups.get((nodes, pods, failed, spread)) or {}
+            value = _measure(what, by)
+            if value is None:
+                continue
+            label = cluster_label({**by[DIAG], "extra": 0})
+            out.append(_target_row(f"{label}, {failed} failed", what, value, limit, unit))
+    for (_, _, failed, _), by in sorted(groups.items()):
+        stuck = ((by.get(DIAG) or {}).get("diagnosis") or {}).get("stuckPods")
+        if FILE in by and isinstance(stuck, int) and stuck >= 1000:
+            per = by[FILE]["wall"] / (stuck / 10000)
+            label = cluster_label({**by[FILE], "extra": 0})
+            out.append(
+                _target_row(
+                    f"{label}, {failed} failed ({stuck:,} stuck pods)",
+                    "--from-file per 10,000 stuck pods",
+                    per,
+                    1.0,
+                    "s",
+                )
+            )
+    small = groups.get((10, 100, 1, False), {}).get(DIAG)
+    if small:
+        out.append(
+            _target_row("10 nodes / 100 pods, 1 failed", "diagnose", small["wall"], 0.35, "s")
+        )
+    if not out:
+        return []
+    return [
+        "",
+        "Issue 19's targets (this run's rows; ratios within the same cluster and failed set):",
+        "",
+        "| cluster | measure | this run | target | met |",
+        "|---|---|---|---|---|",
+        *out,
+    ]
+
+
+def _target_row(where: str, what: str, value: float, limit: float, unit: str) -> str:
+    shown = (
+        f"{value:,.0f} {unit}" if unit == "MB" else f"{value:.2f}{'' if unit == 'x' else ' '}{unit}"
+    )
+    bound = (
+        f"<= {limit:,.0f} {unit}"
+        if unit == "MB"
+        else f"<= {limit:g}{'' if unit == 'x' else ' '}{unit}"
+    )
+    return f"| {where} | {what} | {shown} | {bound} | {'yes' if value <= limit else '**no**'} |"
+
+
+def stuck_svg(rows: list[dict[str, Any]]) -> str:
+    """Wall time against the stuck pods found, one line per tool and cluster shape (diagnose
+    live and `--from-file` of its dump): a straight line is a cost that grows with the outage."""
+    series: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        stuck = (r.get("diagnosis") or {}).get("stuckPods")
+        if r["nodes"] < 1000 or r["tool"] not in (DIAG, FILE) or not isinstance(stuck, int):
+            continue
+        name = f"{r['tool']}, {cluster_label(r)}"
+        series.setdefault(name, []).append((float(stuck), float(r["wall"])))
+    return lines_svg(
+        sorted(series.items()),
+        "stuck pods found",
+        "wall time (median), s",
+        "make bench: time against stuck pods (clusters of 1,000 nodes or more)",
+    )
 
 
 def healthy_growth(rows: list[dict[str, Any]]) -> list[str]:
@@ -93,7 +203,7 @@ def healthy_growth(rows: list[dict[str, Any]]) -> list[str]:
     diag = {
         (r["nodes"], r["pods"] - r.get("extra", 0), r.get("extra", 0), r["failed"]): r
         for r in rows
-        if r["nodes"] and r["tool"] == "diagnose -o json"
+        if r["nodes"] and r["tool"] == "diagnose -o json" and not r.get("spread")
     }
     out = []
     for (nodes, base, extra, failed), grown in diag.items():
@@ -116,9 +226,10 @@ def cluster_label(r: dict[str, Any], short: bool = False) -> str:
         nodes, pods = r["nodes"], r["pods"] - extra
         text = f"{nodes // 1000}kn/" if nodes >= 1000 else f"{nodes}n/"
         text += f"{pods // 1000}kp" if pods >= 1000 else f"{pods}p"
-        return text + (f"+{extra // 1000}k" if extra else "")
+        return text + (f"+{extra // 1000}k" if extra else "") + ("/s" if r.get("spread") else "")
     text = f"{r['nodes']:,} nodes / {r['pods'] - extra:,} pods"
-    return text + (f" + {extra:,} on healthy nodes" if extra else "")
+    text += f" + {extra:,} on healthy nodes" if extra else ""
+    return text + (", owners spread" if r.get("spread") else "")
 
 
 def _groups(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str, Any]]]:
@@ -274,3 +385,4 @@ if __name__ == "__main__":  # regenerate results.md and plot.svg from a results.
     doc = json.loads(src.read_text())
     (src.parent / "results.md").write_text(markdown(doc["rows"], doc["meta"]))
     (src.parent / "plot.svg").write_text(svg(doc["rows"]))
+    (src.parent / "stuck.svg").write_text(stuck_svg(doc["rows"]))

@@ -251,6 +251,7 @@ def bench_size(
                     nodes=n_nodes,
                     pods=n_pods,
                     extra=size.extra,
+                    spread=size.spread,
                     failed=count,
                     dump_bytes=dump_path.stat().st_size if dump_path.exists() else 0,
                     diagnosis=check["summary"],
@@ -360,7 +361,7 @@ def main() -> None:
         rows += bench_size(args, bindir, size, failed_here)
         write(Path(args.out), rows, started)  # after each size: a long run keeps what it got
     write(Path(args.out), rows, started)
-    print(f"wrote {args.out}/results.md, results.json, plot.svg")
+    print(f"wrote {args.out}/results.md, results.json, plot.svg, stuck.svg")
 
 
 def write(out: Path, rows: list[dict[str, Any]], started: datetime) -> None:
@@ -374,6 +375,7 @@ def write(out: Path, rows: list[dict[str, Any]], started: datetime) -> None:
     (out / "results.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     (out / "results.md").write_text(plot.markdown(rows, meta))
     (out / "plot.svg").write_text(plot.svg(rows))
+    (out / "stuck.svg").write_text(plot.stuck_svg(rows))
 
 
 def _has_orjson() -> bool:
