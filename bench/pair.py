@@ -31,6 +31,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(run.REPO / "bench" / "results" / "pair"))
     args = parser.parse_args()
     bindir = cluster.binaries()
+    run.compile_package()
     nf = run.nodefail_cmd()
     servers: list[cluster.Server] = []
     works: list[Path] = []
