@@ -188,7 +188,10 @@ def consistency(nf: list[str], env: dict[str, str], dump_path: Path) -> dict[str
 
     live = diagnose()
     offline = diagnose("--from-file", str(dump_path))
-    return {"summary": live.get("summary") or {}, "same": essence(live) == essence(offline)}
+    # The nodes the diagnosis lists (failed, or Ready with a problem): the failed ones only,
+    # on a cluster whose other nodes are healthy.
+    summary = {**(live.get("summary") or {}), "nodesListed": len(live.get("nodes") or [])}
+    return {"summary": summary, "same": essence(live) == essence(offline)}
 
 
 def bench_size(
@@ -239,6 +242,7 @@ def bench_size(
             check = consistency(nf, env, dump_path)
             expected = {
                 "nodesNotReady": min(count, n_nodes - cluster.reserve(n_nodes)),
+                "nodesListed": min(count, n_nodes - cluster.reserve(n_nodes)),
                 **{k: v for k, v in cluster.manifest(size).items() if k not in ("nodes", "pods")},
             }
             print(

@@ -62,6 +62,8 @@ def test_small_benchmark_run(tmp_path: Path) -> None:
         diag = next(r for r in step if r["tool"] == "diagnose -o json")
         summary, expected = diag["diagnosis"], diag["expected"]
         assert summary["nodesNotReady"] == expected["nodesNotReady"] == failed
+        # Only the failed nodes are listed: the others' kubelets renewed their leases.
+        assert summary["nodesListed"] == expected["nodesListed"] == failed
         assert summary["terminatingElsewhere"] == expected["terminatingElsewhere"] > 0
         assert summary["podsOnFailedNodes"] > 0
         assert summary["stuckPods"] >= summary["podsOnFailedNodes"]
