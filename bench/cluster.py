@@ -24,6 +24,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+import threading
 import time
 import urllib.request
 import uuid
@@ -115,6 +116,7 @@ def _is_prime(k: int) -> bool:
 
 
 UTC = timezone.utc
+_TLS: dict[str, ssl.SSLContext] = {}
 
 Obj = dict[str, Any]
 
@@ -865,11 +867,23 @@ class Server:
 
     # --- a raw client (also the benchmark's floor: no decoding) ---
 
+    # One TLS context for the server (no CA store: the benchmark's own API server) and one
+    # kept-open connection per thread, as any client keeps them. A context and a handshake per
+    # request cost ~50 ms of CPU each: 5,000 lease renewals took minutes, and the floor's page
+    # reads carried a handshake each.
+    _local: threading.local = field(default_factory=threading.local, repr=False)
+
     def _conn(self) -> http.client.HTTPSConnection:
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        return http.client.HTTPSConnection("127.0.0.1", self.api_port, context=ctx, timeout=300)
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            ctx = _TLS.get("ctx")
+            if ctx is None:
+                ctx = _TLS["ctx"] = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+            conn = http.client.HTTPSConnection("127.0.0.1", self.api_port, context=ctx, timeout=300)
+            self._local.conn = conn
+        return conn
 
     def call(
         self,
@@ -879,23 +893,21 @@ class Server:
         ctype: str = "application/json",
         accept: str = "application/json",
     ) -> tuple[int, bytes]:
-        conn = self._conn()
-        try:
-            data = json.dumps(body).encode() if body is not None else None
-            conn.request(
-                method,
-                path,
-                body=data,
-                headers={
-                    "Authorization": f"Bearer {TOKEN}",
-                    "Content-Type": ctype,
-                    "Accept": accept,
-                },
-            )
-            resp = conn.getresponse()
-            return resp.status, resp.read()
-        finally:
-            conn.close()
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": ctype, "Accept": accept}
+        for attempt in (1, 2):
+            conn = self._conn()
+            try:
+                conn.request(method, path, body=data, headers=headers)
+                resp = conn.getresponse()
+                return resp.status, resp.read()
+            except (http.client.HTTPException, ConnectionError):
+                # a kept-open connection the server closed: once more on a new one
+                conn.close()
+                self._local.conn = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     def get(self, path: str, raw: bool = False, accept: str = "application/json") -> Any:
         status, data = self.call("GET", path, accept=accept)
