@@ -164,6 +164,38 @@ class PluginGroup(click.Group):
         kwargs.setdefault("complete_var", completion.COMPLETE_VAR)
         return super().main(*args, **kwargs)
 
+    # A usage error of any command (an unknown option or command, a missing or invalid value,
+    # options that exclude each other) leaves the group as one line: the two places click
+    # raises them from are the group's own arguments and everything under invoke.
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            raise OneLineUsageError(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise OneLineUsageError(exc) from None
+
+
+class OneLineUsageError(click.ClickException):
+    """A usage error as one line on stderr, exit 2, like the tool's other errors: `error:
+    MESSAGE (see 'kubectl nodefail COMMAND --help')`. click's own is four lines (the usage, a
+    hint, a blank line, then the error)."""
+
+    exit_code = 2
+
+    def __init__(self, error: click.UsageError) -> None:
+        from kubectl_nodefail.errors import one_line
+
+        super().__init__(" ".join(one_line(error.format_message()).split()))
+        self.command_path = error.ctx.command_path if error.ctx is not None else program_name()
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message} (see '{self.command_path} --help')", file=file, err=True)
+
 
 class Connection(NamedTuple):
     kubeconfig: str | None

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import click
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubectl_nodefail.cli import main
+from kubectl_nodefail.cli import Duration, main
 from kubectl_nodefail.errors import Forbidden, NotFound, ServerError, UnreachableError
 from kubectl_nodefail.gather import unknown_namespaces
 
@@ -87,8 +88,8 @@ def test_a_node_typed_as_an_option_is_one_line_saying_how(
     assert result.exit_code == 2
     assert "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1 and result.stderr.rstrip("\n").endswith(errors[0])
+    errors = result.stderr.splitlines()
+    assert len(errors) == 1 and errors[0].startswith("error: No such option"), result.stderr
     assert "NODE is an argument, typed without a flag" in errors[0]
     assert f"kubectl nodefail {command} " in errors[0] or f"main {command} " in errors[0]
     assert "--demo" not in errors[0] and "--confirm" not in errors[0]
@@ -97,3 +98,57 @@ def test_a_node_typed_as_an_option_is_one_line_saying_how(
 def test_other_unknown_options_keep_clicks_suggestions() -> None:
     result = CliRunner().invoke(main, ["diagnose", "--namespac", "shop"])
     assert result.exit_code == 2 and "--namespace" in result.stderr
+
+
+COMMANDS = sorted(main.commands) if isinstance(main, click.Group) else []
+WORD = st.from_regex(r"[a-z][a-z0-9-]{0,14}", fullmatch=True)
+
+
+def _usage_error(args: list[str]) -> str:
+    """The one line a usage error gives: exit 2, nothing on stdout, no traceback."""
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, (args, result.output)
+    assert result.exception is None or isinstance(result.exception, SystemExit), args
+    assert result.stdout == "", (args, result.stdout)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), (args, result.stderr)
+    return lines[0]
+
+
+@given(command=st.sampled_from(COMMANDS), word=WORD)
+def test_an_unknown_option_of_any_command_is_one_line(command: str, word: str) -> None:
+    sub = main.commands[command]
+    known = {
+        o for p in sub.params for o in getattr(p, "opts", []) + getattr(p, "secondary_opts", [])
+    }
+    option = f"--{word}"
+    if option in known or any(o.startswith(option) for o in known):
+        return  # a real option (click also takes a unique prefix of none: it is exact)
+    line = _usage_error([command, option])
+    assert f"'{option}'" in line
+    assert line.endswith(f"(see 'main {command} --help')") or line.endswith(
+        f"(see 'kubectl nodefail {command} --help')"
+    ), line
+
+
+@given(word=WORD)
+def test_an_unknown_command_is_one_line(word: str) -> None:
+    if word in COMMANDS:
+        return
+    line = _usage_error([word])
+    assert f"No such command '{word}'" in line
+
+
+@given(
+    command=st.sampled_from(["diagnose", "remediate", "dump"]),
+    value=st.text(min_size=1, max_size=20).filter(lambda v: v.strip() and not v.startswith("-")),
+)
+def test_a_bad_value_is_one_line_whatever_it_holds(command: str, value: str) -> None:
+    """A deadline that is not a duration, escaped: a newline typed in it cannot add a line."""
+    try:
+        Duration().convert(value, None, None)
+        return  # a valid duration
+    except click.BadParameter:
+        pass
+    line = _usage_error([command, "--deadline", value])
+    assert "'--deadline'" in line
