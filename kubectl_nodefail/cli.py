@@ -382,6 +382,10 @@ class NodefailCommand(click.Command):
             if said is None:
                 raise
             raise click.NoSuchOption(exc.option_name, said, [], ctx) from None
+        except click.UsageError as exc:
+            if exc.ctx is None:  # click's parser leaves it out (a missing value): name the command
+                exc.ctx = ctx
+            raise
 
     def get_short_help_str(self, limit: int = 45) -> str:
         """The summary in the top-level --help: never cut with '...' (click cuts a summary

@@ -152,3 +152,21 @@ def test_a_bad_value_is_one_line_whatever_it_holds(command: str, value: str) -> 
         pass
     line = _usage_error([command, "--deadline", value])
     assert "'--deadline'" in line
+
+
+VALUE_OPTIONS = [
+    (name, opt.opts[-1])
+    for name, sub in sorted(main.commands.items() if isinstance(main, click.Group) else [])
+    for opt in sub.params
+    if isinstance(opt, click.Option) and not opt.is_flag and not opt.count
+]
+
+
+@given(st.sampled_from(VALUE_OPTIONS))
+def test_an_option_missing_its_value_is_one_line_naming_the_command(
+    case: tuple[str, str],
+) -> None:
+    command, option = case
+    line = _usage_error([command, option])
+    assert f"'{option}' requires an argument" in line, line
+    assert line.endswith(f"{command} --help')"), line
