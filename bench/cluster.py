@@ -116,7 +116,17 @@ def _is_prime(k: int) -> bool:
 
 
 UTC = timezone.utc
-_TLS: dict[str, ssl.SSLContext] = {}
+
+
+def _benchmark_tls() -> ssl.SSLContext:
+    """The benchmark's own API server, certificate unchecked: no CA store is loaded."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+TLS = _benchmark_tls()
 
 Obj = dict[str, Any]
 
@@ -876,12 +886,7 @@ class Server:
     def _conn(self) -> http.client.HTTPSConnection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            ctx = _TLS.get("ctx")
-            if ctx is None:
-                ctx = _TLS["ctx"] = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
-            conn = http.client.HTTPSConnection("127.0.0.1", self.api_port, context=ctx, timeout=300)
+            conn = http.client.HTTPSConnection("127.0.0.1", self.api_port, context=TLS, timeout=300)
             self._local.conn = conn
         return conn
 
