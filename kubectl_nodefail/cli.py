@@ -20,7 +20,7 @@ from typing import IO, Any, NamedTuple
 
 import click
 
-from kubectl_nodefail import color, completion, exitcodes, fit, progress
+from kubectl_nodefail import closedpipe, color, completion, exitcodes, fit, progress
 from kubectl_nodefail.errors import Exit, NodefailError
 
 OUTPUTS = ["table", "wide", "json", "yaml"]
@@ -160,6 +160,7 @@ class PluginGroup(click.Group):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         gc.set_threshold(*GC_THRESHOLD)
+        closedpipe.install()  # `| head`: the rest dropped, the command's own exit code
         kwargs.setdefault("prog_name", program_name())
         kwargs.setdefault("complete_var", completion.COMPLETE_VAR)
         return super().main(*args, **kwargs)

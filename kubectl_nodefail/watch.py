@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from kubectl_nodefail import changes, color, fit
+from kubectl_nodefail import changes, closedpipe, color, fit
 from kubectl_nodefail.analysis.text import duration
 from kubectl_nodefail.errors import ApiError, NodefailError, UnreachableError, one_line
 from kubectl_nodefail.snapshot import Snapshot
@@ -363,6 +363,8 @@ def _lines(
                 state.pending = []
                 out.flush()
                 last = current
+                if closedpipe.gone():  # the reader left (`| head`): nothing reads the next
+                    break
             sleep(interval)
     except KeyboardInterrupt:
         out.flush()

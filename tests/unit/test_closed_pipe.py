@@ -1,0 +1,99 @@
+"""A reader that stops early (`diagnose -o json | head`): the rest of the output is dropped
+silently and the command ends with its own exit code, never "internal error" and exit 1
+(closedpipe.py). In real processes, with their standard output a pipe whose read end is closed
+before the first write; `--watch` into such a pipe stops after the block that found it gone."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+
+from kubectl_nodefail import closedpipe
+from kubectl_nodefail.watch import run
+from tests.unit.conftest import FIXTURES
+from tests.unit.test_watch import _loader, _show, _snap
+
+DUMP = str(FIXTURES / "node-down-after-eviction.json")
+
+
+def _run_into_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the plugin with its stdout a pipe nobody reads: the read end closed at once."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubectl_nodefail", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    return subprocess.CompletedProcess(proc.args, proc.wait(timeout=120), "", err)
+
+
+@pytest.mark.parametrize("output", ["", "wide", "json", "yaml", "markdown"])
+def test_diagnose_into_a_closed_pipe_keeps_its_exit_code_and_says_nothing(output: str) -> None:
+    args = ["diagnose", "--from-file", DUMP] + (["-o", output] if output else [])
+    proc = _run_into_closed_pipe(*args)
+    assert proc.returncode == 3, proc.stderr  # problems found, as into a terminal
+    assert "error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (["remediate", "--from-file", DUMP, "-o", "json"], None),
+        (["version", "--client"], 0),
+        (["completion", "bash"], 0),
+        (["--help"], 0),
+    ],
+)
+def test_every_command_into_a_closed_pipe(args: list[str], code: int | None) -> None:
+    into_a_terminal = subprocess.run(
+        [sys.executable, "-m", "kubectl_nodefail", *args], capture_output=True, text=True
+    )
+    proc = _run_into_closed_pipe(*args)
+    assert proc.returncode == (into_a_terminal.returncode if code is None else code)
+    assert proc.returncode not in (1, 120), proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+def test_a_big_output_is_cut_by_its_reader_without_an_error() -> None:
+    """Many writes after the reader left: `head -c 100` of a long JSON."""
+    code = (
+        "from kubectl_nodefail import closedpipe; import sys; closedpipe.install(); "
+        "[print('x' * 1000) for _ in range(5000)]; "
+        "print('gone' if closedpipe.gone() else 'not gone', file=sys.stderr)"
+    )
+    writer = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert writer.stdout is not None and writer.stderr is not None
+    head = writer.stdout.read(100)
+    writer.stdout.close()
+    err = writer.stderr.read()
+    writer.stderr.close()
+    assert writer.wait(timeout=60) == 0, err
+    assert head == "x" * 100 and err == "gone\n"
+
+
+def test_the_watch_stops_once_its_reader_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Into a pipe the watch writes only on a change; the write that finds the reader gone
+    ends it, with the last diagnosis's code, instead of diagnosing for nobody until Ctrl-C."""
+    out, err = io.StringIO(), io.StringIO()
+    load = _loader([_snap("node-down-before-eviction"), _snap("node-down-after-eviction")])
+    written: list[str] = []
+
+    def write(text: str) -> int:
+        written.append(text)
+        monkeypatch.setattr(closedpipe, "_gone", True)  # as the first write found it
+        return len(text)
+
+    monkeypatch.setattr(out, "write", write)
+    polls: list[float] = []
+    code = run(load, _show, 1.0, out, err, tty=False, title="t", sleep=polls.append, max_polls=50)
+    assert code == 3
+    assert len(written) == 1 and polls == []  # stopped right after its first block
