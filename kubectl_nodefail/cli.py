@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import wraps
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, TextIO
 
 import click
 
@@ -879,7 +879,9 @@ def diagnose(
     conn = Connection(kubeconfig, context[0] if context else None, request_timeout, verbose)
     on_screen = watch and sys.stdout.isatty()
 
-    def show(snap: Any) -> tuple[str, int]:
+    def show(snap: Any, to: TextIO | None = None) -> tuple[str, int]:
+        """The diagnosis' text and exit code; JSON is written to `to` instead when given
+        (then the text is empty): a big outage's JSON is never held whole."""
         # imported once the cluster answered: a refused connection fails without their cost
         from kubectl_nodefail import render
         from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
@@ -899,6 +901,9 @@ def diagnose(
                 data = incident.explained(data, explain)
             if output == "markdown":
                 return incident.markdown(data, snap), code
+            if output == "json" and to is not None:
+                render.write_json(data, to)
+                return "", code
             return (render.as_json(data) if output == "json" else render.as_yaml(data)), code
         width = fit.width(sys.stdout)  # read again at each refresh of --watch: a resize counts
         if explain:
@@ -949,7 +954,7 @@ def diagnose(
         results = contexts.run_many(names, one)
         click.echo(contexts.render(results, output), nl=False)
         return contexts.worst([r.code for r in results])
-    text, code = show(load_snapshot(conn, from_file, demo, nodes, namespaces))
+    text, code = show(load_snapshot(conn, from_file, demo, nodes, namespaces), to=sys.stdout)
     click.echo(text, nl=False)
     return code
 
@@ -1307,7 +1312,10 @@ def remediate(
             if confirm
             else planfile.document(plan, counts)
         )
-        click.echo(render.as_json(data) if output == "json" else render.as_yaml(data), nl=False)
+        if output == "json":
+            render.write_json(data, sys.stdout)
+        else:
+            click.echo(render.as_yaml(data), nl=False)
     else:
         plan_text = render.plan_table(
             plan, confirm, wide=output == "wide", interrupted=stopped, width=fit.width(sys.stdout)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 from datetime import datetime
-from typing import Any
+from typing import Any, TextIO
 
 from tabulate import tabulate
 
@@ -81,6 +81,14 @@ def report_data(report: Report) -> dict[str, Any]:
 def as_json(data: Any) -> str:
     """json.dumps(data, indent=2), by jsonindent: the same text, several times faster."""
     return jsonindent.dumps(data) + "\n"
+
+
+def write_json(data: Any, out: TextIO) -> None:
+    """as_json(data) written to `out` chunk by chunk, never held whole: the text of a big
+    outage's diagnosis is tens of megabytes."""
+    jsonindent.dump(data, out.write)
+    out.write("\n")
+    out.flush()
 
 
 def as_yaml(data: Any) -> str:

@@ -8,6 +8,7 @@ few nodes at a time (zonerun.py). Exit codes as for any remediate run (the worst
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -142,9 +143,10 @@ def remediate(args: ZoneArgs, conn: Any, verbose: int) -> int:
     if args.output in ("json", "yaml"):
         data = render.plan_data(plan, args.confirm, counts, interrupted=stopped)
         data["zone"] = zoneview.data(view)
-        click.echo(
-            render.as_json(data) if args.output == "json" else render.as_yaml(data), nl=False
-        )
+        if args.output == "json":
+            render.write_json(data, sys.stdout)
+        else:
+            click.echo(render.as_yaml(data), nl=False)
     else:
         from kubectl_nodefail import color
 

@@ -18,6 +18,7 @@ from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.snapshot import load_dump
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+DEMO = FIXTURES.parents[1] / "kubectl_nodefail" / "examples" / "statefulset-node-down.json"
 
 
 class Level(enum.IntEnum):
@@ -72,3 +73,43 @@ def test_what_is_not_json_fails_as_json_fails() -> None:
     with pytest.raises(ValueError, match="Circular reference detected"):
         jsonindent.dumps(cycle)
     assert jsonindent.dumps([math.inf, -math.inf]) == "[\n  Infinity,\n  -Infinity\n]"
+
+
+def _dumped(value: object, spill_at: int) -> tuple[str, int]:
+    """jsonindent.dump's text and how many chunks it wrote, spilling every `spill_at`."""
+    chunks: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonindent, "SPILL_AT", spill_at)
+        jsonindent.dump(value, chunks.append)
+    return "".join(chunks), len(chunks)
+
+
+@given(values, st.integers(min_value=1, max_value=8))
+def test_dump_writes_the_same_text_in_chunks(value: object, spill_at: int) -> None:
+    assert _dumped(value, spill_at)[0] == json.dumps(value, indent=2)
+
+
+def test_dump_of_a_recorded_diagnosis_is_written_in_many_chunks_of_bounded_size() -> None:
+    snap = load_dump(str(DEMO))
+    data = incident.report_with_timelines(diagnose(snap, snap.captured_at), snap)
+    chunks: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonindent, "SPILL_AT", 64)
+        jsonindent.dump(data, chunks.append)
+    assert "".join(chunks) == json.dumps(data, indent=2)
+    assert len(chunks) > 10
+    # a chunk is written once a container starts past SPILL_AT fragments: the largest holds
+    # what one container's scalars add before the next container starts
+    assert max(len(c) for c in chunks) < 64 * 200
+
+
+def test_dump_fails_as_json_fails() -> None:
+    cycle: list[object] = []
+    cycle.append(cycle)
+    for bad, error, text in (
+        ({"when": object()}, TypeError, "is not JSON serializable"),
+        ({(1, 2): "tuple key"}, TypeError, "keys must be str"),
+        (cycle, ValueError, "Circular reference detected"),
+    ):
+        with pytest.raises(error, match=text):
+            jsonindent.dump(bad, lambda _: None)
