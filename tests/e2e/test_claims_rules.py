@@ -16,10 +16,12 @@ Every node these tests add is Ready again (or deleted) when they end.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -201,12 +203,9 @@ def test_node_object_without_a_kubelet(control_plane: ControlPlane, plugin: Plug
     """A Node created with no kubelet behind it (by hand, an autoscaler, a provisioner): no
     Ready condition at all, then NodeStatusNeverUpdated once the startup grace is over."""
     cp, node = control_plane, "rules-ghost"
-    cp.add_node(node, "zone-a", managed_by=node)  # no kwok process plays it
     try:
-        assert ready(cp, node)["status"] == "(none yet)"
-        plugin.record("node-without-status", "Node object, no kubelet", "no Ready condition")
-        code, d = plugin.diagnose_json()
-        assert ready(cp, node)["status"] == "(none yet)"  # still: the diagnosis saw the same
+        dump = _recorded_without_status(cp, plugin, node)
+        code, d = plugin.diagnose_json("--from-file", str(dump))  # the state the dump holds
         assert code == 3
         cause = _node(d, node)["cause"]
         assert cause["code"] == "no-ready-condition"
@@ -224,6 +223,28 @@ def test_node_object_without_a_kubelet(control_plane: ControlPlane, plugin: Plug
         assert cause["summary"] == "kubelet registered the node but never posted status"
     finally:
         cp.kubectl("delete", "node", node, "--wait=false")
+
+
+def _recorded_without_status(cp: ControlPlane, plugin: Plugin, node: str) -> Path:
+    """The node created with no kubelet, dumped while it has no Ready condition: the node
+    lifecycle controller gives it one (Unknown, NodeStatusNeverUpdated) when its startup grace
+    (60 s from the node's creation) is over, and with two suites on two cores a dump once came
+    later (run y1 of 2026-12-02). Then the node is made again, at most three times."""
+    for _ in range(3):
+        cp.add_node(node, "zone-a", managed_by=node)  # no kwok process plays it
+        dump = plugin.record("node-without-status", "Node object, no kubelet", "no Ready condition")
+        if not _dumped_ready(dump, node):
+            return dump
+        cp.kubectl("delete", "node", node, "--wait=true")
+    raise AssertionError(f"{node} got a Ready condition before every one of three dumps")
+
+
+def _dumped_ready(dump: Path, node: str) -> bool:
+    for item in json.loads(dump.read_text())["items"]:
+        if item.get("kind") == "Node" and item["metadata"]["name"] == node:
+            conditions = (item.get("status") or {}).get("conditions") or []
+            return any(c.get("type") == "Ready" for c in conditions)
+    raise AssertionError(f"{node} is not in its dump {dump}")
 
 
 @dataclass
