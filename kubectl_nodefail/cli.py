@@ -742,14 +742,10 @@ def load_snapshot(
         return snapshot.load_dump(path)
     if from_file:
         return snapshot.load_dump(from_file)
-    from kubectl_nodefail.gather import gather
-
     cluster = conn.cluster()
     try:
-        snap = checked(
-            gather(
-                cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(conn.verbose)
-            )
+        snap = gathered(
+            cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(conn.verbose)
         )
         if warn:
             _warn_unknown_namespaces(cluster, namespaces)
@@ -766,6 +762,17 @@ def _warn_unknown_namespaces(cluster: Any, namespaces: tuple[str, ...]) -> None:
     progress.done()
     for line in unknown_namespaces(cluster, namespaces):
         click.echo(f"warning: {line}", err=True)
+
+
+def gathered(cluster: Any, **options: Any) -> Any:
+    """gather()'s snapshot of the live cluster for the analysis, checked(): its pods are cut
+    to the dump schema as their pages arrive, not once all are read (a 1,000-node outage's
+    pods and their owners' other pods, held whole, were most of diagnose's memory)."""
+    from kubectl_nodefail import dumpschema
+    from kubectl_nodefail.gather import gather
+
+    cluster.shape["Pod"] = dumpschema.cut_live
+    return checked(gather(cluster, **options))
 
 
 def checked(snap: Any) -> Any:
@@ -1421,10 +1428,8 @@ def _make_plan(
     if from_file:
         snap = snapshot.load_dump(from_file)
     else:
-        from kubectl_nodefail.gather import gather
-
         try:
-            snap = checked(gather(cluster, only_nodes=opts.only_nodes, progress=_progress(verbose)))
+            snap = gathered(cluster, only_nodes=opts.only_nodes, progress=_progress(verbose))
         finally:
             progress.done()
     uids = {n["metadata"]["name"]: str(n["metadata"].get("uid") or "") for n in snap.nodes}

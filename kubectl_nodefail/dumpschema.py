@@ -494,6 +494,12 @@ def check_items(items: list[Any]) -> None:
             raise BadInputError(f"items[{index}] must be an object, not {_json_type(item)}")
 
 
+def cut_live(item: Obj) -> Obj:
+    """One object read from the API server, as take_live takes it (for a list's items as its
+    pages arrive: kube.Cluster.shape)."""
+    return take_live([item])[0]
+
+
 def take_live(objects: list[Obj]) -> list[Obj]:
     """Objects read from the API server, held to the same schema and cut the same way: the
     analysis sees one shape whichever way its input came. A wrong type is a malformed answer

@@ -133,6 +133,10 @@ class Cluster:
             else ""
         )
         self.sleep: Callable[[float], None] = time.sleep  # replaced by tests
+        # Per kind, what each listed item of it goes through as its page arrives (after trim,
+        # before keep): the analysis cuts pods to the fields it reads here (cli.gathered), so
+        # a big outage's pods are never held whole; a dump keeps them as they are.
+        self.shape: dict[str, Callable[[Obj], Obj]] = {}
         self._pool = self._conn.pool
         _quiet_insecure_warning()
         self._user_agent = f"kubectl-nodefail/{__version__}"
@@ -448,8 +452,11 @@ class Cluster:
         **query: Any,
     ) -> list[Obj]:
         """All items of a list, page by page; each item gets its `kind` (lists omit it) and is
-        trimmed (see `trim`) as its page arrives. `keep` may drop items (return None) or
-        slim them, so memory follows what is kept, not the list. Retried as `_read_list` says."""
+        trimmed (see `trim`) and shaped (`self.shape`) as its page arrives. `keep` may drop items
+        (return None) or slim them, so memory follows what is kept, not the list. Retried as
+        `_read_list` says."""
+
+        shape = self.shape.get(kind)
 
         def read(pages: list[int]) -> list[Obj]:
             items: list[Obj] = []
@@ -459,7 +466,8 @@ class Cluster:
                     if not isinstance(item, dict):
                         continue
                     item.setdefault("kind", kind)
-                    kept = keep(trim(item)) if keep else trim(item)
+                    item = shape(trim(item)) if shape else trim(item)
+                    kept = keep(item) if keep else item
                     if kept is not None:
                         items.append(kept)
             return items

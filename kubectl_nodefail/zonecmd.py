@@ -83,11 +83,9 @@ def remediate(args: ZoneArgs, conn: Any, verbose: int) -> int:
                 if args.from_file:
                     snap = snapshot.load_dump(args.from_file)
                 else:
-                    from kubectl_nodefail.gather import gather
-
                     cluster = conn.cluster()
                     try:
-                        snap = cli.checked(gather(cluster, progress=cli._progress(verbose)))
+                        snap = cli.gathered(cluster, progress=cli._progress(verbose))
                     finally:
                         progress.done()
                 scope = zoneplan.in_scope(snap.nodes, args.zone, parsed)
