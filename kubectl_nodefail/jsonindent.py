@@ -86,18 +86,12 @@ def _scalar(value: Any) -> str | None:
 
 
 def _key(key: Any) -> str:
-    """A key that is not a string, as json's encoder turns it into one."""
-    if isinstance(key, float):
-        return _float(key)
-    if key is True:
-        return "true"
-    if key is False:
-        return "false"
-    if key is None:
-        return "null"
-    if isinstance(key, int):
-        return int.__repr__(key)
-    raise _Unsupported  # json: "keys must be str, int, float, bool or None"
+    """A key that is not a string, as json's encoder turns it into one: the text of the
+    number, boolean or null (json: "keys must be str, int, float, bool or None")."""
+    text = _scalar(key)
+    if text is None:
+        raise _Unsupported
+    return text
 
 
 def _any(value: Any, out: list[str], newline: str, spill: Spill | None) -> None:
