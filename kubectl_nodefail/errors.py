@@ -14,7 +14,8 @@ from enum import IntEnum
 class Exit(IntEnum):
     """Exit codes. Stable: runbooks branch on them."""
 
-    OK = 0  # diagnose: nothing wrong; remediate: every step done (or, as a plan, runnable)
+    # diagnose: nothing wrong; remediate: every change done, waits listed (or, as a plan, runnable)
+    OK = 0
     INTERNAL = 1  # a bug in the tool
     USAGE = 2  # bad flags or arguments (click's own code)
     PROBLEMS_FOUND = 3  # diagnose: failed nodes or stuck pods were found

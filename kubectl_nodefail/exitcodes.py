@@ -26,11 +26,11 @@ class Code(NamedTuple):
 TABLE: tuple[Code, ...] = (
     Code(
         Exit.OK,
-        "nothing wrong (diagnose), every step done or, as a plan, runnable (remediate), "
-        "done (the others)",
+        "nothing wrong (diagnose), every change done, waits listed, or, as a plan, runnable "
+        "(remediate), done (the others)",
         own=(
             ("diagnose", "nothing wrong"),
-            ("remediate", "every step done (or, as a plan, runnable)"),
+            ("remediate", "every change done, waits listed (or, as a plan, runnable)"),
             ("dump", "the dump was written"),
             ("version", "printed (also when the server cannot be reached: it says why)"),
             ("rbac", "printed"),
