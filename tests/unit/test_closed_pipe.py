@@ -97,3 +97,31 @@ def test_the_watch_stops_once_its_reader_left(monkeypatch: pytest.MonkeyPatch) -
     code = run(load, _show, 1.0, out, err, tty=False, title="t", sleep=polls.append, max_polls=50)
     assert code == 3
     assert len(written) == 1 and polls == []  # stopped right after its first block
+
+
+def test_a_write_interrupted_after_its_bytes_went_out_is_not_written_again() -> None:
+    """Ctrl-C handled as the write returns (after the bytes went out): the text is not sent a
+    second time by the flush that follows (a BufferedWriter under it kept and re-sent it: run
+    z2, `--watch`'s last block twice)."""
+    code = (
+        "import os, sys\n"
+        "from kubectl_nodefail import closedpipe\n"
+        "closedpipe.install()\n"
+        "real, calls = os.write, []\n"
+        "def write(fd, data):\n"
+        "    n = real(fd, data)\n"
+        "    calls.append(n)\n"
+        "    if len(calls) == 1:\n"
+        "        raise KeyboardInterrupt\n"
+        "    return n\n"
+        "closedpipe.os.write = write\n"
+        "try:\n"
+        "    sys.stdout.write('block\\n' * 3)\n"
+        "except KeyboardInterrupt:\n"
+        "    sys.stdout.flush()\n"
+        "sys.stdout.write('after\\n')\n"
+        "sys.stdout.flush()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "block\n" * 3 + "after\n"
