@@ -240,11 +240,17 @@ def _recorded_without_status(cp: ControlPlane, plugin: Plugin, node: str) -> Pat
 
 
 def _dumped_ready(dump: Path, node: str) -> bool:
+    conditions = (_dumped(dump, "Node", node).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" for c in conditions)
+
+
+def _dumped(dump: Path, kind: str, name: str, namespace: str = "") -> Any:
+    """One object of a dump file, as the dump holds it."""
     for item in json.loads(dump.read_text())["items"]:
-        if item.get("kind") == "Node" and item["metadata"]["name"] == node:
-            conditions = (item.get("status") or {}).get("conditions") or []
-            return any(c.get("type") == "Ready" for c in conditions)
-    raise AssertionError(f"{node} is not in its dump {dump}")
+        meta = item["metadata"]
+        if (item.get("kind"), meta["name"], meta.get("namespace", "")) == (kind, name, namespace):
+            return item
+    raise AssertionError(f"{kind} {namespace}/{name} is not in its dump {dump}")
 
 
 @dataclass
@@ -423,12 +429,17 @@ def test_not_tainted_yet_while_the_zone_queue_waits(slow_tainting: ControlPlane)
     )
     assert len(first) == 1, first  # one token: the other waits 50 s
     late = next(n for n in failing if n not in first)
-    plugin.record("eviction-rate-limited", "two nodes fail at once, 0.02 nodes/s", "one tainted")
-    code, d = plugin.diagnose_json("-n", NS)
-    assert UNREACHABLE not in taint_keys(cp, late)  # still in the queue while diagnosing
+    dump = plugin.record(
+        "eviction-rate-limited", "two nodes fail at once, 0.02 nodes/s", "one tainted"
+    )
+    # Judged on the dump (a live diagnosis under two suites came after the next token, run z1)
+    late_node = _dumped(dump, "Node", late)
+    taints = {(t["key"], t["effect"]) for t in late_node["spec"].get("taints") or []}
+    assert UNREACHABLE not in taints, f"{late} tainted before the dump was taken"
+    code, d = plugin.diagnose_json("-n", NS, "--from-file", str(dump))
     assert code == 3
-    late_pod = pod_on(cp, NS, f"q-{late[-1]}", late)
-    assert late_pod is not None and not terminating(late_pod)
+    late_pod = _dumped(dump, "Pod", f"q-{late[-1]}", NS)
+    assert late_pod["spec"]["nodeName"] == late and not terminating(late_pod)
     row = _pod(d, NS, f"q-{late[-1]}")
     assert row["timeline"] == (
         "the NoExecute taint is not on the node yet (rate-limited per zone); eviction follows "
