@@ -96,10 +96,16 @@ def load(path: Path) -> Record:
 def records(folder: Path = RECORDS) -> list[Record]:
     """Every record with the metadata header (older files of the folder are kept as they are)."""
     out = []
-    for path in sorted(folder.glob("*.txt")):
+    for path in sorted(folder.glob("*.txt"), key=_in_order):
         if path.read_text().startswith("# run: "):
             out.append(load(path))
     return out
+
+
+def _in_order(path: Path) -> list[int | str]:
+    """A record's place: its name with the numbers in it compared as numbers (2026-12-02-10-x
+    after 2026-12-02-9-w, not before 2026-12-02-2-k)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.name)]
 
 
 def _minutes(seconds: float) -> str:
