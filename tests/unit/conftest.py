@@ -14,6 +14,18 @@ from kubectl_nodefail.snapshot import Snapshot, load_dump
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
+@pytest.fixture(autouse=True)
+def _watchdog_stays_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deadline's watchdog ends a run with os._exit; run in-process (CliRunner) under a
+    loaded machine it once fired and took the pytest-xdist worker with it (run z6 of
+    2026-12-02, test_bad_servers' TLS handshake test). Here it says its line and leaves the
+    exit to the command's own path; the tests that run the real entry point in a process of
+    its own keep os._exit."""
+    from kubectl_nodefail import cli
+
+    monkeypatch.setattr(cli._Watchdog, "leave", staticmethod(lambda code: None))
+
+
 def load(name: str) -> Snapshot:
     return load_dump(str(FIXTURES / f"{name}.json"))
 
