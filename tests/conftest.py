@@ -155,6 +155,8 @@ SLOWEST_UNITS = 12
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Remembers when each unit of work ran (and on which worker): a parallel run's length is
     its busiest worker's, so the summary shows the units and how full each worker was."""
+    if not report.start:  # the report xdist makes up for a test whose worker crashed
+        return
     worker = getattr(getattr(report, "node", None), "gateway", None)
     key = f"{work_group(report.nodeid)}\t{getattr(worker, 'id', '-')}"
     span = _UNITS.setdefault(key, [report.start, report.stop])
