@@ -777,16 +777,18 @@ def gathered(cluster: Any, **options: Any) -> Any:
     from kubectl_nodefail.gather import gather
 
     cluster.shape["Pod"] = dumpschema.cut_live
-    return checked(gather(cluster, **options))
+    return checked(gather(cluster, **options), cut=("pods",))
 
 
-def checked(snap: Any) -> Any:
+def checked(snap: Any, cut: tuple[str, ...] = ()) -> Any:
     """A live snapshot held to the dump schema and cut the same way (dumpschema.take_live):
-    the analysis trusts its input whichever way it came."""
+    the analysis trusts its input whichever way it came. `cut`: lists whose every object
+    was cut as it was read (not cut twice)."""
     from kubectl_nodefail import dumpschema, snapshot
 
     for name in snapshot.LISTS:
-        setattr(snap, name, dumpschema.take_live(getattr(snap, name)))
+        if name not in cut:
+            setattr(snap, name, dumpschema.take_live(getattr(snap, name)))
     return snap
 
 
@@ -1324,10 +1326,7 @@ def remediate(
             if confirm
             else planfile.document(plan, counts)
         )
-        if output == "json":
-            render.write_json(data, sys.stdout)
-        else:
-            click.echo(render.as_yaml(data), nl=False)
+        render.write_data(data, output, sys.stdout)
     else:
         plan_text = render.plan_table(
             plan, confirm, wide=output == "wide", interrupted=stopped, width=fit.width(sys.stdout)

@@ -570,6 +570,8 @@ def _waiting_for_attach(
         pod = reader.optional("pods", lambda: cluster.get(kube.pod_path(*key)), None)
         if pod is not None:
             pod.setdefault("kind", "Pod")
+            shape = cluster.shape.get("Pod")  # as the listed pods are (kube.Cluster.shape)
+            pod = shape(kube.trim(pod)) if shape else pod
         return pod
 
     return {p["metadata"]["uid"]: p for p in kube.parallel(read, wanted) if p}

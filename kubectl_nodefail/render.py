@@ -91,6 +91,15 @@ def write_json(data: Any, out: TextIO) -> None:
     out.flush()
 
 
+def write_data(data: Any, output: str, out: TextIO) -> None:
+    """`-o json` (in chunks) or `-o yaml` of data, written to `out`."""
+    if output == "json":
+        write_json(data, out)
+    else:
+        out.write(as_yaml(data))
+        out.flush()
+
+
 def as_yaml(data: Any) -> str:
     import yaml
 

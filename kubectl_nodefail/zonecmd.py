@@ -141,10 +141,7 @@ def remediate(args: ZoneArgs, conn: Any, verbose: int) -> int:
     if args.output in ("json", "yaml"):
         data = render.plan_data(plan, args.confirm, counts, interrupted=stopped)
         data["zone"] = zoneview.data(view)
-        if args.output == "json":
-            render.write_json(data, sys.stdout)
-        else:
-            click.echo(render.as_yaml(data), nl=False)
+        render.write_data(data, args.output, sys.stdout)
     else:
         from kubectl_nodefail import color
 
