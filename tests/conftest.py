@@ -133,15 +133,40 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         def _split_scope(self, nodeid: str) -> str:
             return work_group(nodeid)
 
+        def remove_node(self, node: Any) -> str | None:
+            """A worker that died: xdist (3.8) would queue again every unit the worker was
+            ever given, finished ones too, and the test that killed it. A finished unit handed
+            out is an empty send: the worker that takes it keeps waiting on its last test, and
+            so does the run, for ever (run z6 hung at 95 %). The test that killed one worker
+            can kill the next. So only unfinished units go back, first in the queue, without
+            the test that crashed (xdist reports that one failed). Upstream: pytest-xdist
+            issues 1323, 1378 and pull request 1371."""
+            workload = self.assigned_work.pop(node)
+            unfinished = [(s, unit) for s, unit in workload.items() if not all(unit.values())]
+            if not unfinished:
+                return None
+            crashed = next(nodeid for nodeid, done in unfinished[0][1].items() if not done)
+            unfinished[0][1][crashed] = True
+            for scope, unit in reversed(unfinished):
+                if not all(unit.values()):
+                    self.workqueue[scope] = unit
+                    self.workqueue.move_to_end(scope, last=False)
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return crashed
+
         def _reschedule(self, node: Any) -> None:
             if node.shutting_down:
                 return
             if not self.workqueue:
                 node.shutdown()
                 return
-            if self._pending_of(self.assigned_work[node]) > 1:
-                return
-            self._assign_work_unit(node)
+            # A worker keeps its last test until it knows what comes next: one test left
+            # (or none, a worker just started) is when it needs another unit, and a unit of
+            # one test leaves it there still (pytest-xdist issue 1327: a replacement worker
+            # given one test waited for ever).
+            while self.workqueue and self._pending_of(self.assigned_work[node]) <= 1:
+                self._assign_work_unit(node)
 
     config.option.loadscopereorder = False  # keep the order chosen, not "most tests first"
     return UnitScheduling(config, log)

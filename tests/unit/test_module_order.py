@@ -109,3 +109,32 @@ def test_a_parallel_run_keeps_each_module_on_one_worker(suite: pytest.Pytester) 
     assert sorted(workers) == [f"{m}.py" for m in MODULES]
     assert all(len(w) == 1 for w in workers.values()), workers
     assert len(set().union(*workers.values())) > 1  # and the modules were spread
+
+
+def test_a_worker_that_dies_leaves_the_run_to_finish_the_rest(pytester: pytest.Pytester) -> None:
+    """A worker dies after finishing units of its own (run z6 hung at 95 %): the run still
+    ends, the test that killed it is reported failed once and not run again, and every other
+    test runs exactly once."""
+    pytester.makeconftest(ORDERING)
+    pytester.makeini("[pytest]\nmarkers =\n    session_start: x\n    session_end: x\n")
+    quick = "def test_a(): pass\ndef test_b(): pass\ndef test_c(): pass\n"
+    pytester.makepyfile(
+        test_m0="import time\n" + "".join(f"def test_{n}(): time.sleep(1)\n" for n in "abcd"),
+        test_m1=quick,
+        test_m2=quick,
+        test_m3=quick,
+        test_m4="import os\ndef test_a(): pass\ndef test_b(): os._exit(3)\ndef test_c(): pass\n",
+        test_m5=quick,
+        test_m6=quick,
+    )
+    result = pytester.runpytest_subprocess("-n", "2", "-v", "-p", "no:cacheprovider", timeout=120)
+    outcomes = [
+        (line.split()[-1], line.split()[-2])
+        for line in result.outlines
+        if line.startswith("[gw") and line.split()[-2] in ("PASSED", "FAILED")
+    ]
+    ran = [nodeid for nodeid, _ in outcomes]
+    assert sorted(ran) == sorted(set(ran)), ran  # nothing twice
+    assert [n for n, outcome in outcomes if outcome == "FAILED"] == ["test_m4.py::test_b"]
+    assert len(ran) == 4 + 3 * 6
+    result.assert_outcomes(passed=21, failed=1)
