@@ -28,6 +28,8 @@ from typing import Any, ClassVar
 import urllib3
 import yaml
 
+from tests.e2e import reaper
+
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "hack" / "build-control-plane.sh"
 CLUSTER_NAME = "nodefail-e2e"
@@ -151,6 +153,7 @@ class ControlPlane:
         self._kwok_lock = threading.Lock()
         self._kwok_configs: dict[str, Path] = {}  # every kwok ever started here: its stages
         self._server = ""
+        self._reaper: subprocess.Popen[bytes] | None = None
         self.env = {
             **os.environ,
             "KWOK_WORKDIR": str(self.workdir),
@@ -240,6 +243,8 @@ componentsPatches:
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self._reaper is None:  # stops all this if this process dies before `stop`
+            self._reaper = reaper.start(self._reaper_order())
         (self.workdir / "audit-policy.yaml").write_text(
             "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n"
             "- level: Metadata\n  verbs: [create, update, patch, delete, deletecollection]\n"
@@ -324,18 +329,31 @@ componentsPatches:
             if self.logdir.exists():
                 shutil.copytree(self.logdir, keep_logs_to, dirs_exist_ok=True)
         self._delete_cluster()
+        if self._reaper is not None:
+            reaper.stand_down(self._reaper)
+            self._reaper = None
+
+    _DELETE = ("delete", "cluster", "--name", CLUSTER_NAME, "--kubeconfig")
 
     def _delete_cluster(self) -> None:
         """kwokctl's delete of this cluster (it must not touch a kubeconfig: none is given)."""
-        self._run_kwokctl(
-            "delete",
-            "cluster",
-            "--name",
-            CLUSTER_NAME,
-            "--kubeconfig",
-            str(self.workdir / "no-kubeconfig"),
-            check=False,
-        )
+        self._run_kwokctl(*self._DELETE, str(self.workdir / "no-kubeconfig"), check=False)
+
+    def _reaper_order(self) -> dict[str, Any]:
+        """What tests/e2e/reaper.py does if this process dies before `stop`: delete the
+        cluster, kill what names the folder, keep the logs (the death failed a test)."""
+        logs = Path(os.environ.get("NODEFAIL_E2E_LOGS", REPO / ".e2e-logs"))
+        return {
+            "delete": [
+                str(self.bindir / "kwokctl"),
+                *self._DELETE,
+                str(self.workdir / "no-kubeconfig"),
+            ],
+            "env": self.env,
+            "workdir": str(self.workdir),
+            "keep_logs_from": [str(self.cluster_dir / "logs"), str(self.logdir)],
+            "keep_logs_to": str(logs / f"{self.workdir.name}-owner-died"),
+        }
 
     def _run_kwokctl(self, *args: str, check: bool = True) -> None:
         proc = subprocess.run(
