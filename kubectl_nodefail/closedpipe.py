@@ -1,11 +1,14 @@
-"""Standard output whose reader went away (`kubectl nodefail diagnose -o json | head`).
+"""Standard output or error whose reader went away (`kubectl nodefail diagnose -o json | head`,
+a runbook's logger that died before the command).
 
 Python ignores SIGPIPE (so that a dropped API connection is an error to report, not a silent
 death), which turns a reader that stops early into a BrokenPipeError at the next write: an
 "internal error" and exit 1 for what is an ordinary shell pipeline. kubectl dies of SIGPIPE
 there, silently. Here the rest of the output is dropped instead, silently too, and the command
 ends with its own exit code (a diagnosis that found problems still exits 3). A loop that only
-writes (`diagnose --watch` into a pipe) asks `gone()` and stops.
+writes (`diagnose --watch` into a pipe) asks `gone()` and stops. Standard error is treated the
+same way: its lines (progress, the one-line error) dropped, the exit code kept; a closed
+standard error does not stop a watch whose output is still read.
 """
 
 from __future__ import annotations
@@ -14,17 +17,18 @@ import errno
 import io
 import os
 import sys
+from typing import TextIO
 
-_gone = False
+_gone: set[int] = set()  # the file descriptors whose reader went away
 
 
-def gone() -> bool:
-    """True once a write to standard output found its reader gone."""
-    return _gone
+def gone(fd: int = 1) -> bool:
+    """True once a write to standard output (or the given descriptor) found its reader gone."""
+    return fd in _gone
 
 
 class _DropWhenClosed(io.FileIO):
-    """File descriptor 1 that, once a write fails with EPIPE, points it at /dev/null (so that
+    """File descriptor 1 or 2 that, once a write fails with EPIPE, points it at /dev/null (so that
     no later write, nor the interpreter's last flush, fails) and reports every write done.
 
     It writes all it is given before it returns, and stands directly under the text layer, with
@@ -35,16 +39,16 @@ class _DropWhenClosed(io.FileIO):
     repeated."""
 
     def write(self, data: object) -> int:
-        global _gone
+        fd = self.fileno()
         view = memoryview(data).cast("B")  # type: ignore[arg-type]
         size = len(view)
         try:
-            while view and not _gone:
-                view = view[os.write(self.fileno(), view) :]
+            while view and fd not in _gone:
+                view = view[os.write(fd, view) :]
         except OSError as exc:
             if exc.errno != errno.EPIPE:
                 raise
-            _gone = True
+            _gone.add(fd)
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, self.fileno())
             os.close(null)
@@ -52,21 +56,26 @@ class _DropWhenClosed(io.FileIO):
 
 
 def install() -> None:
-    """Put standard output on _DropWhenClosed, keeping its encoding and line buffering.
-    Only the process's real standard output: a test runner's captured stream stays as it is."""
-    out = sys.stdout
-    if out is None or out is not sys.__stdout__ or not isinstance(out, io.TextIOWrapper):
-        return
+    """Put standard output and standard error on _DropWhenClosed, keeping their encoding,
+    error handler and line buffering. Only the process's real streams: a test runner's
+    captured ones stay as they are."""
+    sys.stdout = _dropping(sys.stdout, sys.__stdout__)
+    sys.stderr = _dropping(sys.stderr, sys.__stderr__)
+
+
+def _dropping(stream: TextIO | None, real: TextIO | None) -> TextIO | None:
+    if stream is None or stream is not real or not isinstance(stream, io.TextIOWrapper):
+        return stream
     try:
-        fd = out.fileno()
+        fd = stream.fileno()
     except (OSError, ValueError):
-        return
-    out.flush()
-    sys.stdout = io.TextIOWrapper(
+        return stream
+    stream.flush()
+    return io.TextIOWrapper(
         _DropWhenClosed(fd, "w", closefd=False),
-        encoding=out.encoding,
-        errors=out.errors,
+        encoding=stream.encoding,
+        errors=stream.errors,
         newline=None,
-        line_buffering=out.line_buffering,
+        line_buffering=stream.line_buffering,
         write_through=True,
     )

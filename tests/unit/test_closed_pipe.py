@@ -1,7 +1,9 @@
 """A reader that stops early (`diagnose -o json | head`): the rest of the output is dropped
 silently and the command ends with its own exit code, never "internal error" and exit 1
 (closedpipe.py). In real processes, with their standard output a pipe whose read end is closed
-before the first write; `--watch` into such a pipe stops after the block that found it gone."""
+before the first write; `--watch` into such a pipe stops after the block that found it gone.
+The same for standard error (a runbook's logger gone): its lines dropped, the output and the
+exit code as with a reader."""
 
 from __future__ import annotations
 
@@ -61,6 +63,33 @@ def test_every_command_into_a_closed_pipe(args: list[str], code: int | None) -> 
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["diagnose", "--from-file", DUMP],  # problems found: 3, progress on stderr
+        ["diagnose", "--from-file", DUMP, "-o", "json"],
+        ["diagnose", "--demo"],
+        ["diagnose", "--from-file", "/nonexistent/dump.json"],  # the one-line error: 13
+        ["remediate", "--from-file", DUMP],
+        ["diagnose", "--no-such-flag"],  # usage: 2
+        ["dump", "-f", "/nonexistent-folder/x.json"],  # an output path refused: 2
+    ],
+)
+def test_a_closed_standard_error_changes_neither_the_output_nor_the_exit_code(
+    args: list[str],
+) -> None:
+    command = [sys.executable, "-m", "kubectl_nodefail", *args]
+    with_reader = subprocess.run(command, capture_output=True, text=True)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stderr.close()  # nobody reads standard error
+    out = proc.stdout.read()
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == with_reader.returncode
+    assert with_reader.returncode not in (0, 1) or args[0] == "remediate"
+    assert out == with_reader.stdout
+
+
 def test_a_big_output_is_cut_by_its_reader_without_an_error() -> None:
     """Many writes after the reader left: `head -c 100` of a long JSON."""
     code = (
@@ -89,7 +118,7 @@ def test_the_watch_stops_once_its_reader_left(monkeypatch: pytest.MonkeyPatch) -
 
     def write(text: str) -> int:
         written.append(text)
-        monkeypatch.setattr(closedpipe, "_gone", True)  # as the first write found it
+        monkeypatch.setattr(closedpipe, "_gone", {1})  # as the first write found it
         return len(text)
 
     monkeypatch.setattr(out, "write", write)
