@@ -80,6 +80,11 @@ KARPENTER_UNHEALTHY_PERCENT = 20
 # at exactly its termination time, and every 5 min while blocked; 6 min past due without the
 # NodeClaim being deleted means it did not act.
 KARPENTER_OVERDUE_SECONDS = 6 * 60
+# The same for a MachineHealthCheck or a NodeHealthCheck: each requeues a node whose condition
+# has not yet lasted its timeout for the moment it will have (Cluster API's MHC reconciler:
+# requeueAfter the earliest next check; Medik8s' checkNodeConditions -> updateRequeueAfter), and
+# acts in that reconcile. 6 min past due with nothing recorded means its controller did not act.
+HEALTH_CHECK_OVERDUE_SECONDS = 6 * 60
 # Its event while repair is blocked, and how long one counts as "blocked now": republished on
 # the 5 min requeue once its 15 min deduplication has passed (health/controller.go, events.go).
 KARPENTER_REPAIR_BLOCKED = "NodeRepairBlocked"
@@ -101,7 +106,7 @@ STOPPED = "stopped"  # it will start no remediation now (short-circuit, paused, 
 NOT_MATCHING = "not-matching"  # none of its unhealthy conditions matches the node now
 UNKNOWN = "unknown"  # linked to an automation object this snapshot does not hold
 WATCHING = "watching"  # covers the node, acts on what the API does not show (no time known)
-OVERDUE = "overdue"  # its time is long past and it has not acted: probably not enabled
+OVERDUE = "overdue"  # its time is long past and it has not acted: probably not running
 
 
 @dataclass
@@ -393,6 +398,23 @@ def _mhc_state(
             )
         )
         return STOPPED, None
+    checked = _condition(machine, "HealthCheckSucceeded")
+    template = _mhc_template(mhc)
+    if template and checked is not None and checked.get("status") == "False":
+        since = parse_time(checked.get("lastTransitionTime"))
+        claims.append(
+            claim(
+                "automation-acting",
+                "automation",
+                f"{who} found it unhealthy"
+                + (f" at {_when(since, now)}" if since else "")
+                + f" (Machine HealthCheckSucceeded False, {checked.get('reason', '')}) and "
+                f"hands its remediation to {template}: an external remediation request",
+                fact("Machine", machine, "status.conditions[type=HealthCheckSucceeded].status"),
+                fact("Machine", machine, "status.conditions[type=HealthCheckSucceeded].reason"),
+            )
+        )
+        return ACTING, since
     rules, path, timeout_key = _mhc_rules(mhc)
     return _timed(
         node,
@@ -405,7 +427,23 @@ def _mhc_state(
         who,
         "marks the Machine for replacement",
         rules_path=path,
+        unrecorded=(
+            "the Machine records no remediation",
+            [fact("Machine", machine, "status.conditions[type=OwnerRemediated].status")],
+        ),
     )
+
+
+def _mhc_template(mhc: Obj) -> str:
+    """The remediation template an MHC hands unhealthy Machines to ("" for none: their owner
+    replaces them): v1beta2 `spec.remediation.templateRef`, v1beta1 `spec.remediationTemplate`."""
+    spec = mhc.get("spec") or {}
+    remediation = spec.get("remediation")
+    ref_ = (remediation or {}).get("templateRef") if isinstance(remediation, dict) else None
+    ref_ = ref_ or spec.get("remediationTemplate")
+    if not isinstance(ref_, dict) or not ref_.get("kind"):
+        return ""
+    return f"{ref_.get('kind')} {ref_.get('name', '')}".strip()
 
 
 def _mhc_rules(mhc: Obj) -> tuple[list[Obj], str, str]:
@@ -462,8 +500,10 @@ def _timed(
     deed: str,
     default_rules: bool = False,
     rules_path: str = "spec.unhealthyConditions",
+    unrecorded: tuple[str, list[Premise]] = ("", []),
 ) -> tuple[str, datetime | None]:
-    """The SCHEDULED / DUE / NOT_MATCHING claim from an automation's unhealthy conditions."""
+    """The SCHEDULED / DUE / OVERDUE / NOT_MATCHING claim from an automation's unhealthy
+    conditions. `unrecorded`: the words and facts saying that no remediation is recorded."""
     found = _matches(node, rules, timeout_key)
     if not found:
         watched = ", ".join(f"{r.get('type')}={r.get('status')}" for r in rules) or "nothing"
@@ -482,6 +522,29 @@ def _timed(
     first = found[0]
     rule_premises = [] if default_rules else [_rules_fact(kind, auto, rules_path)]
     default_note = " (the CRD's default conditions)" if default_rules else ""
+    late = (now - first.at).total_seconds()
+    if late > HEALTH_CHECK_OVERDUE_SECONDS:
+        none_words, none_facts = unrecorded
+        text = (
+            f"{who} has not acted {timedelta(seconds=round(late))} after its timeout "
+            f"({first.type}={first.status} for {timedelta(seconds=first.seconds)}"
+            f"{default_note}) passed at {format_time(first.at)}: "
+            f"{none_words or 'it records no remediation'}, where its controller acts at the "
+            "moment the timeout ends; its controller is probably not running, or it is "
+            "paused or skipping remediation (its Events may say why); remediate does not "
+            "wait for it"
+        )
+        claims.append(
+            claim(
+                "automation-overdue",
+                "automation",
+                text,
+                *_node_premises(node, first),
+                *rule_premises,
+                *none_facts,
+            )
+        )
+        return OVERDUE, first.at
     if first.at <= now:
         text = (
             f"its timeout ({first.type}={first.status} for {timedelta(seconds=first.seconds)}"
@@ -594,6 +657,10 @@ def _nhc_state(
         who,
         f"creates {remedy}",
         default_rules=default,
+        unrecorded=(
+            "no remediation of the node is recorded",
+            [fact("NodeHealthCheck", nhc, f"status.unhealthyNodes[name={name}].remediations")],
+        ),
     )
 
 

@@ -55,7 +55,7 @@ KINDS = {
     "automation-scheduled": "when the automation acts if the node stays as it is",
     "automation-stopped": "the automation starts no remediation now (short-circuit, paused)",
     "automation-not-matching": "none of its unhealthy conditions matches the node now",
-    "automation-overdue": "its time passed long ago and it has not acted: probably not enabled",
+    "automation-overdue": "its time passed long ago and it has not acted: not waited for",
 }
 
 

@@ -511,3 +511,91 @@ def test_an_old_repair_blocked_event_proves_repair_is_on_and_overdue_says_so() -
         (cov,) = next(n for n in report.nodes if n.name == KARP_NODE).automation
         assert cov.state == state and words in cov.summary, cov.summary
         assert not premises.check(doc, render.report_data(report))
+
+
+# --- a health check whose timeout passed long ago and that records nothing: its controller does
+# not act (not running, paused, skipping), so nothing is waited for; one that handed the Machine
+# to an external remediation is acting. Generated around the recorded MHC and NHC.
+
+
+def _down_for(doc: dict[str, Any], node_name: str, down: int) -> None:
+    captured = parse_time(doc["capturedAt"])
+    assert captured is not None
+    node = next(
+        i for i in doc["items"] if i["kind"] == "Node" and i["metadata"]["name"] == node_name
+    )
+    for cond in node["status"]["conditions"]:
+        if cond["type"] == "Ready":
+            since = captured - timedelta(seconds=down)
+            cond["lastTransitionTime"] = since.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _lateness_state(down: int, timeout: int) -> str:
+    late = down - timeout
+    return "scheduled" if late < 0 else "due" if late <= 360 else "overdue"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kind=st.sampled_from(["mhc-v1beta1", "mhc-v1beta2", "nhc"]),
+    down=st.integers(0, 3 * 3600),
+    timeout=st.integers(1, 3600),
+    template=st.booleans(),
+    checked=st.booleans(),
+)
+def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
+    kind: str, down: int, timeout: int, template: bool, checked: bool
+) -> None:
+    if kind == "nhc":
+        raw = json.loads((FIXTURES / "automation-nhc-scheduled.json").read_text())
+        doc = _nhc_neighbour(raw, ("minHealthy", "0"), 3, 3, "Enabled", timeout, False)
+        node_name = "auto-nhc"
+    else:
+        raw = json.loads((FIXTURES / "automation-mhc-scheduled.json").read_text())
+        doc = _mhc_in(raw, kind == "mhc-v1beta2", timeout, "100%", True)
+        node_name = "auto-mhc"
+        mhc = next(i for i in doc["items"] if i["kind"] == "MachineHealthCheck")
+        if template:
+            ref = {"kind": "AWSRemediationTemplate", "name": "reboot", "apiVersion": "x/v1"}
+            if kind == "mhc-v1beta2":
+                mhc["spec"]["remediation"]["templateRef"] = ref
+            else:
+                mhc["spec"]["remediationTemplate"] = ref
+        if checked:  # the MHC found the Machine unhealthy (and, without a template, no more)
+            machine = next(i for i in doc["items"] if i["kind"] == "Machine")
+            machine.setdefault("status", {}).setdefault("conditions", []).append(
+                {
+                    "type": "HealthCheckSucceeded",
+                    "status": "False",
+                    "reason": "UnhealthyNode",
+                    "lastTransitionTime": doc["capturedAt"],
+                }
+            )
+    _down_for(doc, node_name, down)
+    captured = parse_time(doc["capturedAt"])
+    assert captured is not None
+    report = diagnose(from_items(copy.deepcopy(doc["items"]), captured, source="g"), captured)
+    finding = next(n for n in report.nodes if n.name == node_name)
+    (cov,) = finding.automation
+    assert not premises.check(doc, render.report_data(report))
+    external = kind != "nhc" and template and checked
+    want = "acting" if external else _lateness_state(down, timeout)
+    assert cov.state == want, cov.summary
+    if want == "acting":
+        assert "AWSRemediationTemplate reboot" in cov.summary
+    if want == "overdue":
+        assert "has not acted" in cov.summary and "does not wait for it" in cov.summary
+        fields = {p.field for c in cov.claims for p in c.because}
+        nothing = (
+            "status.conditions[type=OwnerRemediated].status"
+            if kind != "nhc"
+            else f"status.unhealthyNodes[name={node_name}].remediations"
+        )
+        assert nothing in fields  # "records nothing" rests on the field that would say it
+    opts = Options(attested=(node_name,), only_nodes=(node_name,))
+    step = next(s for s in make_plan(report, opts).steps if s.target == f"node/{node_name}")
+    backs = automation.stands_back(cov, captured, 120.0)
+    assert backs is (
+        want in ("acting", "due") or (want == "scheduled" and timeout - down <= 120)
+    )
+    assert step.allowed is not backs
