@@ -96,6 +96,9 @@ CA_DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"
 # --scale-down-unready-time's default (cluster-autoscaler/main.go): the flag is not visible
 # through the API, so a claim using it says so.
 CA_SCALE_DOWN_UNREADY_SECONDS = 20 * 60
+# It scans every --scan-interval (10 s by default): 6 min past that time with the node still
+# there and not being removed, it is not acting on it (the same margin as the health checks').
+CA_OVERDUE_SECONDS = 6 * 60
 KINDS = ("Machine", "MachineHealthCheck", "NodeHealthCheck", "NodeClaim")
 
 # States, in the order they win when one automation says several things.
@@ -1034,6 +1037,18 @@ def _autoscaler(node: Obj, now: datetime) -> Coverage | None:
         return None
     at = shifted(since, CA_SCALE_DOWN_UNREADY_SECONDS)
     premise = fact("Node", node, f"spec.taints[key={CA_DELETION_CANDIDATE}].value")
+    late = (now - at).total_seconds()
+    if late > CA_OVERDUE_SECONDS:
+        text = (
+            f"cluster-autoscaler has found the node unneeded since {format_time(since)} and has "
+            f"not removed it {timedelta(seconds=round(late))} after the default "
+            f"--scale-down-unready-time (20 min) ended at {format_time(at)}, where it scans "
+            "every 10 s: it is probably not running, or runs with a longer "
+            "--scale-down-unready-time (not visible through the API), or its node group "
+            "cannot shrink; remediate does not wait for it"
+        )
+        cov_claims = [claim("automation-overdue", "automation", text, premise)]
+        return Coverage(CLUSTER_AUTOSCALER, f"Node/{name}", OVERDUE, at, text, cov_claims)
     if at <= now:
         state, text = (
             DUE,

@@ -595,7 +595,49 @@ def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
     opts = Options(attested=(node_name,), only_nodes=(node_name,))
     step = next(s for s in make_plan(report, opts).steps if s.target == f"node/{node_name}")
     backs = automation.stands_back(cov, captured, 120.0)
-    assert backs is (
-        want in ("acting", "due") or (want == "scheduled" and timeout - down <= 120)
+    assert backs is (want in ("acting", "due") or (want == "scheduled" and timeout - down <= 120))
+    assert step.allowed is not backs
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ago=st.integers(0, 3 * 3600), deleting=st.booleans())
+def test_cluster_autoscaler_long_past_its_time_is_overdue_and_not_waited_for(
+    ago: int, deleting: bool
+) -> None:
+    """The DeletionCandidate taint's value is when cluster-autoscaler found the node unneeded;
+    20 min (the default --scale-down-unready-time) later it removes it, scanning every 10 s.
+    A taint 6 min past that with the node still there: it is not acting, not waited for."""
+    doc = json.loads((FIXTURES / "automation-ca-scheduled.json").read_text())
+    captured = parse_time(doc["capturedAt"])
+    assert captured is not None
+    node = next(
+        i for i in doc["items"] if i["kind"] == "Node" and i["metadata"]["name"] == "auto-ca"
     )
+    taint = next(t for t in node["spec"]["taints"] if t["key"] == automation.CA_DELETION_CANDIDATE)
+    taint["value"] = str(int(captured.timestamp()) - ago)
+    if deleting:
+        node["spec"]["taints"].append(
+            {"key": automation.CA_TO_BE_DELETED, "value": taint["value"], "effect": "NoSchedule"}
+        )
+    report = diagnose(from_items(copy.deepcopy(doc["items"]), captured, source="g"), captured)
+    finding = next(n for n in report.nodes if n.name == "auto-ca")
+    (cov,) = finding.automation
+    assert not premises.check(doc, render.report_data(report))
+    late = ago - automation.CA_SCALE_DOWN_UNREADY_SECONDS
+    want = (
+        "acting"
+        if deleting
+        else "scheduled"
+        if late < 0
+        else "due"
+        if late <= automation.CA_OVERDUE_SECONDS
+        else "overdue"
+    )
+    assert cov.state == want, cov.summary
+    if want == "overdue":
+        assert "has not removed it" in cov.summary and "does not wait for it" in cov.summary
+    opts = Options(attested=("auto-ca",), only_nodes=("auto-ca",))
+    step = next(s for s in make_plan(report, opts).steps if s.target == "node/auto-ca")
+    backs = automation.stands_back(cov, captured, 120.0)
+    assert backs is (want in ("acting", "due") or (want == "scheduled" and -late <= 120))
     assert step.allowed is not backs
