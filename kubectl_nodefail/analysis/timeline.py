@@ -409,12 +409,18 @@ def _event_entries(snap: Snapshot, refs: dict[tuple[str, str, str], str]) -> lis
 
 
 def _automation_entries(node: Obj, snap: Snapshot) -> list[Entry]:
-    """When the node's automation started remediating it, or when its timeout fell due."""
+    """When the node's automation started remediating it, or when its timeout fell due (and,
+    overdue, passed without it acting)."""
+    words_of = {
+        automation.ACTING: "remediation started",
+        automation.DUE: "timeout passed",
+        automation.OVERDUE: "timeout passed; it has not acted since",
+    }
     out = []
     for cov in automation.covering(node, snap, snap.captured_at):
-        if cov.at is None or cov.state not in (automation.ACTING, automation.DUE):
+        words = words_of.get(cov.state)
+        if cov.at is None or words is None:
             continue
-        words = "remediation started" if cov.state == automation.ACTING else "timeout passed"
         last = cov.claims[-1]
         source = ", ".join(f"{p.object} {p.field}" for p in last.because[:1])
         out.append(Entry(cov.at, "automation", f"{cov.automation}: {words}", cov.object, source))

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from kubectl_nodefail import render
 from kubectl_nodefail.analysis import automation, premises
 from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.analysis.timeline import node_timeline
 from kubectl_nodefail.plan import Options, make_plan
 from kubectl_nodefail.snapshot import from_items, load_dump, parse_time
 from tests.unit.conftest import FIXTURES
@@ -592,6 +593,9 @@ def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
             else f"status.unhealthyNodes[name={node_name}].remediations"
         )
         assert nothing in fields  # "records nothing" rests on the field that would say it
+        snap = from_items(copy.deepcopy(doc["items"]), captured, source="g")
+        (entry,) = [e for e in node_timeline(snap, node_name) if e.kind == "automation"]
+        assert entry.time == cov.at and "has not acted since" in entry.summary
     opts = Options(attested=(node_name,), only_nodes=(node_name,))
     step = next(s for s in make_plan(report, opts).steps if s.target == f"node/{node_name}")
     backs = automation.stands_back(cov, captured, 120.0)
