@@ -6,12 +6,12 @@ under test is the harness's bookkeeping, not kwok."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.controlplane import ControlPlane
+from tests.e2e.controlplane import ControlPlane, wait_for
 
 DIES_ONCE = """#!/bin/sh
 if [ ! -e "{marker}" ]; then
@@ -25,14 +25,6 @@ ALWAYS_DIES = """#!/bin/sh
 echo "panic: no such stage"
 exit 2
 """
-
-
-def _until(what: str, check: Callable[[], bool], seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {seconds} s: {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -59,7 +51,7 @@ def test_a_kwok_that_died_at_start_is_started_again_and_said(
     config = _kwok(plane, DIES_ONCE.format(marker=tmp_path / "died"))
     plane.start_kubelet("flaky-a", config)
     first = plane.kwoks["flaky-a"]
-    _until("a second kwok runs", lambda: plane.kwoks["flaky-a"] is not first)
+    wait_for("a second kwok runs", lambda: plane.kwoks["flaky-a"] is not first, 20, 0.05)
     second = plane.kwoks["flaky-a"]
     time.sleep(0.5)
     assert second.poll() is None  # the second one lives
@@ -84,6 +76,6 @@ def test_a_kwok_that_keeps_dying_is_left_dead(
 ) -> None:
     config = _kwok(plane, ALWAYS_DIES)
     plane.start_kubelet("flaky-c", config)
-    _until("the revivals end", lambda: "once too often" in capsys.readouterr().out)
+    wait_for("the revivals end", lambda: "once too often" in capsys.readouterr().out, 20, 0.05)
     assert plane.kwoks["flaky-c"].poll() is not None
     assert plane._revivals["flaky-c"] == ControlPlane.KWOK_REVIVALS + 1

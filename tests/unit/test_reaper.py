@@ -11,23 +11,16 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e import reaper
+from tests.e2e.controlplane import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SLEEPER = "import time; time.sleep(600)"
-
-
-def _until(what: str, check: Callable[[], bool], seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {seconds} s: {what}")
-        time.sleep(0.1)
 
 
 def _alive(proc: subprocess.Popen[bytes]) -> bool:
@@ -55,8 +48,9 @@ def _component(started: list[subprocess.Popen[bytes]], argv_path: Path) -> subpr
 
 def _owner(
     started: list[subprocess.Popen[bytes]], order: dict[str, object], stand_down: bool
-) -> subprocess.Popen[bytes]:
-    """A process that starts a reaper and then either stands it down or waits to be killed."""
+) -> tuple[subprocess.Popen[bytes], int]:
+    """A process that starts a reaper and then either stands it down or waits to be killed;
+    with its reaper's pid."""
     script = textwrap.dedent(
         f"""
         import json, sys, time
@@ -73,10 +67,11 @@ def _owner(
         [sys.executable, "-c", script, json.dumps(order)], cwd=REPO, stdout=subprocess.PIPE
     )
     started.append(proc)
-    return proc
+    assert proc.stdout is not None
+    return proc, int(proc.stdout.readline())
 
 
-def _order(tmp_path: Path) -> tuple[dict[str, object], Path]:
+def _order(tmp_path: Path) -> tuple[dict[str, object], Path, Path]:
     workdir = tmp_path / "nodefail-e2e-x-abc"
     (workdir / "clusters" / "logs").mkdir(parents=True)
     (workdir / "clusters" / "logs" / "etcd.log").write_text("etcd said this\n")
@@ -95,33 +90,29 @@ def _order(tmp_path: Path) -> tuple[dict[str, object], Path]:
         "keep_logs_from": [str(workdir / "clusters" / "logs"), str(workdir / "logs")],
         "keep_logs_to": str(tmp_path / "kept"),
     }
-    return order, marker
+    return order, marker, workdir
 
 
 def test_an_owner_that_dies_leaves_nothing_running(
     tmp_path: Path, started: list[subprocess.Popen[bytes]]
 ) -> None:
-    order, marker = _order(tmp_path)
-    workdir = Path(str(order["workdir"]))
+    order, marker, workdir = _order(tmp_path)
     component = _component(started, workdir / "clusters" / "etcd-data")
     neighbour = _component(started, tmp_path / "nodefail-e2e-x-abcd" / "etcd-data")
-    owner = _owner(started, order, stand_down=False)
-    assert owner.stdout is not None
-    reaper_pid = int(owner.stdout.readline())
+    owner, reaper_pid = _owner(started, order, stand_down=False)
     os.kill(owner.pid, signal.SIGKILL)
-    _until("the component is killed", lambda: not _alive(component))
-    _until("the folder is removed", lambda: not workdir.exists())
+    wait_for("the component is killed", lambda: not _alive(component), 30, 0.05)
+    wait_for("the folder is removed", lambda: not workdir.exists(), 30, 0.05)
     assert marker.read_text() == "kwokctl delete"
     kept = tmp_path / "kept"
     assert (kept / "etcd.log").read_text() == "etcd said this\n"
     assert (kept / "kwok-n1.log").read_text() == "kwok said that\n"
     assert _alive(neighbour)  # a folder whose name only starts the same is not this one
-    _until(
-        "the reaper ends", lambda: not Path(f"/proc/{reaper_pid}").exists() or _zombie(reaper_pid)
-    )
+    wait_for("the reaper ends", lambda: _ended(reaper_pid), 30, 0.05)
 
 
-def _zombie(pid: int) -> bool:
+def _ended(pid: int) -> bool:
+    """Gone, or a zombie nobody reaped yet."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
@@ -131,14 +122,11 @@ def _zombie(pid: int) -> bool:
 def test_an_owner_that_stopped_its_control_plane_sends_the_reaper_away(
     tmp_path: Path, started: list[subprocess.Popen[bytes]]
 ) -> None:
-    order, marker = _order(tmp_path)
-    workdir = Path(str(order["workdir"]))
+    order, marker, workdir = _order(tmp_path)
     component = _component(started, workdir / "clusters" / "etcd-data")
-    owner = _owner(started, order, stand_down=True)
-    assert owner.stdout is not None
-    reaper_pid = int(owner.stdout.readline())
-    assert owner.stdout.readline() == b"stood down\n"
-    assert not Path(f"/proc/{reaper_pid}").exists() or _zombie(reaper_pid)
+    owner, reaper_pid = _owner(started, order, stand_down=True)
+    assert owner.stdout is not None and owner.stdout.readline() == b"stood down\n"
+    assert _ended(reaper_pid)
     os.kill(owner.pid, signal.SIGKILL)
     owner.wait()
     time.sleep(1)  # had the reaper stayed, this is when it would act
@@ -152,6 +140,8 @@ def test_only_processes_naming_the_folder_are_found(
     inside = _component(started, folder / "kubeconfig.yaml")
     exact = _component(started, folder)
     longer = _component(started, tmp_path / "nodefail-e2e-y-abcd")
-    _until("the processes start", lambda: len(reaper.processes_naming(str(folder))) == 2)
+    wait_for(
+        "the processes start", lambda: len(reaper.processes_naming(str(folder))) == 2, 30, 0.05
+    )
     assert sorted(reaper.processes_naming(str(folder))) == sorted([inside.pid, exact.pid])
     assert longer.pid not in reaper.processes_naming(str(folder))
