@@ -163,7 +163,15 @@ class PluginGroup(click.Group):
         closedpipe.install()  # `| head`: the rest dropped, the command's own exit code
         kwargs.setdefault("prog_name", program_name())
         kwargs.setdefault("complete_var", completion.COMPLETE_VAR)
-        return super().main(*args, **kwargs)
+        try:
+            return super().main(*args, **kwargs)
+        except SystemExit as end:
+            why = closedpipe.output_failed()  # a full disk under `> file`: not a bug
+            if why is None:
+                raise
+            progress.done()
+            click.echo(f"error: {why}: the output is incomplete", err=True)
+            raise SystemExit(int(Exit.USAGE)) from end
 
     # A usage error of any command (an unknown option or command, a missing or invalid value,
     # options that exclude each other) leaves the group as one line: the two places click

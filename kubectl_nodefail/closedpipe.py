@@ -9,6 +9,12 @@ ends with its own exit code (a diagnosis that found problems still exits 3). A l
 writes (`diagnose --watch` into a pipe) asks `gone()` and stops. Standard error is treated the
 same way: its lines (progress, the one-line error) dropped, the exit code kept; a closed
 standard error does not stop a watch whose output is still read.
+
+A write that fails otherwise (a full disk: `diagnose > /mnt/full/out.txt`) is not the reader's
+choice: the rest is dropped the same way (no traceback, no half-done run: remediate carries
+on with what it was doing, its trail records it), and the command ends with the usage code 2
+("an output that cannot be written") and one line saying so; standard error failing that way
+changes nothing but its own lines.
 """
 
 from __future__ import annotations
@@ -19,12 +25,20 @@ import os
 import sys
 from typing import TextIO
 
-_gone: set[int] = set()  # the file descriptors whose reader went away
+_gone: set[int] = set()  # the file descriptors whose reader went away (or that failed)
+_failed: dict[int, str] = {}  # descriptor -> why a write failed otherwise (a full disk)
 
 
 def gone(fd: int = 1) -> bool:
     """True once a write to standard output (or the given descriptor) found its reader gone."""
     return fd in _gone
+
+
+def output_failed() -> str | None:
+    """Why standard output could not be written, when a write failed for another reason than
+    a reader that left (ENOSPC on a full disk, EIO, EFBIG): what was written is incomplete."""
+    reason = _failed.get(1)
+    return None if reason is None else f"could not write standard output: {reason}"
 
 
 class _DropWhenClosed(io.FileIO):
@@ -46,8 +60,8 @@ class _DropWhenClosed(io.FileIO):
             while view and fd not in _gone:
                 view = view[os.write(fd, view) :]
         except OSError as exc:
-            if exc.errno != errno.EPIPE:
-                raise
+            if exc.errno != errno.EPIPE:  # not the reader's choice: the output is incomplete
+                _failed.setdefault(fd, exc.strerror or type(exc).__name__)
             _gone.add(fd)
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, self.fileno())

@@ -54,7 +54,8 @@ TABLE: tuple[Code, ...] = (
     ),
     Code(
         Exit.USAGE,
-        "usage error (also an output path that cannot be written, an --explain name not found)",
+        "usage error (also an output path, or standard output, that cannot be written, an "
+        "--explain name not found)",
         own=(
             (
                 "remediate",

@@ -154,3 +154,44 @@ def test_a_write_interrupted_after_its_bytes_went_out_is_not_written_again() -> 
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "block\n" * 3 + "after\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["diagnose", "--from-file", DUMP],
+        ["diagnose", "--from-file", DUMP, "-o", "json"],
+        ["diagnose", "--demo", "-o", "yaml"],
+        ["remediate", "--from-file", DUMP],
+        ["version", "--client"],
+        ["--help"],
+    ],
+)
+def test_a_full_disk_under_the_output_is_one_line_and_exit_2(args: list[str]) -> None:
+    """`diagnose > /mnt/full/out.txt`: not a reader that left, an output that is incomplete:
+    one line, the usage code 2 ("an output that cannot be written"), never a traceback and 1."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "kubectl_nodefail", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert proc.returncode == 2, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if line.startswith("error")]
+    assert said == [
+        "error: could not write standard output: No space left on device: the output is incomplete"
+    ], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [["diagnose", "--from-file", DUMP], ["diagnose", "--from-file", "/nonexistent"]]
+)
+def test_a_full_disk_under_standard_error_keeps_the_output_and_the_code(args: list[str]) -> None:
+    command = [sys.executable, "-m", "kubectl_nodefail", *args]
+    with_room = subprocess.run(command, capture_output=True, text=True)
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=full, text=True)
+    assert proc.returncode == with_room.returncode and proc.stdout == with_room.stdout
+    assert proc.returncode in (3, 13)
