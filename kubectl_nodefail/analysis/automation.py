@@ -43,6 +43,8 @@ CAPI_GROUP = "cluster.x-k8s.io"
 NHC_GROUP = "remediation.medik8s.io"
 MACHINE_ANNOTATION = "cluster.x-k8s.io/machine"
 CLUSTER_NAMESPACE_ANNOTATION = "cluster.x-k8s.io/cluster-namespace"
+CAPI_SKIP_REMEDIATION = "cluster.x-k8s.io/skip-remediation"
+CAPI_PAUSED = "cluster.x-k8s.io/paused"
 MHC = "Cluster API MachineHealthCheck"
 NHC = "Medik8s NodeHealthCheck"
 # The NodeHealthCheck CRD's default unhealthyConditions, used where a stored object has none.
@@ -378,6 +380,10 @@ def _mhc_state(
             )
         )
         return ACTING, since
+    skipped = _mhc_skips(machine, mhc, who)
+    if skipped is not None:
+        claims.append(skipped)
+        return STOPPED, None
     allowed = _condition(mhc, "RemediationAllowed")
     if allowed is not None and allowed.get("status") == "False":
         status = mhc.get("status") or {}
@@ -435,6 +441,26 @@ def _mhc_state(
             [fact("Machine", machine, "status.conditions[type=OwnerRemediated].status")],
         ),
     )
+
+
+def _mhc_skips(machine: Obj, mhc: Obj, who: str) -> Claim | None:
+    """An MHC skips marking a Machine for remediation when the Machine carries
+    `cluster.x-k8s.io/skip-remediation` or `cluster.x-k8s.io/paused`, or the MHC the latter
+    (the Cluster API book, "Skipping Remediation"; a paused Cluster too, which is not read)."""
+    for kind, obj, key in (
+        ("Machine", machine, CAPI_SKIP_REMEDIATION),
+        ("Machine", machine, CAPI_PAUSED),
+        ("MachineHealthCheck", mhc, CAPI_PAUSED),
+    ):
+        if key in (obj["metadata"].get("annotations") or {}):
+            return claim(
+                "automation-stopped",
+                "automation",
+                f"{who} does not mark the Machine for remediation: the {kind} carries the "
+                f"annotation {key}; it replaces nothing until that is removed",
+                fact(kind, obj, f"metadata.annotations[{key}]"),
+            )
+    return None
 
 
 def _mhc_template(mhc: Obj) -> str:
@@ -534,8 +560,8 @@ def _timed(
             f"{default_note}) passed at {format_time(first.at)}: "
             f"{none_words or 'it records no remediation'}, where its controller acts at the "
             "moment the timeout ends; its controller is probably not running, or it is "
-            "paused or skipping remediation (its Events may say why); remediate does not "
-            "wait for it"
+            "paused (a paused Cluster is not read here) or skipping remediation (its Events "
+            "may say why); remediate does not wait for it"
         )
         claims.append(
             claim(

@@ -543,9 +543,10 @@ def _lateness_state(down: int, timeout: int) -> str:
     timeout=st.integers(1, 3600),
     template=st.booleans(),
     checked=st.booleans(),
+    skip=st.sampled_from([None, "machine-skip", "machine-paused", "mhc-paused"]),
 )
 def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
-    kind: str, down: int, timeout: int, template: bool, checked: bool
+    kind: str, down: int, timeout: int, template: bool, checked: bool, skip: str | None
 ) -> None:
     if kind == "nhc":
         raw = json.loads((FIXTURES / "automation-nhc-scheduled.json").read_text())
@@ -562,8 +563,16 @@ def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
                 mhc["spec"]["remediation"]["templateRef"] = ref
             else:
                 mhc["spec"]["remediationTemplate"] = ref
+        machine = next(i for i in doc["items"] if i["kind"] == "Machine")
+        if skip is not None:  # the Cluster API book's "Skipping Remediation"
+            annotated = mhc if skip == "mhc-paused" else machine
+            key = (
+                automation.CAPI_SKIP_REMEDIATION
+                if skip == "machine-skip"
+                else "cluster.x-k8s.io/paused"
+            )
+            annotated["metadata"].setdefault("annotations", {})[key] = ""
         if checked:  # the MHC found the Machine unhealthy (and, without a template, no more)
-            machine = next(i for i in doc["items"] if i["kind"] == "Machine")
             machine.setdefault("status", {}).setdefault("conditions", []).append(
                 {
                     "type": "HealthCheckSucceeded",
@@ -579,11 +588,14 @@ def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
     finding = next(n for n in report.nodes if n.name == node_name)
     (cov,) = finding.automation
     assert not premises.check(doc, render.report_data(report))
+    skipped = kind != "nhc" and skip is not None
     external = kind != "nhc" and template and checked
-    want = "acting" if external else _lateness_state(down, timeout)
+    want = "stopped" if skipped else "acting" if external else _lateness_state(down, timeout)
     assert cov.state == want, cov.summary
     if want == "acting":
         assert "AWSRemediationTemplate reboot" in cov.summary
+    if want == "stopped":
+        assert "does not mark the Machine for remediation" in cov.summary
     if want == "overdue":
         assert "has not acted" in cov.summary and "does not wait for it" in cov.summary
         fields = {p.field for c in cov.claims for p in c.because}
