@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import select
 import sys
 from typing import TextIO
 
@@ -50,7 +51,8 @@ class _DropWhenClosed(io.FileIO):
     method returns, and a BufferedWriter whose write raised keeps the bytes that had gone out
     and writes them again (run z2 of 2026-12-02: the watch's last block printed twice). The
     text layer drops what it handed down before the call, so an interrupted write is never
-    repeated."""
+    repeated. A descriptor someone left non-blocking (a shell, a parent) is waited on when its
+    reader is slow (EAGAIN), not taken for a failure."""
 
     def write(self, data: object) -> int:
         fd = self.fileno()
@@ -58,7 +60,10 @@ class _DropWhenClosed(io.FileIO):
         size = len(view)
         try:
             while view and fd not in _gone:
-                view = view[os.write(fd, view) :]
+                try:
+                    view = view[os.write(fd, view) :]
+                except BlockingIOError:  # a descriptor left non-blocking, its reader slow
+                    select.select([], [fd], [])
         except OSError as exc:
             if exc.errno != errno.EPIPE:  # not the reader's choice: the output is incomplete
                 _failed.setdefault(fd, exc.strerror or type(exc).__name__)

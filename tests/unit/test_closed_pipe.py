@@ -7,9 +7,12 @@ exit code as with a reader."""
 
 from __future__ import annotations
 
+import fcntl
 import io
+import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -195,3 +198,25 @@ def test_a_full_disk_under_standard_error_keeps_the_output_and_the_code(args: li
         proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=full, text=True)
     assert proc.returncode == with_room.returncode and proc.stdout == with_room.stdout
     assert proc.returncode in (3, 13)
+
+
+def test_a_non_blocking_output_with_a_slow_reader_loses_nothing() -> None:
+    """Standard output left non-blocking by whoever started the command (EAGAIN while the
+    reader is slow) is waited on, not taken for a full disk: every byte arrives, exit 0."""
+    code = (
+        "from kubectl_nodefail import closedpipe; closedpipe.install(); "
+        "[print('x' * 999) for _ in range(2000)]"
+    )
+    read, write = os.pipe()
+    fcntl.fcntl(write, fcntl.F_SETFL, fcntl.fcntl(write, fcntl.F_GETFL) | os.O_NONBLOCK)
+    writer = subprocess.Popen([sys.executable, "-c", code], stdout=write, stderr=subprocess.PIPE)
+    os.close(write)
+    time.sleep(1)  # the pipe fills (64 KiB) long before this reader starts
+    got = b""
+    with os.fdopen(read, "rb") as fh:
+        got = fh.read()
+    assert writer.stderr is not None
+    err = writer.stderr.read().decode()
+    writer.stderr.close()
+    assert writer.wait(timeout=60) == 0, err
+    assert got == (b"x" * 999 + b"\n") * 2000
