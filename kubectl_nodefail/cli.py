@@ -166,12 +166,11 @@ class PluginGroup(click.Group):
         try:
             return super().main(*args, **kwargs)
         except SystemExit as end:
-            why = closedpipe.output_failed()  # a full disk under `> file`: not a bug
-            if why is None:
+            code = end.code if isinstance(end.code, int) else 0 if end.code is None else 1
+            final = _with_output_checked(code)
+            if final == code:
                 raise
-            progress.done()
-            click.echo(f"error: {why}: the output is incomplete", err=True)
-            raise SystemExit(int(Exit.USAGE)) from end
+            raise SystemExit(final) from end
 
     # A usage error of any command (an unknown option or command, a missing or invalid value,
     # options that exclude each other) leaves the group as one line: the two places click
@@ -549,8 +548,25 @@ def _leave_now(code: int) -> None:
     run by the time a KeyboardInterrupt gets here, and a Ctrl-C during its execution is
     actions.Stop's, not this."""
     sys.stdout.flush()
+    code = _with_output_checked(code)
     sys.stderr.flush()
     os._exit(code)
+
+
+# The codes that only report an outcome the output carries: with the output incomplete (a full
+# disk) they become 2. Any other (a partial remediate, an interruption, an error) says more
+# than "the output is incomplete" and is kept; the line is said either way.
+_OUTCOME_ONLY = (Exit.OK, Exit.PROBLEMS_FOUND, Exit.NOTHING_TO_DO)
+
+
+def _with_output_checked(code: int) -> int:
+    """The exit code once standard output is known to be written or not (closedpipe)."""
+    why = closedpipe.output_failed()  # a full disk under `> file`: not a bug
+    if why is None:
+        return code
+    progress.done()
+    click.echo(f"error: {why}: the output is incomplete", err=True)
+    return int(Exit.USAGE) if code in _OUTCOME_ONLY else code
 
 
 def _deadline_seconds(kwargs: dict[str, Any]) -> float | None:

@@ -12,9 +12,10 @@ standard error does not stop a watch whose output is still read.
 
 A write that fails otherwise (a full disk: `diagnose > /mnt/full/out.txt`) is not the reader's
 choice: the rest is dropped the same way (no traceback, no half-done run: remediate carries
-on with what it was doing, its trail records it), and the command ends with the usage code 2
-("an output that cannot be written") and one line saying so; standard error failing that way
-changes nothing but its own lines.
+on with what it was doing, its trail records it), and the command ends with one line saying
+so and the usage code 2 ("an output that cannot be written") in place of a code that only
+reports an outcome (cli._with_output_checked); standard error failing that way changes
+nothing but its own lines.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ _failed: dict[int, str] = {}  # descriptor -> why a write failed otherwise (a fu
 
 
 def gone(fd: int = 1) -> bool:
-    """True once a write to standard output (or the given descriptor) found its reader gone."""
+    """True once a write to standard output (or the given descriptor) found its reader gone,
+    or failed otherwise (output_failed says why): nothing written there arrives any more."""
     return fd in _gone
 
 
