@@ -156,8 +156,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return crashed
 
         def _reschedule(self, node: Any) -> None:
-            if node.shutting_down:
-                return
+            if node.shutting_down or node not in self.registered_collections:
+                return  # a replacement still collecting: schedule() serves it once it has
             if not self.workqueue:
                 node.shutdown()
                 return

@@ -570,6 +570,7 @@ componentsPatches:
             self._revivals[name] = self._revivals.get(name, 0) + 1
             if self._revivals[name] > self.KWOK_REVIVALS:
                 print(f"[e2e] kwok for {name} exited by itself (code {code}) once too often")
+                del self.kwoks[name]  # reaped: its pid may be another process's by now
                 return
             print(
                 f"[e2e] kwok for {name} exited by itself (code {code}, "
@@ -604,8 +605,9 @@ componentsPatches:
             if self.kwoks.get(name) is not proc:
                 return
             print(f"[e2e] kwok for {name} left its deleted pods alone; started once more")
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
             self._spawn_kwok(name)
 
@@ -633,8 +635,9 @@ componentsPatches:
             proc = self.kwoks.pop(name, None)
         if proc is None:
             return
-        with contextlib.suppress(ProcessLookupError):  # it died by itself, its group gone
-            os.killpg(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:  # reaped already: its pid may be another process's now
+            with contextlib.suppress(ProcessLookupError):  # it died by itself meanwhile
+                os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
 
 

@@ -72,9 +72,16 @@ def processes_naming(folder: str) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:  # ended meanwhile, or not ours to read
             continue
-        if any(arg == name or name + b"/" in arg for arg in argv):
+        if any(_names(arg, name) for arg in argv):
             found.append(int(entry.name))
     return found
+
+
+def _names(arg: bytes, folder: bytes) -> bool:
+    """The argument is the folder or a path in it, alone or as a flag's value (`--x=PATH`):
+    `/var/tmp/F/x` does not name `/tmp/F`."""
+    _, _, value = arg.rpartition(b"=") if arg.startswith(b"-") else (b"", b"", arg)
+    return value == folder or value.startswith(folder + b"/")
 
 
 def reap(order: dict[str, Any]) -> None:

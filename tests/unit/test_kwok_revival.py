@@ -77,5 +77,5 @@ def test_a_kwok_that_keeps_dying_is_left_dead(
     config = _kwok(plane, ALWAYS_DIES)
     plane.start_kubelet("flaky-c", config)
     wait_for("the revivals end", lambda: "once too often" in capsys.readouterr().out, 20, 0.05)
-    assert plane.kwoks["flaky-c"].poll() is not None
+    assert "flaky-c" not in plane.kwoks  # forgotten: its pid may be another process's
     assert plane._revivals["flaky-c"] == ControlPlane.KWOK_REVIVALS + 1

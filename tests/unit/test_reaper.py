@@ -140,8 +140,14 @@ def test_only_processes_naming_the_folder_are_found(
     inside = _component(started, folder / "kubeconfig.yaml")
     exact = _component(started, folder)
     longer = _component(started, tmp_path / "nodefail-e2e-y-abcd")
-    wait_for(
-        "the processes start", lambda: len(reaper.processes_naming(str(folder))) == 2, 30, 0.05
+    elsewhere = _component(started, Path("/var" + str(folder)) / "kubeconfig.yaml")
+    flag = subprocess.Popen(
+        [sys.executable, "-c", SLEEPER, f"--data-dir={folder}/etcd"], start_new_session=True
     )
-    assert sorted(reaper.processes_naming(str(folder))) == sorted([inside.pid, exact.pid])
+    started.append(flag)
+    wait_for(
+        "the processes start", lambda: len(reaper.processes_naming(str(folder))) == 3, 30, 0.05
+    )
+    assert sorted(reaper.processes_naming(str(folder))) == sorted([inside.pid, exact.pid, flag.pid])
     assert longer.pid not in reaper.processes_naming(str(folder))
+    assert elsewhere.pid not in reaper.processes_naming(str(folder))
