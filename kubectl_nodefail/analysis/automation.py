@@ -45,6 +45,7 @@ MACHINE_ANNOTATION = "cluster.x-k8s.io/machine"
 CLUSTER_NAMESPACE_ANNOTATION = "cluster.x-k8s.io/cluster-namespace"
 CAPI_SKIP_REMEDIATION = "cluster.x-k8s.io/skip-remediation"
 CAPI_PAUSED = "cluster.x-k8s.io/paused"
+NHC_EXCLUDE_LABEL = "remediation.medik8s.io/exclude-from-remediation"
 MHC = "Cluster API MachineHealthCheck"
 NHC = "Medik8s NodeHealthCheck"
 # The NodeHealthCheck CRD's default unhealthyConditions, used where a stored object has none.
@@ -408,23 +409,30 @@ def _mhc_state(
         )
         return STOPPED, None
     checked = _condition(machine, "HealthCheckSucceeded")
-    template = _mhc_template(mhc)
-    if template and checked is not None and checked.get("status") == "False":
-        since = parse_time(checked.get("lastTransitionTime"))
-        claims.append(
-            claim(
-                "automation-acting",
-                "automation",
-                f"{who} found it unhealthy"
-                + (f" at {_when(since, now)}" if since else "")
-                + f" (Machine HealthCheckSucceeded False, {checked.get('reason', '')}) and "
-                f"hands its remediation to {template}: an external remediation request",
-                fact("Machine", machine, "status.conditions[type=HealthCheckSucceeded].status"),
-                fact("Machine", machine, "status.conditions[type=HealthCheckSucceeded].reason"),
-            )
-        )
-        return ACTING, since
+    marked = checked is not None and checked.get("status") == "False"
+    template, template_path = _mhc_template(mhc)
+    if template and marked:
+        return _mhc_external(machine, mhc, now, claims, who, template, template_path)
     rules, path, timeout_key = _mhc_rules(mhc)
+    recorded = [fact("Machine", machine, "status.conditions[type=OwnerRemediated].status")]
+    if marked:  # it ran, marked the Machine, and asked its owner for nothing
+        unrecorded = (
+            "it marked the Machine unhealthy (HealthCheckSucceeded False) but asked its owner "
+            "for no replacement (OwnerRemediated not False)",
+            [
+                *recorded,
+                fact("Machine", machine, "status.conditions[type=HealthCheckSucceeded].status"),
+            ],
+            "it ran and is skipping the Machine (a paused Cluster, which is not read here, or "
+            "a Machine whose owner is not a MachineSet or KubeadmControlPlane)",
+        )
+    else:
+        unrecorded = (
+            "the Machine records no remediation",
+            recorded,
+            "its controller is probably not running, or it is paused (a paused Cluster is not "
+            "read here)",
+        )
     return _timed(
         node,
         mhc,
@@ -436,11 +444,73 @@ def _mhc_state(
         who,
         "marks the Machine for replacement",
         rules_path=path,
-        unrecorded=(
-            "the Machine records no remediation",
-            [fact("Machine", machine, "status.conditions[type=OwnerRemediated].status")],
-        ),
+        unrecorded=unrecorded,
     )
+
+
+# The conditions on a Machine that say whether its external remediation request was created:
+# v1beta2 `ExternallyRemediated`, v1beta1 `ExternalRemediationRequestAvailable`; False with a
+# reason naming a missing template or a failed creation means no request exists.
+EXTERNAL_REQUEST_CONDITIONS = ("ExternallyRemediated", "ExternalRemediationRequestAvailable")
+
+
+def _mhc_external(
+    machine: Obj,
+    mhc: Obj,
+    now: datetime,
+    claims: list[Claim],
+    who: str,
+    template: str,
+    template_path: str,
+) -> tuple[str, datetime | None]:
+    """An MHC with a remediation template that marked the Machine unhealthy: it hands the
+    Machine to an external remediator, whose own object and schedule are not read here. Stood
+    back from while fresh (HEALTH_CHECK_OVERDUE_SECONDS), not waited for after; a request that
+    could not be created remediates nothing."""
+    checked = _condition(machine, "HealthCheckSucceeded") or {}
+    since = parse_time(checked.get("lastTransitionTime"))
+    marked = [
+        fact("Machine", machine, "status.conditions[type=HealthCheckSucceeded].status"),
+        fact("Machine", machine, "status.conditions[type=HealthCheckSucceeded].reason"),
+        fact("MachineHealthCheck", mhc, template_path),
+    ]
+    for ctype in EXTERNAL_REQUEST_CONDITIONS:
+        cond = _condition(machine, ctype) or {}
+        reason = str(cond.get("reason") or "")
+        if cond.get("status") == "False" and reason.endswith(("NotFound", "Failed")):
+            claims.append(
+                claim(
+                    "automation-stopped",
+                    "automation",
+                    f"{who} found it unhealthy but its remediation request from {template} "
+                    f"could not be created ({ctype} False, {reason}): nothing remediates it "
+                    "until that is fixed",
+                    *marked,
+                    fact("Machine", machine, f"status.conditions[type={ctype}].status"),
+                    fact("Machine", machine, f"status.conditions[type={ctype}].reason"),
+                )
+            )
+            return STOPPED, None
+    head = (
+        f"{who} found it unhealthy"
+        + (f" at {_when(since, now)}" if since else "")
+        + f" (Machine HealthCheckSucceeded False, {checked.get('reason', '')}) and hands its "
+        f"remediation to {template}, an external remediator"
+    )
+    fresh = since is not None and (now - since).total_seconds() <= HEALTH_CHECK_OVERDUE_SECONDS
+    if fresh:
+        claims.append(claim("automation-acting", "automation", f"{head}: it acts now", *marked))
+        return ACTING, since
+    claims.append(
+        claim(
+            "covered-by",
+            "automation",
+            f"{head}; what that remediator does, and when, is not read here: remediate does not "
+            "wait for it",
+            *marked,
+        )
+    )
+    return WATCHING, None
 
 
 def _mhc_skips(machine: Obj, mhc: Obj, who: str) -> Claim | None:
@@ -463,16 +533,22 @@ def _mhc_skips(machine: Obj, mhc: Obj, who: str) -> Claim | None:
     return None
 
 
-def _mhc_template(mhc: Obj) -> str:
+def _mhc_template(mhc: Obj) -> tuple[str, str]:
     """The remediation template an MHC hands unhealthy Machines to ("" for none: their owner
-    replaces them): v1beta2 `spec.remediation.templateRef`, v1beta1 `spec.remediationTemplate`."""
+    replaces them), and the field naming its kind: v1beta2 `spec.remediation.templateRef`,
+    v1beta1 `spec.remediationTemplate`."""
     spec = mhc.get("spec") or {}
     remediation = spec.get("remediation")
-    ref_ = (remediation or {}).get("templateRef") if isinstance(remediation, dict) else None
-    ref_ = ref_ or spec.get("remediationTemplate")
-    if not isinstance(ref_, dict) or not ref_.get("kind"):
-        return ""
-    return f"{ref_.get('kind')} {ref_.get('name', '')}".strip()
+    for path, ref_ in (
+        (
+            "spec.remediation.templateRef",
+            (remediation or {}).get("templateRef") if isinstance(remediation, dict) else None,
+        ),
+        ("spec.remediationTemplate", spec.get("remediationTemplate")),
+    ):
+        if isinstance(ref_, dict) and ref_.get("kind"):
+            return f"{ref_.get('kind')} {ref_.get('name', '')}".strip(), f"{path}.kind"
+    return "", ""
 
 
 def _mhc_rules(mhc: Obj) -> tuple[list[Obj], str, str]:
@@ -529,10 +605,11 @@ def _timed(
     deed: str,
     default_rules: bool = False,
     rules_path: str = "spec.unhealthyConditions",
-    unrecorded: tuple[str, list[Premise]] = ("", []),
+    unrecorded: tuple[str, list[Premise], str] = ("", [], ""),
 ) -> tuple[str, datetime | None]:
     """The SCHEDULED / DUE / OVERDUE / NOT_MATCHING claim from an automation's unhealthy
-    conditions. `unrecorded`: the words and facts saying that no remediation is recorded."""
+    conditions. `unrecorded`: what it recorded instead of a remediation (words, the facts
+    that show it), and what that says of the automation, for the OVERDUE sentence."""
     found = _matches(node, rules, timeout_key)
     if not found:
         watched = ", ".join(f"{r.get('type')}={r.get('status')}" for r in rules) or "nothing"
@@ -553,15 +630,14 @@ def _timed(
     default_note = " (the CRD's default conditions)" if default_rules else ""
     late = (now - first.at).total_seconds()
     if late > HEALTH_CHECK_OVERDUE_SECONDS:
-        none_words, none_facts = unrecorded
+        none_words, none_facts, why = unrecorded
         text = (
             f"{who} has not acted {timedelta(seconds=round(late))} after its timeout "
             f"({first.type}={first.status} for {timedelta(seconds=first.seconds)}"
             f"{default_note}) passed at {format_time(first.at)}: "
             f"{none_words or 'it records no remediation'}, where its controller acts at the "
-            "moment the timeout ends; its controller is probably not running, or it is "
-            "paused (a paused Cluster is not read here) or skipping remediation (its Events "
-            "may say why); remediate does not wait for it"
+            f"moment the timeout ends; {why or 'its controller is probably not running'}; "
+            "remediate does not wait for it"
         )
         claims.append(
             claim(
@@ -669,12 +745,29 @@ def _nhc_state(
             )
         )
         return ACTING, started
-    stopped = _nhc_stopped(nhc, who)
+    stopped = _nhc_stopped(nhc, who) or _nhc_excluded(node, who)
     if stopped is not None:
         claims.append(stopped)
         return STOPPED, None
     rules = spec.get("unhealthyConditions")
     default = not rules
+    recorded = [
+        fact("NodeHealthCheck", nhc, f"status.unhealthyNodes[name={name}].remediations"),
+        fact("NodeHealthCheck", nhc, f"status.inFlightRemediations[{name}]"),
+    ]
+    if entry is not None:  # it ran: it lists the node, and started nothing for it
+        unrecorded = (
+            "it lists the node unhealthy (status.unhealthyNodes) but started no remediation",
+            [*recorded, fact("NodeHealthCheck", nhc, f"status.unhealthyNodes[name={name}].name")],
+            "it ran and is skipping the node (too few healthy nodes, another node's remediation "
+            "first, a cluster upgrade: its Events, RemediationSkipped, say which)",
+        )
+    else:
+        unrecorded = (
+            "no remediation of the node is recorded",
+            recorded,
+            "its controller is probably not running, or it is paused",
+        )
     return _timed(
         node,
         nhc,
@@ -686,10 +779,22 @@ def _nhc_state(
         who,
         f"creates {remedy}",
         default_rules=default,
-        unrecorded=(
-            "no remediation of the node is recorded",
-            [fact("NodeHealthCheck", nhc, f"status.unhealthyNodes[name={name}].remediations")],
-        ),
+        unrecorded=unrecorded,
+    )
+
+
+def _nhc_excluded(node: Obj, who: str) -> Claim | None:
+    """A Node labelled remediation.medik8s.io/exclude-from-remediation=true (set for planned
+    maintenance, e.g. by the Node Maintenance Operator) is skipped by NodeHealthCheck."""
+    labels = node["metadata"].get("labels") or {}
+    if labels.get(NHC_EXCLUDE_LABEL) != "true":
+        return None
+    return claim(
+        "automation-stopped",
+        "automation",
+        f"{who} skips the node: it carries the label {NHC_EXCLUDE_LABEL}=true (planned "
+        "maintenance); nothing remediates it until that is removed",
+        fact("Node", node, f"metadata.labels[{NHC_EXCLUDE_LABEL}]"),
     )
 
 
@@ -1073,7 +1178,8 @@ def _autoscaler(node: Obj, now: datetime) -> Coverage | None:
             "--scale-down-unready-time (not visible through the API), or its node group "
             "cannot shrink; remediate does not wait for it"
         )
-        cov_claims = [claim("automation-overdue", "automation", text, premise)]
+        absent = fact("Node", node, f"spec.taints[key={CA_TO_BE_DELETED}].value")
+        cov_claims = [claim("automation-overdue", "automation", text, premise, absent)]
         return Coverage(CLUSTER_AUTOSCALER, f"Node/{name}", OVERDUE, at, text, cov_claims)
     if at <= now:
         state, text = (

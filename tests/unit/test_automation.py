@@ -536,22 +536,42 @@ def _lateness_state(down: int, timeout: int) -> str:
     return "scheduled" if late < 0 else "due" if late <= 360 else "overdue"
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     kind=st.sampled_from(["mhc-v1beta1", "mhc-v1beta2", "nhc"]),
     down=st.integers(0, 3 * 3600),
     timeout=st.integers(1, 3600),
     template=st.booleans(),
-    checked=st.booleans(),
-    skip=st.sampled_from([None, "machine-skip", "machine-paused", "mhc-paused"]),
+    checked=st.one_of(st.none(), st.integers(0, 3600)),
+    failed=st.sampled_from([False, False, False, True]),
+    skip=st.sampled_from([None] * 5 + ["machine-skip", "machine-paused", "mhc-paused"]),
 )
 def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
-    kind: str, down: int, timeout: int, template: bool, checked: bool, skip: str | None
+    kind: str,
+    down: int,
+    timeout: int,
+    template: bool,
+    checked: int | None,
+    failed: bool,
+    skip: str | None,
 ) -> None:
+    """MHC: `checked` seconds ago it marked the Machine unhealthy (HealthCheckSucceeded
+    False), `failed`: its external request could not be created. NHC: `checked` not None means
+    it lists the node in status.unhealthyNodes without a remediation (it ran and skipped it),
+    `failed` that the node carries the exclude-from-remediation label."""
+    captured = None
     if kind == "nhc":
         raw = json.loads((FIXTURES / "automation-nhc-scheduled.json").read_text())
         doc = _nhc_neighbour(raw, ("minHealthy", "0"), 3, 3, "Enabled", timeout, False)
         node_name = "auto-nhc"
+        nhc = next(i for i in doc["items"] if i["kind"] == "NodeHealthCheck")
+        node = next(
+            i for i in doc["items"] if i["kind"] == "Node" and i["metadata"]["name"] == node_name
+        )
+        if checked is not None:
+            nhc["status"]["unhealthyNodes"] = [{"name": node_name}]
+        if failed:
+            node["metadata"].setdefault("labels", {})[automation.NHC_EXCLUDE_LABEL] = "true"
     else:
         raw = json.loads((FIXTURES / "automation-mhc-scheduled.json").read_text())
         doc = _mhc_in(raw, kind == "mhc-v1beta2", timeout, "100%", True)
@@ -572,14 +592,27 @@ def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
                 else "cluster.x-k8s.io/paused"
             )
             annotated["metadata"].setdefault("annotations", {})[key] = ""
-        if checked:  # the MHC found the Machine unhealthy (and, without a template, no more)
-            machine.setdefault("status", {}).setdefault("conditions", []).append(
+        conditions = machine.setdefault("status", {}).setdefault("conditions", [])
+        at = parse_time(doc["capturedAt"])
+        assert at is not None
+        if checked is not None:  # the MHC found the Machine unhealthy (and no more, alone)
+            since = (at - timedelta(seconds=checked)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            conditions.append(
                 {
                     "type": "HealthCheckSucceeded",
                     "status": "False",
                     "reason": "UnhealthyNode",
-                    "lastTransitionTime": doc["capturedAt"],
+                    "lastTransitionTime": since,
                 }
+            )
+        if failed:  # the external request could not be created
+            ctype = (
+                "ExternallyRemediated"
+                if kind == "mhc-v1beta2"
+                else ("ExternalRemediationRequestAvailable")
+            )
+            conditions.append(
+                {"type": ctype, "status": "False", "reason": "RemediationTemplateNotFound"}
             )
     _down_for(doc, node_name, down)
     captured = parse_time(doc["capturedAt"])
@@ -588,16 +621,34 @@ def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
     finding = next(n for n in report.nodes if n.name == node_name)
     (cov,) = finding.automation
     assert not premises.check(doc, render.report_data(report))
-    skipped = kind != "nhc" and skip is not None
-    external = kind != "nhc" and template and checked
-    want = "stopped" if skipped else "acting" if external else _lateness_state(down, timeout)
+    if kind == "nhc":
+        want = "stopped" if failed else _lateness_state(down, timeout)
+    elif skip is not None:
+        want = "stopped"
+    elif template and checked is not None:
+        want = "stopped" if failed else "acting" if checked <= 360 else "watching"
+    else:
+        want = _lateness_state(down, timeout)
     assert cov.state == want, cov.summary
     if want == "acting":
         assert "AWSRemediationTemplate reboot" in cov.summary
+    if want == "watching":
+        assert "is not read here" in cov.summary and "does not wait for it" in cov.summary
     if want == "stopped":
-        assert "does not mark the Machine for remediation" in cov.summary
+        assert any(
+            words in cov.summary
+            for words in (
+                "does not mark the Machine for remediation",
+                "could not be created",
+                "skips the node",
+            )
+        ), cov.summary
     if want == "overdue":
         assert "has not acted" in cov.summary and "does not wait for it" in cov.summary
+        # it ran and skipped, or it did not run: the sentence says which the status shows
+        ran = checked is not None
+        assert ("it ran and is skipping" in cov.summary) is ran, cov.summary
+        assert ("probably not running" in cov.summary) is not ran, cov.summary
         fields = {p.field for c in cov.claims for p in c.because}
         nothing = (
             "status.conditions[type=OwnerRemediated].status"
