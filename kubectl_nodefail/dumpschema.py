@@ -293,6 +293,8 @@ SELECTOR = obj(
     matchExpressions=ListOf(obj(key=STR, operator=STR, values=STR_LIST)),
 )
 AUTOMATION_CONDITION = obj(type=STR, status=STR, reason=STR, message=STR, lastTransitionTime=TIME)
+# A remediation template an MHC or NHC hands unhealthy machines or nodes to.
+TEMPLATE_REF = obj(kind=STR, name=STR, namespace=STR, apiVersion=STR)
 SCHEMAS["Machine"] = obj(
     ("metadata",),
     metadata=METADATA,
@@ -310,7 +312,11 @@ SCHEMAS["MachineHealthCheck"] = obj(
         unhealthyRange=STR,
         # cluster.x-k8s.io/v1beta2
         checks=obj(unhealthyNodeConditions=ListOf(obj(type=STR, status=STR, timeoutSeconds=INT))),
-        remediation=obj(triggerIf=obj(unhealthyLessThanOrEqualTo=INT_OR_STR, unhealthyInRange=STR)),
+        remediation=obj(
+            triggerIf=obj(unhealthyLessThanOrEqualTo=INT_OR_STR, unhealthyInRange=STR),
+            templateRef=TEMPLATE_REF,
+        ),
+        remediationTemplate=TEMPLATE_REF,  # v1beta1
     ),
     status=obj(expectedMachines=INT, currentHealthy=INT, conditions=ListOf(AUTOMATION_CONDITION)),
 )
@@ -323,7 +329,7 @@ SCHEMAS["NodeHealthCheck"] = obj(
         minHealthy=INT_OR_STR,
         maxUnhealthy=INT_OR_STR,
         pauseRequests=STR_LIST,
-        remediationTemplate=obj(kind=STR, name=STR, namespace=STR),
+        remediationTemplate=TEMPLATE_REF,
     ),
     status=obj(
         observedNodes=INT,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_nodefail.analysis import premises
+from kubectl_nodefail.analysis import automation, premises
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import REPO, ControlPlane
@@ -309,6 +309,73 @@ def test_machine_health_check(crds: ControlPlane, plugin: Plugin) -> None:
     _check_premises(plugin, data, "automation-mhc-stopped")
     code, plan = _plan(plugin, node)
     assert _node_step(plan, node)["allowed"], plan
+    _status(
+        cp,
+        "machinehealthchecks.cluster.x-k8s.io",
+        "workers-unhealthy",
+        {**mhc_status, "currentHealthy": 0, "conditions": [allowed]},
+        CAPI_NS,
+    )
+
+    # 2b. Skipped: the Machine carries cluster.x-k8s.io/skip-remediation (the Cluster API
+    # book's "Skipping Remediation"): it replaces nothing, so nothing is waited for.
+    machine = ["machines.cluster.x-k8s.io", "workers-abc12", "-n", CAPI_NS]
+    cp.kubectl("annotate", *machine, f"{automation.CAPI_SKIP_REMEDIATION}=")
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "stopped" and automation.CAPI_SKIP_REMEDIATION in cov["summary"]
+    _check_premises(plugin, data, "automation-mhc-skipped")
+    _, plan = _plan(plugin, node)
+    assert _node_step(plan, node)["allowed"], plan
+    cp.kubectl("annotate", *machine, f"{automation.CAPI_SKIP_REMEDIATION}-")
+
+    # 2c. Handed to a remediation template: the MHC marked the Machine unhealthy just now, so
+    # the external remediator acts (stood back from); then its request could not be created
+    # (ExternalRemediationRequestAvailable False): nothing remediates it.
+    mhc_ref = ["machinehealthchecks.cluster.x-k8s.io", "workers-unhealthy", "-n", CAPI_NS]
+    template = {"apiVersion": "infra.example/v1", "kind": "RebootRemediationTemplate"}
+    cp.kubectl(
+        "patch", *mhc_ref, "--type=merge", "-p",
+        json.dumps({"spec": {"remediationTemplate": {**template, "name": "reboot"}}}),
+    )  # fmt: skip
+    unhealthy = {
+        "type": "HealthCheckSucceeded",
+        "status": "False",
+        "reason": "UnhealthyNode",
+        "severity": "Warning",
+        "lastTransitionTime": _now(),
+    }
+    _status(cp, "machines.cluster.x-k8s.io", "workers-abc12", {"conditions": [unhealthy]}, CAPI_NS)
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "acting" and "RebootRemediationTemplate reboot" in cov["summary"]
+    _check_premises(plugin, data, "automation-mhc-external")
+    code, plan = _plan(plugin, node)
+    assert code == 4 and "stands back" in _node_step(plan, node)["gate"]
+    not_created = {
+        "type": "ExternalRemediationRequestAvailable",
+        "status": "False",
+        "reason": "ExternalRemediationTemplateNotFound",
+        "severity": "Error",
+        "lastTransitionTime": _now(),
+    }
+    _status(
+        cp,
+        "machines.cluster.x-k8s.io",
+        "workers-abc12",
+        {"conditions": [unhealthy, not_created]},
+        CAPI_NS,
+    )
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "stopped" and "could not be created" in cov["summary"]
+    _check_premises(plugin, data, "automation-mhc-external-failed")
+    _, plan = _plan(plugin, node)
+    assert _node_step(plan, node)["allowed"], plan
+    cp.kubectl(
+        "patch", *mhc_ref, "--type=json", "-p",
+        '[{"op": "remove", "path": "/spec/remediationTemplate"}]',
+    )  # fmt: skip
 
     # 3. Acting: the MHC marked the Machine for remediation (OwnerRemediated False).
     _status(
@@ -566,6 +633,17 @@ def test_node_health_check(crds: ControlPlane, plugin: Plugin) -> None:
     _check_premises(plugin, data, "automation-nhc-stopped")
     _, plan = _plan(plugin, node)
     assert _node_step(plan, node)["allowed"]
+
+    # Excluded: the node is labelled for planned maintenance; NHC skips it whatever its rules.
+    _status(cp, "nodehealthchecks.remediation.medik8s.io", "nhc-worker-snr", enabled)
+    cp.kubectl("label", "node", node, f"{automation.NHC_EXCLUDE_LABEL}=true")
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "stopped" and automation.NHC_EXCLUDE_LABEL in cov["summary"]
+    _check_premises(plugin, data, "automation-nhc-excluded")
+    _, plan = _plan(plugin, node)
+    assert _node_step(plan, node)["allowed"]
+    cp.kubectl("label", "node", node, f"{automation.NHC_EXCLUDE_LABEL}-")
 
     # Remediating: NHC created the SelfNodeRemediation and records it.
     started = _now()
