@@ -79,15 +79,14 @@ KARPENTER_UNHEALTHY_TERMS = " or ".join(
 # Repair stops while more than this share of the NodePool's nodes is unhealthy, rounded up
 # (pkg/controllers/node/health/controller.go allowedUnhealthyPercent).
 KARPENTER_UNHEALTHY_PERCENT = 20
-# How long past its due time repair is still expected: the health controller requeues the node
-# at exactly its termination time, and every 5 min while blocked; 6 min past due without the
-# NodeClaim being deleted means it did not act.
-KARPENTER_OVERDUE_SECONDS = 6 * 60
-# The same for a MachineHealthCheck or a NodeHealthCheck: each requeues a node whose condition
-# has not yet lasted its timeout for the moment it will have (Cluster API's MHC reconciler:
-# requeueAfter the earliest next check; Medik8s' checkNodeConditions -> updateRequeueAfter), and
-# acts in that reconcile. 6 min past due with nothing recorded means its controller did not act.
-HEALTH_CHECK_OVERDUE_SECONDS = 6 * 60
+# How long past its due time an automation is still expected to act, for every one here: each
+# acts at (or within seconds of) that time. Karpenter's health controller requeues the node at
+# exactly its termination time (and every 5 min while blocked); a MachineHealthCheck or a
+# NodeHealthCheck requeues it for the moment its condition will have lasted its timeout
+# (Cluster API's reconciler: requeueAfter the earliest next check; Medik8s'
+# checkNodeConditions -> updateRequeueAfter); cluster-autoscaler scans every --scan-interval
+# (10 s by default). 6 min past due with nothing recorded means it did not act.
+OVERDUE_SECONDS = 6 * 60
 # Its event while repair is blocked, and how long one counts as "blocked now": republished on
 # the 5 min requeue once its 15 min deduplication has passed (health/controller.go, events.go).
 KARPENTER_REPAIR_BLOCKED = "NodeRepairBlocked"
@@ -99,9 +98,6 @@ CA_DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"
 # --scale-down-unready-time's default (cluster-autoscaler/main.go): the flag is not visible
 # through the API, so a claim using it says so.
 CA_SCALE_DOWN_UNREADY_SECONDS = 20 * 60
-# It scans every --scan-interval (10 s by default): 6 min past that time with the node still
-# there and not being removed, it is not acting on it (the same margin as the health checks').
-CA_OVERDUE_SECONDS = 6 * 60
 KINDS = ("Machine", "MachineHealthCheck", "NodeHealthCheck", "NodeClaim")
 
 # States, in the order they win when one automation says several things.
@@ -408,11 +404,11 @@ def _mhc_state(
             )
         )
         return STOPPED, None
-    checked = _condition(machine, "HealthCheckSucceeded")
-    marked = checked is not None and checked.get("status") == "False"
+    checked = _condition(machine, "HealthCheckSucceeded") or {}
+    marked = checked.get("status") == "False"
     template, template_path = _mhc_template(mhc)
     if template and marked:
-        return _mhc_external(machine, mhc, now, claims, who, template, template_path)
+        return _mhc_external(machine, mhc, checked, now, claims, who, template, template_path)
     rules, path, timeout_key = _mhc_rules(mhc)
     recorded = [fact("Machine", machine, "status.conditions[type=OwnerRemediated].status")]
     if marked:  # it ran, marked the Machine, and asked its owner for nothing
@@ -457,6 +453,7 @@ EXTERNAL_REQUEST_CONDITIONS = ("ExternallyRemediated", "ExternalRemediationReque
 def _mhc_external(
     machine: Obj,
     mhc: Obj,
+    checked: Obj,
     now: datetime,
     claims: list[Claim],
     who: str,
@@ -465,9 +462,8 @@ def _mhc_external(
 ) -> tuple[str, datetime | None]:
     """An MHC with a remediation template that marked the Machine unhealthy: it hands the
     Machine to an external remediator, whose own object and schedule are not read here. Stood
-    back from while fresh (HEALTH_CHECK_OVERDUE_SECONDS), not waited for after; a request that
-    could not be created remediates nothing."""
-    checked = _condition(machine, "HealthCheckSucceeded") or {}
+    back from while fresh (OVERDUE_SECONDS), not waited for after; a request that
+    could not be created remediates nothing. `checked`: its HealthCheckSucceeded condition."""
     since = parse_time(checked.get("lastTransitionTime"))
     marked = [
         fact("Machine", machine, "status.conditions[type=HealthCheckSucceeded].status"),
@@ -497,7 +493,7 @@ def _mhc_external(
         + f" (Machine HealthCheckSucceeded False, {checked.get('reason', '')}) and hands its "
         f"remediation to {template}, an external remediator"
     )
-    fresh = since is not None and (now - since).total_seconds() <= HEALTH_CHECK_OVERDUE_SECONDS
+    fresh = since is not None and (now - since).total_seconds() <= OVERDUE_SECONDS
     if fresh:
         claims.append(claim("automation-acting", "automation", f"{head}: it acts now", *marked))
         return ACTING, since
@@ -629,7 +625,7 @@ def _timed(
     rule_premises = [] if default_rules else [_rules_fact(kind, auto, rules_path)]
     default_note = " (the CRD's default conditions)" if default_rules else ""
     late = (now - first.at).total_seconds()
-    if late > HEALTH_CHECK_OVERDUE_SECONDS:
+    if late > OVERDUE_SECONDS:
         none_words, none_facts, why = unrecorded
         text = (
             f"{who} has not acted {timedelta(seconds=round(late))} after its timeout "
@@ -1026,7 +1022,7 @@ def _karpenter_repair(
         )
         claims.append(claim("automation-scheduled", "automation", text, *premises))
         return SCHEDULED, first.at
-    if late <= KARPENTER_OVERDUE_SECONDS:
+    if late <= OVERDUE_SECONDS:
         text = (
             f"repair was due at {_when(first.at, now)} ({basis}) and {what} is not being "
             "deleted yet: if node repair is enabled, Karpenter deletes it at its next check"
@@ -1169,7 +1165,7 @@ def _autoscaler(node: Obj, now: datetime) -> Coverage | None:
     at = shifted(since, CA_SCALE_DOWN_UNREADY_SECONDS)
     premise = fact("Node", node, f"spec.taints[key={CA_DELETION_CANDIDATE}].value")
     late = (now - at).total_seconds()
-    if late > CA_OVERDUE_SECONDS:
+    if late > OVERDUE_SECONDS:
         text = (
             f"cluster-autoscaler has found the node unneeded since {format_time(since)} and has "
             f"not removed it {timedelta(seconds=round(late))} after the default "
