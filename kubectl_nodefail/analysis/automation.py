@@ -409,26 +409,23 @@ def _mhc_state(
     template, template_path = _mhc_template(mhc)
     if template and marked:
         return _mhc_external(machine, mhc, checked, now, claims, who, template, template_path)
-    rules, path, timeout_key = _mhc_rules(mhc)
-    recorded = [fact("Machine", machine, "status.conditions[type=OwnerRemediated].status")]
-    if marked:  # it ran, marked the Machine, and asked its owner for nothing
-        unrecorded = (
-            "it marked the Machine unhealthy (HealthCheckSucceeded False) but asked its owner "
-            "for no replacement (OwnerRemediated not False)",
-            [
-                *recorded,
+    owner_remediated = fact("Machine", machine, "status.conditions[type=OwnerRemediated].status")
+    if marked:  # it ran, marked the Machine unhealthy, and asked its owner for nothing
+        claims.append(
+            claim(
+                "automation-stopped",
+                "automation",
+                f"{who} marked the Machine unhealthy (HealthCheckSucceeded False, "
+                f"{checked.get('reason', '')}) but asked its owner for no replacement "
+                "(OwnerRemediated not False): it is skipping the Machine (a paused Cluster, "
+                "which is not read here, or a Machine whose owner is not a MachineSet or "
+                "KubeadmControlPlane)",
                 fact("Machine", machine, "status.conditions[type=HealthCheckSucceeded].status"),
-            ],
-            "it ran and is skipping the Machine (a paused Cluster, which is not read here, or "
-            "a Machine whose owner is not a MachineSet or KubeadmControlPlane)",
+                owner_remediated,
+            )
         )
-    else:
-        unrecorded = (
-            "the Machine records no remediation",
-            recorded,
-            "its controller is probably not running, or it is paused (a paused Cluster is not "
-            "read here)",
-        )
+        return STOPPED, None
+    rules, path, timeout_key = _mhc_rules(mhc)
     return _timed(
         node,
         mhc,
@@ -440,7 +437,12 @@ def _mhc_state(
         who,
         "marks the Machine for replacement",
         rules_path=path,
-        unrecorded=unrecorded,
+        unrecorded=(
+            "the Machine records no remediation",
+            [owner_remediated],
+            "its controller is probably not running, or it is paused (a paused Cluster is not "
+            "read here)",
+        ),
     )
 
 
@@ -604,8 +606,8 @@ def _timed(
     unrecorded: tuple[str, list[Premise], str] = ("", [], ""),
 ) -> tuple[str, datetime | None]:
     """The SCHEDULED / DUE / OVERDUE / NOT_MATCHING claim from an automation's unhealthy
-    conditions. `unrecorded`: what it recorded instead of a remediation (words, the facts
-    that show it), and what that says of the automation, for the OVERDUE sentence."""
+    conditions. `unrecorded`: for the OVERDUE sentence, the words and facts saying that no
+    remediation is recorded, and what that says of the automation."""
     found = _matches(node, rules, timeout_key)
     if not found:
         watched = ", ".join(f"{r.get('type')}={r.get('status')}" for r in rules) or "nothing"
@@ -747,23 +749,20 @@ def _nhc_state(
         return STOPPED, None
     rules = spec.get("unhealthyConditions")
     default = not rules
-    recorded = [
-        fact("NodeHealthCheck", nhc, f"status.unhealthyNodes[name={name}].remediations"),
-        fact("NodeHealthCheck", nhc, f"status.inFlightRemediations[{name}]"),
-    ]
-    if entry is not None:  # it ran: it lists the node, and started nothing for it
-        unrecorded = (
-            "it lists the node unhealthy (status.unhealthyNodes) but started no remediation",
-            [*recorded, fact("NodeHealthCheck", nhc, f"status.unhealthyNodes[name={name}].name")],
-            "it ran and is skipping the node (too few healthy nodes, another node's remediation "
-            "first, a cluster upgrade: its Events, RemediationSkipped, say which)",
+    if entry is not None:  # it ran: it lists the node unhealthy, and started nothing for it
+        claims.append(
+            claim(
+                "automation-stopped",
+                "automation",
+                f"{who} lists the node unhealthy (status.unhealthyNodes) but started no "
+                "remediation for it: it is skipping the node for now (too few healthy nodes, "
+                "another node's remediation first, a cluster upgrade: its Events, "
+                "RemediationSkipped, say which)",
+                fact("NodeHealthCheck", nhc, f"status.unhealthyNodes[name={name}].name"),
+                fact("NodeHealthCheck", nhc, f"status.unhealthyNodes[name={name}].remediations"),
+            )
         )
-    else:
-        unrecorded = (
-            "no remediation of the node is recorded",
-            recorded,
-            "its controller is probably not running, or it is paused",
-        )
+        return STOPPED, None
     return _timed(
         node,
         nhc,
@@ -775,7 +774,14 @@ def _nhc_state(
         who,
         f"creates {remedy}",
         default_rules=default,
-        unrecorded=unrecorded,
+        unrecorded=(
+            "no remediation of the node is recorded",
+            [
+                fact("NodeHealthCheck", nhc, f"status.unhealthyNodes[name={name}].remediations"),
+                fact("NodeHealthCheck", nhc, f"status.inFlightRemediations[{name}]"),
+            ],
+            "its controller is probably not running, or it is paused",
+        ),
     )
 
 

@@ -645,6 +645,20 @@ def test_node_health_check(crds: ControlPlane, plugin: Plugin) -> None:
     assert _node_step(plan, node)["allowed"]
     cp.kubectl("label", "node", node, f"{automation.NHC_EXCLUDE_LABEL}-")
 
+    # Listed unhealthy without a remediation: it ran and skips the node for now.
+    _status(
+        cp,
+        "nodehealthchecks.remediation.medik8s.io",
+        "nhc-worker-snr",
+        {**enabled, "unhealthyNodes": [{"name": node}]},
+    )
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    assert cov["state"] == "stopped" and "skipping the node for now" in cov["summary"], cov
+    _check_premises(plugin, data, "automation-nhc-listed")
+    _, plan = _plan(plugin, node)
+    assert _node_step(plan, node)["allowed"]
+
     # Remediating: NHC created the SelfNodeRemediation and records it.
     started = _now()
     _status(
