@@ -249,6 +249,8 @@ SCHEMAS: dict[str, Object] = {
             initContainerStatuses=ListOf(CONTAINER_STATUS),
             ephemeralContainerStatuses=ListOf(CONTAINER_STATUS),
         ),
+        # a pod built from a Table row (podrows.py): the printed columns it was read from
+        readFrom=obj(table=obj(status=STR, ready=STR, readinessGates=STR)),
     ),
     "VolumeAttachment": obj(
         ("metadata",),

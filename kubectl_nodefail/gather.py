@@ -10,7 +10,9 @@ Cost follows the affected nodes and pods, not the cluster size:
 - each owner once: by a label selector across namespaces where a label names it
   (pod-template-hash), else one list per kind and namespace where several are wanted, else a GET;
 - sibling pods (replacements) with one label-selector list per group of owners, kept only if an
-  owner of interest owns them; claims, volumes and attachments of just those pods.
+  owner of interest owns them, read as Table rows with metadata where a row can stand for the pod
+  (Running and Ready on a Ready node: podrows.py; a third of the bytes), whole otherwise; claims,
+  volumes and attachments of just those pods.
 Independent reads run concurrently. Optional reads that are forbidden, or whose list broke twice
 mid-way, become stated gaps; objects that vanish mid-scan are simply absent.
 """
@@ -20,11 +22,12 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
-from kubectl_nodefail import kube
+from kubectl_nodefail import kube, podrows
 from kubectl_nodefail.analysis import automation, facts
 from kubectl_nodefail.analysis.nodes import (
     has_problem_condition,
@@ -206,8 +209,9 @@ def gather(
     for pod in f_unscheduled.result():
         pods.setdefault(pod["metadata"]["uid"], pod)
 
+    ready = {n["metadata"]["name"] for n in nodes if is_ready(n)}
     owners, siblings = _owners_and_siblings(
-        cluster, reader, list(pods.values()), progress, cluster_wide=not namespaces
+        cluster, reader, list(pods.values()), ready, progress, cluster_wide=not namespaces
     )
     for pod in siblings:
         pods.setdefault(pod["metadata"]["uid"], pod)
@@ -581,6 +585,7 @@ def _owners_and_siblings(
     cluster: kube.Cluster,
     reader: _Reader,
     pods: list[Obj],
+    ready_nodes: Collection[str],
     progress: Progress,
     cluster_wide: bool = True,
 ) -> tuple[list[Obj], list[Obj]]:
@@ -605,23 +610,151 @@ def _owners_and_siblings(
             wanted.update(_owner_refs(obj))
     found = [o for o in owners.values() if o]
     progress(f"{len(found)} owners read; looking for replacements")
-    return found, _siblings(cluster, reader, found, cluster_wide)
+    known = {p["metadata"].get("uid") for p in pods}
+    rows = RowRules(ready_nodes, _claiming_owners(pods), known)
+    return found, _siblings(cluster, reader, found, rows, cluster_wide)
+
+
+def _claiming_owners(pods: list[Obj]) -> set[str]:
+    """UIDs of the owners of pods that mount a claim (persistentVolumeClaim or ephemeral): their
+    other pods are read whole, since the storage analysis reads their volumes."""
+    return {
+        ref.get("uid", "")
+        for pod in pods
+        if any(
+            "persistentVolumeClaim" in v or "ephemeral" in v
+            for v in (pod.get("spec") or {}).get("volumes") or []
+        )
+        for ref in pod["metadata"].get("ownerReferences") or []
+    }
+
+
+@dataclass(frozen=True)
+class RowRules:
+    """Which sibling pods a Table row may stand for: on a `ready` node (the node lifecycle
+    controller rewrites a not-Ready node's pods' Ready condition, which the row cannot show),
+    not of an owner whose pods mount claims (`claiming` UIDs: the storage analysis reads their
+    volumes), and not already read whole (`known` UIDs: the examined nodes' pods)."""
+
+    ready: Collection[str]
+    claiming: Collection[str]
+    known: Collection[str | None]
+
+
+# Owners whose pods are always read whole: a StatefulSet's pods each mount their own claims.
+WHOLE_PODS_KINDS = ("StatefulSet",)
+# Rows of one sibling list that a row cannot stand for (Pending, finished, Terminating, not
+# Ready) are read one by one up to this many; past it, the list is read again as full objects.
+ROWS_READ_ONE_BY_ONE = 30
 
 
 def _siblings(
-    cluster: kube.Cluster, reader: _Reader, owners: list[Obj], cluster_wide: bool = True
+    cluster: kube.Cluster,
+    reader: _Reader,
+    owners: list[Obj],
+    rows: RowRules,
+    cluster_wide: bool = True,
 ) -> list[Obj]:
-    """The pods of the given owners, in few lists: owners whose selectors share a label that
-    names them uniquely (pod-template-hash, a Job's controller-uid) in one list across
-    namespaces (per namespace when only some namespaces are read); the rest grouped by
-    namespace and selector keys into one `key in (...)` list each. Such a list may match more
-    than asked: only pods an owner of interest owns are kept."""
+    """The pods of the given owners, in few lists (see `_sibling_lists`); only pods an owner of
+    interest owns are kept. Where the owner's pods mount no claim, a list is read as Table rows
+    with metadata (a third of the bytes) and a row stands for a pod Running and Ready on a Ready
+    node (podrows.py); the other rows are read whole, except pods already read, which are left
+    out (`RowRules`)."""
     uids = {o["metadata"].get("uid") for o in owners}
 
-    def keep(pod: Obj) -> Obj | None:
-        refs = pod["metadata"].get("ownerReferences") or []
-        return pod if any(r.get("uid") in uids for r in refs) else None
+    def owned(meta: Obj) -> bool:
+        return any(r.get("uid") in uids for r in meta.get("ownerReferences") or [])
 
+    def whole(owner: Obj) -> bool:
+        return (
+            owner.get("kind") in WHOLE_PODS_KINDS or owner["metadata"].get("uid") in rows.claiming
+        )
+
+    lists = [
+        (item, False) for item in _sibling_lists([o for o in owners if whole(o)], cluster_wide)
+    ]
+    lists += [
+        (item, True) for item in _sibling_lists([o for o in owners if not whole(o)], cluster_wide)
+    ]
+
+    def read(spec: tuple[tuple[str, str], bool]) -> list[Obj]:
+        (path, selector), by_rows = spec
+        return list(
+            reader.optional(
+                "pods of the same owner",
+                lambda: (
+                    _sibling_rows(cluster, reader, path, selector, owned, rows)
+                    if by_rows
+                    else cluster.list_all(
+                        path,
+                        "Pod",
+                        keep=lambda p: p if owned(p["metadata"]) else None,
+                        labelSelector=selector,
+                    )
+                ),
+                [],
+            )
+        )
+
+    out: list[Obj] = []
+    for batch in kube.parallel(read, lists):
+        out += batch
+    return out
+
+
+def _sibling_rows(
+    cluster: kube.Cluster,
+    reader: _Reader,
+    path: str,
+    selector: str,
+    owned: Callable[[Obj], bool],
+    rules: RowRules,
+) -> list[Obj]:
+    """One sibling list as Table rows: the pods rows stand for, and the others read whole (one
+    by one, or the list again past ROWS_READ_ONE_BY_ONE or when a row lacks its metadata), in the
+    list's order; rows of pods already read are left out."""
+    columns, rows, items = cluster.list_rows(
+        path,
+        "Pod",
+        keep=lambda m: owned(m) and m.get("uid") not in rules.known,
+        labelSelector=selector,
+    )
+    if items or not rows:
+        return items
+    shape = cluster.shape.get("Pod")
+    pods: list[Obj | None] = [
+        pod
+        if (pod := podrows.from_row(columns, cells, meta))
+        and pod["spec"]["nodeName"] in rules.ready
+        else None
+        for cells, meta in rows
+    ]
+    todo = [i for i, pod in enumerate(pods) if pod is None]
+    if len(todo) > ROWS_READ_ONE_BY_ONE or any(rows[i][1] is None for i in todo):
+        return cluster.list_all(
+            path, "Pod", keep=lambda p: p if owned(p["metadata"]) else None, labelSelector=selector
+        )
+
+    def whole(i: int) -> Obj | None:
+        meta = rows[i][1] or {}
+        at = kube.pod_path(meta.get("namespace", ""), meta.get("name", ""))
+        pod = reader.optional("pods of the same owner", lambda: cluster.get(at), None)
+        if pod is None or not owned(pod.get("metadata") or {}):
+            return None  # gone since the list, or no longer owned
+        pod.setdefault("kind", "Pod")
+        return kube.trim(pod)
+
+    for i, pod in zip(todo, kube.parallel(whole, todo)):
+        pods[i] = pod
+    return [shape(p) if shape else p for p in pods if p is not None]
+
+
+def _sibling_lists(owners: list[Obj], cluster_wide: bool = True) -> list[tuple[str, str]]:
+    """(path, label selector) lists that find the pods of the given owners: owners whose
+    selectors share a label that names them uniquely (pod-template-hash, a Job's controller-uid)
+    in one list across namespaces (per namespace when only some namespaces are read); the rest
+    grouped by namespace and selector keys into one `key in (...)` list each. Such a list may
+    match more than asked: the caller keeps only pods an owner of interest owns."""
     unique: dict[tuple[str, str], set[str]] = {}  # (label, namespace or "" for all): values
     grouped: dict[tuple[str, tuple[str, ...]], dict[str, set[str]]] = {}
     single: list[tuple[str, str]] = []  # selectors with expressions: one list each
@@ -655,22 +788,7 @@ def _siblings(
         lists.append(
             (kube.pod_path(ns), ",".join(f"{k} in ({','.join(sorted(by_key[k]))})" for k in keys))
         )
-    lists += single
-
-    def read(item: tuple[str, str]) -> list[Obj]:
-        path, selector = item
-        return list(
-            reader.optional(
-                "pods of the same owner",
-                lambda: cluster.list_all(path, "Pod", keep=keep, labelSelector=selector),
-                [],
-            )
-        )
-
-    out: list[Obj] = []
-    for batch in kube.parallel(read, lists):
-        out += batch
-    return out
+    return lists + single
 
 
 def _claims(

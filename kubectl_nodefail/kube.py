@@ -39,6 +39,8 @@ from kubectl_nodefail.netfail import Failure, connection_failure
 
 Obj = dict[str, Any]
 T = TypeVar("T")
+# A row of a Table read with its objects' metadata: (cells, metadata, or None without it).
+Row = tuple[list[Any], "Obj | None"]
 R = TypeVar("R")
 PAGE_SIZE = 500
 WORKERS = 8
@@ -504,6 +506,51 @@ class Cluster:
                     if isinstance(cells, list) and (keep is None or keep(columns, cells)):
                         rows.append(cells)
             return columns, rows
+
+        return self._read_list(read)
+
+    def list_rows(
+        self,
+        path: str,
+        kind: str,
+        keep: Callable[[Obj], bool] | None = None,
+        **query: Any,
+    ) -> tuple[list[str], list[Row], list[Obj]]:
+        """A server-side Table whose rows carry their objects' metadata (includeObject=Metadata):
+        (column names, rows, items). A row is (cells, metadata trimmed as `trim` trims, or None
+        where the row has no object with metadata); `keep(metadata)` may drop rows as pages
+        arrive. A server may answer with a plain list instead (the Accept header allows it): its
+        items, trimmed and shaped as `list_all` does (keep applied to their metadata), come back
+        as `items`, with no rows. Retried as `_read_list` says."""
+        shape = self.shape.get(kind)
+
+        def read(pages: list[int]) -> tuple[list[str], list[Row], list[Obj]]:
+            columns: list[str] = []
+            rows: list[Row] = []
+            items: list[Obj] = []
+            for page in self.list_pages(
+                path, TABLE, PAGE_SIZE, includeObject="Metadata", **query
+            ):
+                pages[0] += 1
+                if not columns:
+                    columns = [str(c.get("name", "")) for c in page.get("columnDefinitions") or []]
+                for row in page.get("rows") or []:
+                    cells = row.get("cells") if isinstance(row, dict) else None
+                    if not isinstance(cells, list):
+                        continue
+                    obj = row.get("object")
+                    meta = obj.get("metadata") if isinstance(obj, dict) else None
+                    if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+                        meta = trim({"metadata": meta})["metadata"]
+                        if keep is None or keep(meta):
+                            rows.append((cells, meta))
+                    else:
+                        rows.append((cells, None))
+                for item in page.get("items") or []:
+                    if isinstance(item, dict) and (keep is None or keep(item["metadata"])):
+                        item.setdefault("kind", kind)
+                        items.append(shape(trim(item)) if shape else trim(item))
+            return columns, rows, items
 
         return self._read_list(read)
 

@@ -22,7 +22,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_nodefail.analysis import premises
+from kubectl_nodefail import dumpschema, kube, podrows, render, snapshot
+from kubectl_nodefail.analysis import outage, premises
+from kubectl_nodefail.analysis.diagnose import diagnose
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
@@ -160,6 +162,39 @@ def test_every_claim_has_its_premises_in_the_cluster(dead: Dead) -> None:
     proc = dead.plugin.run("diagnose", "--from-file", dead.dump_path, "-n", NS, "-o", "json")
     assert proc.returncode == 3, proc.stderr
     assert [str(f) for f in premises.check(dead.dump, json.loads(proc.stdout))] == []
+
+
+def test_pods_read_as_table_rows_diagnose_as_their_full_objects(dead: Dead, tmp_path: Any) -> None:
+    """The recorded dump holds the owners' other pods that are Running and Ready on a Ready
+    node as Table rows (podrows.py); the same dump with each of them replaced by its full object,
+    read now, gives the same diagnosis, word for word."""
+    rows = [o for o in dead.dump["items"] if podrows.READ_FROM in o]
+    assert any(p["metadata"]["name"].startswith("anti-") for p in rows), rows
+    full = []
+    for pod in dead.dump["items"]:
+        if podrows.READ_FROM in pod:
+            meta = pod["metadata"]
+            pod = dead.cp.get("pod", meta["name"], namespace=meta["namespace"])
+            assert pod is not None and pod["metadata"]["uid"] == meta["uid"]
+            assert pod["status"]["phase"] == "Running" and pod["spec"]["nodeName"] == SPARE
+            pod = dumpschema.cut_live(kube.trim(pod))
+        full.append(pod)
+    whole = tmp_path / "whole.json"
+    whole.write_text(json.dumps({**dead.dump, "items": full}))
+    outputs = []
+    for path in (dead.dump_path, str(whole)):
+        proc = dead.plugin.run("diagnose", "--from-file", path, "-o", "json")
+        assert proc.returncode == 3, proc.stderr
+        outputs.append({**json.loads(proc.stdout), "source": "(the file read)"})
+    assert outputs[0] == outputs[1]
+    # the outage view's "serving" count (ready vs wanted) reads the rows' Ready: the same too
+    views = []
+    for path in (dead.dump_path, str(whole)):
+        snap = snapshot.load_dump(path)
+        views.append(render.to_data(outage.summarise(diagnose(snap, snap.captured_at), snap)))
+    assert views[0] == views[1]
+    anti = next(o for o in views[0]["owners"] if o["owner"] == "Deployment/anti")
+    assert (anti["ready"], anti["wanted"]) == (1, 2), anti
 
 
 def test_a_finalizer_held_statefulset_pod_is_not_released_by_the_taint(dead: Dead) -> None:

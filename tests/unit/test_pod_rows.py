@@ -1,0 +1,230 @@
+"""Sibling pods read as Table rows (podrows.py, gather._sibling_rows): a row stands for its pod
+only when its columns decide every field the compact pod carries; anything else is read whole.
+
+Whether the columns mean what podrows says is judged on the real control plane
+(tests/e2e/test_pod_rows.py: generated pod states, the API server's own printer, the full
+objects compared). Here: any row at all (hypothesis) gives a pod only under those conditions
+and never raises; and what the reading does with answers a real API server does not give on
+cue (a plain list instead of a Table, rows without objects, a pod gone between the list and its
+GET) — a tiny local server plays those.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubectl_nodefail import dumpschema, gather, kube, podrows
+from tests.unit.fakeapi import json_answer, kubeconfig, serve
+
+COLUMNS = [
+    "Name",
+    "Ready",
+    "Status",
+    "Restarts",
+    "Age",
+    "IP",
+    "Node",
+    "Nominated Node",
+    "Readiness Gates",
+]
+OWNER = {"uid": "rs-1", "kind": "ReplicaSet", "name": "web-1", "controller": True}
+OWNER_RS = {
+    "kind": "ReplicaSet",
+    "metadata": {"name": "web-1", "namespace": "ns", "uid": "rs-1"},
+    "spec": {"selector": {"matchLabels": {"pod-template-hash": "h1"}}},
+}
+
+
+def meta(name: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": "ns",
+        "uid": f"uid-{name}",
+        "creationTimestamp": "2026-12-01T10:00:00Z",
+        "ownerReferences": [OWNER],
+        **extra,
+    }
+
+
+def cells(name: str, ready: str = "2/2", status: str = "Running", node: str = "n1") -> list[Any]:
+    return [name, ready, status, "0", "5m", "10.0.0.1", node, "<none>", "<none>"]
+
+
+cell = st.one_of(
+    st.sampled_from(
+        ["Running", "Pending", "Terminating", "1/1", "0/1", "2/2", "1/2", "<none>", "", "n1"]
+    ),
+    st.text(max_size=6),
+    st.integers(-2, 3),
+    st.none(),
+    st.booleans(),
+)
+
+
+# a row that stands for its pod, with up to two cells replaced by anything
+near_valid = st.builds(
+    lambda changes: [dict(changes).get(i, c) for i, c in enumerate(cells("p"))],
+    st.lists(st.tuples(st.integers(0, len(COLUMNS) - 1), cell), max_size=2),
+)
+
+
+@settings(max_examples=400)
+@given(
+    row=st.one_of(st.lists(cell, min_size=0, max_size=11), near_valid),
+    columns=st.one_of(st.just(COLUMNS), st.permutations(COLUMNS), st.lists(st.text(max_size=8))),
+    deleting=st.booleans(),
+    with_meta=st.booleans(),
+)
+def test_a_row_stands_for_a_pod_only_when_its_columns_decide_it(
+    row: list[Any], columns: list[str], deleting: bool, with_meta: bool
+) -> None:
+    name = row[0] if row and isinstance(row[0], str) else "p"
+    m = meta(name, **({"deletionTimestamp": "2026-12-01T10:05:00Z"} if deleting else {}))
+    pod = podrows.from_row(columns, row, m if with_meta else None)
+    if pod is None:
+        return
+    cell_of = dict(zip(columns, row))
+    ready, total = cell_of["Ready"].split("/")
+    assert len(row) == len(columns) and with_meta and not deleting
+    assert cell_of["Status"] == "Running" and ready == total and int(total) >= 1
+    assert (
+        cell_of["Readiness Gates"] == "<none>"
+        or len(set(cell_of["Readiness Gates"].split("/"))) == 1
+    )
+    assert cell_of["Node"] not in ("", "<none>") and cell_of["Name"] == m["name"]
+    assert pod["metadata"] is m and pod["spec"] == {"nodeName": cell_of["Node"]}
+    assert pod["status"]["phase"] == "Running"
+    # what a live read keeps of it is what it says, and a dump holding it loads
+    assert dumpschema.cut_live(dict(pod)) == pod
+
+
+def test_rows_that_do_not_decide_are_not_taken() -> None:
+    m = meta("a")
+    assert podrows.from_row(COLUMNS, cells("a"), m) is not None
+    for row in (
+        cells("a", ready="1/2"),  # a container not ready
+        cells("a", ready="0/0"),
+        cells("a", status="Completed"),
+        cells("a", status="Terminating"),
+        cells("a", node="<none>"),
+        cells("b"),  # not the row of this object
+        cells("a")[:-1],
+        [*cells("a")[:-1], "0/1"],  # a readiness gate not True
+    ):
+        assert podrows.from_row(COLUMNS, row, m) is None, row
+    assert podrows.from_row(COLUMNS, [*cells("a")[:-1], "1/1"], m) is not None
+    assert podrows.from_row(COLUMNS[:-1], cells("a")[:-1], m) is None  # no gates column
+
+
+def _table(rows: list[tuple[list[Any], dict[str, Any] | None]]) -> dict[str, Any]:
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {},
+        "columnDefinitions": [{"name": c} for c in COLUMNS],
+        "rows": [
+            {
+                "cells": c,
+                **({"object": {"kind": "PartialObjectMetadata", "metadata": m}} if m else {}),
+            }
+            for c, m in rows
+        ],
+    }
+
+
+def _full(name: str, phase: str = "Running") -> dict[str, Any]:
+    return {"metadata": meta(name), "spec": {"nodeName": "n1"}, "status": {"phase": phase}}
+
+
+def _read(tmp_path: Path, answer: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    def script(n: int, method: str, path: str) -> Any:
+        url = urlparse(path)
+        return json_answer(answer(url.path, parse_qs(url.query)))
+
+    with serve(script) as api:
+        cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+        cluster.shape["Pod"] = dumpschema.cut_live
+        reader = gather._Reader(cluster)
+        rules = gather.RowRules(ready={"n1"}, claiming=(), known={"uid-known"})
+        pods = gather._siblings(cluster, reader, [OWNER_RS], rules)
+        return pods, [p for _, p in api.requests]
+
+
+def test_rows_stand_for_running_ready_pods_and_the_others_are_read_whole(tmp_path: Path) -> None:
+    def answer(path: str, query: dict[str, list[str]]) -> Any:
+        if path == "/api/v1/pods":
+            assert query["includeObject"] == ["Metadata"]
+            return _table(
+                [
+                    (cells("a"), meta("a")),
+                    (cells("b", status="Pending", node="<none>"), meta("b")),
+                    (cells("c", node="n-down"), meta("c")),  # a node not Ready: read whole
+                    (cells("known"), meta("known", uid="uid-known")),  # read already: left out
+                    (cells("d"), meta("d")),
+                ]
+            )
+        name = path.rsplit("/", 1)[1]
+        return _full(name, "Pending" if name == "b" else "Running")
+
+    pods, paths = _read(tmp_path, answer)
+    assert [p["metadata"]["name"] for p in pods] == ["a", "b", "c", "d"]  # the list's order
+    assert [podrows.READ_FROM in p for p in pods] == [True, False, False, True]
+    assert sorted(p.split("?")[0] for p in paths[1:]) == [
+        "/api/v1/namespaces/ns/pods/b",
+        "/api/v1/namespaces/ns/pods/c",
+    ]
+
+
+def test_a_plain_list_instead_of_a_table_is_taken_whole(tmp_path: Path) -> None:
+    def answer(path: str, query: dict[str, list[str]]) -> Any:
+        return {"kind": "PodList", "metadata": {}, "items": [_full("a"), _full("b", "Pending")]}
+
+    pods, paths = _read(tmp_path, answer)
+    assert [p["metadata"]["name"] for p in pods] == ["a", "b"] and len(paths) == 1
+    assert not any(podrows.READ_FROM in p for p in pods)
+
+
+def test_rows_without_their_objects_make_the_list_read_again_whole(tmp_path: Path) -> None:
+    def answer(path: str, query: dict[str, list[str]]) -> Any:
+        if "includeObject" in query:
+            return _table([(cells("a"), meta("a")), (cells("b"), None)])
+        return {"kind": "PodList", "metadata": {}, "items": [_full("a"), _full("b")]}
+
+    pods, paths = _read(tmp_path, answer)
+    assert [p["metadata"]["name"] for p in pods] == ["a", "b"] and len(paths) == 2
+    assert "includeObject" not in paths[1]
+
+
+def test_many_rows_to_read_whole_make_one_list_not_many_gets(tmp_path: Path) -> None:
+    n = gather.ROWS_READ_ONE_BY_ONE + 1
+    names = [f"p{i:02d}" for i in range(n)]
+
+    def answer(path: str, query: dict[str, list[str]]) -> Any:
+        if "includeObject" in query:
+            return _table([(cells(x, status="Completed", ready="0/2"), meta(x)) for x in names])
+        return {"kind": "PodList", "metadata": {}, "items": [_full(x, "Succeeded") for x in names]}
+
+    pods, paths = _read(tmp_path, answer)
+    assert [p["metadata"]["name"] for p in pods] == names and len(paths) == 2
+
+
+def test_a_pod_gone_between_the_list_and_its_get_is_absent(tmp_path: Path) -> None:
+    def script(n: int, method: str, path: str) -> Any:
+        if "includeObject" in path:
+            return json_answer(
+                _table([(cells("a", ready="1/2"), meta("a")), (cells("b"), meta("b"))])
+            )
+        return json_answer({"kind": "Status", "code": 404, "reason": "NotFound"}, 404)
+
+    with serve(script) as api:
+        cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+        reader = gather._Reader(cluster)
+        pods = gather._siblings(cluster, reader, [OWNER_RS], gather.RowRules({"n1"}, (), ()))
+    assert [p["metadata"]["name"] for p in pods] == ["b"] and not reader.gaps
+    assert json.dumps(pods)  # plain JSON, as a dump writes it
