@@ -228,3 +228,42 @@ def test_a_pod_gone_between_the_list_and_its_get_is_absent(tmp_path: Path) -> No
         pods = gather._siblings(cluster, reader, [OWNER_RS], gather.RowRules({"n1"}, (), ()))
     assert [p["metadata"]["name"] for p in pods] == ["b"] and not reader.gaps
     assert json.dumps(pods)  # plain JSON, as a dump writes it
+
+
+def test_pods_of_owners_whose_pods_mount_claims_are_read_whole(tmp_path: Path) -> None:
+    """The storage analysis reads their volumes, which a row does not have: a StatefulSet's
+    pods, and an owner one of whose pods read already mounts a claim."""
+    sts = {
+        "kind": "StatefulSet",
+        "metadata": {"name": "db", "namespace": "ns", "uid": "sts-1"},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}},
+    }
+
+    def script(n: int, method: str, path: str) -> Any:
+        assert "includeObject" not in path, path
+        owner = {**OWNER, "uid": "sts-1"} if "app" in path else OWNER
+        item = {"metadata": {**meta("x"), "ownerReferences": [owner]}, "spec": {"nodeName": "n1"}}
+        return json_answer({"kind": "PodList", "metadata": {}, "items": [item]})
+
+    with serve(script) as api:
+        cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+        rules = gather.RowRules({"n1"}, claiming={"rs-1"}, known=())
+        pods = gather._siblings(cluster, gather._Reader(cluster), [OWNER_RS, sts], rules)
+    assert len(pods) == 2 and not any(podrows.READ_FROM in p for p in pods)
+    assert len(api.requests) == 2
+
+
+def test_claiming_owners_are_those_of_pods_with_a_claim_or_an_ephemeral_volume() -> None:
+    def pod(uid: str, *volumes: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "metadata": {"name": uid, "ownerReferences": [{"uid": uid}]},
+            "spec": {"volumes": list(volumes)},
+        }
+
+    pods = [
+        pod("a", {"name": "d", "persistentVolumeClaim": {"claimName": "c"}}),
+        pod("b", {"name": "e", "ephemeral": {}}),
+        pod("c", {"name": "f", "emptyDir": {}}),
+        pod("d"),
+    ]
+    assert gather._claiming_owners(pods) == {"a", "b"}
