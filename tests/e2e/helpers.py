@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kubectl_nodefail import kube, podrows
+from kubectl_nodefail.analysis.nodes import is_ready
 from tests.e2e import workloads as w
 from tests.e2e.controlplane import ControlPlane, wait_for
 
@@ -147,3 +149,38 @@ def service_account_kubeconfig(
         )
     )
     return path
+
+
+def rows_against_objects(cp: ControlPlane, ns: str) -> int:
+    """Every row of the API server's pods Table for `ns` that a diagnosis would take for its pod
+    (podrows.from_row, on a Ready node, as gather reads the owners' other pods), compared with
+    the pod's full object read just after: Running, Ready, the same node and metadata. A pod
+    that changed between the two reads is not compared. Returns how many rows were compared."""
+    cluster = kube.Cluster(str(cp.kubeconfig), None, timeout=30)
+    try:
+        ready = {
+            n["metadata"]["name"] for n in cluster.list_all("/api/v1/nodes", "Node") if is_ready(n)
+        }
+        columns, table, items = cluster.list_rows(kube.pod_path(ns), "Pod")
+        full = {p["metadata"]["uid"]: p for p in cluster.list_all(kube.pod_path(ns), "Pod")}
+    finally:
+        cluster.close()
+    assert not items and podrows.columns_usable(columns), columns
+    compared = 0
+    for cells, meta in table:
+        pod = podrows.from_row(columns, cells, meta)
+        if pod is None or pod["spec"]["nodeName"] not in ready:
+            continue
+        obj = full.get((meta or {}).get("uid"))
+        if obj is None or obj["metadata"].get("resourceVersion") != pod["metadata"].get(
+            "resourceVersion"
+        ):
+            continue
+        compared += 1
+        assert pod["metadata"] == obj["metadata"], cells
+        assert pod["spec"]["nodeName"] == obj["spec"]["nodeName"], cells
+        assert obj["status"]["phase"] == "Running", (cells, obj["status"])
+        assert any(
+            c["type"] == "Ready" and c["status"] == "True" for c in obj["status"]["conditions"]
+        ), (cells, obj["status"])
+    return compared

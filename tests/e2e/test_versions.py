@@ -31,6 +31,7 @@ from tests.e2e.controlplane import ControlPlane, matrix_minors, requested_versio
 from tests.e2e.helpers import (
     pod_on,
     pods,
+    rows_against_objects,
     running,
     service_account_kubeconfig,
     taint_keys,
@@ -262,6 +263,12 @@ def test_after_eviction_kubectl_and_per_controller_explanations(matrix: Matrix) 
     assert by_app["lonely"]["replacement"]["state"] == "none"
     assert by_app["batch"]["controller"] == "job"
     assert by_app["batch"]["replacement"]["state"] in ("running", "finished")
+
+
+def test_table_rows_stand_for_their_pods_on_this_minor(matrix: Matrix) -> None:
+    """The rows a diagnosis takes for the owners' other pods (podrows.py) say what the full
+    objects say on this minor's API server too (its printer's columns)."""
+    assert rows_against_objects(matrix.cp, NS) >= 2
 
 
 def test_out_of_service_path_remediate_picks_for_this_minor(matrix: Matrix) -> None:
