@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
@@ -210,8 +210,14 @@ def gather(
         pods.setdefault(pod["metadata"]["uid"], pod)
 
     ready = {n["metadata"]["name"] for n in nodes if is_ready(n)}
+    since = _replacements_since([n for n in nodes if n["metadata"]["name"] in focus_set])
     owners, siblings = _owners_and_siblings(
-        cluster, reader, list(pods.values()), ready, progress, cluster_wide=not namespaces
+        cluster,
+        reader,
+        list(pods.values()),
+        RowRules(ready, since=since[0], whole_nodes=since[1]),
+        progress,
+        cluster_wide=not namespaces,
     )
     for pod in siblings:
         pods.setdefault(pod["metadata"]["uid"], pod)
@@ -585,7 +591,7 @@ def _owners_and_siblings(
     cluster: kube.Cluster,
     reader: _Reader,
     pods: list[Obj],
-    ready_nodes: Collection[str],
+    rules: RowRules,
     progress: Progress,
     cluster_wide: bool = True,
 ) -> tuple[list[Obj], list[Obj]]:
@@ -610,35 +616,75 @@ def _owners_and_siblings(
             wanted.update(_owner_refs(obj))
     found = [o for o in owners.values() if o]
     progress(f"{len(found)} owners read; looking for replacements")
-    known = {p["metadata"].get("uid") for p in pods}
-    rows = RowRules(ready_nodes, _claiming_owners(pods), known)
-    return found, _siblings(cluster, reader, found, rows, cluster_wide)
+    rules = replace(
+        rules,
+        whole_owners=_whole_owners(pods, rules.whole_nodes),
+        known={p["metadata"].get("uid") for p in pods},
+    )
+    return found, _siblings(cluster, reader, found, rules, cluster_wide)
 
 
-def _claiming_owners(pods: list[Obj]) -> set[str]:
-    """UIDs of the owners of pods that mount a claim (persistentVolumeClaim or ephemeral): their
-    other pods are read whole, since the storage analysis reads their volumes."""
-    return {
+def _replacements_since(examined: list[Obj]) -> tuple[datetime | None, frozenset[str]]:
+    """Where the examined nodes' timelines look for replacements (analysis/timeline.py: pods of
+    the same controllers created since the node's Ready condition turned): the earliest such
+    time, and the nodes without one (a Ready node, or no transition time: their timelines take
+    every pod of the controllers)."""
+    times: list[datetime] = []
+    without: set[str] = set()
+    for node in examined:
+        ready: Obj = next(
+            (
+                c
+                for c in (node.get("status") or {}).get("conditions") or []
+                if c.get("type") == "Ready"
+            ),
+            {},
+        )
+        at = parse_time(ready.get("lastTransitionTime")) if ready.get("status") != "True" else None
+        if at is None:
+            without.add(node["metadata"]["name"])
+        else:
+            times.append(at)
+    return min(times, default=None), frozenset(without)
+
+
+def _whole_owners(pods: list[Obj], whole_nodes: Collection[str]) -> frozenset[str]:
+    """UIDs of the owners whose other pods are read whole: owners of a pod that mounts a claim
+    (persistentVolumeClaim or ephemeral: the storage analysis reads their volumes), and owners
+    of a pod on a node whose timeline takes every pod of its controllers."""
+    return frozenset(
         ref.get("uid", "")
         for pod in pods
-        if any(
+        if (pod.get("spec") or {}).get("nodeName") in whole_nodes
+        or any(
             "persistentVolumeClaim" in v or "ephemeral" in v
             for v in (pod.get("spec") or {}).get("volumes") or []
         )
         for ref in pod["metadata"].get("ownerReferences") or []
-    }
+    )
 
 
 @dataclass(frozen=True)
 class RowRules:
     """Which sibling pods a Table row may stand for: on a `ready` node (the node lifecycle
-    controller rewrites a not-Ready node's pods' Ready condition, which the row cannot show),
-    not of an owner whose pods mount claims (`claiming` UIDs: the storage analysis reads their
-    volumes), and not already read whole (`known` UIDs: the examined nodes' pods)."""
+    controller rewrites a not-Ready node's pods' Ready condition, which the row cannot show);
+    created before `since` (a pod created since is a replacement in a failed node's timeline,
+    which reads when it was scheduled and became Ready: not in a row); not of `whole_owners`
+    (see `_whole_owners`); not already read whole (`known` UIDs: left out). `whole_nodes`: the
+    examined nodes whose timelines take every pod of their controllers."""
 
     ready: Collection[str]
-    claiming: Collection[str]
-    known: Collection[str | None]
+    since: datetime | None = None
+    whole_nodes: Collection[str] = frozenset()
+    whole_owners: Collection[str] = frozenset()
+    known: Collection[str | None] = frozenset()
+
+    def stands_for(self, pod: Obj | None) -> bool:
+        """Whether a pod built from a row (podrows.from_row) may stand for the pod."""
+        if pod is None or pod["spec"]["nodeName"] not in self.ready:
+            return False
+        created = parse_time(pod["metadata"].get("creationTimestamp"))
+        return created is not None and (self.since is None or created < self.since)
 
 
 # Owners whose pods are always read whole: a StatefulSet's pods each mount their own claims.
@@ -663,11 +709,12 @@ def _siblings(
     uids = {o["metadata"].get("uid") for o in owners}
 
     def owned(meta: Obj) -> bool:
-        return any(r.get("uid") in uids for r in meta.get("ownerReferences") or [])
+        return any(uid in uids for uid in _owner_uids(meta))
 
     def whole(owner: Obj) -> bool:
         return (
-            owner.get("kind") in WHOLE_PODS_KINDS or owner["metadata"].get("uid") in rows.claiming
+            owner.get("kind") in WHOLE_PODS_KINDS
+            or owner["metadata"].get("uid") in rows.whole_owners
         )
 
     lists = [
@@ -716,21 +763,20 @@ def _sibling_rows(
     columns, rows, items = cluster.list_rows(
         path,
         "Pod",
-        keep=lambda m: owned(m) and m.get("uid") not in rules.known,
+        keep=lambda m: owned(m) and _uid(m) not in rules.known,
         labelSelector=selector,
     )
     if items or not rows:
         return items
     shape = cluster.shape.get("Pod")
     pods: list[Obj | None] = [
-        pod
-        if (pod := podrows.from_row(columns, cells, meta))
-        and pod["spec"]["nodeName"] in rules.ready
-        else None
+        pod if rules.stands_for(pod := podrows.from_row(columns, cells, meta)) else None
         for cells, meta in rows
     ]
     todo = [i for i, pod in enumerate(pods) if pod is None]
-    if len(todo) > ROWS_READ_ONE_BY_ONE or any(rows[i][1] is None for i in todo):
+    if len(todo) > ROWS_READ_ONE_BY_ONE or any(
+        not (rows[i][1] or {}).get("namespace") for i in todo
+    ):
         return cluster.list_all(
             path, "Pod", keep=lambda p: p if owned(p["metadata"]) else None, labelSelector=selector
         )
@@ -747,6 +793,27 @@ def _sibling_rows(
     for i, pod in zip(todo, kube.parallel(whole, todo)):
         pods[i] = pod
     return [shape(p) if shape else p for p in pods if p is not None]
+
+
+def _owner_uids(meta: Obj) -> list[str]:
+    """The owners' UIDs a pod's metadata names, read before the pod is held to the dump schema:
+    MalformedResponse (a stated gap for an optional read) where they are not what the API
+    sends, never a traceback."""
+    refs = meta.get("ownerReferences") or []
+    if not isinstance(refs, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("uid", ""), str) for r in refs
+    ):
+        raise MalformedResponse(
+            f"pod {meta.get('name')!r}: metadata.ownerReferences is not a list of owner references"
+        )
+    return [r.get("uid", "") for r in refs]
+
+
+def _uid(meta: Obj) -> str | None:
+    uid = meta.get("uid")
+    if uid is not None and not isinstance(uid, str):
+        raise MalformedResponse(f"pod {meta.get('name')!r}: metadata.uid is not a string")
+    return uid
 
 
 def _sibling_lists(owners: list[Obj], cluster_wide: bool = True) -> list[tuple[str, str]]:

@@ -517,27 +517,28 @@ class Cluster:
         **query: Any,
     ) -> tuple[list[str], list[Row], list[Obj]]:
         """A server-side Table whose rows carry their objects' metadata (includeObject=Metadata):
-        (column names, rows, items). A row is (cells, metadata trimmed as `trim` trims, or None
-        where the row has no object with metadata); `keep(metadata)` may drop rows as pages
-        arrive. A server may answer with a plain list instead (the Accept header allows it): its
-        items, trimmed and shaped as `list_all` does (keep applied to their metadata), come back
-        as `items`, with no rows. Retried as `_read_list` says."""
+        (column names, rows, items). A row is (cells, [] where they are not a list; metadata
+        trimmed as `trim` trims, or None where the row has no object with metadata): no row is
+        dropped unseen; `keep(metadata)` may drop rows as pages arrive. A server may answer with
+        a plain list instead (the Accept header allows it): its items, trimmed and shaped as
+        `list_all` does (keep applied to their metadata), come back as `items`, with no rows.
+        Retried as `_read_list` says."""
         shape = self.shape.get(kind)
 
         def read(pages: list[int]) -> tuple[list[str], list[Row], list[Obj]]:
             columns: list[str] = []
             rows: list[Row] = []
             items: list[Obj] = []
-            for page in self.list_pages(
-                path, TABLE, PAGE_SIZE, includeObject="Metadata", **query
-            ):
+            for page in self.list_pages(path, TABLE, PAGE_SIZE, includeObject="Metadata", **query):
                 pages[0] += 1
                 if not columns:
                     columns = [str(c.get("name", "")) for c in page.get("columnDefinitions") or []]
                 for row in page.get("rows") or []:
-                    cells = row.get("cells") if isinstance(row, dict) else None
-                    if not isinstance(cells, list):
+                    if not isinstance(row, dict):
+                        rows.append(([], None))
                         continue
+                    cells = row.get("cells")
+                    cells = cells if isinstance(cells, list) else []  # decides nothing
                     obj = row.get("object")
                     meta = obj.get("metadata") if isinstance(obj, dict) else None
                     if isinstance(meta, dict) and isinstance(meta.get("name"), str):

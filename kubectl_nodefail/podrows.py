@@ -19,10 +19,13 @@ printPod, which the API server runs for the Table):
 - READY n/n and READINESS GATES "<none>" or k/k is the kubelet's Ready condition True: Ready is
   ContainersReady (every container ready) and every readiness gate's condition True.
 - NODE is spec.nodeName as written.
-The one window where the Ready condition can differ is a node that became Ready again before its
-kubelet rewrote the pod's status after the node lifecycle controller marked it not ready: seconds,
-on a healthy node (docs/scale.md, "Compact sibling rows"; checked against full objects on the
-real control plane: tests/e2e/test_pod_rows.py).
+The Ready condition can differ for seconds: on a node that became Ready again before its kubelet
+rewrote the pod's status after the node lifecycle controller marked it not ready (gather takes
+rows on Ready nodes only, so not on a node still down), and when a controller has just set a
+readiness gate's condition True and the kubelet has not yet recomputed Ready (docs/scale.md,
+"Compact sibling rows"; checked against full objects on the real control plane:
+tests/e2e/test_pod_rows.py). What else a row cannot give (when a replacement was scheduled and
+became Ready, for a failed node's timeline) is read whole: gather.RowRules.
 """
 
 from __future__ import annotations

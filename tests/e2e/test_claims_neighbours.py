@@ -94,9 +94,12 @@ def dead(control_plane: ControlPlane, plugin: Plugin) -> Dead:
         w.only_on(w.statefulset(NS, "shrink", toleration_seconds=5, grace=5), [DEAD]),
         done,
         _anti(2),
+        w.only_on(
+            w.deployment(NS, "moved", prefer=DEAD, toleration_seconds=5, grace=5), [DEAD, SPARE]
+        ),
         w.deployment(NS, "pinned", pin=DEAD, toleration_seconds=5, grace=5),
     )
-    for app in ("fin", "shrink", "done", "anti", "pinned"):
+    for app in ("fin", "shrink", "done", "anti", "pinned", "moved"):
         wait_running_on(cp, NS, app, DEAD)
     wait_running_on(cp, NS, "anti", SPARE)
     # The Job's pod finishes: a real kubelet would report it; the failable nodes' kwok does not
@@ -124,8 +127,9 @@ def dead(control_plane: ControlPlane, plugin: Plugin) -> Dead:
     )
     cp.stop_kubelet(DEAD)
     wait_node_unknown(cp, DEAD)
-    for app in ("fin", "shrink", "anti", "pinned"):
+    for app in ("fin", "shrink", "anti", "pinned", "moved"):
         wait_terminating_on(cp, NS, app, DEAD, timeout=60)
+    wait_running_on(cp, NS, "moved", SPARE)  # its replacement, Running and Ready
     cp.kubectl("scale", "statefulset", "-n", NS, "shrink", "--replicas=0")
     wait_for(
         "StatefulSet shrink at replicas 0",
@@ -170,6 +174,9 @@ def test_pods_read_as_table_rows_diagnose_as_their_full_objects(dead: Dead, tmp_
     read now, gives the same diagnosis, word for word."""
     rows = [o for o in dead.dump["items"] if podrows.READ_FROM in o]
     assert any(p["metadata"]["name"].startswith("anti-") for p in rows), rows
+    # a replacement created since the node failed is read whole: the timeline says when it was
+    # scheduled and became Ready, which a row does not
+    assert not any(p["metadata"]["name"].startswith("moved-") for p in rows), rows
     full = []
     for pod in dead.dump["items"]:
         if podrows.READ_FROM in pod:
@@ -187,6 +194,9 @@ def test_pods_read_as_table_rows_diagnose_as_their_full_objects(dead: Dead, tmp_
         assert proc.returncode == 3, proc.stderr
         outputs.append({**json.loads(proc.stdout), "source": "(the file read)"})
     assert outputs[0] == outputs[1]
+    timeline = next(n for n in outputs[0]["nodes"] if n["name"] == DEAD)["timeline"]
+    moved = [e["kind"] for e in timeline if f"pod/{NS}/moved-" in e["object"]]
+    assert "replacement-scheduled" in moved and "replacement-ready" in moved, timeline
     # the outage view's "serving" count (ready vs wanted) reads the rows' Ready: the same too
     views = []
     for path in (dead.dump_path, str(whole)):

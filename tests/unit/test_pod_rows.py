@@ -151,7 +151,7 @@ def _read(tmp_path: Path, answer: Any) -> tuple[list[dict[str, Any]], list[str]]
         cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
         cluster.shape["Pod"] = dumpschema.cut_live
         reader = gather._Reader(cluster)
-        rules = gather.RowRules(ready={"n1"}, claiming=(), known={"uid-known"})
+        rules = gather.RowRules(ready={"n1"}, known={"uid-known"})
         pods = gather._siblings(cluster, reader, [OWNER_RS], rules)
         return pods, [p for _, p in api.requests]
 
@@ -225,7 +225,7 @@ def test_a_pod_gone_between_the_list_and_its_get_is_absent(tmp_path: Path) -> No
     with serve(script) as api:
         cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
         reader = gather._Reader(cluster)
-        pods = gather._siblings(cluster, reader, [OWNER_RS], gather.RowRules({"n1"}, (), ()))
+        pods = gather._siblings(cluster, reader, [OWNER_RS], gather.RowRules({"n1"}))
     assert [p["metadata"]["name"] for p in pods] == ["b"] and not reader.gaps
     assert json.dumps(pods)  # plain JSON, as a dump writes it
 
@@ -247,17 +247,17 @@ def test_pods_of_owners_whose_pods_mount_claims_are_read_whole(tmp_path: Path) -
 
     with serve(script) as api:
         cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
-        rules = gather.RowRules({"n1"}, claiming={"rs-1"}, known=())
+        rules = gather.RowRules({"n1"}, whole_owners={"rs-1"})
         pods = gather._siblings(cluster, gather._Reader(cluster), [OWNER_RS, sts], rules)
     assert len(pods) == 2 and not any(podrows.READ_FROM in p for p in pods)
     assert len(api.requests) == 2
 
 
-def test_claiming_owners_are_those_of_pods_with_a_claim_or_an_ephemeral_volume() -> None:
-    def pod(uid: str, *volumes: dict[str, Any]) -> dict[str, Any]:
+def test_owners_read_whole_mount_claims_or_have_a_pod_on_a_node_without_a_failure_time() -> None:
+    def pod(uid: str, *volumes: dict[str, Any], node: str = "n1") -> dict[str, Any]:
         return {
             "metadata": {"name": uid, "ownerReferences": [{"uid": uid}]},
-            "spec": {"volumes": list(volumes)},
+            "spec": {"volumes": list(volumes), "nodeName": node},
         }
 
     pods = [
@@ -265,5 +265,76 @@ def test_claiming_owners_are_those_of_pods_with_a_claim_or_an_ephemeral_volume()
         pod("b", {"name": "e", "ephemeral": {}}),
         pod("c", {"name": "f", "emptyDir": {}}),
         pod("d"),
+        pod("e", node="ready-but-examined"),
     ]
-    assert gather._claiming_owners(pods) == {"a", "b"}
+    assert gather._whole_owners(pods, {"ready-but-examined"}) == {"a", "b", "e"}
+
+
+def _node(name: str, status: str, since: str | None) -> dict[str, Any]:
+    cond = {"type": "Ready", "status": status, **({"lastTransitionTime": since} if since else {})}
+    return {"metadata": {"name": name}, "status": {"conditions": [cond]}}
+
+
+def test_replacements_are_looked_for_from_the_earliest_failure_as_the_timeline_does() -> None:
+    since, whole = gather._replacements_since(
+        [
+            _node("late", "Unknown", "2026-12-01T10:05:00Z"),
+            _node("early", "False", "2026-12-01T10:01:00Z"),
+            _node("up", "True", "2026-12-01T09:00:00Z"),  # its timeline takes every pod
+            _node("no-time", "Unknown", None),
+        ]
+    )
+    assert since is not None and since.isoformat() == "2026-12-01T10:01:00+00:00"
+    assert whole == {"up", "no-time"}
+    assert gather._replacements_since([]) == (None, frozenset())
+
+
+def test_a_row_created_since_the_failure_is_read_whole() -> None:
+    """It is a replacement in the failed node's timeline, which reads when it was scheduled and
+    became Ready: a row has neither."""
+    since, _ = gather._replacements_since([_node("down", "Unknown", "2026-12-01T10:01:00Z")])
+    rules = gather.RowRules({"n1"}, since=since)
+    before = podrows.from_row(COLUMNS, cells("a"), meta("a"))
+    after = podrows.from_row(
+        COLUMNS, cells("b"), meta("b", creationTimestamp="2026-12-01T10:01:00Z")
+    )
+    no_time = podrows.from_row(COLUMNS, cells("c"), {**meta("c"), "creationTimestamp": None})
+    assert rules.stands_for(before) and not rules.stands_for(after)
+    assert not rules.stands_for(no_time) and not rules.stands_for(None)
+    assert not gather.RowRules({"n2"}).stands_for(before)  # not on a Ready node
+
+
+def test_a_malformed_owner_reference_is_a_stated_gap_not_a_traceback(tmp_path: Path) -> None:
+    bad = {**meta("a"), "ownerReferences": ["x"]}
+    for answer in (
+        _table([(cells("a"), bad)]),
+        {"kind": "PodList", "metadata": {}, "items": [{"metadata": bad}]},
+        _table([(cells("a"), {**meta("a"), "uid": ["not", "a", "string"]})]),
+    ):
+
+        def script(n: int, method: str, path: str, answer: Any = answer) -> Any:
+            return json_answer(answer)
+
+        with serve(script) as api:
+            cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+            reader = gather._Reader(cluster)
+            pods = gather._siblings(cluster, reader, [OWNER_RS], gather.RowRules({"n1"}))
+        assert pods == [] and len(reader.gaps) == 1, reader.gaps
+        assert "malformed" in reader.gaps[0]
+
+
+def test_a_row_whose_cells_are_not_a_list_is_read_whole(tmp_path: Path) -> None:
+    def script(n: int, method: str, path: str) -> Any:
+        if "includeObject" in path:
+            table = _table([(cells("a"), meta("a"))])
+            table["rows"][0]["cells"] = "garbage"
+            return json_answer(table)
+        return json_answer(_full("a"))
+
+    with serve(script) as api:
+        cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+        pods = gather._siblings(
+            cluster, gather._Reader(cluster), [OWNER_RS], gather.RowRules({"n1"})
+        )
+    assert [p["metadata"]["name"] for p in pods] == ["a"] and podrows.READ_FROM not in pods[0]
+    assert api.requests[1][1] == "/api/v1/namespaces/ns/pods/a"
