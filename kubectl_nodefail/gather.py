@@ -209,13 +209,18 @@ def gather(
     for pod in f_unscheduled.result():
         pods.setdefault(pod["metadata"]["uid"], pod)
 
-    ready = {n["metadata"]["name"] for n in nodes if is_ready(n)}
-    since = _replacements_since([n for n in nodes if n["metadata"]["name"] in focus_set])
+    since, whole_nodes = _replacements_since(
+        [n for n in nodes if n["metadata"]["name"] in focus_set]
+    )
+    # Ready nodes listed for a lease their kubelet stopped renewing: their timelines too take
+    # every pod of their pods' controllers (no failure time yet).
+    whole_nodes |= {lease["metadata"].get("name") for lease in leases} - focus_set
+    ready = {n["metadata"]["name"] for n in nodes if is_ready(n)} - whole_nodes
     owners, siblings = _owners_and_siblings(
         cluster,
         reader,
         list(pods.values()),
-        RowRules(ready, since=since[0], whole_nodes=since[1]),
+        RowRules(ready, since=since, whole_nodes=whole_nodes),
         progress,
         cluster_wide=not namespaces,
     )
@@ -624,7 +629,7 @@ def _owners_and_siblings(
     return found, _siblings(cluster, reader, found, rules, cluster_wide)
 
 
-def _replacements_since(examined: list[Obj]) -> tuple[datetime | None, frozenset[str]]:
+def _replacements_since(examined: list[Obj]) -> tuple[datetime | None, set[str]]:
     """Where the examined nodes' timelines look for replacements (analysis/timeline.py: pods of
     the same controllers created since the node's Ready condition turned): the earliest such
     time, and the nodes without one (a Ready node, or no transition time: their timelines take
@@ -645,7 +650,7 @@ def _replacements_since(examined: list[Obj]) -> tuple[datetime | None, frozenset
             without.add(node["metadata"]["name"])
         else:
             times.append(at)
-    return min(times, default=None), frozenset(without)
+    return min(times, default=None), without
 
 
 def _whole_owners(pods: list[Obj], whole_nodes: Collection[str]) -> frozenset[str]:
@@ -670,8 +675,10 @@ class RowRules:
     controller rewrites a not-Ready node's pods' Ready condition, which the row cannot show);
     created before `since` (a pod created since is a replacement in a failed node's timeline,
     which reads when it was scheduled and became Ready: not in a row); not of `whole_owners`
-    (see `_whole_owners`); not already read whole (`known` UIDs: left out). `whole_nodes`: the
-    examined nodes whose timelines take every pod of their controllers."""
+    (see `_whole_owners`), nor of an owner with a pod on one of `whole_nodes` (the nodes whose
+    timelines take every pod of their pods' controllers: examined without a failure time, or
+    Ready and listed for a lease their kubelet stopped renewing); not already read whole
+    (`known` UIDs: left out)."""
 
     ready: Collection[str]
     since: datetime | None = None
@@ -769,8 +776,23 @@ def _sibling_rows(
     if items or not rows:
         return items
     shape = cluster.shape.get("Pod")
+    # an owner with a pod on a node whose timeline takes all its pods: every row of it whole
+    at = columns.index("Node") if "Node" in columns else None
+    whole_owners = {
+        uid
+        for cells, meta in rows
+        if meta is not None
+        and at is not None
+        and len(cells) == len(columns)
+        and isinstance(cells[at], str)
+        and cells[at] in rules.whole_nodes
+        for uid in _owner_uids(meta)
+    }
     pods: list[Obj | None] = [
-        pod if rules.stands_for(pod := podrows.from_row(columns, cells, meta)) else None
+        pod
+        if rules.stands_for(pod := podrows.from_row(columns, cells, meta))
+        and not whole_owners.intersection(_owner_uids(meta or {}))
+        else None
         for cells, meta in rows
     ]
     todo = [i for i, pod in enumerate(pods) if pod is None]

@@ -338,3 +338,32 @@ def test_a_row_whose_cells_are_not_a_list_is_read_whole(tmp_path: Path) -> None:
         )
     assert [p["metadata"]["name"] for p in pods] == ["a"] and podrows.READ_FROM not in pods[0]
     assert api.requests[1][1] == "/api/v1/namespaces/ns/pods/a"
+
+
+def test_an_owner_with_a_pod_on_a_node_listed_without_a_failure_time_is_read_whole(
+    tmp_path: Path,
+) -> None:
+    """A Ready node listed for its lease (or an examined node with no Ready transition): its
+    timeline takes every pod of its pods' controllers as replacements, with their scheduled and
+    ready times, so none of that owner's rows stands for its pod; an unhashable node cell from a
+    bad server is no traceback."""
+
+    def script(n: int, method: str, path: str) -> Any:
+        if "includeObject" in path:
+            return json_answer(
+                _table(
+                    [
+                        (cells("a"), meta("a")),
+                        (cells("b", node="late"), meta("b")),
+                        ([*cells("c")[:6], ["x"], *cells("c")[7:]], meta("c")),
+                    ]
+                )
+            )
+        return json_answer(_full(path.rsplit("/", 1)[1]))
+
+    with serve(script) as api:
+        cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+        rules = gather.RowRules({"n1"}, whole_nodes={"late"})
+        pods = gather._siblings(cluster, gather._Reader(cluster), [OWNER_RS], rules)
+    assert [p["metadata"]["name"] for p in pods] == ["a", "b", "c"]
+    assert not any(podrows.READ_FROM in p for p in pods)
