@@ -209,12 +209,18 @@ def gather(
     for pod in f_unscheduled.result():
         pods.setdefault(pod["metadata"]["uid"], pod)
 
+    # Every failed node, not only the examined ones: a dump of some nodes may be diagnosed for
+    # all of them, and each listed node's timeline looks for its own replacements.
     since, whole_nodes = _replacements_since(
-        [n for n in nodes if n["metadata"]["name"] in focus_set]
+        [n for n in nodes if n["metadata"]["name"] in focus_set or not is_ready(n)]
     )
     # Ready nodes listed for a lease their kubelet stopped renewing: their timelines too take
     # every pod of their pods' controllers (no failure time yet).
-    whole_nodes |= {lease["metadata"].get("name") for lease in leases} - focus_set
+    whole_nodes |= {
+        name
+        for lease in leases
+        if isinstance(name := (lease.get("metadata") or {}).get("name"), str)
+    } - focus_set
     ready = {n["metadata"]["name"] for n in nodes if is_ready(n)} - whole_nodes
     owners, siblings = _owners_and_siblings(
         cluster,
@@ -637,15 +643,16 @@ def _replacements_since(examined: list[Obj]) -> tuple[datetime | None, set[str]]
     times: list[datetime] = []
     without: set[str] = set()
     for node in examined:
+        conditions = (node.get("status") or {}).get("conditions")
         ready: Obj = next(
             (
                 c
-                for c in (node.get("status") or {}).get("conditions") or []
-                if c.get("type") == "Ready"
+                for c in (conditions if isinstance(conditions, list) else [])
+                if isinstance(c, dict) and c.get("type") == "Ready"
             ),
             {},
         )
-        at = parse_time(ready.get("lastTransitionTime")) if ready.get("status") != "True" else None
+        at = _time(ready.get("lastTransitionTime")) if ready.get("status") != "True" else None
         if at is None:
             without.add(node["metadata"]["name"])
         else:
@@ -690,8 +697,14 @@ class RowRules:
         """Whether a pod built from a row (podrows.from_row) may stand for the pod."""
         if pod is None or pod["spec"]["nodeName"] not in self.ready:
             return False
-        created = parse_time(pod["metadata"].get("creationTimestamp"))
+        created = _time(pod["metadata"].get("creationTimestamp"))
         return created is not None and (self.since is None or created < self.since)
+
+
+def _time(value: Any) -> datetime | None:
+    """An RFC 3339 time read before the object is held to the dump schema (None for anything
+    else: the pod is then read whole, or the node taken as having no failure time)."""
+    return parse_time(value) if isinstance(value, str) else None
 
 
 # Owners whose pods are always read whole: a StatefulSet's pods each mount their own claims.
@@ -778,7 +791,7 @@ def _sibling_rows(
     shape = cluster.shape.get("Pod")
     # an owner with a pod on a node whose timeline takes all its pods: every row of it whole
     at = columns.index("Node") if "Node" in columns else None
-    whole_owners = {
+    whole_owners = set(rules.whole_owners) | {
         uid
         for cells, meta in rows
         if meta is not None
@@ -797,7 +810,7 @@ def _sibling_rows(
     ]
     todo = [i for i, pod in enumerate(pods) if pod is None]
     if len(todo) > ROWS_READ_ONE_BY_ONE or any(
-        not (rows[i][1] or {}).get("namespace") for i in todo
+        not isinstance(ns := (rows[i][1] or {}).get("namespace"), str) or not ns for i in todo
     ):
         return cluster.list_all(
             path, "Pod", keep=lambda p: p if owned(p["metadata"]) else None, labelSelector=selector

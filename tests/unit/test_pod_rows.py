@@ -367,3 +367,36 @@ def test_an_owner_with_a_pod_on_a_node_listed_without_a_failure_time_is_read_who
         pods = gather._siblings(cluster, gather._Reader(cluster), [OWNER_RS], rules)
     assert [p["metadata"]["name"] for p in pods] == ["a", "b", "c"]
     assert not any(podrows.READ_FROM in p for p in pods)
+
+
+def test_a_pod_one_of_whose_owners_is_read_whole_is_read_whole(tmp_path: Path) -> None:
+    other = {"uid": "other", "kind": "ReplicaSet", "name": "x"}
+
+    def script(n: int, method: str, path: str) -> Any:
+        if "includeObject" in path:
+            shared = {**meta("b"), "ownerReferences": [OWNER, other]}
+            return json_answer(_table([(cells("a"), meta("a")), (cells("b"), shared)]))
+        return json_answer(_full(path.rsplit("/", 1)[1]))
+
+    with serve(script) as api:
+        cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+        rules = gather.RowRules({"n1"}, whole_owners={"other"})
+        pods = gather._siblings(cluster, gather._Reader(cluster), [OWNER_RS], rules)
+    assert [podrows.READ_FROM in p for p in pods] == [True, False]
+
+
+def test_times_of_the_wrong_type_from_a_server_read_whole_not_a_traceback() -> None:
+    rules = gather.RowRules({"n1"})
+    for bad in (12, ["2026"], {"a": 1}, "yesterday"):
+        pod = podrows.from_row(COLUMNS, cells("a"), {**meta("a"), "creationTimestamp": bad})
+        assert not rules.stands_for(pod)
+        node = {
+            "metadata": {"name": "n"},
+            "status": {
+                "conditions": [{"type": "Ready", "status": "Unknown", "lastTransitionTime": bad}]
+            },
+        }
+        assert gather._replacements_since([node]) == (None, {"n"})
+    for conditions in ("x", [1, "y"], {"type": "Ready"}):
+        node = {"metadata": {"name": "n"}, "status": {"conditions": conditions}}
+        assert gather._replacements_since([node]) == (None, {"n"})
