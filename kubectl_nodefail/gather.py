@@ -667,7 +667,9 @@ def _whole_owners(pods: list[Obj], whole_nodes: Collection[str]) -> frozenset[st
     return frozenset(
         ref.get("uid", "")
         for pod in pods
-        if (pod.get("spec") or {}).get("nodeName") in whole_nodes
+        if (
+            isinstance(node := (pod.get("spec") or {}).get("nodeName"), str) and node in whole_nodes
+        )
         or any(
             "persistentVolumeClaim" in v or "ephemeral" in v
             for v in (pod.get("spec") or {}).get("volumes") or []
