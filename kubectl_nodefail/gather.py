@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
@@ -209,24 +209,12 @@ def gather(
     for pod in f_unscheduled.result():
         pods.setdefault(pod["metadata"]["uid"], pod)
 
-    # Every failed node, not only the examined ones: a dump of some nodes may be diagnosed for
-    # all of them, and each listed node's timeline looks for its own replacements.
-    since, whole_nodes = _replacements_since(
-        [n for n in nodes if n["metadata"]["name"] in focus_set or not is_ready(n)]
-    )
-    # Ready nodes listed for a lease their kubelet stopped renewing: their timelines too take
-    # every pod of their pods' controllers (no failure time yet).
-    whole_nodes |= {
-        name
-        for lease in leases
-        if isinstance(name := (lease.get("metadata") or {}).get("name"), str)
-    } - focus_set
-    ready = {n["metadata"]["name"] for n in nodes if is_ready(n)} - whole_nodes
+    read_whole = list(pods.values())
     owners, siblings = _owners_and_siblings(
         cluster,
         reader,
-        list(pods.values()),
-        RowRules(ready, since=since, whole_nodes=whole_nodes),
+        read_whole,
+        _row_rules(nodes, focus_set, leases, read_whole),
         progress,
         cluster_wide=not namespaces,
     )
@@ -627,12 +615,33 @@ def _owners_and_siblings(
             wanted.update(_owner_refs(obj))
     found = [o for o in owners.values() if o]
     progress(f"{len(found)} owners read; looking for replacements")
-    rules = replace(
-        rules,
-        whole_owners=_whole_owners(pods, rules.whole_nodes),
+    return found, _siblings(cluster, reader, found, rules, cluster_wide)
+
+
+def _row_rules(
+    nodes: list[Obj], focus: Collection[str], leases: list[Obj], pods: list[Obj]
+) -> RowRules:
+    """Which owners' other pods a Table row may stand for (RowRules), from the nodes, the
+    leases read and the pods read whole."""
+    # Every failed node, not only the examined ones: a dump of some nodes may be diagnosed for
+    # all of them, and each listed node's timeline looks for its own replacements.
+    since, whole_nodes = _replacements_since(
+        [n for n in nodes if n["metadata"]["name"] in focus or not is_ready(n)]
+    )
+    # Ready nodes listed for a lease their kubelet stopped renewing: their timelines too take
+    # every pod of their pods' controllers (no failure time yet).
+    whole_nodes |= {
+        name
+        for lease in leases
+        if isinstance(name := (lease.get("metadata") or {}).get("name"), str)
+    } - set(focus)
+    return RowRules(
+        ready={n["metadata"]["name"] for n in nodes if is_ready(n)} - whole_nodes,
+        since=since,
+        whole_nodes=whole_nodes,
+        whole_owners=_whole_owners(pods, whole_nodes),
         known={p["metadata"].get("uid") for p in pods},
     )
-    return found, _siblings(cluster, reader, found, rules, cluster_wide)
 
 
 def _replacements_since(examined: list[Obj]) -> tuple[datetime | None, set[str]]:
@@ -793,23 +802,25 @@ def _sibling_rows(
     shape = cluster.shape.get("Pod")
     # an owner with a pod on a node whose timeline takes all its pods: every row of it whole
     at = columns.index("Node") if "Node" in columns else None
-    whole_owners = set(rules.whole_owners) | {
+    on_whole_nodes = {
         uid
         for cells, meta in rows
         if meta is not None
         and at is not None
         and len(cells) == len(columns)
-        and isinstance(cells[at], str)
-        and cells[at] in rules.whole_nodes
+        and isinstance(node := cells[at], str)
+        and node in rules.whole_nodes
         for uid in _owner_uids(meta)
     }
-    pods: list[Obj | None] = [
-        pod
-        if rules.stands_for(pod := podrows.from_row(columns, cells, meta))
-        and not whole_owners.intersection(_owner_uids(meta or {}))
-        else None
-        for cells, meta in rows
-    ]
+
+    def standing(cells: list[Any], meta: Obj | None) -> Obj | None:
+        pod = podrows.from_row(columns, cells, meta)
+        if pod is None or not rules.stands_for(pod):
+            return None
+        uids = _owner_uids(pod["metadata"])
+        return None if any(u in rules.whole_owners or u in on_whole_nodes for u in uids) else pod
+
+    pods = [standing(cells, meta) for cells, meta in rows]
     todo = [i for i, pod in enumerate(pods) if pod is None]
     if len(todo) > ROWS_READ_ONE_BY_ONE or any(
         not isinstance(ns := (rows[i][1] or {}).get("namespace"), str) or not ns for i in todo

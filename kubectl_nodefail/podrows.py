@@ -49,17 +49,14 @@ def columns_usable(columns: list[str]) -> bool:
     return all(name in columns for name in NEEDED)
 
 
-def _all_of(cell: Any) -> bool:
-    """'n/n' with n >= 1."""
+def _all_of(cell: Any, at_least: int = 1) -> bool:
+    """'n/n' with n >= at_least."""
     m = _FRACTION.fullmatch(cell) if isinstance(cell, str) else None
-    return bool(m) and m.group(1) == m.group(2) and int(m.group(2)) >= 1  # type: ignore[union-attr]
+    return m is not None and m.group(1) == m.group(2) and int(m.group(2)) >= at_least
 
 
 def _gates_true(cell: Any) -> bool:
-    if cell == NO_GATES:
-        return True
-    m = _FRACTION.fullmatch(cell) if isinstance(cell, str) else None
-    return bool(m) and m.group(1) == m.group(2)  # type: ignore[union-attr]
+    return cell == NO_GATES or _all_of(cell, at_least=0)
 
 
 def from_row(columns: list[str], cells: list[Any], meta: Obj | None) -> Obj | None:

@@ -601,9 +601,9 @@ def _timed(
     claims: list[Claim],
     who: str,
     deed: str,
+    unrecorded: tuple[str, list[Premise], str],
     default_rules: bool = False,
     rules_path: str = "spec.unhealthyConditions",
-    unrecorded: tuple[str, list[Premise], str] = ("", [], ""),
 ) -> tuple[str, datetime | None]:
     """The SCHEDULED / DUE / OVERDUE / NOT_MATCHING claim from an automation's unhealthy
     conditions. `unrecorded`: for the OVERDUE sentence, the words and facts saying that no
@@ -633,8 +633,7 @@ def _timed(
             f"{who} has not acted {timedelta(seconds=round(late))} after its timeout "
             f"({first.type}={first.status} for {timedelta(seconds=first.seconds)}"
             f"{default_note}) passed at {format_time(first.at)}: "
-            f"{none_words or 'it records no remediation'}, where its controller acts at the "
-            f"moment the timeout ends; {why or 'its controller is probably not running'}; "
+            f"{none_words}, where its controller acts at the moment the timeout ends; {why}; "
             "remediate does not wait for it"
         )
         claims.append(

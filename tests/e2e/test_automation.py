@@ -173,6 +173,21 @@ def _check_premises(plugin: Plugin, data: dict[str, Any], name: str) -> None:
     assert not wrong, [str(x) for x in wrong]
 
 
+def _coverage(plugin: Plugin, node: str, recorded: str) -> dict[str, Any]:
+    """The node's one automation in a live diagnosis, every premise of it checked against a
+    dump taken right after (kept as `recorded`)."""
+    _, data = plugin.diagnose_json(node)
+    (cov,) = _node(data, node)["automation"]
+    _check_premises(plugin, data, recorded)
+    return dict(cov)
+
+
+def _assert_not_waited_for(plugin: Plugin, node: str) -> None:
+    """remediate's plan for the node does not stand back for the automation."""
+    _, plan = _plan(plugin, node)
+    assert _node_step(plan, node)["allowed"], plan
+
+
 @pytest.fixture(scope="module")
 def crds(control_plane: ControlPlane) -> ControlPlane:
     cp = control_plane
@@ -303,12 +318,9 @@ def test_machine_health_check(crds: ControlPlane, plugin: Plugin) -> None:
         {**mhc_status, "currentHealthy": 0, "remediationsAllowed": 0, "conditions": [stopped]},
         CAPI_NS,
     )
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-mhc-stopped")
     assert cov["state"] == "stopped" and "maxUnhealthy 40%" in cov["summary"]
-    _check_premises(plugin, data, "automation-mhc-stopped")
-    code, plan = _plan(plugin, node)
-    assert _node_step(plan, node)["allowed"], plan
+    _assert_not_waited_for(plugin, node)
     _status(
         cp,
         "machinehealthchecks.cluster.x-k8s.io",
@@ -321,12 +333,9 @@ def test_machine_health_check(crds: ControlPlane, plugin: Plugin) -> None:
     # book's "Skipping Remediation"): it replaces nothing, so nothing is waited for.
     machine = ["machines.cluster.x-k8s.io", "workers-abc12", "-n", CAPI_NS]
     cp.kubectl("annotate", *machine, f"{automation.CAPI_SKIP_REMEDIATION}=")
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-mhc-skipped")
     assert cov["state"] == "stopped" and automation.CAPI_SKIP_REMEDIATION in cov["summary"]
-    _check_premises(plugin, data, "automation-mhc-skipped")
-    _, plan = _plan(plugin, node)
-    assert _node_step(plan, node)["allowed"], plan
+    _assert_not_waited_for(plugin, node)
     cp.kubectl("annotate", *machine, f"{automation.CAPI_SKIP_REMEDIATION}-")
 
     # 2c. Handed to a remediation template: the MHC marked the Machine unhealthy just now, so
@@ -346,10 +355,8 @@ def test_machine_health_check(crds: ControlPlane, plugin: Plugin) -> None:
         "lastTransitionTime": _now(),
     }
     _status(cp, "machines.cluster.x-k8s.io", "workers-abc12", {"conditions": [unhealthy]}, CAPI_NS)
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-mhc-external")
     assert cov["state"] == "acting" and "RebootRemediationTemplate reboot" in cov["summary"]
-    _check_premises(plugin, data, "automation-mhc-external")
     code, plan = _plan(plugin, node)
     assert code == 4 and "stands back" in _node_step(plan, node)["gate"]
     not_created = {
@@ -366,12 +373,9 @@ def test_machine_health_check(crds: ControlPlane, plugin: Plugin) -> None:
         {"conditions": [unhealthy, not_created]},
         CAPI_NS,
     )
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-mhc-external-failed")
     assert cov["state"] == "stopped" and "could not be created" in cov["summary"]
-    _check_premises(plugin, data, "automation-mhc-external-failed")
-    _, plan = _plan(plugin, node)
-    assert _node_step(plan, node)["allowed"], plan
+    _assert_not_waited_for(plugin, node)
     cp.kubectl(
         "patch", *mhc_ref, "--type=json", "-p",
         '[{"op": "remove", "path": "/spec/remediationTemplate"}]',
@@ -554,13 +558,10 @@ def test_machine_health_check_v1beta2(crds: ControlPlane, plugin: Plugin) -> Non
         {**mhc_status, "currentHealthy": 0, "remediationsAllowed": 0, "conditions": [stopped]},
         CAPI_NS,
     )
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-mhc-v1beta2-stopped")
     assert cov["state"] == "stopped", cov
     assert "triggerIf.unhealthyLessThanOrEqualTo 40%" in cov["summary"]
-    _check_premises(plugin, data, "automation-mhc-v1beta2-stopped")
-    _, plan = _plan(plugin, node)
-    assert _node_step(plan, node)["allowed"]
+    _assert_not_waited_for(plugin, node)
     _revive(cp, node)
 
 
@@ -611,12 +612,10 @@ def test_node_health_check(crds: ControlPlane, plugin: Plugin) -> None:
     _status(cp, "nodehealthchecks.remediation.medik8s.io", "nhc-worker-snr", enabled)
     _kill_with_pod(cp, node, "db-nhc")
 
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-nhc-scheduled")
     assert cov["automation"] == "Medik8s NodeHealthCheck"
     assert cov["object"] == "NodeHealthCheck/nhc-worker-snr"
     assert cov["state"] in ("scheduled", "due") and "SelfNodeRemediation" in cov["summary"]
-    _check_premises(plugin, data, "automation-nhc-scheduled")
     code, plan = _plan(plugin, node)
     assert code == 4 and "stands back" in _node_step(plan, node)["gate"]
 
@@ -627,22 +626,16 @@ def test_node_health_check(crds: ControlPlane, plugin: Plugin) -> None:
         "nhc-worker-snr",
         {**enabled, "healthyNodes": 1},
     )
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-nhc-stopped")
     assert cov["state"] == "stopped" and "1 of 3 nodes are healthy" in cov["summary"]
-    _check_premises(plugin, data, "automation-nhc-stopped")
-    _, plan = _plan(plugin, node)
-    assert _node_step(plan, node)["allowed"]
+    _assert_not_waited_for(plugin, node)
 
     # Excluded: the node is labelled for planned maintenance; NHC skips it whatever its rules.
     _status(cp, "nodehealthchecks.remediation.medik8s.io", "nhc-worker-snr", enabled)
     cp.kubectl("label", "node", node, f"{automation.NHC_EXCLUDE_LABEL}=true")
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-nhc-excluded")
     assert cov["state"] == "stopped" and automation.NHC_EXCLUDE_LABEL in cov["summary"]
-    _check_premises(plugin, data, "automation-nhc-excluded")
-    _, plan = _plan(plugin, node)
-    assert _node_step(plan, node)["allowed"]
+    _assert_not_waited_for(plugin, node)
     cp.kubectl("label", "node", node, f"{automation.NHC_EXCLUDE_LABEL}-")
 
     # Listed unhealthy without a remediation: it ran and skips the node for now.
@@ -652,12 +645,9 @@ def test_node_health_check(crds: ControlPlane, plugin: Plugin) -> None:
         "nhc-worker-snr",
         {**enabled, "unhealthyNodes": [{"name": node}]},
     )
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-nhc-listed")
     assert cov["state"] == "stopped" and "skipping the node for now" in cov["summary"], cov
-    _check_premises(plugin, data, "automation-nhc-listed")
-    _, plan = _plan(plugin, node)
-    assert _node_step(plan, node)["allowed"]
+    _assert_not_waited_for(plugin, node)
 
     # Remediating: NHC created the SelfNodeRemediation and records it.
     started = _now()
@@ -802,16 +792,13 @@ def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
     # the advice does not wait 30 min on a guess (the gate is off by default)
     assert "covers it" not in _node(data, node)["action"]["summary"]
     _check_premises(plugin, data, "automation-karpenter-scheduled")
-    _, plan = _plan(plugin, node)
-    assert _node_step(plan, node)["allowed"]
+    _assert_not_waited_for(plugin, node)
 
     # 2. Down for 29 minutes: repair is due within the plan's horizon; remediate stands back,
     # names Karpenter and its time, and acts only with --despite-automation.
     _ready_since(cp, node, 29 * 60)
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-karpenter-due")
     assert cov["state"] in ("scheduled", "due"), cov
-    _check_premises(plugin, data, "automation-karpenter-due")
     code, plan = _plan(plugin, node)
     step = _node_step(plan, node)
     assert code == 4 and not step["allowed"] and "stands back" in step["gate"]
@@ -829,12 +816,9 @@ def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
     # 3. Down for 40 minutes and the NodeClaim not deleted: repair is not coming (probably not
     # enabled); said so, and remediate no longer waits for it.
     _ready_since(cp, node, 40 * 60)
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-karpenter-overdue")
     assert cov["state"] == "overdue" and "probably not enabled" in cov["summary"], cov
-    _check_premises(plugin, data, "automation-karpenter-overdue")
-    _, plan = _plan(plugin, node)
-    assert _node_step(plan, node)["allowed"]
+    _assert_not_waited_for(plugin, node)
 
     # 4. A second node of the pool unhealthy: 2 of 2 > 20% (1, rounded up): repair blocked.
     peer = f"{node}-peer"
@@ -858,10 +842,8 @@ def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
             ]
         },
     )
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-karpenter-stopped")
     assert cov["state"] == "stopped" and "2 of its 2 nodes are unhealthy" in cov["summary"], cov
-    _check_premises(plugin, data, "automation-karpenter-stopped")
     _, plan = _plan(plugin, node)
     step = _node_step(plan, node)
     # not held back by Karpenter (whatever else the second dead node's zone may gate)
@@ -885,18 +867,14 @@ def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
             "count": 1,
         }
     )
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-karpenter-blocked-event")
     assert cov["state"] == "stopped" and "node repair is enabled" in cov["summary"], cov
-    _check_premises(plugin, data, "automation-karpenter-blocked-event")
     cp.kubectl("delete", "event", "-n", "default", f"{node}.noderepairblocked")
 
     # 5. Repair deletes the NodeClaim (its finalizer keeps it while Karpenter terminates).
     cp.kubectl("delete", "nodeclaims.karpenter.sh", NODECLAIM, "--wait=false")
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-karpenter-acting")
     assert cov["state"] == "acting" and "being deleted since" in cov["summary"]
-    _check_premises(plugin, data, "automation-karpenter-acting")
     code, plan = _plan(plugin, node)
     assert code == 4 and "Karpenter is replacing it" in _node_step(plan, node)["gate"]
     _, plan = _plan(plugin, node, "--despite-automation")
@@ -923,11 +901,9 @@ def test_cluster_autoscaler(crds: ControlPlane, plugin: Plugin) -> None:
         node,
         f"DeletionCandidateOfClusterAutoscaler={unix - 1170}:PreferNoSchedule",
     )
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-ca-scheduled")
     assert cov["automation"] == "cluster-autoscaler" and cov["state"] in ("scheduled", "due")
     assert "--scale-down-unready-time" in cov["summary"]
-    _check_premises(plugin, data, "automation-ca-scheduled")
     code, plan = _plan(plugin, node)
     assert code == 4 and "stands back" in _node_step(plan, node)["gate"]
     # Marked for deletion: acting since the taint's value.
@@ -947,13 +923,11 @@ def test_cloud_node_lifecycle(crds: ControlPlane, plugin: Plugin) -> None:
     cp, node = crds, CLOUD_NODE
     _kill_with_pod(cp, node, "db-cloud")
     cp.kubectl("taint", "node", node, "node.cloudprovider.kubernetes.io/shutdown:NoSchedule")
-    _, data = plugin.diagnose_json(node)
-    (cov,) = _node(data, node)["automation"]
+    cov = _coverage(plugin, node, "automation-cloud-shutdown")
     assert cov["automation"] == "cloud node lifecycle controller"
     assert cov["state"] == "watching" and cov["at"] is None
     assert "replaces nothing" in cov["summary"]
     assert "deletes the Node only once the instance no longer exists" in cov["summary"]
-    _check_premises(plugin, data, "automation-cloud-shutdown")
     # nothing to race: the shutdown taint is evidence, the plan proceeds without attestation
     proc = plugin.run("remediate", node, "-o", "json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
