@@ -423,48 +423,130 @@ def take(value: Any, spec: Spec) -> Any:
     memory. Null optional fields are dropped ("absent"), keys are the schema's own strings and
     short strings are interned (one copy of "lastTransitionTime" and "True" for 60,000 pods).
     Raises Invalid at the first wrong type; its path is built only then."""
+    return _taker(spec)(value)
+
+
+Taker = Callable[[Any], Any]
+# Each spec's taker, built once: a dump's 100,000 objects are walked by closures that know
+# their fields, not by an interpreter that asks each spec what it is at every field
+# (docs/scale.md: the cut was a third of loading a big outage's dump). Keyed by id(): specs
+# hold dicts, so they do not hash; the spec is kept beside its taker so its id stays its own.
+_TAKERS: dict[int, tuple[Spec, Taker]] = {}
+
+
+def _taker(spec: Spec) -> Taker:
+    known = _TAKERS.get(id(spec))
+    if known is None:
+        known = _TAKERS[id(spec)] = (spec, _build(spec))
+    return known[1]
+
+
+def _not_object(value: Any) -> Invalid:
+    return Invalid("", f"must be an object, not {_json_type(value)}")
+
+
+def _kept(value: Any) -> Any:
+    return sys.intern(value) if type(value) is str and len(value) <= INTERN_MAX else value
+
+
+def _build(spec: Spec) -> Taker:
     if type(spec) is Object:
-        if type(value) is not dict:
-            raise Invalid("", f"must be an object, not {_json_type(value)}")
-        out = {}
-        for name in spec.required:
-            if value.get(name) is None:
-                raise Invalid(name, "is missing")
-        for name, sub in spec.fields.items():
-            item = value.get(name)
-            if item is None:
-                continue
-            try:
-                out[name] = take(item, sub)
-            except Invalid as exc:
-                raise exc.under(name) from None
-        return out
+        return _object_taker(spec)
     if type(spec) is Scalar:
-        problem = spec.check(value)
+        return _scalar_taker(spec)
+    if type(spec) is ListOf:
+        return _list_taker(spec)
+    if type(spec) is MapOf:
+        return _map_taker(spec)
+
+    def take_any_object(value: Any) -> Any:  # AnyObject: kept whole
+        if type(value) is not dict:
+            raise _not_object(value)
+        return value
+
+    return take_any_object
+
+
+def _object_taker(spec: Object) -> Taker:
+    required = spec.required
+    fields = tuple((name, _taker(sub)) for name, sub in spec.fields.items())
+
+    def take_object(value: Any) -> Any:
+        if type(value) is not dict:
+            raise _not_object(value)
+        get = value.get
+        for name in required:
+            if get(name) is None:
+                raise Invalid(name, "is missing")
+        out = {}
+        for name, take_field in fields:
+            item = get(name)
+            if item is not None:
+                try:
+                    out[name] = take_field(item)
+                except Invalid as exc:
+                    raise exc.under(name) from None
+        return out
+
+    return take_object
+
+
+def _scalar_taker(spec: Scalar) -> Taker:
+    check = spec.check
+    if spec is STR:  # the commonest by far: its check inlined
+
+        def take_string(value: Any) -> Any:
+            if type(value) is not str:
+                raise Invalid("", check(value) or "must be a string")
+            return sys.intern(value) if len(value) <= INTERN_MAX else value
+
+        return take_string
+
+    def take_scalar(value: Any) -> Any:
+        problem = check(value)
         if problem:
             raise Invalid("", problem)
-        return sys.intern(value) if type(value) is str and len(value) <= INTERN_MAX else value
-    if type(spec) is ListOf:
+        return _kept(value)
+
+    return take_scalar
+
+
+def _list_taker(spec: ListOf) -> Taker:
+    take_item_ = _taker(spec.item)
+
+    def take_list(value: Any) -> Any:
         if type(value) is not list:
             raise Invalid("", f"must be a list, not {_json_type(value)}")
-        items = []
-        for i, item in enumerate(value):
-            try:
-                items.append(take(item, spec.item))
-            except Invalid as exc:
-                raise exc.under(f"[{i}]") from None
-        return items
-    if type(value) is not dict:
-        raise Invalid("", f"must be an object, not {_json_type(value)}")
-    if type(spec) is MapOf:
-        mapped = {}
-        for key, item in value.items():
-            try:
-                mapped[sys.intern(key)] = take(item, spec.value)
-            except Invalid as exc:
-                raise exc.under(key) from None
-        return mapped
-    return value  # AnyObject: kept whole
+        try:
+            return [take_item_(item) for item in value]
+        except Invalid:
+            for i, item in enumerate(value):  # again, one by one: which element
+                try:
+                    take_item_(item)
+                except Invalid as exc:
+                    raise exc.under(f"[{i}]") from None
+            raise
+
+    return take_list
+
+
+def _map_taker(spec: MapOf) -> Taker:
+    take_value = _taker(spec.value)
+
+    def take_map(value: Any) -> Any:
+        if type(value) is not dict:
+            raise _not_object(value)
+        try:
+            return {sys.intern(key): take_value(item) for key, item in value.items()}
+        except Invalid:
+            for key, item in value.items():  # again, one by one: which key
+                try:
+                    take_value(item)
+                except Invalid as exc:
+                    raise exc.under(key) from None
+            raise
+
+    return take_map
 
 
 @dataclass
@@ -481,8 +563,8 @@ def take_item(item: Any) -> Obj | Rejected | Any:
     if type(item) is not dict:
         return item  # reported by check_items
     try:
-        take(item, ITEM)
-        out = take(item, schema_of(item))
+        _taker(ITEM)(item)
+        out = _taker(schema_of(item))(item)
     except Invalid as exc:
         return Rejected(_name(item, None), exc)
     for key in ("kind", "apiVersion"):

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, TypeVar
 
 from kubectl_nodefail import dumpschema, jsonstream
@@ -54,7 +54,10 @@ def shifted(when: datetime, seconds: float) -> datetime:
         return (datetime.max if seconds > 0 else datetime.min).replace(tzinfo=UTC)
 
 
+@lru_cache(maxsize=1 << 16)
 def format_time(value: datetime) -> str:
+    """RFC 3339 in UTC, to the second. Remembered: an outage's report writes the same few
+    instants tens of thousands of times (equal instants in any zone give the same text)."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
