@@ -34,6 +34,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from bench import reaper
+
 REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(
     os.environ.get("NODEFAIL_BENCH_CACHE", Path.home() / ".cache" / "kubectl-nodefail-bench")
@@ -737,6 +739,8 @@ class Server:
     etcd_port: int = 0
     api_port: int = 0
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    # stops etcd and kube-apiserver and removes the folder if this process dies before `stop`
+    _reaper: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
     def kubeconfig(self) -> Path:
@@ -746,7 +750,23 @@ class Server:
     def url(self) -> str:
         return f"https://127.0.0.1:{self.api_port}"
 
+    def _guard(self) -> None:
+        """Before the first server starts: its reaper (bench/reaper.py), which kills every
+        process naming this folder (etcd's data, kube-apiserver's certificates) and removes it
+        if this process dies without `stop`: a Ctrl-C'd or killed benchmark leaves nothing."""
+        if self._reaper is None:
+            self._reaper = reaper.start(
+                {
+                    "delete": [],
+                    "env": {},
+                    "workdir": str(self.workdir),
+                    "keep_logs_from": [],
+                    "keep_logs_to": None,
+                }
+            )
+
     def start_etcd(self) -> None:
+        self._guard()
         self.etcd_port = free_port()
         peer = free_port()
         log = open(self.workdir / "etcd.log", "wb")  # noqa: SIM115 (the process keeps it)
@@ -790,6 +810,7 @@ class Server:
         raise RuntimeError(f"etcd did not start; see {self.workdir / 'etcd.log'}")
 
     def start_apiserver(self) -> None:
+        self._guard()
         self.api_port = free_port()
         pki = self.workdir / "pki"
         pki.mkdir(exist_ok=True)
@@ -930,6 +951,9 @@ class Server:
                 proc.kill()
                 proc.wait()
         self.procs.clear()
+        if self._reaper is not None:
+            reaper.stand_down(self._reaper)
+            self._reaper = None
 
     # --- seeding straight into etcd ---
 

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import urllib3
 import yaml
 
-from tests.e2e import reaper
+from bench import reaper
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "hack" / "build-control-plane.sh"
@@ -344,7 +344,7 @@ componentsPatches:
         self._run_kwokctl(*self._DELETE, str(self.workdir / "no-kubeconfig"), check=False)
 
     def _reaper_order(self) -> dict[str, Any]:
-        """What tests/e2e/reaper.py does if this process dies before `stop`: delete the
+        """What bench/reaper.py does if this process dies before `stop`: delete the
         cluster, kill what names the folder, keep the logs (the death failed a test)."""
         logs = Path(os.environ.get("NODEFAIL_E2E_LOGS", REPO / ".e2e-logs"))
         return {

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.controlplane import REPO
+from tests.e2e.controlplane import REPO, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -109,3 +110,45 @@ def test_small_pair_run_keeps_the_failed_set_fixed(tmp_path: Path) -> None:
     assert a["podsOnFailedNodes"] == b["podsOnFailedNodes"] > 0
     assert all(len(walls) == 2 and min(walls) > 0 for walls in doc["walls"].values())
     assert "same failed nodes and stuck pods in both: True" in proc.stdout
+
+
+def test_a_benchmark_killed_mid_run_leaves_no_server_running(tmp_path: Path) -> None:
+    """A benchmark process that dies without stopping its servers (SIGKILL, a Ctrl-C'd suite
+    that killed it) leaves neither its etcd nor its folder: the Server's reaper
+    (bench/reaper.py) kills what names the folder and removes it."""
+    work = tmp_path / "cp"
+    work.mkdir()
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from bench import cluster\n"
+        "server = cluster.Server(cluster.binaries(), Path(sys.argv[1]))\n"
+        "server.start_etcd()\n"
+        "print(server.procs[0].pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    owner = subprocess.Popen(
+        [sys.executable, "-c", script, str(work)], cwd=REPO, stdout=subprocess.PIPE
+    )
+    try:
+        assert owner.stdout is not None
+        etcd = int(owner.stdout.readline())
+        assert Path(f"/proc/{etcd}/cmdline").read_bytes().find(str(work).encode()) >= 0
+        os.kill(owner.pid, signal.SIGKILL)
+        owner.wait()
+        wait_for("etcd is killed", lambda: not _running(etcd), 30, 0.1)
+        wait_for("the folder is removed", lambda: not work.exists(), 30, 0.1)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        if owner.stdout is not None:
+            owner.stdout.close()
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie waits for init)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

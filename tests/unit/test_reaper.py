@@ -1,4 +1,4 @@
-"""tests/e2e/reaper.py on real processes: a control plane whose owner dies is stopped, its
+"""bench/reaper.py on real processes: a control plane whose owner dies is stopped, its
 logs kept, its folder removed; one whose owner stopped it is left to the owner; nothing that
 does not name the folder is touched."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import reaper
+from bench import reaper
 from tests.e2e.controlplane import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,7 +54,7 @@ def _owner(
     script = textwrap.dedent(
         f"""
         import json, sys, time
-        from tests.e2e import reaper
+        from bench import reaper
         guard = reaper.start(json.loads(sys.argv[1]))
         print(guard.pid, flush=True)
         if {stand_down!r}:

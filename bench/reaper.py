@@ -1,21 +1,24 @@
-"""The control plane of a test worker that died stops anyway.
+"""Servers a test or a benchmark started stop when their owner dies, however it dies.
 
 kwokctl starts a control plane's components detached, and kwok kubelets run in sessions of
 their own, so a pytest-xdist worker that dies (a crash, `os._exit`, SIGKILL) leaves its
 module's control plane running: etcd, kube-apiserver, the controllers and the kubelets keep
 eating the CPU of every later test on the machine, a second checkout's included (run z6 of
-2026-12-02 left one until it was removed by hand).
+2026-12-02 left one until it was removed by hand). The benchmark's etcd and kube-apiserver
+(bench/cluster.py) are its children, and outlived it the same way: a suite stopped with
+Ctrl-C while `bench.pair` ran left its etcd running (2026-12-02, run v1).
 
-Each control plane has a reaper: this module, run as its own process in its own session,
-holding the read end of a pipe whose only write end is its owner's. The owner writes its
-order (one JSON line: the kwokctl command that deletes the cluster, its environment, the
+Each such set of servers has a reaper: this module, run as its own process in its own
+session, holding the read end of a pipe whose only write end is its owner's. The owner writes
+its order (one JSON line: the command that deletes the cluster, if any, its environment, the
 folder, where to keep the logs), and at a normal stop the word STOPPED before it closes the
 pipe. The pipe closing without that word means the owner died: the reaper keeps the logs,
 runs the delete, kills every process whose command line names the folder (what the delete
-missed: kubelets, a component kwokctl lost) and removes the folder.
+missed, or all of them where there is no delete: kubelets, etcd, kube-apiserver) and removes
+the folder.
 
-    python -m tests.e2e.reaper   (the order on stdin; nothing on argv, so that the reaper's
-                                  own command line does not name the folder it clears)
+    python -m bench.reaper   (the order on stdin; nothing on argv, so that the reaper's
+                              own command line does not name the folder it clears)
 """
 
 from __future__ import annotations
@@ -35,14 +38,15 @@ DELETE_SECONDS = 120
 
 
 def start(order: dict[str, Any]) -> subprocess.Popen[bytes]:
-    """Starts the reaper of one control plane; `stand_down` it when the control plane stopped.
-    order: delete (argv), env, workdir, keep_logs_from (folders), keep_logs_to (or None)."""
+    """Starts the reaper of one set of servers; `stand_down` it when the owner stopped them.
+    order: delete (argv, or [] for none), env, workdir, keep_logs_from (folders),
+    keep_logs_to (or None)."""
     reaper = subprocess.Popen(
-        [sys.executable, "-m", "tests.e2e.reaper"],
+        [sys.executable, "-m", "bench.reaper"],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[1],
         start_new_session=True,  # neither a Ctrl-C of the run nor its process group's end
     )
     assert reaper.stdin is not None
@@ -91,14 +95,15 @@ def reap(order: dict[str, Any]) -> None:
             with contextlib.suppress(OSError, shutil.Error):  # kept what could be: go on
                 shutil.copytree(logs, keep, dirs_exist_ok=True)
     with contextlib.suppress(OSError, subprocess.TimeoutExpired):  # the kill below is sure
-        subprocess.run(
-            order["delete"],
-            env=order["env"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=DELETE_SECONDS,
-            check=False,
-        )
+        if order["delete"]:
+            subprocess.run(
+                order["delete"],
+                env=order["env"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=DELETE_SECONDS,
+                check=False,
+            )
     for pid in processes_naming(order["workdir"]):
         with contextlib.suppress(OSError):  # ended meanwhile
             os.kill(pid, signal.SIGKILL)
