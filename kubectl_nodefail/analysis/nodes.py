@@ -17,7 +17,12 @@ def conditions(node: Obj) -> dict[str, Obj]:
 
 
 def ready_condition(node: Obj) -> Obj | None:
-    return conditions(node).get("Ready")
+    """The Ready condition (the last one listed, as `conditions` keeps it). Read for every
+    node of the cluster several times a diagnosis: no dict built for it."""
+    for cond in reversed((node.get("status") or {}).get("conditions") or []):
+        if cond.get("type", "") == "Ready":
+            return cond
+    return None
 
 
 def is_ready(node: Obj) -> bool:
