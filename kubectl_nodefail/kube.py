@@ -247,6 +247,9 @@ class Cluster:
         what = f"{method} {path}"
         timeout = self._attempt_timeout(what)
         headers = urllib3.HTTPHeaderDict({"Accept": accept})
+        # As kubectl's transport: gzip asked for (a big list is a tenth of its size on the
+        # wire), or no Accept-Encoding at all (not http.client's own "identity").
+        headers["Accept-Encoding"] = "gzip" if self._conn.compress else urllib3.util.SKIP_HEADER
         if body is not None:
             headers["Content-Type"] = content_type
         try:
@@ -271,6 +274,12 @@ class Cluster:
                 preload_content=False,
             )
             data = self._read_body(resp, timeout, what)
+        except urllib3.exceptions.DecodeError as exc:  # an answer whose gzip does not decode
+            cause = exc.args[-1] if exc.args else exc  # urllib3's (its words, zlib's error)
+            raise MalformedResponse(
+                f"{what}: the API server at {self.host} sent a compressed answer that does not "
+                f"decompress ({short(cause)})"
+            ) from exc
         except urllib3.exceptions.ConnectTimeoutError as exc:  # refused, unresolvable too
             raise self._unreachable(
                 connection_failure(exc, self.host, self.proxy_url), timeout

@@ -641,6 +641,10 @@ class Connection:
     pool: Any  # urllib3.PoolManager or ProxyManager
     impersonation: tuple[tuple[str, str], ...] = ()
     proxy: str | None = None  # the proxy requests go through
+    # Accept-Encoding: gzip on every request, as kubectl's transport sends it unless
+    # disable-compression (kubeconfig) or --disable-compression says not to. auth-provider
+    # users (ClientConnection) keep the default False: their path is the official client's.
+    compress: bool = False
 
     def auth_headers(self) -> list[tuple[str, str]]:
         raise NotImplementedError
@@ -672,6 +676,7 @@ class StaticConnection(Connection):
         self.settings = settings
         self.impersonation = settings.impersonation
         self.proxy = settings.proxy
+        self.compress = not settings.disable_compression
         self._deadline = deadline
         self._lock = threading.Lock()
         self._credential: credplugin.Credential | None = None

@@ -8,6 +8,7 @@ to do: hang, answer garbage, throttle.
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import os
 import signal
@@ -29,6 +30,7 @@ from kubectl_nodefail.errors import (
     ServerError,
     UnreachableError,
 )
+from kubectl_nodefail.kubeconfig import Overrides
 from tests.unit import fakeapi
 from tests.unit.conftest import FIXTURES
 from tests.unit.fakeapi import (
@@ -378,6 +380,62 @@ def test_server_answering_a_json_list_exit_14_one_line(tmp_path: Path) -> None:
     with serve(lambda n, m, p: (200, {}, b"[]")) as api:
         code, _, err, _ = run("diagnose", "--kubeconfig", kubeconfig(tmp_path, api.url))
     assert code == 14 and "JSON list" in one_line(err)
+
+
+# --- compression: asked for as kubectl asks; an answer that does not decompress is exit 14 ---
+
+NODES = json.dumps({"kind": "NodeList", "items": [{"metadata": {"name": "n1"}}]}).encode()
+
+
+@pytest.mark.parametrize(
+    ("where", "asked"), [("default", True), ("kubeconfig", False), ("flag", False)]
+)
+def test_gzip_is_asked_for_as_kubectl_asks_and_decoded(
+    tmp_path: Path, where: str, asked: bool
+) -> None:
+    """kubectl's transport sends Accept-Encoding: gzip unless disable-compression (the
+    cluster's kubeconfig entry) or --disable-compression; so does every request here, and the
+    compressed answer reads as the plain one (test_kubectl_oracle compares the header with
+    kubectl's own)."""
+    served: list[fakeapi.FakeApi] = []
+
+    def script(n: int, method: str, path: str) -> fakeapi.Answer:
+        if "gzip" in served[0].headers[-1].get("Accept-Encoding", ""):
+            compressed = gzip.compress(NODES)
+            return 200, {"Content-Type": "application/json", "Content-Encoding": "gzip"}, compressed
+        return 200, {"Content-Type": "application/json"}, NODES
+
+    with serve(script) as api:
+        served.append(api)
+        config = kubeconfig(tmp_path, api.url)
+        if where == "kubeconfig":
+            doc = json.loads(Path(config).read_text())
+            doc["clusters"][0]["cluster"]["disable-compression"] = True
+            Path(config).write_text(json.dumps(doc))
+        flags = Overrides(disable_compression=True) if where == "flag" else None
+        got = kube.Cluster(config, timeout=5, overrides=flags).get("/api/v1/nodes")
+    assert got["items"][0]["metadata"]["name"] == "n1"
+    assert (api.headers[0].get("Accept-Encoding") == "gzip") is asked, api.headers[0]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"not gzip at all", "does not decompress (Error -3 while decompressing data"),
+        (gzip.compress(NODES)[:9] + b"\x00" * 40, "does not decompress (Error -3"),
+        (gzip.compress(NODES)[:-12], "sent something that is not JSON"),  # cut short
+    ],
+    ids=["garbage", "corrupted", "cut-short"],
+)
+def test_an_answer_that_does_not_decompress_is_exit_14_one_line(
+    tmp_path: Path, body: bytes, message: str
+) -> None:
+    """A body marked gzip that is not (garbage, cut short, corrupted): one line, exit 14."""
+    headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    with serve(lambda n, m, p: (200, headers, body)) as api:
+        code, _, err, _ = run("diagnose", "--kubeconfig", kubeconfig(tmp_path, api.url))
+    assert code == 14, err
+    assert message in one_line(err), err
 
 
 def test_garbage_instead_of_http_is_exit_11_one_line(tmp_path: Path) -> None:
