@@ -48,6 +48,10 @@ RETRIES = 2  # more tries for a GET that was refused, dropped or told to come ba
 BACKOFF_SECONDS = 0.5  # doubled on each retry; a Retry-After may ask for longer
 RETRY_STATUSES = {429, 502, 503, 504}
 READ_CHUNK = 1 << 20
+# The most one answer may hold, decompressed: a page of pods or nodes is a few MiB, a server
+# that ignores `limit` and sends 60,000 pods ~0.4 GiB. Past it the answer is malformed (exit 14)
+# rather than the process's memory: a compressed body can inflate a thousandfold.
+MAX_ANSWER_BYTES = 1 << 30
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 # A server-side Table (the columns `kubectl get` prints) with rows only, no objects: ~150 bytes a
 # pod instead of ~5 KB of PartialObjectMetadata (managedFields, labels, annotations).
@@ -325,6 +329,7 @@ class Cluster:
     def _read_body(self, resp: Any, timeout: float | None, what: str) -> bytes:
         """The whole body, chunk by chunk, never reading past the deadline."""
         chunks: list[bytes] = []
+        total = 0
         try:
             while True:
                 left = self._left()
@@ -336,6 +341,13 @@ class Cluster:
                 chunk = resp.read(READ_CHUNK)
                 if not chunk:
                     return b"".join(chunks)
+                total += len(chunk)
+                if total > MAX_ANSWER_BYTES:
+                    raise MalformedResponse(
+                        f"{what}: the API server's answer at {self.host} is over "
+                        f"{MAX_ANSWER_BYTES >> 20:,} MiB; nothing more of it was read",
+                        hint="a page should be a few MiB: check the server or the proxy",
+                    )
                 chunks.append(chunk)
         finally:
             resp.release_conn()

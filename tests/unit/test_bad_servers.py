@@ -438,6 +438,25 @@ def test_an_answer_that_does_not_decompress_is_exit_14_one_line(
     assert message in one_line(err), err
 
 
+@pytest.mark.parametrize("encoding", ["gzip", "identity"])
+def test_an_answer_past_the_size_limit_is_exit_14_and_not_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    """An answer that decompresses (or simply is) past MAX_ANSWER_BYTES is malformed: one
+    line, exit 14, read no further. The limit is lowered here to 4 MiB; the compressed body is
+    ~10 KiB for 8 MiB of JSON."""
+    monkeypatch.setattr(kube, "MAX_ANSWER_BYTES", 4 << 20)
+    body = b'{"items": [' + b'{"metadata": {"name": "n"}},' * 300_000 + b"{}]}"
+    headers = {"Content-Type": "application/json"}
+    if encoding == "gzip":
+        body = gzip.compress(body)
+        headers["Content-Encoding"] = "gzip"
+    with serve(lambda n, m, p: (200, headers, body)) as api:
+        code, _, err, _ = run("diagnose", "--kubeconfig", kubeconfig(tmp_path, api.url))
+    assert code == 14, err
+    assert "answer at http://127.0.0.1" in one_line(err) and "is over 4 MiB" in one_line(err)
+
+
 def test_garbage_instead_of_http_is_exit_11_one_line(tmp_path: Path) -> None:
     with silent_socket(reply=b"\x00\xffnot http at all\r\n\r\n") as address:
         config = kubeconfig(tmp_path, f"http://{address}")
