@@ -277,13 +277,17 @@ class Cluster:
                 redirect=False,
                 preload_content=False,
             )
-            data = self._read_body(resp, timeout, what)
-        except urllib3.exceptions.DecodeError as exc:  # an answer whose gzip does not decode
-            cause = exc.args[-1] if exc.args else exc  # urllib3's (its words, zlib's error)
-            raise MalformedResponse(
-                f"{what}: the API server at {self.host} sent a compressed answer that does not "
-                f"decompress ({short(cause)})"
-            ) from exc
+            try:
+                data = self._read_body(resp, timeout, what)
+            except urllib3.exceptions.DecodeError as exc:  # a compressed body that does not
+                if not 200 <= resp.status <= 299:  # decompress: an error answer keeps its status
+                    data = b""
+                else:
+                    cause = exc.args[-1] if exc.args else exc  # (urllib3's words, zlib's error)
+                    raise MalformedResponse(
+                        f"{what}: the API server at {self.host} sent a compressed answer that "
+                        f"does not decompress ({short(cause)})"
+                    ) from exc
         except urllib3.exceptions.ConnectTimeoutError as exc:  # refused, unresolvable too
             raise self._unreachable(
                 connection_failure(exc, self.host, self.proxy_url), timeout

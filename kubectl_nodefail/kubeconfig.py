@@ -371,7 +371,8 @@ def _settings(
         if skip is not None and not isinstance(skip, bool):
             raise Problem(f"insecure-skip-tls-verify is {skip!r}, not true or false")
         tls_name = _string(cluster, "tls-server-name")
-        compression = cluster.get("disable-compression", False)
+        compression = cluster.get("disable-compression")
+        compression = False if compression is None else compression  # empty (null): unset
         if not isinstance(compression, bool):
             raise Problem(f"disable-compression is {compression!r}, not true or false")
         _both("certificate-authority", cluster)

@@ -438,6 +438,24 @@ def test_an_answer_that_does_not_decompress_is_exit_14_one_line(
     assert message in one_line(err), err
 
 
+@pytest.mark.parametrize(
+    ("status", "code", "words"),
+    [(503, 14, "503 Service Unavailable"), (401, 12, "401"), (500, 14, "500")],
+)
+def test_an_error_answer_that_does_not_decompress_keeps_its_status(
+    tmp_path: Path, status: int, code: int, words: str
+) -> None:
+    """A 5xx or 401 whose body is marked gzip but is not: the status decides (a 503 is
+    retried as any 503), not the body (found by the review of the compression change)."""
+    headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    with serve(lambda n, m, p: (status, headers, b"not gzip")) as api:
+        got, _, err, _ = run("diagnose", "--kubeconfig", kubeconfig(tmp_path, api.url))
+    assert got == code, err
+    assert words in one_line(err) and "decompress" not in err
+    tries = Counter(api.requests)[("GET", "/version")]
+    assert tries == (1 + kube.RETRIES if status == 503 else 1), api.requests
+
+
 @pytest.mark.parametrize("encoding", ["gzip", "identity"])
 def test_an_answer_past_the_size_limit_is_exit_14_and_not_held(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoding: str

@@ -379,6 +379,7 @@ def test_tls_server_name_is_the_name_checked(tmp_path: Path) -> None:
         ({"server": "https://x:1", "certificate-authority": "nope.pem"}, {}, "nope.pem"),
         ({"server": "https://x:1", "certificate-authority-data": "a"}, {}, "is not base64"),
         ({"server": "https://x:1"}, {"token": 12}, "token is not a string"),
+        ({"server": "https://x:1", "disable-compression": "yes"}, {}, "not true or false"),
     ],
 )
 def test_unusable_static_fields_are_exit_10(
@@ -616,3 +617,13 @@ def test_exec_users_of_a_later_file_are_run_with_the_merged_view(tmp_path: Path)
             finally:
                 cluster.close()
     assert _auth(api.headers[0]) == "Bearer from-the-plugin"
+
+
+@pytest.mark.parametrize(("value", "compress"), [(None, True), (False, True), (True, False)])
+def test_disable_compression_empty_means_unset_as_for_kubectl(
+    tmp_path: Path, value: bool | None, compress: bool
+) -> None:
+    """`disable-compression:` with no value is null, which kubectl reads as unset (gzip asked
+    for), not an unusable kubeconfig (found by the review of the compression change)."""
+    config = _config(tmp_path, {"server": "https://x:1", "disable-compression": value}, {})
+    assert kubeconfig.connect(config, None, 1).compress is compress
