@@ -769,7 +769,7 @@ class Server:
         self._guard()
         self.etcd_port = free_port()
         peer = free_port()
-        log = open(self.workdir / "etcd.log", "wb")  # noqa: SIM115 (the process keeps it)
+        log = open(self.workdir / "etcd.log", "wb")  # noqa: SIM115 (closed once handed over)
         self.procs.append(
             subprocess.Popen(
                 [
@@ -800,13 +800,17 @@ class Server:
                 stderr=subprocess.STDOUT,
             )
         )
+        log.close()  # the process has its own descriptor of it
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{self.etcd_port}/health", timeout=2)
                 return
             except OSError:
+                if self.procs[-1].poll() is not None:
+                    break  # it exited: waiting longer will not help
                 time.sleep(0.2)
+        self.stop()  # its reaper stands down: the folder and the log named here stay
         raise RuntimeError(f"etcd did not start; see {self.workdir / 'etcd.log'}")
 
     def start_apiserver(self) -> None:
@@ -820,7 +824,7 @@ class Server:
                 ["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True
             )
         (pki / "tokens.csv").write_text(f'{TOKEN},bench-admin,bench-admin,"system:masters"\n')
-        log = open(self.workdir / "apiserver.log", "wb")  # noqa: SIM115 (the process keeps it)
+        log = open(self.workdir / "apiserver.log", "wb")  # noqa: SIM115 (closed once handed over)
         self.procs.append(
             subprocess.Popen(
                 [
@@ -861,6 +865,7 @@ class Server:
                 stderr=subprocess.STDOUT,
             )
         )
+        log.close()  # the process has its own descriptor of it
         self.kubeconfig.write_text(
             json.dumps(
                 {
@@ -894,6 +899,7 @@ class Server:
             if self.procs[-1].poll() is not None:
                 break
             time.sleep(0.5)
+        self.stop()  # as for etcd: the log named here stays
         raise RuntimeError(f"kube-apiserver did not become ready; see {self.workdir}/apiserver.log")
 
     # --- a raw client (also the benchmark's floor: no decoding) ---
