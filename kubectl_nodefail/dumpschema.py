@@ -8,8 +8,8 @@ exit 13 and a line naming the object and the field. Fields the analysis never re
 checked (they may hold anything), and `null` in an optional field means "absent", as in the
 API's own JSON: such keys are dropped so the analysis sees one spelling of "absent".
 
-The schema is data (SCHEMAS below), walked by one small interpreter; a new field the analysis
-starts reading gets one line here.
+The schema is data (SCHEMAS below), turned once per spec into a small function that checks and
+cuts (`take`); a new field the analysis starts reading gets one line here.
 """
 
 from __future__ import annotations

@@ -57,7 +57,9 @@ def shifted(when: datetime, seconds: float) -> datetime:
 @lru_cache(maxsize=1 << 16)
 def format_time(value: datetime) -> str:
     """RFC 3339 in UTC, to the second. Remembered: an outage's report writes the same few
-    instants tens of thousands of times (equal instants in any zone give the same text)."""
+    instants tens of thousands of times. Equal datetimes share an entry: the same instant in
+    UTC or a fixed offset, all this program makes (two `fold`s of one local time in a
+    ZoneInfo zone compare equal but are not the same instant: none is ever made here)."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
