@@ -471,7 +471,7 @@ class Executor:
         if is_ready(node):
             return "the node came back (Ready): nothing is deleted"
         try:
-            lease = self.cluster.get(
+            lease = self.cluster.get_object(  # held to the Lease schema: renewTime a time
                 f"/apis/coordination.k8s.io/v1/namespaces/"
                 f"{facts.NODE_LEASE_NAMESPACE}/leases/{quote(step.node)}"
             )

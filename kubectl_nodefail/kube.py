@@ -21,6 +21,7 @@ from http import HTTPStatus
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
+from kubectl_nodefail import dumpschema
 from kubectl_nodefail.errors import (
     ApiError,
     AuthError,
@@ -80,6 +81,8 @@ except ImportError:  # pragma: no cover - exercised when orjson is absent
 
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+# The objects `get_object` holds to their kind's schema, by the resource in their path.
+CHECKED_KINDS = {"nodes": "Node", "pods": "Pod", "leases": "Lease"}
 Keep = Callable[[Obj], "Obj | None"]
 
 
@@ -414,8 +417,9 @@ class Cluster:
 
     def get_object(self, path: str) -> Obj:
         """GET one object that a mutation will be conditioned on: its metadata must carry a
-        name, a uid and a resourceVersion (the preconditions and tests sent with it), else
-        MalformedResponse (exit 14)."""
+        name, a uid and a resourceVersion (the preconditions and tests sent with it), and a
+        node, pod or lease is held to its kind's dump schema (the fields remediate's re-checks
+        read), else MalformedResponse (exit 14). Returned whole, as the server sent it."""
         doc = self.get(path)
         meta = doc.get("metadata")
         for key in ("name", "uid", "resourceVersion"):
@@ -424,6 +428,9 @@ class Cluster:
                 raise MalformedResponse(
                     f"GET {path}: malformed answer from the API server: no metadata.{key}"
                 )
+        kind = CHECKED_KINDS.get(path.rstrip("/").split("/")[-2])
+        if kind is not None:
+            dumpschema.take_live([{**doc, "kind": kind}])
         return doc
 
     def get_bytes(self, path: str, query: dict[str, Any] | None = None, accept: str = "") -> bytes:
