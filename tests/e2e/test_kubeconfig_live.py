@@ -177,3 +177,51 @@ def test_impersonated_user_in_the_audit_log(control_plane: ControlPlane, tmp_pat
 
     found = wait_for("the impersonated SelfSubjectReview in the audit log", audited, 30)
     assert "nodefail-e2e-g" in found[-1]["impersonatedUser"]["groups"]
+
+
+def test_the_api_server_compresses_what_is_asked_compressed_and_it_reads_the_same(
+    control_plane: ControlPlane,
+) -> None:
+    """Requests ask for gzip as kubectl's do (docs/connecting.md): the real API server
+    compresses an answer over its threshold (128 KiB), and the decoded object equals the one
+    read with --disable-compression."""
+    import urllib3
+
+    from kubectl_nodefail import kube
+    from kubectl_nodefail.kubeconfig import Overrides
+
+    name, namespace = "big-for-gzip", "default"
+    data = {f"k{i:04d}": "x" * 100 + str(i) for i in range(2000)}  # ~210 KB
+    control_plane.kubectl(
+        "create",
+        "-f",
+        "-",
+        stdin=json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": namespace},
+                "data": data,
+            }
+        ),
+    )
+    path = f"/api/v1/namespaces/{namespace}/configmaps/{name}"
+    try:
+        config = str(control_plane.kubeconfig)
+        gzipped = kube.Cluster(config)
+        plain = kube.Cluster(config, overrides=Overrides(disable_compression=True))
+        assert gzipped._conn.compress and not plain._conn.compress
+        assert gzipped.get(path)["data"] == plain.get(path)["data"] == data
+        headers = urllib3.HTTPHeaderDict({"Accept-Encoding": "gzip"})
+        for key, value in gzipped._conn.auth_headers():
+            headers.add(key, value)
+        raw = gzipped._conn.pool.request(
+            "GET", gzipped.host + path, headers=headers, preload_content=False
+        )
+        try:
+            assert raw.status == 200 and raw.headers.get("Content-Encoding") == "gzip"
+            assert len(raw.read(decode_content=False)) < 50_000  # ~210 KB of JSON, compressed
+        finally:
+            raw.release_conn()
+    finally:
+        control_plane.kubectl("delete", "configmap", name, "-n", namespace, check=False)
