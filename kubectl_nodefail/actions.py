@@ -27,7 +27,7 @@ from types import FrameType
 from typing import TextIO
 from urllib.parse import quote
 
-from kubectl_nodefail import __version__, kube
+from kubectl_nodefail import __version__, dumpschema, kube
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.advice import holding_finalizers
 from kubectl_nodefail.analysis.nodes import is_ready
@@ -788,10 +788,13 @@ class Executor:
         )
 
     def attachments(self) -> list[Obj]:
-        """Every VolumeAttachment ([] when they may not be read)."""
+        """Every VolumeAttachment ([] when they may not be read), held to the dump schema as
+        the diagnosis's are (a malformed one: MalformedResponse, exit 14)."""
         try:
-            return self.cluster.list_all(
-                "/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"
+            return dumpschema.take_live(
+                self.cluster.list_all(
+                    "/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"
+                )
             )
         except Forbidden:
             return []
