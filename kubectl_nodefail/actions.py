@@ -128,7 +128,7 @@ def preflight(cluster: kube.Cluster, plan: Plan) -> list[str]:
                 },
             },
         )
-        if not (review.get("status") or {}).get("allowed"):
+        if kube.answer_field(review, "status", "allowed") is not True:  # "true" is not true
             where = f" in namespace {ns}" if ns else " (cluster-wide)"
             missing.append(f"{verb} {resource}{'.' + group if group else ''}{where}")
     return missing
@@ -151,9 +151,9 @@ def whoami(cluster: kube.Cluster) -> str:
             continue  # not served in this version: try the older one
         except (ApiError, Forbidden):  # 1.26 forbids the review to all but admins (no rule)
             break
-        user = ((review.get("status") or {}).get("userInfo") or {}).get("username")
-        if user:
-            return str(user)
+        user = kube.answer_field(review, "status", "userInfo", "username")
+        if isinstance(user, str) and user:
+            return user
         break
     return f"unknown user (context {cluster.context})"
 

@@ -86,6 +86,18 @@ CHECKED_KINDS = {"nodes": "Node", "pods": "Pod", "leases": "Lease"}
 Keep = Callable[[Obj], "Obj | None"]
 
 
+def answer_field(doc: Obj, *keys: str) -> Any:
+    """A field of an API answer read outside the dump schema (an access or identity review),
+    or None where a level on the way is missing or not an object: an answer of the wrong
+    shape reads as the field absent, never as a traceback."""
+    value: Any = doc
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
 def trim(obj: Obj) -> Obj:
     """Drop what no analysis reads and what weighs most: managedFields (often half an object's
     JSON), kubectl's last-applied copy of the object, and a node's image list. Trimmed objects

@@ -2,7 +2,9 @@
 pod, the node's lease: `kube.Cluster.get_object`) is held to the dump schema there: any answer
 either reads as the re-checks read it, or is one MalformedResponse (exit 14). Before, a node
 whose conditions were not a list of objects, or a lease whose spec was not an object, ended in
-a traceback (exit 1) in the middle of `remediate --confirm` (found by a review, 2026-12-02)."""
+a traceback (exit 1) in the middle of `remediate --confirm` (found by a review, 2026-12-02).
+The same for what remediate reads outside the schema: the volume attachments it waits on, the
+access and identity reviews."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from hypothesis import strategies as st
 from kubectl_nodefail import actions, kube
 from kubectl_nodefail.analysis.nodes import is_ready
 from kubectl_nodefail.errors import MalformedResponse
+from kubectl_nodefail.plan import Plan, Step
 from tests.unit.fakeapi import kubeconfig, serve
 
 PATHS = {
@@ -157,3 +160,57 @@ def test_volume_attachments_waited_on_are_held_to_the_schema() -> None:
     executor = actions.Executor(Attachments(), "tester", None, 60, lambda message: None)  # type: ignore[arg-type]
     with pytest.raises(MalformedResponse, match="malformed VolumeAttachment va1: spec must be"):
         executor.attachments()
+
+
+REVIEWS = st.one_of(
+    JUNK,
+    st.fixed_dictionaries(
+        {
+            "status": st.one_of(
+                JUNK, st.fixed_dictionaries({}, optional={"allowed": JUNK, "userInfo": JUNK})
+            )
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "status": st.fixed_dictionaries(
+                {"userInfo": st.fixed_dictionaries({}, optional={"username": JUNK})}
+            )
+        }
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(review=REVIEWS)
+def test_access_and_identity_reviews_of_any_shape_read_without_a_traceback(review: Any) -> None:
+    """The SelfSubjectAccessReview (remediate's RBAC preflight) and SelfSubjectReview (who
+    is acting, for the trail and Events) answers, read outside the dump schema: any shape reads
+    as not allowed / unknown user unless it says exactly `allowed: true` / a username."""
+
+    class Reviews:
+        context = "fake"
+
+        def create(self, path: str, body: dict[str, Any]) -> Any:
+            return review
+
+    plan = Plan(
+        "out-of-service",
+        [Step("taint-out-of-service", "n1", "node/n1", "", True, "attested", uid="u")],
+        [],
+        ["n1"],
+    )
+    missing = actions.preflight(Reviews(), plan)  # type: ignore[arg-type]
+    allowed = (
+        isinstance(review, dict)
+        and isinstance(review.get("status"), dict)
+        and review["status"].get("allowed") is True
+    )
+    assert (missing == []) is allowed
+    user = actions.whoami(Reviews())  # type: ignore[arg-type]
+    name = (
+        kube.answer_field(review, "status", "userInfo", "username")
+        if isinstance(review, dict)
+        else None
+    )
+    assert user == (name if isinstance(name, str) and name else "unknown user (context fake)")
