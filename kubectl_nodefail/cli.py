@@ -794,14 +794,15 @@ def _warn_unknown_namespaces(cluster: Any, namespaces: tuple[str, ...]) -> None:
 
 
 def gathered(cluster: Any, **options: Any) -> Any:
-    """gather()'s snapshot of the live cluster for the analysis, checked(): its pods are cut
-    to the dump schema as their pages arrive, not once all are read (a 1,000-node outage's
-    pods and their owners' other pods, held whole, were most of diagnose's memory)."""
+    """gather()'s snapshot of the live cluster for the analysis, checked(): its pods and
+    nodes are cut to the dump schema as their pages arrive, not once all are read (a 1,000-node
+    outage's pods and their owners' other pods, held whole, were most of diagnose's memory;
+    gather itself reads the nodes' conditions, which must be checked first)."""
     from kubectl_nodefail import dumpschema
     from kubectl_nodefail.gather import gather
 
-    cluster.shape["Pod"] = dumpschema.cut_live
-    return checked(gather(cluster, **options), cut=("pods",))
+    cluster.shape["Pod"] = cluster.shape["Node"] = dumpschema.cut_live
+    return checked(gather(cluster, **options), cut=("pods", "nodes"))
 
 
 def checked(snap: Any, cut: tuple[str, ...] = ()) -> Any:
@@ -1087,7 +1088,7 @@ def dump(
     out: str,
 ) -> int:
     """Write what diagnose reads as one JSON file, for offline analysis (--from-file)."""
-    from kubectl_nodefail import outpath, snapshot
+    from kubectl_nodefail import dumpschema, outpath, snapshot
     from kubectl_nodefail.dumpfile import write_dump
     from kubectl_nodefail.gather import gather
 
@@ -1095,6 +1096,8 @@ def dump(
         outpath.check_writable("--file", out)  # before the cluster is read
     conn = Connection(kubeconfig, context, request_timeout, verbose)
     cluster = conn.cluster()
+    # gather reads the nodes' conditions: held to the schema as they arrive, kept whole
+    cluster.shape["Node"] = dumpschema.check_live
     try:
         snap = gather(cluster, only_nodes=nodes, namespaces=namespaces, progress=_progress(verbose))
         _warn_unknown_namespaces(cluster, namespaces)

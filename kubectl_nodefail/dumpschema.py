@@ -590,6 +590,13 @@ def cut_live(item: Obj) -> Obj:
     return take_live([item])[0]
 
 
+def check_live(item: Obj) -> Obj:
+    """One object read from the API server, held to the schema as `cut_live` holds it but kept
+    whole (a dump keeps what the server sent)."""
+    cut_live(item)
+    return item
+
+
 def take_live(objects: list[Obj]) -> list[Obj]:
     """Objects read from the API server, held to the same schema and cut the same way: the
     analysis sees one shape whichever way its input came. A wrong type is a malformed answer

@@ -33,6 +33,7 @@ from kubectl_nodefail.analysis.nodes import (
     has_problem_condition,
     is_ready,
     lease_late,
+    ready_condition,
     shutdown_evidence,
 )
 from kubectl_nodefail.analysis.pods import pinned_to
@@ -652,16 +653,8 @@ def _replacements_since(examined: list[Obj]) -> tuple[datetime | None, set[str]]
     times: list[datetime] = []
     without: set[str] = set()
     for node in examined:
-        conditions = (node.get("status") or {}).get("conditions")
-        ready: Obj = next(
-            (
-                c
-                for c in (conditions if isinstance(conditions, list) else [])
-                if isinstance(c, dict) and c.get("type") == "Ready"
-            ),
-            {},
-        )
-        at = _time(ready.get("lastTransitionTime")) if ready.get("status") != "True" else None
+        ready = ready_condition(node) or {}
+        at = parse_time(ready.get("lastTransitionTime")) if ready.get("status") != "True" else None
         if at is None:
             without.add(node["metadata"]["name"])
         else:

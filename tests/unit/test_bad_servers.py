@@ -599,6 +599,36 @@ def test_live_objects_of_the_wrong_shape_are_exit_14(tmp_path: Path) -> None:
     assert err.count("error: ") == 1 and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", ["diagnose", "dump"])
+@pytest.mark.parametrize(
+    ("conditions", "problem"),
+    [
+        ([None], "status.conditions[0] must be an object, not null"),
+        ("x", "status.conditions must be a list"),
+    ],
+)
+def test_live_nodes_of_the_wrong_shape_are_exit_14(
+    tmp_path: Path, command: str, conditions: object, problem: str
+) -> None:
+    """Nodes are held to the schema as their pages arrive: gather reads their conditions
+    before the snapshot is checked (an internal error, exit 1, before; found in the last read
+    of 2026-12-02). `dump` keeps them whole but checks them too."""
+
+    def script(n: int, method: str, path: str):  # type: ignore[no-untyped-def]
+        answer = _recorded_cluster(n, method, path)
+        if path.startswith("/api/v1/nodes") and answer is not None:
+            doc = json.loads(answer[2])
+            if doc.get("items"):
+                doc["items"][0]["status"]["conditions"] = conditions
+                return json_answer(doc)
+        return answer
+
+    with serve(script) as api:
+        code, _, err, _ = run(command, "--kubeconfig", kubeconfig(tmp_path, api.url))
+    assert code == 14, err
+    assert "the API server sent a malformed Node " in one_line(err) and problem in err
+
+
 # --- Ctrl-C: a read-only command leaves at once, not after the requests in flight ---------
 
 

@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubectl_nodefail import dumpschema, gather, kube, podrows
+from kubectl_nodefail.errors import MalformedResponse
 from tests.unit.fakeapi import json_answer, kubeconfig, serve
 
 COLUMNS = [
@@ -391,12 +393,20 @@ def test_times_of_the_wrong_type_from_a_server_read_whole_not_a_traceback() -> N
         pod = podrows.from_row(COLUMNS, cells("a"), {**meta("a"), "creationTimestamp": bad})
         assert not rules.stands_for(pod)
         node = {
+            "kind": "Node",
             "metadata": {"name": "n"},
             "status": {
                 "conditions": [{"type": "Ready", "status": "Unknown", "lastTransitionTime": bad}]
             },
         }
-        assert gather._replacements_since([node]) == (None, {"n"})
+        # such a node never reaches _replacements_since: refused as its page arrives
+        # (cli.gathered shapes nodes with cut_live; test_bad_servers checks it end to end)
+        with pytest.raises(MalformedResponse):
+            dumpschema.cut_live(node)
     for conditions in ("x", [1, "y"], {"type": "Ready"}):
-        node = {"metadata": {"name": "n"}, "status": {"conditions": conditions}}
-        assert gather._replacements_since([node]) == (None, {"n"})
+        node = {"kind": "Node", "metadata": {"name": "n"}, "status": {"conditions": conditions}}
+        with pytest.raises(MalformedResponse):
+            dumpschema.cut_live(node)
+    # a checked node without a transition time: every pod of its controllers whole
+    node = {"metadata": {"name": "n"}, "status": {"conditions": [{"type": "Ready"}]}}
+    assert gather._replacements_since([node]) == (None, {"n"})
