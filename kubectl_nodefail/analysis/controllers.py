@@ -10,6 +10,7 @@ a replacement exists and is in the state named.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -542,6 +543,25 @@ def _ordinals(values: list[int]) -> str:
     return ", ".join(str(v) for v in sorted(values))
 
 
+def _absent(start: int, stop: int, present: Collection[int]) -> str:
+    """The ordinals of [start, stop) not in `present`, listed one by one when few, else as
+    ranges ("3-4999"): a StatefulSet may want two billion of them."""
+    runs: list[tuple[int, int]] = []
+    cursor = start
+    for o in sorted(o for o in present if start <= o < stop):
+        if o > cursor:
+            runs.append((cursor, o - 1))
+        cursor = o + 1
+    if cursor < stop:
+        runs.append((cursor, stop - 1))
+    if sum(last - first + 1 for first, last in runs) <= ABSENT_LISTED:
+        return _ordinals([o for first, last in runs for o in range(first, last + 1)])
+    return ", ".join(str(first) if first == last else f"{first}-{last}" for first, last in runs)
+
+
+ABSENT_LISTED = 10  # absent ordinals up to this many are listed one by one
+
+
 def _ordinal_range(start: int, replicas: int) -> str:
     if replicas <= 0:
         return "no ordinals"
@@ -557,12 +577,12 @@ def statefulset_work(sts: Obj, snap: Snapshot, stuck: str) -> str:
     start = (spec.get("ordinals") or {}).get("start", 0)
     pods = snap.pods_owned_by(sts["metadata"].get("uid", ""))
     present = {o: p for p in pods if (o := _ordinal(p["metadata"]["name"], name)) is not None}
-    wanted = set(range(start, start + replicas))
+    stop = start + replicas  # replicas is an int32: the wanted ordinals are counted, never listed
     parts = []
-    missing = sorted(wanted - set(present))
+    missing = _absent(start, stop, present)
     if missing:
-        parts.append(f"ordinals {_ordinals(missing)} not created yet (replicas {replicas})")
-    extra = sorted(set(present) - wanted)
+        parts.append(f"ordinals {missing} not created yet (replicas {replicas})")
+    extra = sorted(o for o in present if not start <= o < stop)
     if extra:
         parts.append(f"ordinals {_ordinals(extra)} not removed yet (replicas {replicas})")
     current, update = status.get("currentRevision"), status.get("updateRevision")
