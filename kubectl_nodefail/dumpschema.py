@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Union
 
+from kubectl_nodefail import kinds
 from kubectl_nodefail.errors import BadInputError, MalformedResponse
 
 Obj = dict[str, Any]
@@ -179,14 +180,10 @@ METADATA = obj(
 )
 # Owner objects are looked up by uid (their pods point at it): it must be there.
 OWNER_METADATA = Object(METADATA.fields, (*METADATA.required, "uid"))
-CONDITION = obj(
-    type=STR,
-    status=STR,
-    reason=STR,
-    message=STR,
-    lastHeartbeatTime=TIME,
-    lastTransitionTime=TIME,
-)
+# A condition as most kinds' types have it (PodCondition, JobCondition, DeploymentCondition, ...);
+# a Node's also carries its kubelet's heartbeat.
+CONDITION = obj(type=STR, status=STR, reason=STR, message=STR, lastTransitionTime=TIME)
+NODE_CONDITION = Object({**CONDITION.fields, "lastHeartbeatTime": TIME})
 CONTAINER = obj(("name",), name=STR, restartPolicy=STR)
 CONTAINER_STATUS = obj(
     name=STR,
@@ -209,7 +206,7 @@ SCHEMAS: dict[str, Object] = {
             providerID=STR,
         ),
         status=obj(
-            conditions=ListOf(CONDITION),
+            conditions=ListOf(NODE_CONDITION),
             nodeInfo=obj(kubeletVersion=STR),
             volumesInUse=STR_LIST,
         ),
@@ -294,7 +291,7 @@ SELECTOR = obj(
     matchLabels=STR_MAP,
     matchExpressions=ListOf(obj(key=STR, operator=STR, values=STR_LIST)),
 )
-AUTOMATION_CONDITION = obj(type=STR, status=STR, reason=STR, message=STR, lastTransitionTime=TIME)
+AUTOMATION_CONDITION = CONDITION
 # A remediation template an MHC or NHC hands unhealthy machines or nodes to.
 TEMPLATE_REF = obj(kind=STR, name=STR, namespace=STR, apiVersion=STR)
 SCHEMAS["Machine"] = obj(
@@ -357,37 +354,71 @@ SCHEMAS["NodeClaim"] = obj(
     spec=obj(nodeClassRef=obj(group=STR)),
     status=obj(nodeName=STR, providerID=STR),
 )
-# Any other kind is an owner (ReplicaSet, StatefulSet, Job, ..., or one no rule knows).
-OWNER = obj(
-    ("metadata",),
-    kind=STR,
-    metadata=OWNER_METADATA,
-    spec=obj(
-        replicas=INT,
-        ordinals=obj(start=INT),
-        podManagementPolicy=STR,
-        podReplacementPolicy=STR,
-        podFailurePolicy=ANY,
-        suspend=BOOL,
-        selector=ANY,
-        # a Job's wanted pods: min(parallelism, completions - succeeded)
-        parallelism=INT,
-        completions=INT,
+# The owner kinds the analysis has rules for, each with the fields it reads, typed as that
+# kind's own API type declares them (tests/unit/test_openapi_schemas.py holds each to the API
+# server's OpenAPI of every supported minor). Fields of the same name differ between kinds: a
+# Job's status.active is a count, a CronJob's a list of references.
+OWNER_CONDITIONS = obj(conditions=ListOf(CONDITION))
+
+
+def owner(spec: Object | None = None, status: Object = OWNER_CONDITIONS) -> Object:
+    fields: dict[str, Spec] = {"kind": STR, "metadata": OWNER_METADATA, "status": status}
+    if spec is not None:
+        fields["spec"] = spec
+    return Object(fields, ("metadata",))
+
+
+SCHEMAS.update(
+    {
+        "ReplicaSet": owner(obj(replicas=INT, selector=ANY)),
+        # a ReplicationController's selector is a map of labels, not a LabelSelector
+        "ReplicationController": owner(obj(replicas=INT, selector=STR_MAP)),
         # a paused Deployment's rollout makes no progress (its old ReplicaSets keep their pods)
-        paused=BOOL,
-        # a StatefulSet's rolling update replaces its pods not on the update revision
-        updateStrategy=obj(type=STR, rollingUpdate=obj(partition=INT)),
-    ),
-    # conditions: a Job's Complete / Failed (a finished Job replaces nothing); a Job's counts
-    status=obj(
-        currentRevision=STR,
-        updateRevision=STR,
-        conditions=ListOf(CONDITION),
-        active=INT,
-        succeeded=INT,
-        failed=INT,
-    ),
+        "Deployment": owner(obj(replicas=INT, paused=BOOL, selector=ANY)),
+        "StatefulSet": owner(
+            obj(
+                replicas=INT,
+                ordinals=obj(start=INT),
+                podManagementPolicy=STR,
+                selector=ANY,
+                # a rolling update replaces the pods not on the update revision
+                updateStrategy=obj(type=STR, rollingUpdate=obj(partition=INT)),
+            ),
+            obj(currentRevision=STR, updateRevision=STR, conditions=ListOf(CONDITION)),
+        ),
+        "DaemonSet": owner(obj(selector=ANY, updateStrategy=obj(type=STR))),
+        "Job": owner(
+            obj(
+                # the wanted pods: min(parallelism, completions - succeeded)
+                parallelism=INT,
+                completions=INT,
+                suspend=BOOL,
+                podReplacementPolicy=STR,
+                podFailurePolicy=ANY,
+                selector=ANY,
+            ),
+            # Complete / Failed (a finished Job replaces nothing), and its counts
+            obj(conditions=ListOf(CONDITION), active=INT, succeeded=INT, failed=INT),
+        ),
+        # read for its name (the chain Pod -> Job -> CronJob) and whether it is suspended
+        "CronJob": owner(obj(suspend=BOOL), obj()),
+    }
 )
+# The owner kinds whose schema above is their API type's (the rest of SCHEMAS are not owners).
+OWNER_KINDS = (
+    "ReplicaSet",
+    "ReplicationController",
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "Job",
+    "CronJob",
+)
+# Any other kind is an owner no rule knows (a custom resource: Argo Rollouts, KubeVirt, Kueue,
+# OpenKruise's own StatefulSet, ...), read only by its metadata (the owner chain and the
+# explanation name it; no rule reads its spec or status). Nothing else in it is looked at, so
+# no shape of its spec or status can fail a diagnosis: its fields are its own API's to define.
+OTHER_OWNER = obj(("metadata",), kind=STR, metadata=OWNER_METADATA)
 ITEM = obj(kind=STR)  # checked first: the kind picks the schema
 UNSORTED = obj(("metadata",), metadata=METADATA)  # no kind: left out of the snapshot
 
@@ -408,10 +439,17 @@ LIST = obj()
 
 
 def schema_of(item: Obj) -> Object:
+    """The schema of an item by its kind and its apiVersion's group: a kind of the same name from
+    another group (OpenKruise's StatefulSet) is an owner no rule knows."""
     kind = item.get("kind")
     if not isinstance(kind, str) or not kind:
         return UNSORTED
-    return SCHEMAS.get(kind, OWNER)
+    schema = SCHEMAS.get(kind)
+    if schema is None:
+        return OTHER_OWNER
+    if kind in kinds.BUILTIN_GROUPS and not kinds.is_builtin(kind, item.get("apiVersion")):
+        return OTHER_OWNER
+    return schema
 
 
 INTERN_MAX = 64  # strings up to this long are shared between objects when a dump is loaded

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
-from kubectl_nodefail import kube, podrows
+from kubectl_nodefail import kinds, kube, podrows
 from kubectl_nodefail.analysis import automation, facts
 from kubectl_nodefail.analysis.nodes import (
     has_problem_condition,
@@ -452,9 +452,13 @@ def _full_pods(
 
 
 def _owner_refs(obj: Obj) -> Iterable[tuple[str, str, str]]:
+    """The owners to read: references to the built-in owner kinds (one of the same name from
+    another group, OpenKruise's StatefulSet, is not at the built-in kind's path)."""
     ns = obj["metadata"].get("namespace", "")
     for ref in obj["metadata"].get("ownerReferences") or []:
-        yield (ref.get("kind", ""), ns, ref.get("name", ""))
+        kind = ref.get("kind", "")
+        if kinds.is_builtin(kind, ref.get("apiVersion")):
+            yield (kind, ns, ref.get("name", ""))
 
 
 def _collection(kind: str, namespace: str) -> str | None:
@@ -530,6 +534,8 @@ def _read_owners(
 
     for batch in kube.parallel(read, sorted(groups.items())):
         found.update((key_of(obj), obj) for obj in batch)
+    for (kind, _, _), obj in found.items():  # list items carry none: the dump keeps the group
+        obj.setdefault("apiVersion", kube.owner_api_version(kind))
     return found
 
 

@@ -748,6 +748,12 @@ OWNER_PATHS = {
 }
 
 
+def owner_api_version(kind: str) -> str:
+    """The apiVersion an owner kind is read at: "apps/v1", "v1" (the core group)."""
+    path = OWNER_PATHS[kind]
+    return "v1" if path.startswith("/api/v1/") else "/".join(path.split("/")[2:4])
+
+
 def owner_path(kind: str, namespace: str, name: str) -> str | None:
     template = OWNER_PATHS.get(kind)
     return template.format(ns=quote(namespace), name=quote(name)) if template else None

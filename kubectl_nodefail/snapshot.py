@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from functools import cached_property, lru_cache
 from typing import Any, TypeVar
 
-from kubectl_nodefail import dumpschema, jsonstream
+from kubectl_nodefail import dumpschema, jsonstream, kinds
 from kubectl_nodefail.errors import BadInputError
 
 UTC = timezone.utc
@@ -124,7 +124,11 @@ class Snapshot:
     @cached_property
     def _owners(self) -> dict[tuple[str, str, str], Obj]:
         return {
-            (o.get("kind", ""), o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+            (
+                kinds.owner_key(o.get("kind", ""), o.get("apiVersion")),
+                o["metadata"].get("namespace", ""),
+                o["metadata"]["name"],
+            ): o
             for o in self.owners
         }
 
@@ -154,8 +158,12 @@ class Snapshot:
     def lease(self, node_name: str) -> Obj | None:
         return self._leases.get(node_name)
 
-    def owner(self, kind: str, namespace: str, name: str) -> Obj | None:
-        return self._owners.get((kind, namespace, name))
+    def owner(
+        self, kind: str, namespace: str, name: str, api_version: str | None = None
+    ) -> Obj | None:
+        """The owner object a reference names: by kind, apiVersion group (an OpenKruise
+        StatefulSet is not an apps/v1 one), namespace and name."""
+        return self._owners.get((kinds.owner_key(kind, api_version), namespace, name))
 
     def pod(self, namespace: str, name: str) -> Obj | None:
         return self._pods.get((namespace, name))
@@ -309,7 +317,8 @@ def from_items(items: Iterable[Obj], captured_at: datetime, **meta: Any) -> Snap
         buckets[kind] = snap.automation
     for obj in items:
         kind = obj.get("kind", "")
-        if kind in buckets:
+        builtin = kind in AUTOMATION_KINDS or kinds.is_builtin(kind, obj.get("apiVersion"))
+        if kind in buckets and builtin:
             buckets[kind].append(obj)
         elif kind:  # ReplicaSets, StatefulSets, Jobs, ... and any other owner kind
             snap.owners.append(obj)

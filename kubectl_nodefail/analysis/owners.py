@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kubectl_nodefail import kinds
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.findings import OwnerLink
 from kubectl_nodefail.snapshot import Obj, Snapshot
@@ -39,8 +40,11 @@ def chain(pod: Obj, snap: Snapshot) -> tuple[list[OwnerLink], list[Obj]]:
         ref = controller_ref(current)
         if ref is None:
             break
-        kind, name = ref.get("kind", ""), ref.get("name", "")
-        owner = None if kind == "Node" else snap.owner(kind, namespace, name)
+        # a kind of a built-in name from another group is named Kind.group: no rule of the
+        # built-in kind applies to it (OpenKruise's StatefulSet is not the apps/v1 one)
+        kind = kinds.owner_key(ref.get("kind", ""), ref.get("apiVersion"))
+        name = ref.get("name", "")
+        owner = None if kind == "Node" else snap.owner(kind, namespace, name, ref.get("apiVersion"))
         links.append(OwnerLink(kind=kind, name=name, found=owner is not None or kind == "Node"))
         if owner is None:
             break

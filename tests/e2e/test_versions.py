@@ -16,6 +16,7 @@ Snapshots go to tests/fixtures/v1.MINOR/ with NODEFAIL_RECORD=1.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 
 from kubectl_nodefail.analysis import versions
+from tests import openapi
 from tests.e2e import workloads as w
 from tests.e2e.conftest import REPO, Plugin, running_control_plane, version_fixtures
 from tests.e2e.controlplane import ControlPlane, matrix_minors, requested_version, wait_for
@@ -171,6 +173,19 @@ def matrix(control_plane: ControlPlane, minor: str | None) -> Matrix:
     cp.stop_kubelet(DOWN)
     cp.stop_kubelet(OOS)
     return state
+
+
+def test_the_recorded_openapi_is_the_servers(control_plane: ControlPlane) -> None:
+    """tests/recorded-openapi/v1.MINOR.json (what tests/unit/test_openapi_schemas.py holds the
+    dump schema to) is this minor's API server's own OpenAPI v3 for the kinds the analysis
+    reads; NODEFAIL_RECORD=1 writes it."""
+    cp = control_plane
+    served = openapi.record(lambda path: json.loads(cp.kubectl("get", "--raw", path)))
+    target = openapi.FIXTURES / f"v1.{cp.server_minor()}.json"
+    if os.environ.get("NODEFAIL_RECORD") == "1":
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(served, indent=1, sort_keys=True) + "\n")
+    assert served == json.loads(target.read_text()), f"{target} is not what the server serves"
 
 
 def test_the_control_plane_runs_the_requested_minor(matrix: Matrix) -> None:
