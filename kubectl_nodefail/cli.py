@@ -20,7 +20,7 @@ from typing import IO, Any, NamedTuple, TextIO
 
 import click
 
-from kubectl_nodefail import closedpipe, color, completion, exitcodes, fit, progress
+from kubectl_nodefail import closedpipe, color, completion, exitcodes, fit, printable, progress
 from kubectl_nodefail.errors import Exit, NodefailError
 
 OUTPUTS = ["table", "wide", "json", "yaml"]
@@ -202,7 +202,8 @@ class OneLineUsageError(click.ClickException):
         self.command_path = error.ctx.command_path if error.ctx is not None else program_name()
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message} (see '{self.command_path} --help')", file=file, err=True)
+        line = f"error: {self.message} (see '{self.command_path} --help')"
+        click.echo(printable.text(line), file=file, err=True)
 
 
 class Connection(NamedTuple):
@@ -535,7 +536,7 @@ def _fail(line: str, code: int, watchdog: _Watchdog | None, now: bool = False) -
     (see `_leave_now`)."""
     if watchdog is None or watchdog.claim():
         progress.done()  # the status line, erased before the error line
-        click.echo(line, err=True)
+        click.echo(printable.text(line), err=True)  # it may quote the cluster: escaped
     if now:
         _leave_now(code)
     sys.exit(code)
@@ -930,7 +931,7 @@ def diagnose(
         report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
         if not on_screen:  # the watch's screen shows them as notes; stderr would scroll it
             for gap in report.gaps:
-                click.echo(f"warning: {gap}", err=True)
+                click.echo(printable.text(f"warning: {gap}"), err=True)
         code = Exit.PROBLEMS_FOUND if report.problems else Exit.OK
         if output in ("json", "yaml", "markdown"):
             from kubectl_nodefail import incident
@@ -939,7 +940,7 @@ def diagnose(
             if explain:
                 data = incident.explained(data, explain)
             if output == "markdown":
-                return incident.markdown(data, snap), code
+                return printable.text(incident.markdown(data, snap)), code
             if output == "json" and to is not None:
                 render.write_json(data, to)
                 return "", code
