@@ -1076,7 +1076,13 @@ def _explain(report: Any, name: str, width: int | None = None) -> str:
     type=click.Path(),
     default="-",
     show_default=True,
-    help="Where to write the dump ('-' = stdout).",
+    help="Where to write the dump ('-' = stdout); a file is made readable by its owner only.",
+)
+@click.option(
+    "--no-redact",
+    is_flag=True,
+    help="Keep whole objects (env values, args, commands, pod templates, every annotation): "
+    "secrets included.",
 )
 @handle_errors
 def dump(
@@ -1087,8 +1093,14 @@ def dump(
     verbose: int,
     namespaces: tuple[str, ...],
     out: str,
+    no_redact: bool,
 ) -> int:
-    """Write what diagnose reads as one JSON file, for offline analysis (--from-file)."""
+    """Write what diagnose reads as one JSON file, for offline analysis (--from-file).
+
+    Each object is cut to the fields the analysis reads: container env values, args and
+    commands, pod templates and the annotations it does not read are left out (the dump's
+    notes say so), so that a dump can be attached to a ticket. --no-redact keeps whole objects.
+    """
     from kubectl_nodefail import dumpschema, outpath, snapshot
     from kubectl_nodefail.dumpfile import write_dump
     from kubectl_nodefail.gather import gather
@@ -1106,11 +1118,17 @@ def dump(
         progress.done()
         cluster.close()
     snapshot.require_nodes(snap, nodes)
+    if no_redact:
+        click.echo(
+            "warning: --no-redact: the dump holds whole objects, secrets in env values, args, "
+            "commands and annotations included",
+            err=True,
+        )
     if out == "-":
-        write_dump(snap, sys.stdout)
+        write_dump(snap, sys.stdout, redact=not no_redact)
         sys.stdout.flush()
     else:
-        _write("--file", out, lambda fh: write_dump(snap, fh))
+        _write("--file", out, lambda fh: write_dump(snap, fh, redact=not no_redact), private=True)
         click.echo(f"wrote {out}: {len(snap.nodes)} nodes, {len(snap.pods)} pods", err=True)
     return Exit.OK
 
@@ -1416,13 +1434,19 @@ def _next_command(plan: Any, path: str, kubeconfig: str | None, from_file: str |
     return f"{saved}: it changes nothing, so there is nothing to run"
 
 
-def _write(flag: str, path: str, write: Callable[[IO[str]], object]) -> None:
+def _write(flag: str, path: str, write: Callable[[IO[str]], object], private: bool = False) -> None:
     """Write an output file checked by outpath.check_writable; a change since (the folder
-    removed, the disk full) is still one line and exit 2."""
+    removed, the disk full) is still one line and exit 2. `private`: mode 0600, made so
+    before anything is written (an existing file of ours too)."""
     from kubectl_nodefail.errors import BadOptionError, short
 
     try:
-        with open(path, "w", encoding="utf-8") as fh:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        fd = os.open(path, flags, 0o600) if private else os.open(path, flags, 0o666)
+        if private:  # O_CREAT's mode is only for a new file; someone else's keeps theirs
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             write(fh)
     except OSError as exc:
         raise BadOptionError(f"{flag}: cannot write {path}: {short(exc)}") from exc
