@@ -1380,7 +1380,7 @@ def remediate(
         click.echo(color.style_for_terminal(plan_text), nl=False)
     code = plan.exit_code() if not confirm else plan.result_code(interrupted=stopped)
     if plan_out and not confirm:
-        click.echo(_next_command(plan, plan_out, kubeconfig, from_file), err=True)
+        click.echo(printable.text(_next_command(plan, plan_out, kubeconfig, from_file)), err=True)
     if code == Exit.INTERRUPTED:
         done = counts.get("done", 0)
         cut = counts.get("interrupted", 0)

@@ -331,3 +331,15 @@ def test_json_and_yaml_keep_the_exact_value(evil_dump: str, output: str) -> None
     assert node["ready"]["reason"].endswith(ATTACK)
     stuck = {f"{p['namespace']}/{p['name']}" for p in data["pods"]}
     assert f"scenario-down{ATTACK}/db-0{ATTACK}" in stuck
+
+
+def test_several_contexts_headings_and_error_lines_are_escaped() -> None:
+    from kubectl_nodefail import contexts
+
+    results = [
+        contexts.ClusterResult(f"prod{ATTACK}", Exit.UNREACHABLE, error=f"error: no{ATTACK}"),
+        contexts.ClusterResult("dev", Exit.OK, text="All 1 node Ready.\n"),
+    ]
+    text = contexts.render(results, "table")
+    assert f"=== context prod{ESCAPED_TITLE}" in text and "=== context dev: nothing wrong" in text
+    assert_printable(text, "contexts")
