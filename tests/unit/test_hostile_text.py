@@ -313,6 +313,13 @@ def test_remediate_plan_text_is_printable(evil_dump: str) -> None:
     assert "REFUSED" in result.stdout and ESCAPED_TITLE in result.stdout
     assert_printable(result.stdout, "plan")
     assert_printable(result.stderr, "stderr")
+    # the zone run's plan (zoneview.py), its names escaped too
+    zone = ["--zone", "e2e/zone-a", "-o", "wide"]
+    result = CliRunner().invoke(main, ["remediate", "--from-file", evil_dump, *zone])
+    assert result.exit_code == Exit.PARTIAL, result.output
+    assert "Scope: zone e2e/zone-a" in result.stdout and ESCAPED_TITLE in result.stdout
+    assert_printable(result.stdout, "zone plan")
+    assert_printable(result.stderr, "stderr")
     # an attestation naming the injected node is refused (not a node name), in one line
     attested = ["--node-shutdown-confirmed", NODE]
     result = CliRunner().invoke(main, ["remediate", "--from-file", evil_dump, *attested])
