@@ -188,6 +188,8 @@ def test_any_string_in_any_shown_field_leaves_the_text_outputs_printable(
     name: str, value: str
 ) -> None:
     _check_every_output(snap_of(json.loads(_doc(name))), snap_of(injected(name, value)))
+    # the watch's screen and its change log (a clean read, then the injected one)
+    assert_printable(OWN_SCREEN.sub("", OWN_SGR.sub("", _watch(True, value))), "watch")
 
 
 @SETTINGS
@@ -219,12 +221,12 @@ def test_with_color_only_the_plugins_own_styles_reach_the_terminal(
     assert ESCAPED_TITLE in shown
 
 
-def _watch(tty: bool) -> str:
+def _watch(tty: bool, value: str = ATTACK) -> str:
     """The watch over a clean read, then an injected one (its change log names the injected
     node and pods), then Ctrl-C: what it wrote to stdout."""
     queue = [
         snap_of(json.loads(_doc("node-down-before-eviction"))),
-        snap_of(injected("node-down-after-eviction", ATTACK)),
+        snap_of(injected("node-down-after-eviction", value)),
     ]
 
     def show(snap: Snapshot) -> tuple[str, int]:  # as the CLI's: rendered, then colored
