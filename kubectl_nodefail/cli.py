@@ -20,7 +20,7 @@ from typing import IO, Any, NamedTuple, TextIO
 
 import click
 
-from kubectl_nodefail import closedpipe, color, completion, exitcodes, fit, progress
+from kubectl_nodefail import closedpipe, color, completion, exitcodes, fit, printable, progress
 from kubectl_nodefail.errors import Exit, NodefailError
 
 OUTPUTS = ["table", "wide", "json", "yaml"]
@@ -202,7 +202,8 @@ class OneLineUsageError(click.ClickException):
         self.command_path = error.ctx.command_path if error.ctx is not None else program_name()
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message} (see '{self.command_path} --help')", file=file, err=True)
+        line = f"error: {self.message} (see '{self.command_path} --help')"
+        click.echo(printable.text(line), file=file, err=True)
 
 
 class Connection(NamedTuple):
@@ -535,7 +536,7 @@ def _fail(line: str, code: int, watchdog: _Watchdog | None, now: bool = False) -
     (see `_leave_now`)."""
     if watchdog is None or watchdog.claim():
         progress.done()  # the status line, erased before the error line
-        click.echo(line, err=True)
+        click.echo(printable.text(line), err=True)  # it may quote the cluster: escaped
     if now:
         _leave_now(code)
     sys.exit(code)
@@ -930,7 +931,7 @@ def diagnose(
         report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
         if not on_screen:  # the watch's screen shows them as notes; stderr would scroll it
             for gap in report.gaps:
-                click.echo(f"warning: {gap}", err=True)
+                click.echo(printable.text(f"warning: {gap}"), err=True)
         code = Exit.PROBLEMS_FOUND if report.problems else Exit.OK
         if output in ("json", "yaml", "markdown"):
             from kubectl_nodefail import incident
@@ -939,7 +940,7 @@ def diagnose(
             if explain:
                 data = incident.explained(data, explain)
             if output == "markdown":
-                return incident.markdown(data, snap), code
+                return printable.text(incident.markdown(data, snap)), code
             if output == "json" and to is not None:
                 render.write_json(data, to)
                 return "", code
@@ -1075,7 +1076,13 @@ def _explain(report: Any, name: str, width: int | None = None) -> str:
     type=click.Path(),
     default="-",
     show_default=True,
-    help="Where to write the dump ('-' = stdout).",
+    help="Where to write the dump ('-' = stdout); a file is made readable by its owner only.",
+)
+@click.option(
+    "--no-redact",
+    is_flag=True,
+    help="Keep whole objects (env values, args, commands, pod templates, every annotation): "
+    "secrets included.",
 )
 @handle_errors
 def dump(
@@ -1086,8 +1093,14 @@ def dump(
     verbose: int,
     namespaces: tuple[str, ...],
     out: str,
+    no_redact: bool,
 ) -> int:
-    """Write what diagnose reads as one JSON file, for offline analysis (--from-file)."""
+    """Write what diagnose reads as one JSON file, for offline analysis (--from-file).
+
+    Each object is cut to the fields the analysis reads: container env values, args and
+    commands, pod templates and the annotations it does not read are left out (the dump's
+    notes say so), so that a dump can be attached to a ticket. --no-redact keeps whole objects.
+    """
     from kubectl_nodefail import dumpschema, outpath, snapshot
     from kubectl_nodefail.dumpfile import write_dump
     from kubectl_nodefail.gather import gather
@@ -1105,11 +1118,17 @@ def dump(
         progress.done()
         cluster.close()
     snapshot.require_nodes(snap, nodes)
+    if no_redact:
+        click.echo(
+            "warning: --no-redact: the dump holds whole objects, secrets in env values, args, "
+            "commands and annotations included",
+            err=True,
+        )
     if out == "-":
-        write_dump(snap, sys.stdout)
+        write_dump(snap, sys.stdout, redact=not no_redact)
         sys.stdout.flush()
     else:
-        _write("--file", out, lambda fh: write_dump(snap, fh))
+        _write("--file", out, lambda fh: write_dump(snap, fh, redact=not no_redact), private=True)
         click.echo(f"wrote {out}: {len(snap.nodes)} nodes, {len(snap.pods)} pods", err=True)
     return Exit.OK
 
@@ -1361,7 +1380,7 @@ def remediate(
         click.echo(color.style_for_terminal(plan_text), nl=False)
     code = plan.exit_code() if not confirm else plan.result_code(interrupted=stopped)
     if plan_out and not confirm:
-        click.echo(_next_command(plan, plan_out, kubeconfig, from_file), err=True)
+        click.echo(printable.text(_next_command(plan, plan_out, kubeconfig, from_file)), err=True)
     if code == Exit.INTERRUPTED:
         done = counts.get("done", 0)
         cut = counts.get("interrupted", 0)
@@ -1415,13 +1434,19 @@ def _next_command(plan: Any, path: str, kubeconfig: str | None, from_file: str |
     return f"{saved}: it changes nothing, so there is nothing to run"
 
 
-def _write(flag: str, path: str, write: Callable[[IO[str]], object]) -> None:
+def _write(flag: str, path: str, write: Callable[[IO[str]], object], private: bool = False) -> None:
     """Write an output file checked by outpath.check_writable; a change since (the folder
-    removed, the disk full) is still one line and exit 2."""
+    removed, the disk full) is still one line and exit 2. `private`: mode 0600, made so
+    before anything is written (an existing file of ours too)."""
     from kubectl_nodefail.errors import BadOptionError, short
 
     try:
-        with open(path, "w", encoding="utf-8") as fh:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        fd = os.open(path, flags, 0o600) if private else os.open(path, flags, 0o666)
+        if private:  # O_CREAT's mode is only for a new file; someone else's keeps theirs
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             write(fh)
     except OSError as exc:
         raise BadOptionError(f"{flag}: cannot write {path}: {short(exc)}") from exc

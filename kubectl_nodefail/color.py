@@ -84,5 +84,9 @@ def _wrap(match: re.Match[str], style: str) -> str:
 
 
 def style_for_terminal(text: str) -> str:
-    """Color for stdout when it is a terminal and color is allowed."""
-    return paint(text, enabled())
+    """Color for stdout when it is a terminal and color is allowed; first, whatever control
+    character is left in the text is escaped (printable.text: the renderers escaped the
+    cluster's strings already), so the only escape sequences on stdout are these styles."""
+    from kubectl_nodefail import printable
+
+    return paint(printable.text(text), enabled())

@@ -83,11 +83,13 @@ def render(results: list[ClusterResult], output: str) -> str:
             if "diagnosis" in entry:
                 entry["diagnosis"] = yaml.safe_load(entry["diagnosis"])
         return str(yaml.safe_dump(data, sort_keys=False))
+    from kubectl_nodefail import printable
+
     out = []
-    for r in results:
-        head = f"=== context {r.context}: "
+    for r in results:  # the text is escaped by its renderer; the name and error here
+        head = f"=== context {printable.escape(r.context)}: "
         if r.error:
-            out.append(f"{head}error (exit {r.code})\n{r.error}\n")
+            out.append(f"{head}error (exit {r.code})\n{printable.text(r.error)}\n")
         else:
             state = "problems found" if r.code == 3 else "nothing wrong" if r.code == 0 else ""
             out.append(f"{head}{state} (exit {r.code})\n{r.text}")

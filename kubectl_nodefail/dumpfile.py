@@ -1,7 +1,8 @@
 """Write a dump file as a stream: one object per line, never the whole document as one string.
 
 The document is the one `Snapshot.to_dump` describes (same keys, same order, same objects), so
-`load_dump` reads it unchanged; only the whitespace differs from `json.dumps(..., indent=1)`:
+`load_dump` reads it unchanged (by default each object cut to what the analysis reads:
+redact.py); only the whitespace differs from `json.dumps(..., indent=1)`:
 each item is written compactly on its own line, which is ~10x faster to encode (the C encoder)
 and keeps peak memory to one object's text.
 """
@@ -18,9 +19,15 @@ def _compact(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def write_dump(snap: Snapshot, out: IO[str]) -> int:
-    """Write snap to out; return the number of items written."""
+def write_dump(snap: Snapshot, out: IO[str], redact: bool = True) -> int:
+    """Write snap to out; return the number of items written. `redact`: each object cut to
+    what the analysis reads (redact.py), said in the notes; else whole objects."""
     doc = snap.to_dump()
+    if redact:
+        from kubectl_nodefail import redact as redaction
+
+        doc["items"] = redaction.items(doc["items"])
+        doc["notes"] = {**(doc.get("notes") or {}), redaction.NOTE_KEY: redaction.note()}
     items = doc["items"]
     keys = sorted(doc)
     out.write("{\n")

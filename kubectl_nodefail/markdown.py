@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from kubectl_nodefail import timeline_view
+from kubectl_nodefail import printable, timeline_view
 from kubectl_nodefail.analysis.timeline import Entry
 
 Obj = dict[str, Any]
@@ -33,6 +33,8 @@ def _owner(pod: Obj) -> str:
 
 
 def render(data: Obj, timelines: dict[str, list[Entry]], now: datetime) -> str:
+    """The Markdown; every string from the cluster escaped first (printable.py)."""
+    data, timelines = printable.clean((data, timelines))
     summary = data["summary"]
     nodes: list[Obj] = data.get("nodes") or []
     pods: list[Obj] = data.get("pods") or []

@@ -1,6 +1,8 @@
 """Findings and plans as text: table (one screen), wide (with evidence), json, yaml, prose.
 
 Every function returns a string; the CLI prints it. Colour is never used, so NO_COLOR holds.
+The text functions (table, explain, plan) escape what they show from the cluster first
+(printable.clean), before any width is measured; json and yaml keep every value exact.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from kubectl_nodefail.analysis import advice, outage, summary
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.owners import describe as describe_owners
 from kubectl_nodefail.analysis.text import ago, duration, plural
+from kubectl_nodefail.printable import clean as escaped
 from kubectl_nodefail.snapshot import format_time
 
 API_VERSION = "kubectl-nodefail/v1"
@@ -228,6 +231,7 @@ def table(
     prose there (at spaces: never inside a word)."""
     if outage_view is not None and not wide and report.problems:
         return outage_table(report, outage_view, width)
+    report = escaped(report)
     out = fit.prose(headline(report), width)
     if not report.problems:
         return "\n".join(out + _notes(report.gaps, width)) + "\n"
@@ -413,6 +417,7 @@ def _wrap(label: str, text: str, width: int | None = None) -> str:
 
 
 def explain_pod(p: PodFinding, now: datetime, width: int | None = None) -> str:
+    p = escaped(p)
     lines = [
         f"Pod {p.namespace}/{p.name} on node {p.node or '(none)'}",
         _wrap("kubectl shows", f"{p.kubectl_status} (READY {p.ready})", width=width),
@@ -442,6 +447,7 @@ def explain_pod(p: PodFinding, now: datetime, width: int | None = None) -> str:
 
 
 def explain_node(n: NodeFinding, report: Report, width: int | None = None) -> str:
+    n, report = escaped((n, report))
     zone = next((z for z in report.zones if z.zone == n.zone), None)
     lines = [
         f"Node {n.name} ({n.status}"
@@ -578,6 +584,7 @@ def plan_table(
     """The plan or its result, one step per row; its prose (WHY / DETAIL) wrapped inside the
     cell at spaces only, at PLAN_WHY columns or what the terminal's `width` leaves (at least
     30: nothing a step says is cut); the header lines wrapped at the terminal's width."""
+    plan = escaped(plan)
     head = _plan_head(plan, confirmed, interrupted)
     lines = [f"{head}. Strategy: {plan.strategy}."]
     where = _plan_cluster(plan.bound_to)
@@ -728,6 +735,7 @@ def outage_table(report: Report, view: outage.Outage, width: int | None = None) 
     first suggestions with a command each. Every row is in -o wide, --explain and -o json.
     Prose is wrapped at OUTAGE_WIDTH or the terminal's `width` if narrower; the tables are
     fitted to `width` (fit.table)."""
+    report, view = escaped((report, view))
     c = summary.counts(report)
     w = min(OUTAGE_WIDTH, width) if width else OUTAGE_WIDTH
     head = _lines(headline(report), width=w, subsequent_indent="  ")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from itertools import groupby
 
+from kubectl_nodefail import printable
 from kubectl_nodefail.analysis.timeline import Entry
 
 NAMES_SHOWN = 4
@@ -54,6 +55,7 @@ UNTIMED = "Also present, with no time recorded (no timeAdded): taint {}"
 
 
 def text(entries: list[Entry], now: datetime, untimed: list[str] | None = None) -> str:
+    entries = printable.clean(entries)  # what the API recorded, escaped (printable.py)
     if not entries:
         return "Timeline: nothing recorded (no such node in this snapshot)\n"
     out = ["Timeline (from what the API still records; times UTC):"]
@@ -66,6 +68,7 @@ def text(entries: list[Entry], now: datetime, untimed: list[str] | None = None) 
 
 
 def markdown(entries: list[Entry], now: datetime) -> str:
+    entries = printable.clean(entries)
     if not entries:
         return "_Nothing recorded._\n"
     out = ["| time (UTC) | | what happened | source |", "|---|---|---|---|"]

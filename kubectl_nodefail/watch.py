@@ -10,7 +10,8 @@ cut to the terminal's height; a change log at the bottom says what changed betwe
 (changes.py: "worker-2 Ready again after 28s", "shop/db-0 replaced"); when a read fails (API
 server unreachable, timeouts) a banner at the top says so, since when, and how old the data
 below it is, and another says when the server answers again. After the watch, the change log
-is printed on the normal screen.
+is printed on the normal screen. What the cluster holds is shown escaped (printable.py): the
+diagnosis by its renderers, the change log and a failed read's reason here.
 
 Into a pipe or a file: a new block only on a change, headed by a `--- TIME ---` line and the
 changes since the previous block (`change: ...`), one JSON document per line with -o json; a
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from kubectl_nodefail import changes, closedpipe, color, fit
+from kubectl_nodefail import changes, closedpipe, color, fit, printable
 from kubectl_nodefail.analysis.text import duration
 from kubectl_nodefail.errors import ApiError, NodefailError, UnreachableError, one_line
 from kubectl_nodefail.snapshot import Snapshot
@@ -303,7 +304,7 @@ def _read(
         if state.failing_since is None:
             state.failing_since = now
             state.log.append(f"{_clock(now)}  API server unreachable")
-        state.failure = plain_reason(exc)
+        state.failure = printable.escape(plain_reason(exc))
         return False
     now = clock()
     stamp = _clock(now)
@@ -312,7 +313,7 @@ def _read(
         state.log.append(f"{stamp}  API server answering again after {duration(state.back_after)}")
         state.failing_since = None
     if state.snap is not None:
-        found = changes.between(state.snap, snap)
+        found = printable.clean(changes.between(state.snap, snap))  # names, taints: escaped
         state.log += [f"{stamp}  {line}" for line in found]
         state.pending += found
     state.snap, state.read_at = snap, now

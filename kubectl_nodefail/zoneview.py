@@ -8,7 +8,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from kubectl_nodefail import attestation, render
+from kubectl_nodefail import attestation, printable, render
 from kubectl_nodefail.plan import MUTATING, Plan, Step
 from kubectl_nodefail.zoneplan import NodeRow, ZoneView, suggestion
 
@@ -74,6 +74,7 @@ def _short_gate(step: Step) -> str:
 
 
 def text(plan: Plan, view: ZoneView, confirmed: bool, interrupted: bool, wide: bool) -> str:
+    plan, view = printable.clean((plan, view))  # names from the cluster, escaped (printable.py)
     head = render._plan_head(plan, confirmed, interrupted)
     out = [f"{head}. Scope: {view.scope.words}. Strategy: {plan.strategy}."]
     where = render._plan_cluster(plan.bound_to)

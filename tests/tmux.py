@@ -54,6 +54,10 @@ class Pane:
         """While a program is on the alternate screen: the saved normal screen (capture -a)."""
         return self._run("capture-pane", "-p", "-a", "-t", "main").rstrip("\n").split("\n")
 
+    def title(self) -> str:
+        """The pane's title (what an OSC 0 or 2 sequence sets)."""
+        return self._run("display-message", "-p", "-t", "main", "#{pane_title}").strip()
+
     def alternate_on(self) -> bool:
         return self._run("display-message", "-p", "-t", "main", "#{alternate_on}").strip() == "1"
 

@@ -70,6 +70,46 @@ def test_the_default_table_fits_the_terminal(cols: int) -> None:
         assert "…" in "\n".join(out)
 
 
+def _title_and_clear(tmp: Path) -> Path:
+    """The recorded failure with a window title (OSC 0) and a clear-screen sequence in the failed
+    node's name (everywhere it is named) and in its Ready condition's reason."""
+    attack = "\x1b]0;pwned\x07\x1b[2J"
+    text = (FIXTURES / "node-down-after-eviction.json").read_text()
+    dump = json.loads(text.replace('"flaky-a"', json.dumps("flaky-a" + attack)))
+    for item in dump["items"]:
+        if item.get("kind") == "Node" and item["metadata"]["name"].startswith("flaky-a"):
+            for cond in item["status"]["conditions"]:
+                cond["reason"] = (cond.get("reason") or "") + attack
+    path = tmp / "hostile.json"
+    path.write_text(json.dumps(dump))
+    return path
+
+
+@pytest.mark.parametrize("args", ["", "-o wide", "-o markdown", "--explain flaky-a"])
+def test_escape_sequences_from_the_cluster_leave_the_terminal_alone(
+    tmp_path: Path, args: str
+) -> None:
+    """The screen is not cleared and the title not set by what a dump holds: the line printed
+    before the command stays, the sequences are shown escaped. The same bytes printed raw do
+    both (the check can fail)."""
+    dump = _title_and_clear(tmp_path)
+    raw = "printf 'before\\n\\033]0;pwned\\007\\033[2J'"
+    with pane(raw, 120, 40, ENV) as p:
+        p.wait_for("the raw bytes", lambda s: any(x.startswith("exit=") for x in s))
+        assert p.title() == "pwned" and "before" not in p.screen(history=False)
+    if args.startswith("--explain"):
+        args = shlex.join(["--explain", "flaky-a\x1b]0;pwned\x07\x1b[2J"])
+    command = f"echo before; {shlex.join(PLUGIN)} diagnose --from-file {dump} {args} 2>&1"
+    with pane(command, 120, 250, ENV) as p:
+        lines = p.wait_for("the diagnosis", lambda s: any(x.startswith("exit=") for x in s))
+        title, visible = p.title(), p.screen(history=False)
+    assert visible[0] == "before", visible[:3]  # a clear would have scrolled it off the screen
+    out = "\n".join(_output(lines))
+    assert "\\x1b]0;pwned\\x07\\x1b[2J" in out
+    assert title != "pwned"
+    assert lines[len(_output(lines))] == "exit=3"
+
+
 def _recovered(tmp: Path) -> Path:
     """The recorded failure after eviction, as the next read would show it once the node is
     back: Ready 28 s after it went Unknown, taints gone, db-0 recreated (a new UID)."""
