@@ -219,9 +219,17 @@ class Connection(NamedTuple):
         ctx = click.get_current_context(silent=True)
         deadline = ctx.meta.get(DEADLINE_KEY) if ctx is not None else None
         overrides = self.overrides if self.overrides is not None else current_overrides()
-        return Cluster(
+        cluster = Cluster(
             self.kubeconfig, self.context, self.request_timeout or None, deadline, overrides
         )
+        cluster.notice = _notice
+        return cluster
+
+
+def _notice(line: str) -> None:
+    """One line for the user from the client (the server throttles us), between progress."""
+    progress.done()
+    click.echo(printable.text(f"warning: {line}"), err=True)
 
 
 def current_overrides() -> Any:

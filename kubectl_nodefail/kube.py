@@ -10,6 +10,7 @@ mapped onto the tool's own errors (errors.py) with a one-line message.
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -48,6 +49,11 @@ WORKERS = 8
 RETRIES = 2  # more tries for a GET that was refused, dropped or told to come back later
 BACKOFF_SECONDS = 0.5  # doubled on each retry; a Retry-After may ask for longer
 RETRY_STATUSES = {429, 502, 503, 504}
+# Throttled (429, or any retryable answer with a Retry-After: API Priority and Fairness does
+# this to clients exactly when the cluster struggles): retried while the deadline allows, not
+# RETRIES times, as kubectl rides it out; without a Retry-After, backoff doubled up to this, with
+# jitter so that the clients of a struggling server do not come back together.
+THROTTLE_BACKOFF_MAX = 8.0
 READ_CHUNK = 1 << 20
 # The most one answer may hold, decompressed: a page of pods or nodes is a few MiB, a server
 # that ignores `limit` and sends 60,000 pods ~0.4 GiB. Past it the answer is malformed (exit 14)
@@ -125,6 +131,7 @@ class Cluster:
     # Counted by every request (bulk reads and single GETs), for the benchmark and -v.
     requests = 0
     bytes_read = 0
+    throttle_said = False  # the run said once that the server throttles it
     _stats_lock = threading.Lock()
 
     def __init__(
@@ -154,6 +161,8 @@ class Cluster:
             else ""
         )
         self.sleep: Callable[[float], None] = time.sleep  # replaced by tests
+        # where one line for the user goes (the throttling notice); None: nowhere
+        self.notice: Callable[[str], None] | None = None
         # Per kind, what each listed item of it goes through as its page arrives (after trim,
         # before keep): the analysis cuts pods to the fields it reads here (cli.gathered), so
         # a big outage's pods are never held whole; a dump keeps them as they are.
@@ -211,11 +220,9 @@ class Cluster:
                 return self._attempt(method, path, url_path, body, content_type, accept)
             except _Retryable as retry:
                 attempt += 1
-                if method != "GET" or attempt > RETRIES:
+                if method != "GET" or (attempt > RETRIES and not retry.throttled):
                     raise retry.error from retry
-                wait = BACKOFF_SECONDS * 2 ** (attempt - 1)
-                if retry.retry_after is not None:
-                    wait = max(wait, retry.retry_after)
+                wait = self._backoff(attempt, retry)
                 too_long = self._too_long(wait)
                 if too_long:
                     asked = (
@@ -228,7 +235,39 @@ class Cluster:
                         hint=retry.error.hint or "try again later",
                         **_status_kw(retry.error),
                     ) from retry
+                if retry.throttled:
+                    self._throttled(retry, wait)
                 self.sleep(wait)
+
+    def _backoff(self, attempt: int, retry: _Retryable) -> float:
+        """The wait before try `attempt + 1`: the server's Retry-After when it gave one; else
+        doubled from BACKOFF_SECONDS, and for a throttled GET past RETRIES capped (at
+        THROTTLE_BACKOFF_MAX, and at --request-timeout: our own wait is never refused as too
+        long) with jitter."""
+        if retry.retry_after is not None:
+            return max(retry.retry_after, BACKOFF_SECONDS)
+        wait = BACKOFF_SECONDS * 2 ** (min(attempt, 32) - 1)
+        if retry.throttled and attempt > RETRIES:
+            cap = min(THROTTLE_BACKOFF_MAX, self.timeout or THROTTLE_BACKOFF_MAX)
+            wait = min(wait, cap) * random.uniform(0.5, 1.0)
+        return wait
+
+    def _throttled(self, retry: _Retryable, wait: float) -> None:
+        """Say once per run (on stderr, through `notice`) that the server throttles us."""
+        with self._stats_lock:
+            if Cluster.throttle_said:
+                return
+            Cluster.throttle_said = True
+        if self.notice is not None:
+            left = self._left()
+            within = f" within the {left:.0f}s left of --deadline" if left is not None else ""
+            status = getattr(retry.error, "status", None)
+            answer = f"{status} {HTTPStatus(status).phrase}" if status in RETRY_STATUSES else "asked"
+            asked = f", Retry-After {retry.retry_after_text}" if retry.retry_after_text else ""
+            self.notice(
+                f"the API server at {self.host} is throttling requests ({answer}{asked}; "
+                f"API Priority and Fairness): retrying{within}"
+            )
 
     def _too_long(self, wait: float) -> str | None:
         """Why a wait before the next try is not made (None: it is). A server's Retry-After
@@ -671,6 +710,8 @@ class _Retryable(Exception):  # a signal inside request(); never leaves it
         self.error = error
         self.retry_after_text = retry_after
         self.retry_after = _parse_retry_after(retry_after)
+        # told to come back (429, or a Retry-After): retried while the deadline allows
+        self.throttled = getattr(error, "status", None) == 429 or self.retry_after is not None
 
 
 def _parse_retry_after(value: str | None) -> float | None:

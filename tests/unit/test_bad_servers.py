@@ -275,18 +275,71 @@ def test_429_short_retry_after_is_honoured(tmp_path: Path) -> None:
     assert waits == [3.0]
 
 
-def test_throttled_past_the_retries_is_exit_14_one_line(tmp_path: Path) -> None:
+def test_a_429_storm_is_ridden_out_within_the_deadline(tmp_path: Path) -> None:
+    """Throttled (APF's 429 with Retry-After: 1) for 8 tries, far past RETRIES: retried while
+    the deadline allows, as kubectl rides it out, the server's wait honoured each time, and one
+    line said once (however many requests were throttled)."""
+    said: list[str] = []
+
     def script(n: int, method: str, path: str):  # type: ignore[no-untyped-def]
-        return json_answer({"message": "slow down"}, 429, **{"Retry-After": "soon"})
+        if n < 8:
+            return json_answer({"message": "too many requests"}, 429, **{"Retry-After": "1"})
+        return json_answer(VERSION)
 
     with serve(script) as api:
-        code, _, err, _ = run("diagnose", "--kubeconfig", kubeconfig(tmp_path, api.url))
+        cluster = cluster_for(tmp_path, api.url, deadline_in=60)
+        cluster.notice = said.append
+        kube.Cluster.throttle_said = False
+        assert cluster.server_version() == "v1.36.1"
+        assert cluster.server_version() == "v1.36.1"
+    assert waits == [1.0] * 8 and len(api.requests) == 10
+    assert len(said) == 1 and "throttling requests (429 Too Many Requests" in said[0]
+    assert "left of --deadline" in said[0]
+
+
+def test_a_429_without_retry_after_backs_off_with_jitter_within_a_bound(tmp_path: Path) -> None:
+    def script(n: int, method: str, path: str):  # type: ignore[no-untyped-def]
+        return json_answer({}, 429) if n < 12 else json_answer(VERSION)
+
+    with serve(script) as api:
+        cluster = cluster_for(tmp_path, api.url, deadline_in=600)
+        assert cluster.server_version() == "v1.36.1"
+    assert waits[:2] == [0.5, 1.0]  # the first tries as for any retry
+    assert all(0 < w <= 5 for w in waits[2:])  # capped at --request-timeout (5 s here)
+    assert len(set(waits[5:])) > 1  # jittered: the clients of a struggling server spread out
+    assert len(api.requests) == 13
+
+
+def test_a_503_without_retry_after_is_still_tried_retries_times(tmp_path: Path) -> None:
+    with serve(lambda n, m, p: json_answer({"message": "down"}, 503)) as api:
+        cluster = cluster_for(tmp_path, api.url, deadline_in=600)
+        with pytest.raises(ServerError):
+            cluster.server_version()
+    assert len(api.requests) == 1 + kube.RETRIES
+
+
+def test_throttled_past_the_deadline_is_exit_14_one_line(tmp_path: Path) -> None:
+    """A storm longer than --deadline: retried until the next wait would pass it, then one
+    line naming the throttling and the deadline, exit 14."""
+
+    def script(n: int, method: str, path: str):  # type: ignore[no-untyped-def]
+        return json_answer({"message": "slow down"}, 429, **{"Retry-After": "1"})
+
+    start = time.monotonic()
+    with serve(script) as api:
+        kube.Cluster.throttle_said = False
+        code, _, err, _ = run(
+            "diagnose", "--kubeconfig", kubeconfig(tmp_path, api.url), "--deadline", "4"
+        )
     assert code == 14
-    assert "429 Too Many Requests" in one_line(err) and "slow down" in err
-    # Each request tried 1 + RETRIES times, never more (the first reads go out together).
-    tries = Counter(api.requests)
-    assert max(tries.values()) == 1 + kube.RETRIES, tries
-    assert tries[("GET", "/version")] == 1 + kube.RETRIES, tries
+    lines = err.strip().splitlines()
+    assert len(lines) == 2, err  # the notice, then the error
+    assert lines[0].startswith("warning: the API server at ") and "throttling" in lines[0]
+    assert "429 Too Many Requests" in lines[1] and "slow down" in lines[1]
+    assert "left of the overall deadline (--deadline)" in lines[1]
+    assert time.monotonic() - start < 4 + SLACK
+    # far more tries than RETRIES: the deadline, not the count, was the limit
+    assert Counter(api.requests)[("GET", "/version")] > 1 + kube.RETRIES
 
 
 def test_writes_are_never_retried(tmp_path: Path) -> None:
