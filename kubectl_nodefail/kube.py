@@ -262,7 +262,8 @@ class Cluster:
             left = self._left()
             within = f" within the {left:.0f}s left of --deadline" if left is not None else ""
             status = getattr(retry.error, "status", None)
-            answer = f"{status} {HTTPStatus(status).phrase}" if status in RETRY_STATUSES else "asked"
+            known = status in RETRY_STATUSES
+            answer = f"{status} {HTTPStatus(status).phrase}" if known else "asked to wait"
             asked = f", Retry-After {retry.retry_after_text}" if retry.retry_after_text else ""
             self.notice(
                 f"the API server at {self.host} is throttling requests ({answer}{asked}; "
