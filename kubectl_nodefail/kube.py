@@ -262,8 +262,10 @@ class Cluster:
             left = self._left()
             within = f" within the {left:.0f}s left of --deadline" if left is not None else ""
             status = getattr(retry.error, "status", None)
-            known = status in RETRY_STATUSES
-            answer = f"{status} {HTTPStatus(status).phrase}" if known else "asked to wait"
+            if isinstance(status, int) and status in RETRY_STATUSES:
+                answer = f"{status} {HTTPStatus(status).phrase}"
+            else:
+                answer = "asked to wait"
             asked = f", Retry-After {retry.retry_after_text}" if retry.retry_after_text else ""
             self.notice(
                 f"the API server at {self.host} is throttling requests ({answer}{asked}; "
