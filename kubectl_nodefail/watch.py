@@ -35,7 +35,13 @@ from typing import Any, TextIO
 
 from kubectl_nodefail import changes, closedpipe, color, fit, printable
 from kubectl_nodefail.analysis.text import duration
-from kubectl_nodefail.errors import ApiError, NodefailError, UnreachableError, one_line
+from kubectl_nodefail.errors import (
+    ApiError,
+    AuthError,
+    NodefailError,
+    UnreachableError,
+    one_line,
+)
 from kubectl_nodefail.snapshot import Snapshot
 
 # xterm's alternate screen (DEC private mode 1049: saves the cursor, switches, clears) and the
@@ -153,6 +159,8 @@ class State:
     code: int = 0
     failing_since: float | None = None
     failure: str = ""
+    failing_how: str = "unreachable"  # what the failing server does: unreachable, refusing, ...
+    failure_code: int = 0  # the failed read's exit code (the watch's, if none ever succeeded)
     back_at: float | None = None
     back_after: float = 0.0
     log: list[str] = field(default_factory=list)
@@ -171,6 +179,21 @@ _INTERNALS = [
     re.compile(r"\[Errno -?\d+\]\s*"),
     re.compile(r"Max retries exceeded with url: \S+ \(Caused by \w+\(\s*"),
 ]
+
+
+def _how(exc: NodefailError) -> str:
+    """What the failing server does, in the banner's words."""
+    if isinstance(exc, AuthError):
+        return "refusing the watch's reads"
+    if isinstance(exc, ApiError):
+        return "failing the watch's reads"
+    return "unreachable"
+
+
+def final_code(state: State) -> int:
+    """The watch's exit code: the last diagnosis's, or, when no read ever succeeded, the
+    failed read's (a refused or unreachable server is not an all-clear)."""
+    return state.code if state.snap is not None else state.failure_code
 
 
 def plain_reason(exc: NodefailError) -> str:
@@ -205,7 +228,7 @@ def frame(
             else "Nothing read yet."
         )
         banner = [
-            f"!! API server unreachable for {down} (since {_clock(state.failing_since)}); "
+            f"!! API server {state.failing_how} for {down} (since {_clock(state.failing_since)}); "
             f"retrying every {interval:g}s. {data}",
             f"!! {state.failure}",
         ]
@@ -213,7 +236,7 @@ def frame(
     elif state.back_at is not None and now - state.back_at < BACK_SECONDS:
         text = (
             f"API server answering again since {_clock(state.back_at)} "
-            f"(unreachable for {duration(state.back_after)}); the data below is new."
+            f"({state.failing_how} for {duration(state.back_after)}); the data below is new."
         )
         top += [f"{green}{line}{end}" for line in fit.prose(text, width, "   ")]
     log = state.log[-LOG_LINES:]
@@ -287,7 +310,7 @@ def run(
         for line in state.log[-SESSION_LOG:]:
             out.write("".join(f"{x}\n" for x in fit.prose(line, width, " " * 12, first="  ")))
     out.flush()
-    return state.code
+    return final_code(state)
 
 
 def _read(
@@ -299,18 +322,28 @@ def _read(
     """One read: True when it succeeded (state updated, changes logged)."""
     try:
         snap = load()
-    except (UnreachableError, ApiError) as exc:
+    except (UnreachableError, ApiError, AuthError) as exc:
+        # A refusal (401/403) is a failed read like any other: right after an API server
+        # restarts it refuses for a moment (RBAC not loaded yet), a binding may be back in
+        # seconds, a rotated token is read on the next try. The watch says so and retries.
         now = clock()
+        how = _how(exc)
+        if state.failing_since is None or how != state.failing_how:
+            state.log.append(f"{_clock(now)}  API server {how}")
         if state.failing_since is None:
             state.failing_since = now
-            state.log.append(f"{_clock(now)}  API server unreachable")
+        state.failing_how = how
         state.failure = printable.escape(plain_reason(exc))
+        state.failure_code = int(exc.exit_code)
         return False
     now = clock()
     stamp = _clock(now)
     if state.failing_since is not None:
         state.back_at, state.back_after = now, now - state.failing_since
-        state.log.append(f"{stamp}  API server answering again after {duration(state.back_after)}")
+        state.log.append(
+            f"{stamp}  API server answering again after {duration(state.back_after)} "
+            f"({state.failing_how})"
+        )
         state.failing_since = None
     if state.snap is not None:
         found = printable.clean(changes.between(state.snap, snap))  # names, taints: escaped
@@ -349,7 +382,7 @@ def _lines(
             if failing:
                 err.write(
                     "warning: the API server answers again "
-                    f"(unreachable for {duration(state.back_after)})\n"
+                    f"({state.failing_how} for {duration(state.back_after)})\n"
                 )
                 err.flush()
             assert state.snap is not None
@@ -369,4 +402,4 @@ def _lines(
             sleep(interval)
     except KeyboardInterrupt:
         out.flush()
-    return state.code
+    return final_code(state)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from click.testing import CliRunner
 
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.cli import main
-from kubectl_nodefail.errors import UnreachableError
+from kubectl_nodefail.errors import AuthError, Forbidden, ServerError, UnreachableError
 from kubectl_nodefail.render import table
 from kubectl_nodefail.snapshot import Snapshot, load_dump
 from kubectl_nodefail.watch import CLEAR, ENTER, LEAVE, Screen, fingerprint, frame, run
@@ -99,6 +100,42 @@ def test_an_outage_is_reported_once_and_the_watch_goes_on() -> None:
     assert err.getvalue().count("cannot reach the API server") == 1
     assert "the API server answers again (unreachable for" in err.getvalue()
     assert code == 3 and "1 of 6 nodes not Ready" in out.getvalue()
+
+
+def test_a_passing_refusal_is_a_failed_read_the_watch_rides_out() -> None:
+    """Right after an API server restart it answers 403 for a moment (RBAC not loaded yet), and
+    a binding may be removed for seconds: the watch says so and goes on, as for an outage; a
+    401 likewise (a rotated token is read on the next try)."""
+    out, err = io.StringIO(), io.StringIO()
+    refused = Forbidden('pods is forbidden: User "x" cannot list resource "pods"')
+    unauthorized = AuthError("the server has asked for the client to provide credentials")
+    snap = _snap("node-down-after-eviction")
+    load = _loader([snap, refused, unauthorized, refused, snap])
+    code = run(load, _show, 0.5, out, err, tty=False, title="t", sleep=Stop(6))
+    said = err.getvalue()
+    assert "pods is forbidden" in said and "provide credentials" in said
+    assert "the API server answers again (refusing the watch's reads for" in said
+    assert code == 3  # the last diagnosis's
+
+
+@pytest.mark.parametrize(
+    ("failure", "code"),
+    [
+        (UnreachableError("The connection to the server x:6443 was refused"), 11),
+        (Forbidden("nodes is forbidden"), 12),
+        (ServerError("GET /api/v1/nodes failed (503 Service Unavailable)", status=503), 14),
+    ],
+)
+def test_a_watch_that_never_read_ends_with_the_failures_code(failure: Exception, code: int) -> None:
+    """Ctrl-C on a watch that never read the cluster: not 0 (no diagnosis said all clear), the
+    failed read's own code, as a plain diagnose would have exited."""
+    out, err = io.StringIO(), io.StringIO()
+    load = _loader([failure] * 5)
+    for tty in (False, True):
+        got = run(
+            load, _show, 0.5, out, err, tty=tty, title="t", sleep=Stop(3), size=lambda: (80, 24)
+        )
+        assert got == code
 
 
 class Clock:
