@@ -874,7 +874,8 @@ def checked(snap: Any, cut: tuple[str, ...] = ()) -> Any:
     "--watch",
     is_flag=True,
     help="Follow the incident: read again every --interval seconds, show it again on a change "
-    "(redrawn in place on a terminal). Ctrl-C stops.",
+    "(redrawn in place on a terminal); a server that fails or refuses is retried. Ctrl-C "
+    "stops: the last diagnosis's exit code, or the failed read's if none succeeded.",
 )
 @click.option(
     "--interval",
