@@ -10,12 +10,15 @@ from datetime import datetime
 from itertools import groupby
 
 from kubectl_nodefail import printable
+from kubectl_nodefail.analysis.text import duration
 from kubectl_nodefail.analysis.timeline import Entry
 
 NAMES_SHOWN = 4
 
 
-def _ago(seconds: float) -> str:
+def _ago(seconds: float, due: bool = False) -> str:
+    if due:  # a deadline still to come (a fraction of a second, too)
+        return f"in {duration(-seconds)}"
     seconds = int(seconds)
     if seconds < 0:
         return "in the future (clock skew?)"
@@ -62,7 +65,8 @@ def text(entries: list[Entry], now: datetime, untimed: list[str] | None = None) 
     for entry, objects in grouped(entries):
         when = entry.time.strftime("%H:%M:%S")
         out.append(
-            f"  {when}  {_ago((now - entry.time).total_seconds()):>9}  {_line(entry, objects)}"
+            f"  {when}  {_ago((now - entry.time).total_seconds(), entry.due):>9}  "
+            f"{_line(entry, objects)}"
         )
     return "\n".join(out) + "\n"
 
@@ -74,7 +78,7 @@ def markdown(entries: list[Entry], now: datetime) -> str:
     out = ["| time (UTC) | | what happened | source |", "|---|---|---|---|"]
     for entry, objects in grouped(entries):
         when = entry.time.strftime("%Y-%m-%d %H:%M:%S")
-        ago = _ago((now - entry.time).total_seconds())
+        ago = _ago((now - entry.time).total_seconds(), entry.due)
         what = _line(entry, objects).replace("|", "\\|")
         out.append(f"| {when} | {ago} | {what} | {entry.source} |")
     return "\n".join(out) + "\n"

@@ -493,6 +493,37 @@ def _eviction_contradicts(v: _View, timelines: Timelines) -> Iterator[Violation]
                     )
 
 
+# How far a recorded moment may sit after the read and still be a moment past: the cluster's
+# components and this machine do not share a clock.
+SKEW_SECONDS = 5
+
+
+@_timeline_check("timeline-time-as-time")
+def _time_as_time(v: _View, timelines: Timelines) -> Iterator[Violation]:
+    """No moment after the read told as past, none before it as still to come: an entry
+    marked due (a deadline) lies after capturedAt, every other one before it (within the
+    clocks' skew)."""
+    for name, entries in timelines.items():
+        for e in entries:
+            ago = e.get("secondsAgo")
+            if not isinstance(ago, (int, float)):
+                continue
+            if e.get("due") and ago > 0:
+                yield Violation(
+                    "timeline-time-as-time",
+                    f"node/{name}",
+                    f"{e.get('kind')} at {e.get('time')}, {ago}s before the read, is told as "
+                    f"still to come: {e.get('summary')}",
+                )
+            elif not e.get("due") and ago < -SKEW_SECONDS:
+                yield Violation(
+                    "timeline-time-as-time",
+                    f"node/{name}",
+                    f"{e.get('kind')} at {e.get('time')}, {-ago}s after the read, is told as "
+                    f"past: {e.get('summary')}",
+                )
+
+
 def check_timelines(report: Report, timelines: Timelines) -> list[Violation]:
     """Every contradiction between the nodes' incident timelines and the report."""
     view = _View(report, {n.name: n for n in report.nodes}, {z.zone: z for z in report.zones})

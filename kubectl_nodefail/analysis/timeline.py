@@ -56,6 +56,7 @@ ORDER = [
     "replacement-pending",
     "replacement-ready",
     "pod-grace-ended",
+    "pod-grace-ends",
     "volume-detach-requested",
     "volume-attach-requested",
     "node-back",
@@ -69,6 +70,9 @@ class Entry:
     summary: str
     object: str  # "node/NAME", "pod/NS/NAME", "volumeattachment/NAME"
     source: str  # the field or event the time comes from
+    # A moment still to come when the snapshot was read (a deadline the API set), worded as
+    # such; every other entry is a moment past (invariants: timeline-time-as-time).
+    due: bool = False
 
 
 def _condition(obj: Obj, ctype: str) -> Obj | None:
@@ -229,7 +233,7 @@ def untimed_taints(snap: Snapshot, node_name: str) -> list[str]:
     ]
 
 
-def _pod_entries(pod: Obj, since: datetime | None) -> list[Entry]:
+def _pod_entries(pod: Obj, since: datetime | None, now: datetime | None) -> list[Entry]:
     ref = _pod_ref(pod)
     out: list[Entry] = []
     ready = _condition(pod, "Ready") or {}
@@ -270,7 +274,18 @@ def _pod_entries(pod: Obj, since: datetime | None) -> list[Entry]:
                 "Pod deletionTimestamp - deletionGracePeriodSeconds",
             )
         )
-        if grace:
+        if grace and now is not None and deadline > now:  # a grace of minutes or hours
+            out.append(
+                Entry(
+                    deadline,
+                    "pod-grace-ends",
+                    "grace period ends: the object then stays until its kubelet confirms",
+                    ref,
+                    "Pod deletionTimestamp",
+                    due=True,
+                )
+            )
+        elif grace:
             out.append(
                 Entry(
                     deadline,
@@ -440,7 +455,7 @@ def node_timeline(snap: Snapshot, node_name: str) -> list[Entry]:
     pv_names: set[str] = set()
     replaced_uids: dict[str, str] = {}
     for pod in on_node:
-        entries += _pod_entries(pod, failed_at)
+        entries += _pod_entries(pod, failed_at, snap.captured_at)
         meta = pod["metadata"]
         refs[("Pod", meta.get("namespace", ""), meta["name"])] = _pod_ref(pod)
         owner = _controller_uid(pod)
@@ -488,6 +503,7 @@ def to_data(entries: list[Entry], now: datetime) -> list[Obj]:
             "summary": e.summary,
             "object": e.object,
             "source": e.source,
+            **({"due": True} if e.due else {}),
         }
         for e in entries
     ]

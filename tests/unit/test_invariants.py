@@ -315,7 +315,34 @@ def _deleted_but_row_running(data: dict[str, Any]) -> None:
     _set_entries(data, agent["node"], entries)
 
 
+def _future_told_as_past(data: dict[str, Any]) -> None:
+    """A grace period of 15 minutes: its end, 14 minutes after the read, listed as a moment
+    past (the entry the tool once printed with secondsAgo -865)."""
+    entries = _entries(data, "flaky-a")
+    entries.append(
+        {
+            "time": data["capturedAt"],
+            "secondsAgo": -865,
+            "kind": "pod-grace-ended",
+            "summary": "grace period over: the object stays until its kubelet confirms",
+            "object": "pod/x/y",
+            "source": "Pod deletionTimestamp",
+        }
+    )
+    _set_entries(data, "flaky-a", entries)
+
+
+def _past_told_as_due(data: dict[str, Any]) -> None:
+    entries = _entries(data, "flaky-a")
+    entries[0] = {**entries[0], "due": True}
+    _set_entries(data, "flaky-a", entries)
+
+
 BROKEN_TIMELINES: dict[str, list[tuple[str, Callable[[dict[str, Any]], None]]]] = {
+    "timeline-time-as-time": [
+        ("node-down-after-eviction", _future_told_as_past),
+        ("node-down-after-eviction", _past_told_as_due),
+    ],
     "timeline-out-of-order": [("node-down-after-eviction", _swap_two)],
     "timeline-taint-not-on-node": [
         ("node-down-after-eviction", _taint_gone),
