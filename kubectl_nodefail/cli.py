@@ -1488,7 +1488,8 @@ def _make_plan(
 
     from kubectl_nodefail import snapshot
     from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
-    from kubectl_nodefail.plan import binding_problem, make_plan
+    from kubectl_nodefail.analysis.nodes import analyse_node
+    from kubectl_nodefail.plan import binding_problem, check_attestations, make_plan
 
     if from_file:
         snap = snapshot.load_dump(from_file)
@@ -1500,7 +1501,8 @@ def _make_plan(
     uids = {n["metadata"]["name"]: str(n["metadata"].get("uid") or "") for n in snap.nodes}
     if replay is None:  # names typed now (a saved plan's nodes may be gone: its steps say so)
         snapshot.require_nodes(snap, opts.only_nodes)
-    unknown = set(opts.attested) - set(uids)
+    typed = set(opts.attested)
+    unknown = typed - set(uids)
     if unknown and replay is None:
         raise click.UsageError(
             f"--node-shutdown-confirmed names unknown nodes: {', '.join(sorted(unknown))}"
@@ -1515,6 +1517,15 @@ def _make_plan(
             raise PlanMismatch(
                 f"plan {path}: {problem}; refused before any change", hint="nothing was done"
             )
+    # every typed attestation held to its node's state, the nodes out of the plan's scope too
+    check_attestations(
+        (
+            analyse_node(n, snap, snap.captured_at)
+            for n in snap.nodes
+            if n["metadata"]["name"] in typed
+        ),
+        typed,
+    )
     report = run_diagnosis(snap, snap.captured_at, only_nodes=opts.only_nodes)
     by = _attester(cluster) if opts.attested else ""
     plan = make_plan(

@@ -30,6 +30,7 @@ class Exit(IntEnum):
     API = 14  # any other API server error
     PLAN_MISMATCH = 15  # remediate --plan-in: the plan was made for another cluster or node
     NOT_FOUND = 16  # a node named on the command line does not exist (kubectl's NotFound)
+    ATTESTATION_CONTRADICTED = 17  # remediate: an attestation the cluster's state contradicts
     CTRL_C = 130  # diagnose, dump: interrupted by Ctrl-C (remediate's interruptions are 6)
 
 
@@ -113,6 +114,14 @@ class PlanMismatch(NodefailError):
     recreated since: refused before anything is written."""
 
     exit_code = Exit.PLAN_MISMATCH
+
+
+class AttestationContradicted(NodefailError):
+    """remediate: a typed --node-shutdown-confirmed names a node whose state says its machine
+    runs (Ready, or a kubelet that renewed its lease after the failure began): refused before
+    anything is written, whatever else the plan holds."""
+
+    exit_code = Exit.ATTESTATION_CONTRADICTED
 
 
 class ApiError(NodefailError):

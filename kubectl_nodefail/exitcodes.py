@@ -110,6 +110,12 @@ TABLE: tuple[Code, ...] = (
     ),
     Code(Exit.NOT_FOUND, "a node named on the command line does not exist", CLUSTER_READERS),
     Code(
+        Exit.ATTESTATION_CONTRADICTED,
+        "an attestation (--node-shutdown-confirmed) the cluster contradicts: the node is Ready, "
+        "or its kubelet renewed its lease after the failure began; refused before any change",
+        ("remediate",),
+    ),
+    Code(
         Exit.CTRL_C,
         "interrupted by Ctrl-C (remediate's interruptions are 6)",
         ("diagnose", "dump"),

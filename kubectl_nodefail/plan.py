@@ -7,7 +7,7 @@ only the allowed steps, re-checking each one right before acting.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kubectl_nodefail import attestation
@@ -15,8 +15,9 @@ from kubectl_nodefail.analysis import advice, automation, versions
 from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER
 from kubectl_nodefail.analysis.diagnose import MASS_FAILURE_NODES, MASS_FAILURE_SHARE
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
+from kubectl_nodefail.analysis.nodes import machine_ran
 from kubectl_nodefail.analysis.zones import NORMAL
-from kubectl_nodefail.errors import Exit
+from kubectl_nodefail.errors import AttestationContradicted, Exit
 from kubectl_nodefail.snapshot import format_time
 
 STRATEGIES = ("auto", "out-of-service", "force-delete", "delete-node")
@@ -408,7 +409,25 @@ def _node_steps(
     return steps
 
 
+def check_attestations(nodes: Iterable[NodeFinding], attested: Collection[str]) -> None:
+    """Refuse the whole run (AttestationContradicted) if the state of a node contradicts an
+    attestation typed for it: before any plan is shown or any step runs, whatever else the plan
+    holds. `nodes`: the findings of (at least) the attested nodes."""
+    by_name = {n.name: n for n in nodes}
+    for name in sorted(attested):
+        node = by_name.get(name)
+        said = machine_ran(node) if node is not None else None
+        if said:
+            raise AttestationContradicted(
+                f"{attestation.FLAG} {name}: refused, {said}",
+                hint="check that machine again (console, power state, cloud instance state); "
+                "nothing was done",
+            )
+
+
 def make_plan(report: Report, opts: Options) -> Plan:
+    """The plan, or AttestationContradicted when the report contradicts a typed attestation."""
+    check_attestations(report.nodes, opts.attested)
     refusals: list[str] = []
     refusal = _cluster_refusal(report, opts)
     if refusal:

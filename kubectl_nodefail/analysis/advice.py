@@ -6,7 +6,7 @@ from kubectl_nodefail import attestation
 from kubectl_nodefail.analysis import automation, versions
 from kubectl_nodefail.analysis.eviction import EvictionTime
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Replacement
-from kubectl_nodefail.analysis.nodes import kubelet_alive
+from kubectl_nodefail.analysis.nodes import kubelet_alive, machine_ran
 
 
 def remediate_cmd(node: str, *extra: str) -> str:
@@ -185,7 +185,7 @@ def for_pod(
                 remediate=remediate_cmd(
                     node.name,
                     "--strategy delete-node",
-                    *(() if node.shutdown_evidence else (attestation.flag(),)),
+                    *_unlock(node),
                 ),
                 if_still_running="" if node.shutdown_evidence else attestation.IF_STILL_RUNNING,
             ),
@@ -337,12 +337,21 @@ def _after_eviction(kind: str, replacement: Replacement, holds_rwo: bool) -> str
     return "what follows depends on its owner"
 
 
+def _unlock(node: NodeFinding) -> tuple[str, ...]:
+    """The attestation a suggested remediate command shows (with its placeholder), or none: not
+    when the node has shutdown evidence already, nor when its state says the machine ran after
+    the failure began (remediate refuses that attestation: nodes.machine_ran)."""
+    if node.shutdown_evidence or machine_ran(node):
+        return ()
+    return (attestation.flag(),)
+
+
 def _free_it(
     node: NodeFinding, kind: str, holds_rwo: bool, lead: str, *, terminating: bool
 ) -> Action:
     """The out-of-service taint (after the machine is confirmed off), or deleting the Node."""
     confirmed = bool(node.shutdown_evidence)
-    unlock = () if confirmed else (attestation.flag(),)
+    unlock = _unlock(node)
     risk = "low" if confirmed else ("high" if kind == "statefulset" or holds_rwo else "medium")
     if_running = "" if confirmed else attestation.IF_STILL_RUNNING
     if node.out_of_service and terminating:
@@ -396,9 +405,7 @@ def _terminating(
             "elsewhere if needed; removing the stuck object loses it",
             "medium",
             kubectl=f"kubectl get pod -n {namespace} {name} -o yaml",
-            remediate=remediate_cmd(
-                node.name, *(() if node.shutdown_evidence else (attestation.flag(),))
-            ),
+            remediate=remediate_cmd(node.name, *_unlock(node)),
             if_still_running="" if node.shutdown_evidence else attestation.IF_STILL_RUNNING,
         )
     # Forcing while the old process may still run: a StatefulSet gets two copies of one identity
@@ -521,6 +528,15 @@ def for_node(
             "machine is gone for good",
             "none",
         )
+    ran = machine_ran(node)
+    if node.cause.code in ("kubelet-stopped", "never-registered") and ran:
+        return Action(
+            "investigate",
+            f"check the machine (console, power state): {ran}, so an attestation that it is "
+            "shut down is refused; wait for the kubelet, or delete the Node object if the "
+            "machine is gone for good",
+            "none",
+        )
     if node.cause.code in ("kubelet-stopped", "never-registered"):
         return Action(
             "investigate",
@@ -528,7 +544,7 @@ def for_node(
             "attest it and let remediate apply the out-of-service taint; if it is gone for good, "
             "delete the Node object",
             "high",
-            remediate=remediate_cmd(node.name, attestation.flag()),
+            remediate=remediate_cmd(node.name, *_unlock(node)),
             if_still_running=attestation.IF_STILL_RUNNING,
         )
     return Action(

@@ -399,3 +399,30 @@ def kubelet_alive(node: NodeFinding) -> bool:
     """The kubelet itself is posting status: Ready=False (a silent kubelet turns Unknown) and
     its lease is not stale. Pod states on such a node are reported, not unknown."""
     return bool(node.ready and node.ready.status == "False" and node.lease_stale is not True)
+
+
+def machine_ran(node: NodeFinding) -> str | None:
+    """What says the machine of `node` runs, or ran after its failure began (one clause), or
+    None: its kubelet reports the node Ready, renewed its lease after the Ready condition last
+    changed, or renews it still (within its duration). An attestation that the machine is shut
+    down is refused on it (plan.check_attestations), so no advice suggests typing one."""
+    ready = node.ready
+    if not node.failed:
+        return f"node {node.name} is {node.status}: its kubelet posts status, so its machine runs"
+    began = ready.last_transition if ready else None
+    renewed = node.lease_renewed
+    # Condition times are whole seconds, the lease's are micro: compared to the second.
+    if renewed is not None and began is not None and renewed.replace(microsecond=0) > began:
+        return (
+            f"the kubelet of {node.name} renewed its lease at {format_time(renewed)}, after its "
+            f"Ready condition became {ready.status if ready else 'Unknown'} at "
+            f"{format_time(began)}: the machine ran after the failure began"
+        )
+    if node.lease_stale is False:
+        age = (
+            f"{node.lease_age_seconds:.0f}s before the read"
+            if node.lease_age_seconds is not None
+            else "recently"
+        )
+        return f"the kubelet of {node.name} renewed its lease {age}, within its duration: it runs"
+    return None

@@ -194,10 +194,14 @@ class Plugin:
     def record(self, name: str, scenario: str, moment: str, nodes: tuple[str, ...] = ()) -> Path:
         """Dump the cluster (or just these nodes' part of it) now; into the fixtures folder
         when NODEFAIL_RECORD=1."""
-        target = self.fixtures if os.environ.get("NODEFAIL_RECORD") == "1" else self.cp.workdir
+        recording = os.environ.get("NODEFAIL_RECORD") == "1"
+        target = self.fixtures if recording else self.cp.workdir
         target.mkdir(parents=True, exist_ok=True)
         path = target / f"{name}.json"
-        proc = self.run("dump", *nodes, "-f", str(path))
+        # a fixture keeps whole objects (the unit tests cut and redact them themselves); a dump
+        # made during a test run is redacted, as the user's is
+        whole = ("--no-redact",) if recording else ()
+        proc = self.run("dump", *nodes, *whole, "-f", str(path))
         if proc.returncode != 0:
             raise AssertionError(f"dump failed ({proc.returncode}): {proc.stderr}")
         doc = json.loads(path.read_text())

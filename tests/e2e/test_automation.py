@@ -766,6 +766,22 @@ def _ready_since(cp: ControlPlane, node: str, seconds_ago: float) -> str:
         "-p",
         json.dumps({"status": {"conditions": [{"type": "Ready", "lastTransitionTime": since}]}}),
     )
+    # and its lease with it: a kubelet renews it last the node-monitor grace period (40 s)
+    # before Ready turns Unknown; left as it is, it says the machine ran after the failure
+    # began, and remediate refuses an attestation on it
+    renewed = (datetime.now(timezone.utc) - timedelta(seconds=seconds_ago + 40)).strftime(
+        "%Y-%m-%dT%H:%M:%S.000000Z"
+    )
+    cp.kubectl(
+        "patch",
+        "lease",
+        node,
+        "-n",
+        "kube-node-lease",
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"renewTime": renewed}}),
+    )
     return since
 
 

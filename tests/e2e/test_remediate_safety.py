@@ -24,7 +24,7 @@ from kubectl_nodefail import planfile
 from kubectl_nodefail.plan import Step
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin, Run, nodefail_bin
-from tests.e2e.controlplane import ControlPlane, wait_for
+from tests.e2e.controlplane import ControlPlane, LeaseRenewing, wait_for
 from tests.e2e.helpers import (
     attested,
     audit_writes,
@@ -841,3 +841,41 @@ def test_a_step_is_sent_only_once_its_starting_event_is_written(
     wait_for("the namespace gone", lambda: cp.get("namespace", ns) is None, 60)
     cp.start_kubelet(node)
     wait_node_ready(cp, node)
+
+
+def test_an_attestation_the_live_state_contradicts_is_refused(
+    control_plane: ControlPlane, plugin: Plugin, tmp_path: Path
+) -> None:
+    """The operator typed the name of a machine that runs: a Ready node, or a node whose kubelet
+    came back after a saved plan attested it. Both refused with the evidence, exit 17, one line,
+    nothing written (the audit log), whatever else the plan holds (a dead node attested too)."""
+    cp, dead, back = control_plane, "flaky-c1", "flaky-c2"
+    _fail_with_pods(cp, dead, 1)
+    _fail_with_pods(cp, back, 1)
+    saved = tmp_path / "plan.json"
+    made = plugin.run(
+        "remediate", back, "--node-shutdown-confirmed", back, "--plan-out", str(saved)
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    start = _now()
+    ready = plugin.run(
+        "remediate", dead, "--node-shutdown-confirmed", dead,
+        "--node-shutdown-confirmed", "healthy-0", "--confirm",
+    )  # fmt: skip
+    assert ready.returncode == 17, ready.stdout + ready.stderr
+    assert ready.stdout == "" and len(ready.stderr.strip().splitlines()) == 1, ready.stderr
+    assert "--node-shutdown-confirmed healthy-0: refused, node healthy-0 is Ready" in ready.stderr
+    with LeaseRenewing(cp, dead):  # its kubelet is back far enough to renew the lease
+        renewing = plugin.run("remediate", dead, "--node-shutdown-confirmed", dead, "--confirm")
+    assert renewing.returncode == 17, renewing.stdout + renewing.stderr
+    assert f"refused, the kubelet of {dead} renewed its lease at" in renewing.stderr
+    cp.start_kubelet(back)
+    wait_node_ready(cp, back)
+    replay = plugin.run(
+        "remediate", "--plan-in", str(saved), "--node-shutdown-confirmed", back, "--confirm"
+    )
+    assert replay.returncode == 17, replay.stdout + replay.stderr
+    assert f"--node-shutdown-confirmed {back}: refused, node {back} is Ready" in replay.stderr
+    assert _writes_between(cp, start, _now()) == []
+    assert (OOS, "NoExecute") not in taint_keys(cp, dead)
+    assert all(not terminating(p) for p in _pods_on(cp, dead))

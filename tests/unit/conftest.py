@@ -9,6 +9,7 @@ import pytest
 
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import PodFinding, Report
+from kubectl_nodefail.analysis.nodes import machine_ran
 from kubectl_nodefail.snapshot import Snapshot, load_dump
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -24,6 +25,12 @@ def _watchdog_stays_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     from kubectl_nodefail import cli
 
     monkeypatch.setattr(cli._Watchdog, "leave", staticmethod(lambda code: None))
+
+
+def attestable(report: Report) -> list[str]:
+    """The failed nodes an operator can attest: those whose state does not say the machine
+    ran after the failure began (remediate refuses an attestation on the others)."""
+    return [n.name for n in report.nodes if n.failed and machine_ran(n) is None]
 
 
 def load(name: str) -> Snapshot:

@@ -288,6 +288,7 @@ def _karpenter_neighbour(
     ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
     since = captured - timedelta(seconds=down_seconds)
     ready["lastTransitionTime"] = since.strftime("%Y-%m-%dT%H:%M:%SZ")
+    _lease_before(items, KARP_NODE, since)
     claim = next(i for i in items if i["kind"] == "NodeClaim")
     if not pool_label:
         claim["metadata"]["labels"].pop("karpenter.sh/nodepool")
@@ -537,6 +538,17 @@ def _down_for(doc: dict[str, Any], node_name: str, down: int) -> None:
         if cond["type"] == "Ready":
             since = captured - timedelta(seconds=down)
             cond["lastTransitionTime"] = since.strftime("%Y-%m-%dT%H:%M:%SZ")
+            _lease_before(doc["items"], node_name, since)
+
+
+def _lease_before(items: list[dict[str, Any]], node_name: str, since: Any) -> None:
+    """A node down since `since` renewed its lease last the node-monitor grace period (40 s)
+    before: a neighbour moved back in time moves its lease too (else the kubelet would have run
+    after the failure began, and an attestation on it is refused)."""
+    last = (since - timedelta(seconds=40)).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+    for item in items:
+        if item["kind"] == "Lease" and item["metadata"]["name"] == node_name:
+            item["spec"]["renewTime"] = min(item["spec"]["renewTime"], last)
 
 
 def _lateness_state(down: int, timeout: int) -> str:

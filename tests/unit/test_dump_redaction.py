@@ -21,7 +21,7 @@ from kubectl_nodefail.dumpfile import write_dump
 from kubectl_nodefail.errors import Exit
 from kubectl_nodefail.examples import demo_path
 from kubectl_nodefail.snapshot import from_items, parse_time
-from tests.unit.conftest import FIXTURES
+from tests.unit.conftest import FIXTURES, attestable
 from tests.unit.fakeapi import Answer, json_answer, kubeconfig, serve
 
 SECRET = "hunter2-secret"
@@ -234,7 +234,7 @@ def test_the_analysis_reads_no_annotation_the_redaction_drops() -> None:
                     )
         report = diagnose(snap, snap.captured_at)
         incident.report_with_timelines(report, snap)
-        failed = [n.name for n in report.nodes if n.failed]
+        failed = attestable(report)
         make_plan(report, Options(attested=failed, max_nodes=max(1, len(failed))))
     assert _Recording.seen, "no annotation looked up: the recording is not seen"
     assert _Recording.seen <= redact.kept_annotations(), _Recording.seen

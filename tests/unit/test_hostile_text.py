@@ -30,7 +30,7 @@ from kubectl_nodefail.cli import main
 from kubectl_nodefail.errors import Exit
 from kubectl_nodefail.plan import Options, make_plan
 from kubectl_nodefail.snapshot import Snapshot, load_dump
-from tests.unit.conftest import FIXTURES
+from tests.unit.conftest import FIXTURES, attestable
 
 SCALE = int(os.environ.get("NODEFAIL_PROPERTY_SCALE", "1"))
 SETTINGS = settings(
@@ -154,7 +154,7 @@ def text_outputs(snap: Snapshot) -> dict[str, str]:
     for p in report.pods:
         out[f"explain {p.name!r}"] = render.explain_pod(p, report.captured_at, 80)
     out["markdown"] = incident.markdown(incident.report_with_timelines(report, snap), snap)
-    failed = [n.name for n in report.nodes if n.failed]
+    failed = attestable(report)
     for confirmed in (False, True):
         plan = make_plan(report, Options(attested=failed, max_nodes=len(failed) or 1))
         for w in (None, 60, 120):

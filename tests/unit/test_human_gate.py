@@ -24,7 +24,7 @@ from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.cli import _explain, main
 from kubectl_nodefail.plan import STRATEGIES, Options, make_plan
 from kubectl_nodefail.snapshot import load_dump
-from tests.unit.conftest import FIXTURES
+from tests.unit.conftest import FIXTURES, attestable
 
 ALL_FIXTURES = sorted(FIXTURES.rglob("*.json"))
 PLACEHOLDER = re.escape(attestation.PLACEHOLDER)
@@ -92,7 +92,7 @@ def _outputs(path: Path) -> dict[str, str]:
     for name in names:
         out[f"explain {name}"] = _explain(report, name) + incident.timeline_text(snap, name)
         out[f"explain {name} json"] = render.as_json(incident.explained(data, name))
-    failed = [n.name for n in report.nodes if n.failed]
+    failed = attestable(report)
     for strategy in STRATEGIES:
         for attested in ((), tuple(failed)):
             opts = Options(

@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from kubectl_nodefail import attestation
 from kubectl_nodefail.analysis import advice
 from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.analysis.findings import NodeFinding, Report
+from kubectl_nodefail.analysis.nodes import machine_ran
+from kubectl_nodefail.errors import AttestationContradicted
 from kubectl_nodefail.plan import MUTATING, Options, make_plan
 from kubectl_nodefail.snapshot import load_dump
 from tests.unit.conftest import FIXTURES
@@ -24,6 +28,10 @@ def test_advice_is_the_attested_plans_step(path: Path) -> None:
     report = diagnose(snap, snap.captured_at)
     failed = [n for n in report.nodes if n.failed]
     for node in failed:
+        ran = machine_ran(node)
+        if ran is not None:
+            _refused_and_never_suggested(report, node, ran, path.name)
+            continue
         plan = make_plan(
             report,
             Options(
@@ -69,3 +77,15 @@ def test_a_node_whose_pods_need_nothing_is_not_sent_to_the_taint() -> None:
     action = advice.for_node(node, snap.server_minor, cosmetic)
     assert "out-of-service taint" not in action.summary.replace("needs the out-of-service", "")
     assert "--node-shutdown-confirmed" not in action.remediate
+
+
+def _refused_and_never_suggested(report: Report, node: NodeFinding, ran: str, where: str) -> None:
+    """A node whose state says its machine ran after the failure began: remediate refuses an
+    attestation on it, so no suggestion diagnose makes for it or its pods asks for one."""
+    with pytest.raises(AttestationContradicted) as refused:
+        make_plan(report, Options(attested=[node.name], only_nodes=[node.name]))
+    assert ran in refused.value.message and node.name in refused.value.message
+    actions = [node.action] + [p.action for p in report.pods if p.node == node.name]
+    for action in actions:
+        shown = action.remediate if action is not None else ""
+        assert attestation.FLAG not in shown, f"{where} {node.name}: suggests {shown}"

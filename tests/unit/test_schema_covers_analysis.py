@@ -15,6 +15,7 @@ from kubectl_nodefail import incident, render
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.plan import Options, make_plan
 from kubectl_nodefail.snapshot import from_items, load_dump, parse_time
+from tests.unit.conftest import attestable
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ALL = sorted(FIXTURES.rglob("*.json"))
@@ -36,7 +37,7 @@ def _uncut(path: Path):  # type: ignore[no-untyped-def]
 
 def _outputs(snap) -> tuple[str, str]:  # type: ignore[no-untyped-def]
     report = diagnose(snap, snap.captured_at)
-    failed = [n.name for n in report.nodes if n.failed]
+    failed = attestable(report)
     opts = Options(
         attested=tuple(failed),
         max_nodes=max(1, len(failed)),

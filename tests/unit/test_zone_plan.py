@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from kubectl_nodefail import cli, selector, zoneplan
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.nodes import is_ready
+from kubectl_nodefail.errors import AttestationContradicted
 from kubectl_nodefail.plan import MUTATING
 from kubectl_nodefail.snapshot import Snapshot, format_time
 from tests.unit.outage_snapshot import Shape, outage_snapshot
@@ -178,12 +179,15 @@ def test_a_ready_or_lease_renewed_node_is_never_acted_on_under_a_zone_attestatio
     assert acted == set(DOWN) - spared
 
 
-def test_a_typed_node_attestation_still_unlocks_a_lease_renewed_node(outage: Snapshot) -> None:
-    """The operator checked that machine and typed its name: the per-node gate as today."""
+def test_a_typed_node_attestation_on_a_lease_renewed_node_is_refused(outage: Snapshot) -> None:
+    """The operator typed the name of a node whose kubelet renews its lease: the machine runs,
+    so the attestation is refused with that evidence, the whole run with it (exit 17)."""
     name = DOWN[3]
     snap = _fresh_or_ready(outage, {name}, set())
-    plan, _ = _plan(snap, "zone-a", typed_scope=True, typed_nodes=[name], allow_disruption=True)
-    assert any(s.node == name and s.allowed and s.action in DESTRUCTIVE for s in plan.steps)
+    with pytest.raises(AttestationContradicted) as refused:
+        _plan(snap, "zone-a", typed_scope=True, typed_nodes=[name], allow_disruption=True)
+    assert f"{name}: refused, the kubelet of {name} renewed its lease" in refused.value.message
+    assert refused.value.exit_code == 17
 
 
 # --- what the operator types ---
