@@ -28,7 +28,7 @@ from typing import TextIO
 from urllib.parse import quote
 
 from kubectl_nodefail import __version__, dumpschema, kube
-from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis import eviction, facts
 from kubectl_nodefail.analysis.advice import holding_finalizers
 from kubectl_nodefail.analysis.nodes import is_ready
 from kubectl_nodefail.errors import ApiError, Conflict, Forbidden, NodefailError, NotFound
@@ -751,7 +751,7 @@ class Executor:
             and (
                 every_pod
                 or p["metadata"].get("deletionTimestamp")
-                or not _tolerates_out_of_service(p)
+                or not eviction.stays_under_out_of_service(p)
             )
         ]
         if attachments is None:
@@ -920,19 +920,6 @@ def _holders(pod: Obj) -> list[str]:
     """Finalizers that keep this pod after the out-of-service taint (see holding_finalizers)."""
     meta = pod.get("metadata") or {}
     return holding_finalizers(list(meta.get("finalizers") or []), True, "out-of-service")
-
-
-def _tolerates_out_of_service(pod: Obj) -> bool:
-    """The pod stays under the out-of-service NoExecute taint (a blanket or matching toleration);
-    every other pod is evicted, then force-deleted by PodGC."""
-    for t in (pod.get("spec") or {}).get("tolerations") or []:
-        if t.get("effect") not in (None, "", "NoExecute"):
-            continue
-        if t.get("operator") == "Exists" and t.get("key") in (None, "", facts.TAINT_OUT_OF_SERVICE):
-            return True
-        if t.get("key") == facts.TAINT_OUT_OF_SERVICE and t.get("value") in (None, "nodeshutdown"):
-            return t.get("tolerationSeconds") is None
-    return False
 
 
 def summary(plan: Plan) -> dict[str, int]:

@@ -337,43 +337,49 @@ def _node_steps(
             blocked.append(pod)
         else:
             blocked.append(pod)
+    # a pod that tolerates the out-of-service taint and is not Terminating stays under it (the
+    # taint evicts it never, PodGC force-deletes only Terminating pods): force-deleted instead
+    staying = [p for p in blocked if p.stays_under_out_of_service and not p.terminating]
+    forced = [
+        _force_step(
+            node,
+            p,
+            "tolerates the out-of-service taint with no time limit, so the taint does not "
+            f"evict it (PodGC force-deletes only Terminating pods): {p.replacement.summary}",
+            gate_ok,
+            gate,
+            evidence,
+            lease,
+        )
+        for p in staying
+    ]
     if node.out_of_service:
         steps.append(
             Step(
                 "wait",
                 node.name,
                 f"node/{node.name}",
-                "out-of-service taint already set: PodGC force-deletes the pods and volumes detach",
+                "out-of-service taint already set: PodGC force-deletes the Terminating pods, "
+                "NoExecute evicts the others that do not tolerate it, and volumes detach",
                 True,
                 "nothing to do",
                 uid=node_uid,
                 lease_renewed=lease,
             )
         )
-        return steps
+        return steps + forced
     if not blocked:
         return steps
+    if strategy == "out-of-service":
+        tainted = [p for p in blocked if not (p.stays_under_out_of_service and not p.terminating)]
+        # the taint also when it releases none of them: it detaches their volumes at once
+        steps.append(
+            _taint_step(node, node_uid, tainted, held_here, gate_ok, gate, evidence, lease)
+        )
+        return steps + forced
     released = [f"{p.namespace}/{p.name} ({p.controller})" for p in blocked]
     names = ", ".join(released)
-    if strategy == "out-of-service":
-        steps.append(
-            Step(
-                "taint-out-of-service",
-                node.name,
-                f"node/{node.name}",
-                f"releases {names}: PodGC force-deletes its Terminating pods, NoExecute "
-                "evicts the rest (DaemonSet pods too, back when the taint is removed), "
-                "volumes detach at once",
-                gate_ok,
-                gate,
-                evidence,
-                uid=node_uid,
-                lease_renewed=lease,
-                releases=released,
-                leaves_stuck=held_here,
-            )
-        )
-    elif strategy == "delete-node":
+    if strategy == "delete-node":
         steps.append(
             Step(
                 "delete-node",
@@ -390,23 +396,69 @@ def _node_steps(
             )
         )
     else:
-        for pod in blocked:
-            steps.append(
-                Step(
-                    "force-delete-pod",
-                    node.name,
-                    f"pod/{pod.namespace}/{pod.name}",
-                    f"{pod.controller}: {pod.replacement.summary}",
-                    gate_ok,
-                    gate,
-                    evidence,
-                    uid=pod.uid,
-                    resource_version=pod.resource_version,
-                    lease_renewed=lease,
-                    releases=[f"{pod.namespace}/{pod.name} ({pod.controller})"],
-                )
-            )
+        steps += [
+            _force_step(node, p, p.replacement.summary, gate_ok, gate, evidence, lease)
+            for p in blocked
+        ]
     return steps
+
+
+def _force_step(
+    node: NodeFinding,
+    pod: PodFinding,
+    why: str,
+    gate_ok: bool,
+    gate: str,
+    evidence: list[str],
+    lease: str,
+) -> Step:
+    return Step(
+        "force-delete-pod",
+        node.name,
+        f"pod/{pod.namespace}/{pod.name}",
+        f"{pod.controller}: {why}",
+        gate_ok,
+        gate,
+        evidence,
+        uid=pod.uid,
+        resource_version=pod.resource_version,
+        lease_renewed=lease,
+        releases=[f"{pod.namespace}/{pod.name} ({pod.controller})"],
+    )
+
+
+def _taint_step(
+    node: NodeFinding,
+    node_uid: str,
+    pods: list[PodFinding],
+    held_here: list[str],
+    gate_ok: bool,
+    gate: str,
+    evidence: list[str],
+    lease: str,
+) -> Step:
+    released = [f"{p.namespace}/{p.name} ({p.controller})" for p in pods]
+    why = (
+        f"releases {', '.join(released)}: PodGC force-deletes its Terminating pods, NoExecute "
+        "evicts the rest (DaemonSet pods too, back when the taint is removed), volumes detach "
+        "at once"
+        if released
+        else "releases none of the pods below (each tolerates it), but their volumes detach at "
+        "once once they are gone"
+    )
+    return Step(
+        "taint-out-of-service",
+        node.name,
+        f"node/{node.name}",
+        why,
+        gate_ok,
+        gate,
+        evidence,
+        uid=node_uid,
+        lease_renewed=lease,
+        releases=released,
+        leaves_stuck=held_here,
+    )
 
 
 def check_attestations(nodes: Iterable[NodeFinding], attested: Collection[str]) -> None:

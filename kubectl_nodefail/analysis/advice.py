@@ -206,7 +206,9 @@ def for_pod(
     if what == REPLACEMENT_PROBLEM:
         return _replacement_problem(namespace, name, replacement)
     if not terminating:
-        action = _not_evicted(kind, node, replacement, eviction, holds_rwo)
+        action = _not_evicted(
+            kind, node, replacement, eviction, holds_rwo, pod.stays_under_out_of_service
+        )
     else:
         action = _terminating(kind, namespace, name, node, holds_rwo)
     return _with_finalizers(action, finalizers)
@@ -261,8 +263,10 @@ def _not_evicted(
     replacement: Replacement,
     eviction: EvictionTime | None,
     holds_rwo: bool,
+    stays: bool = False,
 ) -> Action:
-    """A pod still counted as a live replica on a failed node: what frees it, if anything."""
+    """A pod still counted as a live replica on a failed node: what frees it, if anything.
+    `stays`: it tolerates the out-of-service taint, which then does not free it."""
     state = eviction.state if eviction else "not-applicable"
     if eviction is not None and eviction.at is not None:
         return Action(
@@ -295,6 +299,7 @@ def _not_evicted(
             "the taint-eviction controller is not evicting it (check kube-controller-manager's "
             "--controllers and health), so nothing replaces it: free it",
             terminating=False,
+            stays=stays,
         )
     # Never evicted: nothing replaces it, nothing serves in its place.
     return _free_it(
@@ -309,6 +314,7 @@ def _not_evicted(
         )
         + ": free it",
         terminating=False,
+        stays=stays,
     )
 
 
@@ -347,9 +353,17 @@ def _unlock(node: NodeFinding) -> tuple[str, ...]:
 
 
 def _free_it(
-    node: NodeFinding, kind: str, holds_rwo: bool, lead: str, *, terminating: bool
+    node: NodeFinding,
+    kind: str,
+    holds_rwo: bool,
+    lead: str,
+    *,
+    terminating: bool,
+    stays: bool = False,
 ) -> Action:
-    """The out-of-service taint (after the machine is confirmed off), or deleting the Node."""
+    """The out-of-service taint (after the machine is confirmed off), or deleting the Node; a
+    force delete for a pod that is not Terminating and tolerates that taint (`stays`): the taint
+    evicts it never, and PodGC force-deletes only Terminating pods under it."""
     confirmed = bool(node.shutdown_evidence)
     unlock = _unlock(node)
     risk = "low" if confirmed else ("high" if kind == "statefulset" or holds_rwo else "medium")
@@ -379,6 +393,17 @@ def _free_it(
         )
     )
     head = f"{lead}: " if lead else ""
+    if stays and not terminating:
+        return Action(
+            "force-delete",
+            f"{head}it tolerates the out-of-service taint with no time limit, so that taint "
+            "does not evict it (PodGC force-deletes only Terminating pods under it): "
+            "force-delete it (remediate does, beside the taint), or delete the Node object if "
+            f"the machine is gone for good{why_unsafe}",
+            risk,
+            remediate=remediate_cmd(node.name, *unlock),
+            if_still_running=if_running,
+        )
     return Action(
         "out-of-service",
         f"{head}apply the out-of-service taint (pods force-deleted, volumes detached at "

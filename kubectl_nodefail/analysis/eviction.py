@@ -8,7 +8,7 @@ from datetime import datetime
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.findings import TaintView, ZoneFinding
 from kubectl_nodefail.analysis.text import ago
-from kubectl_nodefail.snapshot import Obj, shifted
+from kubectl_nodefail.snapshot import Obj, parse_time, shifted
 
 
 def tolerates(toleration: Obj, taint: TaintView) -> bool:
@@ -26,6 +26,20 @@ def tolerates(toleration: Obj, taint: TaintView) -> bool:
     return (toleration.get("value") or "") == taint.value
 
 
+# The out-of-service taint as remediate applies it (actions.py): a pod that tolerates it with no
+# time limit stays under it, and PodGC force-deletes only Terminating pods there.
+OUT_OF_SERVICE = TaintView(facts.TAINT_OUT_OF_SERVICE, "NoExecute", "nodeshutdown")
+
+
+def stays_under_out_of_service(pod: Obj) -> bool:
+    """The pod tolerates the out-of-service taint without a time limit (a blanket `operator:
+    Exists`, or that key): the taint evicts it never, so it does not release it."""
+    return any(
+        tolerates(t, OUT_OF_SERVICE) and t.get("tolerationSeconds") is None
+        for t in (pod.get("spec") or {}).get("tolerations") or []
+    )
+
+
 # Words the timeline carries for each outcome; the NEXT column and the invariants read them.
 NEVER = "never evicted"
 PAUSED = "no eviction while"
@@ -37,6 +51,28 @@ NOT_EVICTING = "the taint-eviction controller is not evicting"
 # second (tests/e2e/test_claims_rules.py). Such a pod without a deletionTimestamp is either that
 # instant or a controller that does not run; past this many seconds, it is the latter.
 EVICTION_LAG_SECONDS = 30
+
+
+def arrived(pod: Obj) -> datetime | None:
+    """When the pod was bound to its node, as the API records it: its PodScheduled condition's
+    lastTransitionTime (the scheduler's binding, or the kubelet's first status for a pod created
+    with spec.nodeName), else its creationTimestamp (spec.nodeName set at creation, no status
+    posted since). The taint-eviction controller counts tolerationSeconds from when it first
+    sees the pod on a tainted node: the later of this and the taint's timeAdded."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+            when = parse_time(cond.get("lastTransitionTime"))
+            if when is not None:
+                return when
+    return parse_time(pod["metadata"].get("creationTimestamp"))
+
+
+def _seen(taint: TaintView, pod_arrived: datetime | None) -> tuple[datetime | None, bool]:
+    """(when the controller first saw this pod under this taint, whether that was the pod's
+    arrival rather than the taint's)."""
+    if taint.time_added is None or pod_arrived is None or pod_arrived <= taint.time_added:
+        return taint.time_added, False
+    return pod_arrived, True
 
 
 @dataclass
@@ -61,22 +97,31 @@ def eviction_time(
     noexec = [t for t in node_taints if t.effect == "NoExecute"]
     tolerations = (pod.get("spec") or {}).get("tolerations") or []
     deadline: datetime | None = None
+    after_arrival = False  # the deadline counts from the pod's arrival, after the taint
+    pod_arrived = arrived(pod)
     for taint in noexec:
         matching = [t for t in tolerations if tolerates(t, taint)]
+        seen, by_arrival = _seen(taint, pod_arrived)
         if not matching:
-            age = (now - taint.time_added).total_seconds() if taint.time_added else 0.0
+            age = (now - seen).total_seconds() if seen else 0.0
             if age > EVICTION_LAG_SECONDS:
                 return EvictionTime(
                     "not-evicting",
                     None,
-                    f"does not tolerate {taint.key}:NoExecute, added {ago(age)}: the "
+                    f"does not tolerate {taint.key}:NoExecute, "
+                    + (
+                        f"bound to the tainted node {ago(age)}"
+                        if by_arrival
+                        else f"added {ago(age)}"
+                    )
+                    + ": the "
                     "taint-eviction controller deletes such a pod within moments, so "
                     f"{NOT_EVICTING} (disabled in kube-controller-manager --controllers, or the "
                     "manager is down or overloaded)",
                 )
             return EvictionTime(
                 "immediate",
-                taint.time_added,
+                seen,
                 f"does not tolerate {taint.key}:NoExecute: evicted as soon as the "
                 "taint-eviction controller sees it",
             )
@@ -85,14 +130,30 @@ def eviction_time(
         ]
         if not seconds:
             continue  # tolerated forever
-        when = shifted(taint.time_added or now, max(min(seconds), 0))
-        deadline = when if deadline is None or when < deadline else deadline
+        when = shifted(seen or now, max(min(seconds), 0))
+        if deadline is None or when < deadline:
+            deadline, after_arrival = when, by_arrival
     if deadline is not None:
+        start = (
+            "the pod's arrival on the tainted node (PodScheduled, else creationTimestamp: "
+            "the controller counts from when it first sees the pod there)"
+            if after_arrival
+            else "taint timeAdded"
+        )
+        late = (now - deadline).total_seconds()
+        if late > EVICTION_LAG_SECONDS:
+            return EvictionTime(
+                "not-evicting",
+                None,
+                f"eviction was due {ago(late)} ({start} + smallest tolerationSeconds) and it "
+                f"has not happened: {NOT_EVICTING} (disabled, down or overloaded), or "
+                "kube-controller-manager restarted since and counts its tolerations again from "
+                "its start",
+            )
         return EvictionTime(
             "scheduled",
             deadline,
-            f"eviction due {ago((now - deadline).total_seconds())} "
-            "(taint timeAdded + smallest tolerationSeconds)",
+            f"eviction due {ago(late)} ({start} + smallest tolerationSeconds)",
         )
     if noexec:
         return EvictionTime(

@@ -148,6 +148,9 @@ class PodFinding:
     # every statement made about the pod, with the snapshot facts it rests on (claims.py)
     claims: list[Claim] = field(default_factory=list)
     phase: str = ""  # status.phase
+    # tolerates the out-of-service taint with no time limit: the taint does not release it
+    # unless it is Terminating (eviction.stays_under_out_of_service)
+    stays_under_out_of_service: bool = False
 
 
 @dataclass

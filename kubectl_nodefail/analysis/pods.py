@@ -307,6 +307,7 @@ def analyse_pod(
         finalizers=list(meta.get("finalizers") or []),
         claims=meaning + explained.claims,
         phase=str((pod.get("status") or {}).get("phase") or ""),
+        stays_under_out_of_service=eviction.stays_under_out_of_service(pod),
     )
     finding.action = advice.for_pod(
         finding, node, ev, holds_rwo, advice.default_strategy(snap.server_minor)

@@ -61,6 +61,8 @@ def next_step(pod: PodFinding, now: datetime) -> str:
     if not pod.node_failed:
         return "held (finalizers)" if pod.finalizers else "kubelet slow"
     if not pod.terminating:
+        if pod.eviction_at is not None and pod.eviction_at <= now:
+            return "evicting now"  # due within the controller's lag: no deletion seen yet
         if pod.eviction_at is not None:
             return f"evicted {ago((now - pod.eviction_at).total_seconds())}"
         if eviction.NEVER in pod.timeline:

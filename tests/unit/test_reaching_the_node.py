@@ -1,0 +1,160 @@
+"""Pods that reach a failed node another way (issue 33 item 2), on neighbours of a recorded
+fixture: bound after the NoExecute taint (spec.nodeName set by hand, no scheduler), and pods that
+tolerate every taint. What the taint-eviction controller and PodGC do with them is proven on the
+real control plane in tests/e2e/test_reaching_the_node.py; here, each path of the analysis."""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.analysis.eviction import EVICTION_LAG_SECONDS, stays_under_out_of_service
+from kubectl_nodefail.plan import Options, make_plan
+from kubectl_nodefail.snapshot import Snapshot, format_time, parse_time
+from tests.unit.conftest import load
+
+NODE, POD = "flaky-a", "lonely"  # a bare pod tolerating unreachable for 20 s
+TAINTED = parse_time("2026-11-30T09:46:46Z")  # the NoExecute taint's timeAdded
+assert TAINTED is not None
+
+
+def _edited(arrived_after_taint: int, toleration: int, captured_after: int) -> Snapshot:
+    """The bare pod created with spec.nodeName `arrived_after_taint` s after the taint (no
+    PodScheduled condition: no scheduler bound it, and its kubelet never posted status), read
+    `captured_after` s after its arrival."""
+    snap = copy.deepcopy(load("node-down-before-eviction"))
+    pod = snap.pod("scenario-down", POD)
+    assert pod is not None
+    arrived = TAINTED + timedelta(seconds=arrived_after_taint)
+    pod["metadata"]["creationTimestamp"] = format_time(arrived)
+    pod["status"] = {"phase": "Pending"}
+    for tol in pod["spec"]["tolerations"]:
+        tol["tolerationSeconds"] = toleration
+    snap.captured_at = arrived + timedelta(seconds=captured_after)
+    return snap
+
+
+def _row(snap: Snapshot) -> Any:
+    report = diagnose(snap, snap.captured_at)
+    return report, next(p for p in report.pods if p.name == POD)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    after=st.integers(1, 6 * 3600),
+    toleration=st.integers(0, 6 * 3600),
+    read=st.integers(0, 6 * 3600),
+)
+def test_a_pod_bound_after_the_taint_counts_from_its_arrival(
+    after: int, toleration: int, read: int
+) -> None:
+    snap = _edited(after, toleration, read)
+    _, row = _row(snap)
+    due = TAINTED + timedelta(seconds=after + toleration)
+    late = read - toleration
+    if late > EVICTION_LAG_SECONDS:  # due long ago and still not deleted: not evicting
+        assert row.eviction_at is None and "has not happened" in row.timeline, row.timeline
+        assert "restarted" in row.timeline
+    else:
+        assert row.eviction_at == due, (row.eviction_at, due)
+        assert "arrival on the tainted node" in row.timeline, row.timeline
+        assert "ago" not in row.timeline or late >= 0
+
+
+def test_a_pod_scheduled_before_the_taint_counts_from_the_taint() -> None:
+    snap = load("node-down-before-eviction")
+    report = diagnose(snap, snap.captured_at)
+    row = next(p for p in report.pods if p.name == POD)
+    assert row.eviction_at == TAINTED + timedelta(seconds=20)
+    assert "taint timeAdded + smallest tolerationSeconds" in row.timeline
+
+
+def test_a_pod_that_does_not_tolerate_counts_from_its_arrival_too() -> None:
+    snap = _edited(600, 20, 5)
+    pod = snap.pod("scenario-down", POD)
+    assert pod is not None
+    pod["spec"]["tolerations"] = []
+    _, row = _row(snap)
+    assert "evicted as soon as the taint-eviction controller sees it" in row.timeline
+    assert row.eviction_at == TAINTED + timedelta(seconds=600)
+
+
+TOLERATE_ALL: list[dict[str, Any]] = [{"operator": "Exists"}]
+
+
+def _tolerating_everything(snap: Snapshot, tolerations: list[dict[str, Any]]) -> Snapshot:
+    pod = snap.pod("scenario-down", POD)
+    assert pod is not None
+    pod["spec"]["tolerations"] = tolerations
+    return snap
+
+
+def test_a_pod_tolerating_every_taint_is_force_deleted_not_tainted_off() -> None:
+    snap = _tolerating_everything(copy.deepcopy(load("node-down-before-eviction")), TOLERATE_ALL)
+    report = diagnose(snap, snap.captured_at)
+    row = next(p for p in report.pods if p.name == POD)
+    assert row.stays_under_out_of_service and row.action.code == "force-delete", row.action
+    assert "tolerates the out-of-service taint" in row.action.summary
+    plan = make_plan(report, Options(attested=[NODE], only_nodes=[NODE], allow_disruption=True))
+    taint = next(s for s in plan.steps if s.action == "taint-out-of-service")
+    assert not any(POD in r for r in taint.releases), taint.releases
+    force = [s for s in plan.steps if s.action == "force-delete-pod"]
+    assert [s.target for s in force] == [f"pod/scenario-down/{POD}"], plan.steps
+    assert plan.steps.index(taint) < plan.steps.index(force[0])  # the taint first: volumes
+
+
+def test_under_an_out_of_service_taint_already_set_it_is_force_deleted_too() -> None:
+    """Someone applied the taint by hand: the pods that do not tolerate it go by themselves
+    (a wait), the one that does is force-deleted; nothing says PodGC removes it."""
+    snap = _tolerating_everything(copy.deepcopy(load("node-down-before-eviction")), TOLERATE_ALL)
+    node = next(n for n in snap.nodes if n["metadata"]["name"] == NODE)
+    node["spec"]["taints"].append(
+        {
+            "key": "node.kubernetes.io/out-of-service",
+            "value": "nodeshutdown",
+            "effect": "NoExecute",
+            "timeAdded": format_time(snap.captured_at),
+        }
+    )
+    report = diagnose(snap, snap.captured_at)
+    row = next(p for p in report.pods if p.name == POD)
+    assert "PodGC force-deletes only Terminating pods" in row.action.summary, row.action
+    plan = make_plan(report, Options(attested=[NODE], only_nodes=[NODE], allow_disruption=True))
+    (force,) = [s for s in plan.steps if s.action == "force-delete-pod"]
+    assert force.target == f"pod/scenario-down/{POD}" and force.allowed, force
+    wait = next(s for s in plan.steps if s.target == f"node/{NODE}")
+    assert wait.action == "wait" and "the others that do not tolerate it" in wait.why
+
+
+@given(
+    key=st.sampled_from(["", "node.kubernetes.io/out-of-service", "other"]),
+    operator=st.sampled_from(["Exists", "Equal", None]),
+    effect=st.sampled_from(["", "NoExecute", "NoSchedule"]),
+    value=st.sampled_from([None, "nodeshutdown", "x"]),
+    seconds=st.one_of(st.none(), st.integers(0, 600)),
+)
+def test_who_stays_under_the_out_of_service_taint(
+    key: str, operator: str | None, effect: str, value: str | None, seconds: int | None
+) -> None:
+    """As the API matches a toleration (core/v1 ToleratesTaint) against the taint remediate
+    applies (node.kubernetes.io/out-of-service=nodeshutdown:NoExecute), with no time limit."""
+    tol: dict[str, Any] = {"key": key, "effect": effect}
+    if operator:
+        tol["operator"] = operator
+    if value is not None:
+        tol["value"] = value
+    if seconds is not None:
+        tol["tolerationSeconds"] = seconds
+    matches = (
+        effect in ("", "NoExecute")
+        and key in ("", "node.kubernetes.io/out-of-service")
+        and (operator == "Exists" or (key != "" and (value or "") == "nodeshutdown"))
+    )
+    assert stays_under_out_of_service({"spec": {"tolerations": [tol]}}) == (
+        matches and seconds is None
+    )
