@@ -306,7 +306,8 @@ KUBECTL_FLAGS: tuple[tuple[tuple[str, ...], str, str, bool, bool], ...] = (
     (
         ("--disable-compression",),
         "disable_compression",
-        "Accepted as kubectl's; kubectl-nodefail never asks for compressed responses.",
+        "Opt out of response compression for all requests (gzip is asked for by default, as "
+        "kubectl does).",
         False,
         True,
     ),
