@@ -928,10 +928,22 @@ def diagnose(
         )
     conn = Connection(kubeconfig, context[0] if context else None, request_timeout, verbose)
     on_screen = watch and sys.stdout.isatty()
+    from kubectl_nodefail import pastable
 
-    def show(snap: Any, to: TextIO | None = None) -> tuple[str, int]:
+    live = not (from_file or demo)
+    here = (
+        pastable.connection_args(kubeconfig, context[0] if context else None, current_overrides())
+        if live
+        else []
+    )
+
+    def show(
+        snap: Any, to: TextIO | None = None, where: list[str] | None = None
+    ) -> tuple[str, int]:
         """The diagnosis' text and exit code; JSON is written to `to` instead when given
-        (then the text is empty): a big outage's JSON is never held whole."""
+        (then the text is empty): a big outage's JSON is never held whole. `where`: the
+        connection flags every suggested command carries (pastable.py); by default this run's
+        own, for a live cluster."""
         # imported once the cluster answered: a refused connection fails without their cost
         from kubectl_nodefail import render
         from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
@@ -939,6 +951,7 @@ def diagnose(
 
         require_nodes(snap, nodes)
         report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
+        pastable.carry(report, here if where is None else where)
         if not on_screen:  # the watch's screen shows them as notes; stderr would scroll it
             for gap in report.gaps:
                 click.echo(printable.text(f"warning: {gap}"), err=True)
@@ -999,7 +1012,8 @@ def diagnose(
 
         def one(name: str) -> tuple[str, int]:
             per = Connection(kubeconfig, name, request_timeout, 0, overrides)
-            return show(load_snapshot(per, None, False, nodes, namespaces, warn=False))
+            where = pastable.connection_args(kubeconfig, name, overrides)
+            return show(load_snapshot(per, None, False, nodes, namespaces, warn=False), None, where)
 
         results = contexts.run_many(names, one)
         click.echo(contexts.render(results, output), nl=False)
@@ -1409,12 +1423,12 @@ def _next_command(plan: Any, path: str, kubeconfig: str | None, from_file: str |
     the human types the node's name (having checked its machine) and --confirm."""
     import shlex
 
-    from kubectl_nodefail import attestation
+    from kubectl_nodefail import attestation, pastable
     from kubectl_nodefail.plan import MUTATING
 
-    where = [f"--kubeconfig {shlex.quote(kubeconfig)}"] if kubeconfig else []
-    if plan.bound_to.context:
-        where.append(f"--context {shlex.quote(plan.bound_to.context)}")
+    # the plan's own context always (a replay elsewhere is refused anyway), kubectl's overrides
+    args = pastable.connection_args(kubeconfig, plan.bound_to.context, current_overrides())
+    where = [shlex.quote(a) for a in args]
     replay = " ".join([f"{program_name()} remediate --plan-in {shlex.quote(path)}", *where])
     saved = f"saved the plan to {path}"
     if from_file:

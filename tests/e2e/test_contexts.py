@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shlex
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -14,8 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
+from kubectl_nodefail import attestation
 from tests.e2e.conftest import Plugin
-from tests.e2e.controlplane import HEALTHY_ZONE, ControlPlane
+from tests.e2e.controlplane import HEALTHY_ZONE, ControlPlane, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -67,6 +69,58 @@ def merged(
     return path
 
 
+def test_suggested_commands_name_the_cluster_diagnosed(
+    control_plane: ControlPlane, plugin: Plugin, second: ControlPlane, merged: Path, tmp_path: Path
+) -> None:
+    """Diagnosed with --context first while the kubeconfig's current context is second: every
+    suggested command carries --kubeconfig and --context first (issue 36 item 1), and pasted,
+    with the attestation typed, plans for the cluster that was diagnosed, not the current one."""
+    config = yaml.safe_load(merged.read_text())
+    config["current-context"] = "second"
+    elsewhere = tmp_path / "current-is-second"
+    elsewhere.write_text(yaml.safe_dump(config))
+    cp, node = control_plane, "flaky-ctx"
+    cp.add_failable_node(node)
+    cp.apply(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "scenario-ctx"}},
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "pinned", "namespace": "scenario-ctx"},
+            "spec": {
+                "nodeName": node,
+                "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9"}],
+                "tolerations": [{"operator": "Exists", "effect": "NoExecute"}],
+            },
+        },
+    )
+    cp.stop_kubelet(node)
+    wait_for(f"{node} Unknown", lambda: _ready_status(cp, node) == "Unknown", 90)
+    proc = plugin.run(
+        "diagnose", "--kubeconfig", str(elsewhere), "--context", "first", "-o", "json"
+    )
+    data = json.loads(proc.stdout)
+    commands = [
+        a[k]
+        for a in [n.get("action") or {} for n in data["nodes"]]
+        + [p["action"] for p in data["pods"]]
+        for k in ("remediate", "kubectl")
+        if a.get(k)
+    ]
+    assert commands, data
+    carried = f"--kubeconfig {elsewhere} --context first "
+    assert all(carried in c for c in commands), commands
+    pod = next(p for p in data["pods"] if p["name"] == "pinned")
+    pasted = shlex.split(pod["action"]["remediate"].replace(attestation.PLACEHOLDER, node))
+    assert pasted[:3] == ["kubectl", "nodefail", "remediate"], pasted
+    plan = plugin.run(*pasted[2:], "-o", "json")
+    assert plan.returncode in (0, 4), plan.stdout + plan.stderr
+    assert json.loads(plan.stdout)["boundTo"]["context"] == "first"
+    table = plugin.run("diagnose", "--kubeconfig", str(elsewhere), "--all-contexts")
+    first = table.stdout[table.stdout.index("=== context first") :]
+    assert "remediate --kubeconfig" in first and "--context first" in first, table.stdout
+
+
 def test_all_contexts_then_one_cluster_stopped(
     plugin: Plugin, second: ControlPlane, merged: Path
 ) -> None:
@@ -93,3 +147,8 @@ def test_all_contexts_then_one_cluster_stopped(
         "=== context first: problems found (exit 3)",
     )
     assert "nodes" in first_group.split("\n", 2)[1]
+
+
+def _ready_status(cp: ControlPlane, node: str) -> str:
+    conditions = cp.get("node", node)["status"].get("conditions") or []
+    return next((c["status"] for c in conditions if c["type"] == "Ready"), "")
