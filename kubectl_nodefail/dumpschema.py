@@ -268,6 +268,8 @@ SCHEMAS: dict[str, Object] = {
             local=ANY,
             hostPath=ANY,
             csi=obj(driver=STR, volumeHandle=STR),
+            # where a local volume can be used (storage.pinning_volume), kept whole
+            nodeAffinity=Object({"required": ANY}, ()),
         ),
     ),
     "Event": obj(

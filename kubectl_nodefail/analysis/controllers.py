@@ -14,7 +14,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis import facts, storage
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact
 from kubectl_nodefail.analysis.findings import Replacement
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
@@ -742,6 +742,18 @@ def statefulset(ctx: Context) -> Explained:
                 *policy_fact,
             )
         )
+    pin = storage.pinning_volume(ctx.pod, ctx.snap, ctx.node)
+    only_there = (
+        f" (and then only on {ctx.node}: PersistentVolume {pin[2]['metadata']['name']} allows "
+        "no other node)"
+        if pin is not None
+        else ""
+    )
+    if pin is not None:
+        owner_wants += [
+            fact("PersistentVolumeClaim", pin[1], "spec.volumeName"),
+            fact("PersistentVolume", pin[2], "spec.nodeAffinity.required"),
+        ]
     if not wanted:
         rep = Replacement(
             "not-wanted",
@@ -750,17 +762,20 @@ def statefulset(ctx: Context) -> Explained:
         )
     elif ctx.terminating:
         rep = Replacement(
-            "blocked", f"blocked: the name {ctx.name} is still taken by this Terminating pod"
+            "blocked",
+            f"blocked: the name {ctx.name} is still taken by this Terminating pod{only_there}",
         )
     elif ctx.grace_zero and not ctx.never_evicted:
         rep = Replacement(
             "not-yet",
-            f"none yet: {ctx.name} is created again elsewhere as soon as the eviction removes "
-            "the object (grace period 0)",
+            f"none yet: {ctx.name} is created again "
+            + (f"on {ctx.node}{only_there}" if pin is not None else "elsewhere")
+            + " as soon as the eviction removes the object (grace period 0)",
         )
     else:
         rep = Replacement(
-            "blocked", f"none: {ctx.name} will be recreated only after the old object is removed"
+            "blocked",
+            f"none: {ctx.name} will be recreated only after the old object is removed" + only_there,
         )
     out.append(
         claim(
@@ -809,6 +824,13 @@ def statefulset(ctx: Context) -> Explained:
         returns = (
             f"the StatefulSet controller deletes it (outside replicas {replicas}), then the "
             "kubelet stops it and removes the object; it is not recreated."
+        )
+    elif wanted and pin is not None:
+        returns = (
+            f"kubelet removes the old pod, then the StatefulSet controller recreates {ctx.name} "
+            f"on {ctx.node} again: its claim {pin[0]} is bound to PersistentVolume "
+            f"{pin[2]['metadata']['name']}, whose node affinity allows only {ctx.node} (a local "
+            "volume)."
         )
     elif wanted:
         returns = (
