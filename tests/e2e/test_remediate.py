@@ -142,11 +142,13 @@ def test_out_of_service_strategy_and_taint_removal(
     assert (OOS, "NoExecute") not in taint_keys(cp, node)
 
 
-def _saved_force_delete_refused(plugin: Plugin, plan: Path, node: str, detail: str) -> None:
-    """A saved plan replayed with the attestation: exit 4, its force delete refused (by the
-    live plan), the refusal's detail starting with `detail`."""
-    attested = ("--node-shutdown-confirmed", node, "--confirm")
-    proc = plugin.run("remediate", "--plan-in", str(plan), *attested, "-o", "json")
+def _saved_force_delete_refused(
+    plugin: Plugin, plan: Path, node: str, detail: str, retyped: bool = True
+) -> None:
+    """A saved plan replayed (with the attestation typed again, or not): exit 4, its force
+    delete refused (by the live plan), the refusal's detail starting with `detail`."""
+    attested = ("--node-shutdown-confirmed", node) if retyped else ()
+    proc = plugin.run("remediate", "--plan-in", str(plan), *attested, "--confirm", "-o", "json")
     assert proc.returncode == 4, proc.stdout + proc.stderr
     step = next(s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod")
     assert step["result"] == "refused", step
@@ -167,16 +169,24 @@ def test_rechecks_skip_a_returned_node_and_a_recreated_pod(
             str(plans[node]),
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
-    # The node comes back between plan and --confirm: the live plan has nothing for it, so the
-    # saved step is refused, never run.
+    # The node comes back between plan and --confirm: the attestation typed again is refused
+    # (the node is Ready: exit 17, nothing done); without it, the live plan has nothing for the
+    # node, so the saved step is refused, never run.
     cp.start_kubelet(back)
     wait_node_ready(cp, back)
+    retyped = plugin.run(
+        "remediate", "--plan-in", str(plans[back]), "--node-shutdown-confirmed", back,
+        "--confirm", "-o", "json",
+    )  # fmt: skip
+    assert retyped.returncode == 17 and retyped.stdout == "", retyped.stdout + retyped.stderr
+    assert f"refused, node {back} is Ready" in retyped.stderr, retyped.stderr
     _saved_force_delete_refused(
         plugin,
         plans[back],
         back,
         f"not allowed now (the live plan has no force-delete-pod for pod/{NS}/db-{back}-0 on "
         f"node {back}",
+        retyped=False,
     )
     # A pod recreated with the same name after the plan (elsewhere): the live plan has no step
     # for it, so the saved one is refused (the executor's own UID checks: test_remediate_safety).
