@@ -2,7 +2,8 @@
 StatefulSet pod whose claim is bound to a `local` PersistentVolume with node affinity to the node
 that died. The diagnosis says it is recreated on that node again, never "this or another node";
 freed (force-deleted after an attestation), the recreated pod is not placed anywhere else (the
-scheduler: volume node affinity conflict) and, once the node is back, runs there."""
+scheduler: every other node "didn't match PersistentVolume's node affinity") and, once the node
+is back, runs there."""
 
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ def test_a_pod_on_a_local_volume_comes_back_only_on_its_node(
         return str(cond.get("message") or "") if cond.get("status") == "False" else ""
 
     message = wait_for("the scheduler's verdict on db-0", unschedulable, 60)
-    assert "volume node affinity conflict" in message, message
+    assert "didn't match PersistentVolume's node affinity" in message, message
     assert not (_pod(cp) or {}).get("spec", {}).get("nodeName"), again
     # ... and once the node is back it runs there.
     cp.start_kubelet(NODE)
