@@ -77,6 +77,7 @@ def report_data(report: Report) -> dict[str, Any]:
         "waitingForNode": c.waiting_for_node,
         "terminatingElsewhere": c.elsewhere,
         "heldByFinalizers": c.held_by_finalizers,
+        "onDeletedNodes": c.on_deleted_nodes,
     }
     return {"apiVersion": API_VERSION, "kind": "Diagnosis", "summary": totals, **data}
 
@@ -157,6 +158,8 @@ def headline(report: Report) -> str:
         waits.append(f"{c.waiting_for_volume} waiting for a volume held by a failed node")
     if c.waiting_for_node:
         waits.append(f"{c.waiting_for_node} Pending: they may run only on a failed node")
+    if c.on_deleted_nodes:
+        waits.append(f"{c.on_deleted_nodes} bound to a deleted node: PodGC removes them")
     if waits:
         text += f" ({'; '.join(waits)})"
     late = [n for n in report.nodes if n.cause.code == "lease-not-renewed"]

@@ -9,6 +9,7 @@ from kubectl_nodefail.analysis import advice, automation, versions
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node
 from kubectl_nodefail.analysis.pods import (
+    analyse_orphan_pod,
     analyse_pinned_pod,
     analyse_pod,
     analyse_waiting_pod,
@@ -44,6 +45,15 @@ def _stuck_pod(pod: Obj, node: NodeFinding | None, now: datetime) -> bool:
     return deletion is not None and deletion <= now
 
 
+def _finished(pod: Obj) -> bool:
+    """Ran to the end and not deleted: nothing is stuck, wherever it is bound."""
+    meta = pod["metadata"]
+    return (
+        not meta.get("deletionTimestamp")
+        and (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+    )
+
+
 def diagnose(
     snap: Snapshot,
     now: datetime,
@@ -62,6 +72,10 @@ def diagnose(
         if node is not None and node.failed:
             node.pod_count += 1
         if namespaces and pod["metadata"].get("namespace") not in namespaces:
+            continue
+        if node_name and node is None and not _finished(pod):  # its Node object was deleted
+            if not only_nodes or node_name in only_nodes:
+                pods.append(analyse_orphan_pod(pod, snap, now))
             continue
         if (not only_nodes or node_name in only_nodes) and _stuck_pod(pod, node, now):
             zone = zone_by_name.get(node.zone) if node else None

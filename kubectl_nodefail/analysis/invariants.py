@@ -263,7 +263,8 @@ def _rows(v: _View) -> Iterator[Violation]:
             1
             for p in v.report.pods
             if p.node not in failed_nodes
-            and p.category not in (summary.WAITING_FOR_VOLUME, summary.WAITING_FOR_NODE)
+            and p.category
+            not in (summary.WAITING_FOR_VOLUME, summary.WAITING_FOR_NODE, summary.ON_DELETED)
         ),
     }
     for key, value in by_hand.items():
@@ -590,6 +591,7 @@ def check_data(data: dict[str, Any]) -> list[Violation]:
         "waitingForNode": c.waiting_for_node,
         "terminatingElsewhere": c.elsewhere,
         "heldByFinalizers": c.held_by_finalizers,
+        "onDeletedNodes": c.on_deleted_nodes,
     }
     for key, value in expected.items():
         shown = (data.get("summary") or {}).get(key)

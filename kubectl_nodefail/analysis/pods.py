@@ -468,3 +468,103 @@ def analyse_pinned_pod(pod: Obj, snap: Snapshot, nodes: list[str]) -> PodFinding
         claims=claims,
         phase="Pending",
     )
+
+
+# PodGC (pkg/controller/podgc): pods bound to a node that does not exist are force-deleted once
+# the node has been missing for the quarantine (40 s), checked on each pass (every 20 s).
+PODGC_QUARANTINE_SECONDS = 40
+PODGC_PERIOD_SECONDS = 20
+
+
+def analyse_orphan_pod(pod: Obj, snap: Snapshot, now: datetime) -> PodFinding:
+    """A pod bound to a node whose Node object no longer exists (deleted): no kubelet, no node
+    lifecycle controller, no taint acts on it; PodGC force-deletes it (marking it Failed first),
+    within about a minute of the node's deletion. Finalizers other than the Job's tracking one
+    still keep the object. Its replacement is the owner's own rule's (controllers.explain, on
+    the node as failed: nothing runs there), its sentences this function's."""
+    meta = pod["metadata"]
+    namespace, name = meta.get("namespace", ""), meta["name"]
+    node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+    links, owner_objs = owners.chain(pod, snap)
+    kind = owners.controller_type(pod, links)
+    deletion = parse_time(meta.get("deletionTimestamp"))
+    terminating = deletion is not None
+    finalizers = list(meta.get("finalizers") or [])
+    held = advice.holding_finalizers(finalizers, terminating, "delete-node")
+    within = PODGC_QUARANTINE_SECONDS + PODGC_PERIOD_SECONDS
+    because = [fact("Pod", pod, "spec.nodeName"), fact("Pod", pod, "metadata.deletionTimestamp")]
+    if held:
+        because.append(fact("Pod", pod, "metadata.finalizers"))
+    meaning = claim(
+        "status-meaning",
+        "meaning",
+        f"bound to {node_name}, whose Node object no longer exists (deleted): PodGC "
+        "force-deletes it",
+        *because[:1],
+    )
+    why = (
+        "no kubelet confirms anything and no taint applies; PodGC force-deletes a pod bound to "
+        f"a missing node once the node has been missing {PODGC_QUARANTINE_SECONDS}s (it looks "
+        f"every {PODGC_PERIOD_SECONDS}s), so it goes within about {within}s of the node's "
+        "deletion"
+        + (
+            f"; finalizers {', '.join(held)} then keep the object until removed "
+            f"({'; '.join(advice.finalizer_owner(f) for f in held)})"
+            if held
+            else ""
+        )
+        + "."
+    )
+    ctx = controllers.Context(
+        pod,
+        kind,
+        owner_objs,
+        snap,
+        node_name,
+        True,
+        {node_name},
+        terminating,
+        now,
+        owner_kinds=[link.kind for link in links[: len(owner_objs)]],
+    )
+    explained = controllers.explain(ctx)
+    claims = [meaning, claim("released-by", "why", why, *because)]
+    claims += [c for c in explained.claims if c.section == "replacement"]
+    return PodFinding(
+        namespace=namespace,
+        name=name,
+        uid=meta.get("uid", ""),
+        resource_version=meta.get("resourceVersion", ""),
+        node=node_name,
+        node_failed=False,
+        kubectl_status=kubectl_status(pod),
+        ready=ready_column(pod),
+        meaning=text_of(claims, "meaning"),
+        category="on-deleted-node",
+        terminating=terminating,
+        stuck_seconds=(now - deletion).total_seconds() if deletion else None,
+        deletion_timestamp=deletion,
+        owner_chain=links,
+        controller=kind,
+        explanation=text_of(claims, "why"),
+        replacement=explained.replacement,
+        storage=[],
+        timeline="",
+        eviction_at=None,
+        if_node_returns="",  # the node cannot return: a node registering again is a new object
+        action=Action(
+            "finalizer-held" if held else "wait",
+            (
+                f"PodGC removes it, but finalizers {', '.join(held)} keep the object: "
+                f"{'; '.join(advice.finalizer_owner(f) for f in held)}"
+                if held
+                else f"PodGC removes it within about {within}s of the node's deletion; if it "
+                "stays longer, check kube-controller-manager (its podgc controller)"
+            ),
+            "none",
+        ),
+        evidence=[f"spec.nodeName {node_name}: no such Node"],
+        finalizers=finalizers,
+        claims=claims,
+        phase=str((pod.get("status") or {}).get("phase") or ""),
+    )

@@ -18,6 +18,7 @@ ON_FAILED = ("on-failed-node", "terminating-on-failed-node")
 WAITING_FOR_VOLUME = "waiting-for-volume"
 WAITING_FOR_NODE = "waiting-for-node"  # Pending, and may run only on failed nodes
 ELSEWHERE = "terminating-elsewhere"
+ON_DELETED = "on-deleted-node"  # bound to a node whose Node object was deleted: PodGC's
 
 
 @dataclass
@@ -33,10 +34,16 @@ class Counts:
     waiting_for_node: int
     elsewhere: int
     held_by_finalizers: int  # of `elsewhere`
+    on_deleted_nodes: int = 0  # bound to a node whose Node object was deleted
 
     @property
     def node_failure(self) -> int:
-        return self.on_failed_nodes + self.waiting_for_volume + self.waiting_for_node
+        return (
+            self.on_failed_nodes
+            + self.waiting_for_volume
+            + self.waiting_for_node
+            + self.on_deleted_nodes
+        )
 
 
 def counts(report: Report) -> Counts:
@@ -49,6 +56,7 @@ def counts(report: Report) -> Counts:
         waiting_for_node=sum(1 for p in report.pods if p.category == WAITING_FOR_NODE),
         elsewhere=len(elsewhere),
         held_by_finalizers=sum(1 for p in elsewhere if p.finalizers),
+        on_deleted_nodes=sum(1 for p in report.pods if p.category == ON_DELETED),
     )
 
 
@@ -58,6 +66,8 @@ def next_step(pod: PodFinding, now: datetime) -> str:
         return "waits for volume"
     if pod.category == WAITING_FOR_NODE:
         return "waits for node"
+    if pod.category == ON_DELETED:
+        return "held (finalizers)" if pod.action.code == "finalizer-held" else "PodGC removes"
     if not pod.node_failed:
         return "held (finalizers)" if pod.finalizers else "kubelet slow"
     if not pod.terminating:

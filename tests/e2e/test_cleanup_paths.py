@@ -6,6 +6,7 @@ then one pod is force-deleted, one Node object is deleted, one node gets the out
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -86,6 +87,21 @@ def test_9_force_delete_statefulset_pod_recreates_it_elsewhere(down: Down) -> No
 def test_10_deleting_the_node_lets_podgc_remove_its_pods(down: Down) -> None:
     cp = down.cp
     cp.kubectl("delete", "node", GONE)
+    deleted = time.monotonic()
+    # Within PodGC's 40 s quarantine the pods are still there: said as bound to a deleted node,
+    # removed by PodGC, never as a node that is Ready or could return (issue 33 item 4).
+    path = down.plugin.record("node-deleted", "cleanup paths (scenario 10)", "node just deleted")
+    _, data = down.plugin.diagnose_json()
+    assert time.monotonic() - deleted < 40, "diagnosed after PodGC's quarantine: too slow"
+    rows = [p for p in data["pods"] if p["node"] == GONE]
+    assert rows, data["pods"]
+    for row in rows:
+        assert row["category"] == "on-deleted-node", row
+        assert "whose Node object no longer exists" in row["meaning"], row
+        assert "Ready" not in row["meaning"] + row["explanation"] + row["ifNodeReturns"], row
+        assert row["action"]["code"] == "wait" and "PodGC removes it" in row["action"]["summary"]
+    assert data["summary"]["onDeletedNodes"] == len(rows)
+    assert path.exists()
     wait_for(
         f"every pod bound to {GONE} removed by PodGC",
         lambda: (
@@ -97,6 +113,8 @@ def test_10_deleting_the_node_lets_podgc_remove_its_pods(down: Down) -> None:
         ),
         120,
     )
+    # "within about 60 s of the node's deletion": the quarantine, a pass, and the API's moment
+    assert time.monotonic() - deleted < 75, time.monotonic() - deleted
     new = wait_running_elsewhere(cp, NS, f"db-{GONE}", GONE, timeout=60)
     assert new["metadata"]["uid"] != down.uids[GONE]
     events = cp.get("events", namespace=NS)

@@ -60,6 +60,7 @@ def test_json_output_is_stable_shape() -> None:
         "waitingForNode",
         "terminatingElsewhere",
         "heldByFinalizers",
+        "onDeletedNodes",
     }
     first = data["pods"][0]
     for key in (
