@@ -31,7 +31,14 @@ from kubectl_nodefail import __version__, dumpschema, kube
 from kubectl_nodefail.analysis import eviction, facts
 from kubectl_nodefail.analysis.advice import holding_finalizers
 from kubectl_nodefail.analysis.nodes import is_ready
-from kubectl_nodefail.errors import ApiError, Conflict, Forbidden, NodefailError, NotFound
+from kubectl_nodefail.errors import (
+    ApiError,
+    AuthError,
+    Conflict,
+    Forbidden,
+    NodefailError,
+    NotFound,
+)
 from kubectl_nodefail.plan import (
     MUTATING,
     Plan,
@@ -929,3 +936,36 @@ def summary(plan: Plan) -> dict[str, int]:
         state = step.result or ("planned" if step.allowed else "refused")
         counts[state] = counts.get(state, 0) + 1
     return counts
+
+
+def restate(cluster: kube.Cluster, plan: Plan) -> None:
+    """Before the result speaks of pods that stay stuck (a step refused, skipped or not
+    started), read each of them again: only a pod still bound to that step's node stays named;
+    one gone, or recreated elsewhere under its name, is said so instead (in place). A read that
+    fails leaves the name, marked as not re-read."""
+    for step in plan.steps:
+        runs = step.allowed and step.result in ("", "done", "unconfirmed", "interrupted")
+        if runs or not step.releases:
+            continue
+        still, moved = [], []
+        for entry in step.releases:
+            namespace, _, rest = entry.partition("/")
+            name = rest.split(" ", 1)[0]
+            try:
+                pod = cluster.get_object(f"/api/v1/namespaces/{namespace}/pods/{name}")
+            except NotFound:
+                moved.append(f"{namespace}/{name} (gone)")
+                continue
+            except (ApiError, AuthError):
+                still.append(f"{entry} [not re-read]")
+                continue
+            where = (pod.get("spec") or {}).get("nodeName") or ""
+            if where == step.node:
+                still.append(entry)
+            else:
+                moved.append(f"{namespace}/{name} (now {'on ' + where if where else 'Pending'})")
+        step.releases = still
+        if moved:
+            step.detail = (step.detail + "; " if step.detail else "") + (
+                f"no longer stuck on {step.node} when re-read: {', '.join(moved)}"
+            )

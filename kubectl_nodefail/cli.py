@@ -1627,7 +1627,7 @@ def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: in
     between a request and its trail line. From here each request is bounded by
     --request-timeout, the waits by --wait-timeout, and SIGINT/SIGTERM stop it cleanly.
     """
-    from kubectl_nodefail.actions import Executor, Stop, whoami
+    from kubectl_nodefail.actions import Executor, Stop, restate, whoami
 
     ctx = click.get_current_context(silent=True)
     watchdog = ctx.meta.get(WATCHDOG_KEY) if ctx is not None else None
@@ -1639,6 +1639,7 @@ def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: in
         executor.stop = stop
         try:
             executor.run(plan)
+            restate(cluster, plan)  # "these stay stuck" only from the state now
         finally:
             progress.done()
         return stop.is_set()

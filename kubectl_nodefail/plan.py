@@ -536,6 +536,9 @@ def narrow(saved: Plan, fresh: Plan) -> Plan:
     the reason. Steps only the fresh plan has are not added: a saved plan narrows, never widens.
     """
     now = {step_key(s): s for s in fresh.steps}
+    # the pods the live plan still finds stuck: a refused saved step names no other (a pod
+    # recreated elsewhere, or on a node back, is not left stuck by it)
+    stuck = {r for s in fresh.steps for r in s.releases}
     steps: list[Step] = []
     for old in saved.steps:
         live = now.get(step_key(old))
@@ -545,12 +548,31 @@ def narrow(saved: Plan, fresh: Plan) -> Plan:
             steps.append(replace(old, why=f"{old.why} (no such step in the live plan now)"))
         elif live is None:
             steps.append(
-                replace(old, allowed=False, gate=f"not allowed now ({_missing(old, fresh)})")
+                replace(
+                    old,
+                    allowed=False,
+                    gate=f"not allowed now ({_missing(old, fresh)})",
+                    releases=[r for r in old.releases if r in stuck],
+                )
             )
         elif not live.allowed and old.node in set(saved.attested) - set(fresh.attested):
-            steps.append(replace(old, allowed=False, gate=_not_retyped(saved, old.node)))
+            steps.append(
+                replace(
+                    old,
+                    allowed=False,
+                    gate=_not_retyped(saved, old.node),
+                    releases=list(live.releases),
+                )
+            )
         elif not live.allowed:
-            steps.append(replace(old, allowed=False, gate=f"not allowed now ({live.gate})"))
+            steps.append(
+                replace(
+                    old,
+                    allowed=False,
+                    gate=f"not allowed now ({live.gate})",
+                    releases=list(live.releases),
+                )
+            )
         else:
             steps.append(replace(live))
     return Plan(

@@ -153,6 +153,9 @@ def _saved_force_delete_refused(
     step = next(s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod")
     assert step["result"] == "refused", step
     assert step["detail"].startswith(detail), step
+    # the pod is not stuck now (its node is back, or it was recreated elsewhere): the refused
+    # step says nothing of it staying stuck (issue 33 item 7)
+    assert step["releases"] == [], step
 
 
 def test_rechecks_skip_a_returned_node_and_a_recreated_pod(
