@@ -481,11 +481,13 @@ def make_plan(report: Report, opts: Options) -> Plan:
     """The plan, or AttestationContradicted when the report contradicts a typed attestation."""
     check_attestations(report.nodes, opts.attested)
     refusals: list[str] = []
-    refusal = _cluster_refusal(report, opts)
-    if refusal:
-        refusals.append(refusal)
     candidates = [n for n in report.nodes if not opts.only_nodes or n.name in opts.only_nodes]
     acting = [n for n in candidates if n.failed]
+    # a plan-wide refusal only where it refuses something: a failed node in scope (removing a
+    # stale out-of-service taint from a Ready node is not what a zone brake is about)
+    refusal = _cluster_refusal(report, opts) if acting else None
+    if refusal:
+        refusals.append(refusal)
     if len(acting) > opts.max_nodes:
         refusals.append(
             f"{len(acting)} failed nodes in scope but at most {opts.max_nodes} per run "

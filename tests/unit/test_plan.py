@@ -18,7 +18,7 @@ from kubectl_nodefail.plan import (
     make_plan,
     narrow,
 )
-from tests.unit.conftest import report_of
+from tests.unit.conftest import load, report_of
 
 NODE = "flaky-a"
 
@@ -216,3 +216,28 @@ def test_an_unconfirmed_step_was_executed_and_is_exit_7(after_eviction: Report) 
     assert text.startswith("Executed") and "Nothing was executed" not in text
     assert "Until it runs" not in text
     assert plan.result_code() == Exit.UNCONFIRMED == 7
+
+
+def test_a_zone_brake_does_not_refuse_removing_a_stale_taint_elsewhere() -> None:
+    """A zone in PartialDisruption, and a Ready node of another zone still carrying the
+    out-of-service taint: removing it is not what the brake is about, so the plan has no
+    plan-wide refusal and, done, exits 0 (issue 36 item 4); a failed node in scope still
+    brings the refusal."""
+    import copy
+
+    from kubectl_nodefail.analysis.diagnose import diagnose
+
+    snap = copy.deepcopy(load("zone-partial-disruption"))
+    node = next(n for n in snap.nodes if n["metadata"]["name"] == "healthy-0")
+    node["spec"]["taints"] = [
+        {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
+    ]
+    report = diagnose(snap, snap.captured_at)
+    plan = make_plan(report, Options(only_nodes=["healthy-0"]))
+    (step,) = plan.steps
+    assert step.action == "remove-out-of-service" and step.allowed
+    assert plan.refusals == [] and plan.exit_code() == Exit.OK
+    step.result = "done"
+    assert plan.result_code() == Exit.OK
+    braked = make_plan(report, Options(only_nodes=["flaky-z1"]))
+    assert braked.refusals and "zone disruption" in braked.refusals[0]
