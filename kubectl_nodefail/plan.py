@@ -15,7 +15,7 @@ from kubectl_nodefail.analysis import advice, automation, versions
 from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER
 from kubectl_nodefail.analysis.diagnose import MASS_FAILURE_NODES, MASS_FAILURE_SHARE
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
-from kubectl_nodefail.analysis.nodes import machine_ran
+from kubectl_nodefail.analysis.nodes import machine_ran, out_of_service_overdue
 from kubectl_nodefail.analysis.zones import NORMAL
 from kubectl_nodefail.errors import AttestationContradicted, Exit
 from kubectl_nodefail.snapshot import format_time
@@ -354,19 +354,41 @@ def _node_steps(
         for p in staying
     ]
     if node.out_of_service:
+        overdue = out_of_service_overdue(node)
+        # past PodGC's time every pod the taint was for should be gone (Terminating ones
+        # force-deleted, the others evicted first): those still here are force-deleted
+        left = [p for p in blocked if p not in staying] if overdue is not None else []
         steps.append(
             Step(
                 "wait",
                 node.name,
                 f"node/{node.name}",
-                "out-of-service taint already set: PodGC force-deletes the Terminating pods, "
-                "NoExecute evicts the others that do not tolerate it, and volumes detach",
+                f"out-of-service taint set {overdue:.0f}s ago, and {len(left)} of the pods it "
+                "was for are still here (an admission webhook or policy refused the eviction or "
+                "PodGC's delete, or those controllers do not run: kube-controller-manager's log "
+                "says which): force-deleted below"
+                if left
+                else "out-of-service taint already set: PodGC force-deletes the Terminating "
+                "pods, NoExecute evicts the others that do not tolerate it, and volumes detach",
                 True,
                 "nothing to do",
                 uid=node_uid,
                 lease_renewed=lease,
             )
         )
+        forced += [
+            _force_step(
+                node,
+                p,
+                "still here under the out-of-service taint past PodGC's time: "
+                f"{p.replacement.summary}",
+                gate_ok,
+                gate,
+                evidence,
+                lease,
+            )
+            for p in left
+        ]
         return steps + forced
     if not blocked:
         return steps

@@ -6,7 +6,7 @@ from kubectl_nodefail import attestation
 from kubectl_nodefail.analysis import automation, versions
 from kubectl_nodefail.analysis.eviction import EvictionTime
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Replacement
-from kubectl_nodefail.analysis.nodes import kubelet_alive, machine_ran
+from kubectl_nodefail.analysis.nodes import kubelet_alive, machine_ran, out_of_service_overdue
 
 
 def remediate_cmd(node: str, *extra: str) -> str:
@@ -368,21 +368,48 @@ def _free_it(
     unlock = _unlock(node)
     risk = "low" if confirmed else ("high" if kind == "statefulset" or holds_rwo else "medium")
     if_running = "" if confirmed else attestation.IF_STILL_RUNNING
+    overdue = out_of_service_overdue(node) if node.out_of_service else None
+    if node.out_of_service and terminating and overdue is not None:
+        return Action(
+            "force-delete",
+            f"the out-of-service taint was set {overdue:.0f}s ago and PodGC has not removed it "
+            "(an admission webhook or policy refused its delete, or the podgc controller does "
+            "not run: kube-controller-manager's log says which): force-delete it (remediate "
+            "does)",
+            "low" if confirmed else "medium",
+            remediate=remediate_cmd(node.name, *unlock),
+            if_still_running=if_running,
+        )
     if node.out_of_service and terminating:
         return Action(
             "wait", "the out-of-service taint is set: PodGC force-deletes it shortly", "none"
         )
-    if node.out_of_service:
-        # PodGC force-deletes only Terminating pods there; this one is not being evicted.
+    if node.out_of_service and (stays or overdue is not None):
+        # PodGC force-deletes only Terminating pods there, and this one is not being evicted:
+        # it tolerates the taint, or its eviction did not happen in PodGC's time
         head = f"{lead}: " if lead else ""
+        why = (
+            "PodGC force-deletes only Terminating pods and nothing evicts this one (it "
+            "tolerates the taint)"
+            if stays
+            else f"it is still here {overdue:.0f}s after the taint (an admission webhook or "
+            "policy refused its eviction, or the controller does not run)"
+        )
         return Action(
-            "delete-node",
-            f"{head}the out-of-service taint is on {node.name}, but PodGC force-deletes only "
-            "Terminating pods and nothing evicts this one: delete the Node object (PodGC then "
-            "removes its pods) if the machine is gone for good, or force-delete the pod",
+            "force-delete",
+            f"{head}the out-of-service taint is on {node.name}, but {why}: force-delete it "
+            "(remediate does), or delete the Node object (PodGC then removes its pods) if the "
+            "machine is gone for good",
             risk,
-            remediate=remediate_cmd(node.name, "--strategy delete-node", *unlock),
+            remediate=remediate_cmd(node.name, *unlock),
             if_still_running=if_running,
+        )
+    if node.out_of_service:
+        return Action(
+            "wait",
+            f"the out-of-service taint is on {node.name}: evicted, then force-deleted by "
+            "PodGC on its next pass (every 20 s)",
+            "none",
         )
     why_unsafe = (
         ""

@@ -64,6 +64,8 @@ class NodeFinding:
     action: Action | None = None
     volumes_attached: list[str] = field(default_factory=list)  # VolumeAttachments still on it
     lease_stale: bool | None = None  # lease not renewed within its duration; None: no lease read
+    # how long the out-of-service taint has been on the node (its timeAdded), when it is
+    out_of_service_seconds: float | None = None
     # remediation automation covering the node, and what it does next (analysis/automation.py)
     automation: list[Coverage] = field(default_factory=list)
 

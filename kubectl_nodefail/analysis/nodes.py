@@ -380,6 +380,7 @@ def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
         cause=classify(node, snap, now),
         shutdown_evidence=shutdown_evidence(node),
         out_of_service=out_of_service,
+        out_of_service_seconds=_taint_age(tviews, facts.TAINT_OUT_OF_SERVICE, now),
         stale_out_of_service=out_of_service and ready_now,
         kubelet_version=((node.get("status") or {}).get("nodeInfo") or {}).get(
             "kubeletVersion", ""
@@ -426,3 +427,23 @@ def machine_ran(node: NodeFinding) -> str | None:
         )
         return f"the kubelet of {node.name} renewed its lease {age}, within its duration: it runs"
     return None
+
+
+# PodGC force-deletes the Terminating pods of an out-of-service node on its next pass (every
+# 20 s); a pod still there this long after the taint was added is not being removed by it (an
+# admission webhook or policy refused the delete, or the podgc controller does not run).
+PODGC_OUT_OF_SERVICE_SECONDS = 60
+
+
+def _taint_age(taints: list[TaintView], key: str, now: datetime) -> float | None:
+    for taint in taints:
+        if taint.key == key and taint.time_added is not None:
+            return (now - taint.time_added).total_seconds()
+    return None
+
+
+def out_of_service_overdue(node: NodeFinding) -> float | None:
+    """Seconds the out-of-service taint has been on the node, when that is past PodGC's time
+    (its Terminating pods should be gone by then), else None."""
+    age = node.out_of_service_seconds
+    return age if age is not None and age > PODGC_OUT_OF_SERVICE_SECONDS else None

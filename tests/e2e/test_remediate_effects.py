@@ -6,6 +6,7 @@ so neither the taint-eviction controller nor PodGC can remove the pod the taint 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -92,6 +93,7 @@ def test_an_accepted_taint_whose_pods_stay_is_unconfirmed_not_done(
         wait_node_unknown(cp, NODE)
         before = pod_on(cp, NS, "kept", NODE)
         assert before is not None
+        tainted = time.monotonic()
         proc = plugin.run(*attested(NODE), "--wait-timeout", "15", "-o", "json")
         data = json.loads(proc.stdout)
         step = next(s for s in data["steps"] if s["action"] == "taint-out-of-service")
@@ -103,6 +105,17 @@ def test_an_accepted_taint_whose_pods_stay_is_unconfirmed_not_done(
         assert step["result"] == "unconfirmed", step
         assert f"{NS}/kept-0" in step["detail"] and "admission policy" in step["detail"]
         assert proc.returncode == 7, proc.stdout + proc.stderr
+        # Re-run once PodGC's time has passed (issue 38 item 5): the pod the taint was for is
+        # still there, so the plan force-deletes it (never "nothing to do", exit 5), and the
+        # policy's refusal of that delete is the step's result: exit 4.
+        time.sleep(max(0.0, 65 - (time.monotonic() - tainted)))
+        again = plugin.run(*attested(NODE), "--wait-timeout", "15", "-o", "json")
+        assert again.returncode == 4, again.stdout + again.stderr
+        steps = json.loads(again.stdout)["steps"]
+        force = next(s for s in steps if s["action"] == "force-delete-pod")
+        assert force["target"] == f"pod/{NS}/kept-0", steps
+        assert force["result"] in ("failed", "refused"), force
+        assert "pods here are kept" in force["detail"], force
     finally:
         cp.kubectl("delete", "validatingadmissionpolicybinding", POLICY, check=False)
         cp.kubectl("delete", "validatingadmissionpolicy", POLICY, check=False)

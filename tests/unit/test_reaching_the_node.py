@@ -158,3 +158,30 @@ def test_who_stays_under_the_out_of_service_taint(
     assert stays_under_out_of_service({"spec": {"tolerations": [tol]}}) == (
         matches and seconds is None
     )
+
+
+def test_pods_still_there_long_after_the_out_of_service_taint_are_force_deleted() -> None:
+    """The recorded out-of-service-applied fixture, its taint dated as remediate dates it, read
+    again 2 minutes later: db-flaky-d-0 is still Terminating there, past PodGC's time (a webhook
+    or policy refused its delete). The advice and the plan force-delete it; a moment after the
+    taint, both wait for PodGC. (An undated taint, as `kubectl taint` leaves it, has no age:
+    PodGC is waited for.)"""
+    fresh = copy.deepcopy(load("out-of-service-applied"))
+    node = next(n for n in fresh.nodes if n["metadata"]["name"] == "flaky-d")
+    for taint in node["spec"]["taints"]:  # applied by kubectl here; remediate dates its own
+        if taint["key"] == "node.kubernetes.io/out-of-service":
+            taint["timeAdded"] = format_time(fresh.captured_at - timedelta(seconds=5))
+    report = diagnose(fresh, fresh.captured_at)
+    row = next(p for p in report.pods if p.name == "db-flaky-d-0")
+    assert row.action.code == "wait" and "PodGC force-deletes it shortly" in row.action.summary
+    later = copy.deepcopy(fresh)
+    later.captured_at = fresh.captured_at + timedelta(minutes=2)
+    report = diagnose(later, later.captured_at)
+    row = next(p for p in report.pods if p.name == "db-flaky-d-0")
+    assert row.action.code == "force-delete" and "PodGC has not removed it" in row.action.summary
+    plan = make_plan(report, Options(attested=["flaky-d"], only_nodes=["flaky-d"]))
+    wait = next(s for s in plan.steps if s.target == "node/flaky-d")
+    assert "still here" in wait.why, wait.why
+    (force,) = [s for s in plan.steps if s.action == "force-delete-pod"]
+    assert force.target == "pod/scenario-cleanup/db-flaky-d-0" and force.allowed
+    assert plan.exit_code() == 0  # something to run: not "nothing to do"
