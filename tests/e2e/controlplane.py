@@ -325,6 +325,20 @@ componentsPatches:
             60,
         )
 
+    def restart(self, down_seconds: float = 5) -> None:
+        """Stop every control-plane component (etcd, kube-apiserver, controller-manager,
+        scheduler, kwok-controller), wait, and start them again on the same ports, as a
+        control-plane restart or upgrade does; the failable nodes' kwok kubelets keep running
+        and reconnect."""
+        self._run_kwokctl("stop", "cluster", "--name", CLUSTER_NAME)
+        time.sleep(down_seconds)
+        self._run_kwokctl("start", "cluster", "--name", CLUSTER_NAME, "--timeout", "300s")
+        wait_for(
+            "the API server to answer again",
+            lambda: self.kubectl("get", "--raw", "/readyz", check=False) == "ok",
+            120,
+        )
+
     def stop(self, keep_logs_to: Path | None = None) -> None:
         for name in list(self.kwoks):
             self.stop_kubelet(name)

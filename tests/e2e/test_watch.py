@@ -100,3 +100,52 @@ def test_watch_follows_a_node_dying_and_returning(
             stream.close()
     assert code == 0, stderr  # the last diagnosis: nothing wrong
     assert "Traceback" not in stderr and "interrupted" not in stderr
+
+
+def test_watch_rides_out_a_control_plane_restart(
+    control_plane: ControlPlane, plugin: Plugin
+) -> None:
+    """Every component stopped for 5 s and started again (issue 38 item 4): the watch warns
+    that the server is unreachable (or refusing, the moment RBAC is not loaded), keeps reading,
+    and recovers by itself; Ctrl-C then ends it with the last diagnosis's code, not an error."""
+    cp = control_plane
+    proc = subprocess.Popen(
+        [str(cp.bindir / "kubectl"), "nodefail", "diagnose", "--watch", "--interval", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=plugin.env,
+        preexec_fn=ctrl_c_default,
+    )
+    follow = Follow(proc)
+    errors: list[str] = []
+    reader = threading.Thread(target=lambda: errors.extend(proc.stderr or []), daemon=True)
+    reader.start()
+    try:
+        wait_for("a first block", lambda: follow.blocks(), 30)
+        cp.restart(down_seconds=5)
+        wait_for(
+            "the watch saying the server failed",
+            lambda: any("unreachable" in e or "refusing" in e for e in errors),
+            60,
+        )
+        wait_for(
+            "the watch saying the server answers again",
+            lambda: proc.poll() is None and any("answers again" in e for e in errors),
+            120,
+        )
+        assert proc.poll() is None, "the watch ended on the restart"
+        said = "".join(errors)
+        assert said.count("warning: ") >= 2, said  # the failure, and the recovery
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=20)
+    follow.thread.join(timeout=5)
+    reader.join(timeout=5)
+    for stream in (proc.stdout, proc.stderr):
+        if stream:
+            stream.close()
+    stderr = "".join(errors)
+    assert code in (0, 3), stderr  # the last diagnosis' code, not 11, 12 or 14
+    assert "Traceback" not in stderr, stderr
