@@ -8,13 +8,14 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
-from tests.e2e.helpers import wait_node_ready, wait_running_on
+from tests.e2e.helpers import service_account_kubeconfig, wait_node_ready, wait_running_on
 from tests.unit.test_bad_servers import ctrl_c_default
 
 pytestmark = pytest.mark.e2e
@@ -148,4 +149,64 @@ def test_watch_rides_out_a_control_plane_restart(
             stream.close()
     stderr = "".join(errors)
     assert code in (0, 3), stderr  # the last diagnosis' code, not 11, 12 or 14
+    assert "Traceback" not in stderr, stderr
+
+
+def test_watch_rides_out_a_briefly_removed_binding(
+    control_plane: ControlPlane, plugin: Plugin, tmp_path: Path
+) -> None:
+    """The watching user's ClusterRoleBinding deleted for a while, then created again (issue 38
+    item 4): the watch says the server refuses its reads (403), keeps trying, and recovers by
+    itself once the binding is back; Ctrl-C ends it with the last diagnosis's code."""
+    cp = control_plane
+    roles = plugin.run("rbac")
+    assert roles.returncode == 0, roles.stderr
+    cp.kubectl("apply", "-f", "-", stdin=roles.stdout)
+    role = "kubectl-nodefail-diagnose"
+    watcher = service_account_kubeconfig(cp, tmp_path, "watcher", [role], NS)
+    proc = subprocess.Popen(
+        [
+            str(cp.bindir / "kubectl"), "nodefail", "diagnose", "--watch", "--interval", "1",
+            "--kubeconfig", str(watcher),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=plugin.env,
+        preexec_fn=ctrl_c_default,
+    )  # fmt: skip
+    follow = Follow(proc)
+    errors: list[str] = []
+    reader = threading.Thread(target=lambda: errors.extend(proc.stderr or []), daemon=True)
+    reader.start()
+    binding = f"watcher-{role}"
+    try:
+        wait_for("a first block", lambda: follow.blocks(), 30)
+        cp.kubectl("delete", "clusterrolebinding", binding)
+        wait_for(
+            "the watch saying the server refuses its reads",
+            lambda: any(e.startswith("warning: ") and "forbidden" in e for e in errors),
+            60,
+        )
+        assert proc.poll() is None, "the watch ended on a 403"
+        cp.kubectl(
+            "create", "clusterrolebinding", binding, f"--clusterrole={role}",
+            f"--serviceaccount={NS}:watcher",
+        )  # fmt: skip
+        wait_for(
+            "the watch saying the server answers again",
+            lambda: proc.poll() is None and any("answers again" in e for e in errors),
+            60,
+        )
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=20)
+    follow.thread.join(timeout=5)
+    reader.join(timeout=5)
+    for stream in (proc.stdout, proc.stderr):
+        if stream:
+            stream.close()
+    stderr = "".join(errors)
+    assert code in (0, 3), stderr
     assert "Traceback" not in stderr, stderr
