@@ -399,22 +399,14 @@ def _node_steps(
             _taint_step(node, node_uid, tainted, held_here, gate_ok, gate, evidence, lease)
         )
         return steps + forced
-    released = [f"{p.namespace}/{p.name} ({p.controller})" for p in blocked]
-    names = ", ".join(released)
     if strategy == "delete-node":
+        step = _taint_step(node, node_uid, blocked, held_here, gate_ok, gate, evidence, lease)
+        names = ", ".join(step.releases)
         steps.append(
-            Step(
-                "delete-node",
-                node.name,
-                f"node/{node.name}",
-                f"the machine is gone for good: PodGC removes every pod bound to it ({names})",
-                gate_ok,
-                gate,
-                evidence,
-                uid=node_uid,
-                lease_renewed=lease,
-                releases=released,
-                leaves_stuck=held_here,
+            replace(
+                step,
+                action="delete-node",
+                why=f"the machine is gone for good: PodGC removes every pod bound to it ({names})",
             )
         )
     else:
@@ -459,6 +451,8 @@ def _taint_step(
     evidence: list[str],
     lease: str,
 ) -> Step:
+    """The out-of-service taint's step for these pods (a delete-node step is the same, with its
+    own action and words)."""
     released = [f"{p.namespace}/{p.name} ({p.controller})" for p in pods]
     why = (
         f"releases {', '.join(released)}: PodGC force-deletes its Terminating pods, NoExecute "
