@@ -18,7 +18,7 @@ from kubectl_nodefail import attestation
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import NodeFinding, Report, ZoneFinding
-from kubectl_nodefail.analysis.nodes import zone_of
+from kubectl_nodefail.analysis.nodes import machine_ran, zone_of
 from kubectl_nodefail.plan import MUTATING, Options, Plan, Step, make_plan
 from kubectl_nodefail.selector import Selector
 from kubectl_nodefail.snapshot import Obj, Snapshot
@@ -139,6 +139,8 @@ def coverage(report: Report, scope: Scope, typed: bool) -> Coverage:
             cover.excluded[node.name] = (
                 "no lease of it was read, so whether its kubelet still renews one is not known"
             )
+        elif machine_ran(node) is not None:  # renewed after its failure began: it ran then
+            cover.excluded[node.name] = str(machine_ran(node))
         else:
             cover.attested.append(node.name)
     if not typed:

@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 
 from kubectl_nodefail import cli, selector, zoneplan
 from kubectl_nodefail.analysis import facts
-from kubectl_nodefail.analysis.nodes import is_ready
+from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.analysis.nodes import is_ready, machine_ran
 from kubectl_nodefail.errors import AttestationContradicted
 from kubectl_nodefail.plan import MUTATING
-from kubectl_nodefail.snapshot import Snapshot, format_time
+from kubectl_nodefail.snapshot import Snapshot, format_time, parse_time
 from tests.unit.outage_snapshot import Shape, outage_snapshot
 
 DESTRUCTIVE = MUTATING - {"remove-out-of-service"}
@@ -327,3 +328,26 @@ def test_cli_zone_plan_from_a_dump() -> None:
         ],
     )
     assert named.exit_code == 2 and "not a node of zone zone-a" in named.stderr
+
+
+def test_a_zone_attestation_leaves_out_a_node_that_ran_after_its_failure(
+    outage: Snapshot,
+) -> None:
+    """A node of the zone whose kubelet renewed its lease after Ready turned Unknown, now stale
+    again: the zone-wide attestation does not cover it (it is excluded with that evidence), and
+    the run goes on for the others instead of refusing the whole zone (the refusal, exit 17, is
+    for a node the operator typed)."""
+    name = DOWN[2]
+    snap = _fresh_or_ready(outage, set(), set())
+    node = next(n for n in snap.nodes if n["metadata"]["name"] == name)
+    ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+    lease = next(le for le in snap.leases if le["metadata"]["name"] == name)
+    since = parse_time(ready["lastTransitionTime"])
+    assert since is not None
+    late = since + timedelta(seconds=1)  # after the failure began, and stale at the read
+    lease["spec"]["renewTime"] = format_time(late).replace("Z", ".000000Z")
+    finding = next(n for n in diagnose(snap, snap.captured_at).nodes if n.name == name)
+    assert finding.lease_stale is True and "after its Ready condition" in str(machine_ran(finding))
+    plan, _ = _plan(snap, "zone-a", typed_scope=True, allow_disruption=True)
+    covered = {s.node for s in plan.steps if s.allowed and s.action in DESTRUCTIVE}
+    assert name not in covered and covered, covered
