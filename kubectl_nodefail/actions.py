@@ -940,32 +940,33 @@ def summary(plan: Plan) -> dict[str, int]:
 
 def restate(cluster: kube.Cluster, plan: Plan) -> None:
     """Before the result speaks of pods that stay stuck (a step refused, skipped or not
-    started), read each of them again: only a pod still bound to that step's node stays named;
-    one gone, or recreated elsewhere under its name, is said so instead (in place). A read that
-    fails leaves the name, marked as not re-read."""
+    started), read the node's pods again (one list per node): only a pod still bound to that
+    step's node stays named; one that is not (gone, or recreated elsewhere under its name) is
+    said so instead (in place). A read that fails leaves the names, marked as not re-read."""
+    on_node: dict[str, set[str] | None] = {}
     for step in plan.steps:
         runs = step.allowed and step.result in ("", "done", "unconfirmed", "interrupted")
         if runs or not step.releases:
             continue
-        still, moved = [], []
-        for entry in step.releases:
-            namespace, _, rest = entry.partition("/")
-            name = rest.split(" ", 1)[0]
+        if step.node not in on_node:
             try:
-                pod = cluster.get_object(f"/api/v1/namespaces/{namespace}/pods/{name}")
-            except NotFound:
-                moved.append(f"{namespace}/{name} (gone)")
-                continue
+                pods = cluster.list_all(
+                    "/api/v1/pods", "Pod", fieldSelector=f"spec.nodeName={step.node}"
+                )
+                on_node[step.node] = {
+                    f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" for p in pods
+                }
             except (ApiError, AuthError):
-                still.append(f"{entry} [not re-read]")
-                continue
-            where = (pod.get("spec") or {}).get("nodeName") or ""
-            if where == step.node:
-                still.append(entry)
-            else:
-                moved.append(f"{namespace}/{name} (now {'on ' + where if where else 'Pending'})")
+                on_node[step.node] = None
+        here = on_node[step.node]
+        if here is None:
+            step.releases = [f"{entry} [not re-read]" for entry in step.releases]
+            continue
+        still = [e for e in step.releases if e.split(" ", 1)[0] in here]
+        moved = [e.split(" ", 1)[0] for e in step.releases if e.split(" ", 1)[0] not in here]
         step.releases = still
         if moved:
             step.detail = (step.detail + "; " if step.detail else "") + (
-                f"no longer stuck on {step.node} when re-read: {', '.join(moved)}"
+                f"no longer on {step.node} when re-read (gone, or recreated elsewhere): "
+                + ", ".join(moved)
             )

@@ -1503,7 +1503,6 @@ def _make_plan(
 
     from kubectl_nodefail import snapshot
     from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
-    from kubectl_nodefail.analysis.nodes import analyse_node
     from kubectl_nodefail.plan import binding_problem, check_attestations, make_plan
 
     if from_file:
@@ -1516,8 +1515,7 @@ def _make_plan(
     uids = {n["metadata"]["name"]: str(n["metadata"].get("uid") or "") for n in snap.nodes}
     if replay is None:  # names typed now (a saved plan's nodes may be gone: its steps say so)
         snapshot.require_nodes(snap, opts.only_nodes)
-    typed = set(opts.attested)
-    unknown = typed - set(uids)
+    unknown = set(opts.attested) - set(uids)
     if unknown and replay is None:
         raise click.UsageError(
             f"--node-shutdown-confirmed names unknown nodes: {', '.join(sorted(unknown))}"
@@ -1532,15 +1530,7 @@ def _make_plan(
             raise PlanMismatch(
                 f"plan {path}: {problem}; refused before any change", hint="nothing was done"
             )
-    # every typed attestation held to its node's state, the nodes out of the plan's scope too
-    check_attestations(
-        (
-            analyse_node(n, snap, snap.captured_at)
-            for n in snap.nodes
-            if n["metadata"]["name"] in typed
-        ),
-        typed,
-    )
+    check_attestations(snap, opts.attested)  # every typed one, in the plan's scope or not
     report = run_diagnosis(snap, snap.captured_at, only_nodes=opts.only_nodes)
     by = _attester(cluster) if opts.attested else ""
     plan = make_plan(

@@ -7,7 +7,7 @@ only the allowed steps, re-checking each one right before acting.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
 from kubectl_nodefail import attestation
@@ -15,10 +15,10 @@ from kubectl_nodefail.analysis import advice, automation, versions
 from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER
 from kubectl_nodefail.analysis.diagnose import MASS_FAILURE_NODES, MASS_FAILURE_SHARE
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
-from kubectl_nodefail.analysis.nodes import machine_ran, out_of_service_overdue
+from kubectl_nodefail.analysis.nodes import analyse_node, machine_ran, out_of_service_overdue
 from kubectl_nodefail.analysis.zones import NORMAL
 from kubectl_nodefail.errors import AttestationContradicted, Exit
-from kubectl_nodefail.snapshot import format_time
+from kubectl_nodefail.snapshot import Snapshot, format_time
 
 STRATEGIES = ("auto", "out-of-service", "force-delete", "delete-node")
 REPLACEABLE = {"deployment", "replicaset", "replicationcontroller"}
@@ -340,6 +340,7 @@ def _node_steps(
     # a pod that tolerates the out-of-service taint and is not Terminating stays under it (the
     # taint evicts it never, PodGC force-deletes only Terminating pods): force-deleted instead
     staying = [p for p in blocked if p.stays_under_out_of_service and not p.terminating]
+    others = [p for p in blocked if not (p.stays_under_out_of_service and not p.terminating)]
     forced = [
         _force_step(
             node,
@@ -357,7 +358,7 @@ def _node_steps(
         overdue = out_of_service_overdue(node)
         # past PodGC's time every pod the taint was for should be gone (Terminating ones
         # force-deleted, the others evicted first): those still here are force-deleted
-        left = [p for p in blocked if p not in staying] if overdue is not None else []
+        left = others if overdue is not None else []
         steps.append(
             Step(
                 "wait",
@@ -393,11 +394,8 @@ def _node_steps(
     if not blocked:
         return steps
     if strategy == "out-of-service":
-        tainted = [p for p in blocked if not (p.stays_under_out_of_service and not p.terminating)]
         # the taint also when it releases none of them: it detaches their volumes at once
-        steps.append(
-            _taint_step(node, node_uid, tainted, held_here, gate_ok, gate, evidence, lease)
-        )
+        steps.append(_taint_step(node, node_uid, others, held_here, gate_ok, gate, evidence, lease))
         return steps + forced
     if strategy == "delete-node":
         step = _taint_step(node, node_uid, blocked, held_here, gate_ok, gate, evidence, lease)
@@ -477,14 +475,15 @@ def _taint_step(
     )
 
 
-def check_attestations(nodes: Iterable[NodeFinding], attested: Collection[str]) -> None:
+def check_attestations(snap: Snapshot, attested: Collection[str]) -> None:
     """Refuse the whole run (AttestationContradicted) if the state of a node contradicts an
-    attestation typed for it: before any plan is shown or any step runs, whatever else the plan
-    holds. `nodes`: the findings of (at least) the attested nodes."""
-    by_name = {n.name: n for n in nodes}
+    attestation typed for it: before any plan is made, whatever else the plan holds. Each
+    attested node of the snapshot is judged, whether the plan's scope or report lists it or not
+    (a Ready node is in no report); a name the snapshot lacks is the caller's to refuse."""
+    by_name = {n["metadata"]["name"]: n for n in snap.nodes if n["metadata"]["name"] in attested}
     for name in sorted(attested):
         node = by_name.get(name)
-        said = machine_ran(node) if node is not None else None
+        said = machine_ran(analyse_node(node, snap, snap.captured_at)) if node is not None else None
         if said:
             raise AttestationContradicted(
                 f"{attestation.FLAG} {name}: refused, {said}",
@@ -494,8 +493,6 @@ def check_attestations(nodes: Iterable[NodeFinding], attested: Collection[str]) 
 
 
 def make_plan(report: Report, opts: Options) -> Plan:
-    """The plan, or AttestationContradicted when the report contradicts a typed attestation."""
-    check_attestations(report.nodes, opts.attested)
     refusals: list[str] = []
     candidates = [n for n in report.nodes if not opts.only_nodes or n.name in opts.only_nodes]
     acting = [n for n in candidates if n.failed]

@@ -168,7 +168,7 @@ def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: in
     """As cli._execute, with the nodes run a few at a time (zonerun). True when a signal
     stopped the run."""
     from kubectl_nodefail import cli, zonerun
-    from kubectl_nodefail.actions import Executor, Stop, whoami
+    from kubectl_nodefail.actions import Executor, Stop, restate, whoami
 
     ctx = click.get_current_context(silent=True)
     watchdog = ctx.meta.get(cli.WATCHDOG_KEY) if ctx is not None else None
@@ -182,6 +182,7 @@ def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: in
         status = cli._progress(verbose) if not verbose else progress.lines
         try:
             zonerun.run(executor, plan, status)
+            restate(cluster, plan)  # "these stay stuck" only from the state now
         finally:
             progress.done()
         return stop.is_set()

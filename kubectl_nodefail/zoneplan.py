@@ -19,7 +19,7 @@ from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import NodeFinding, Report, ZoneFinding
 from kubectl_nodefail.analysis.nodes import machine_ran, zone_of
-from kubectl_nodefail.plan import MUTATING, Options, Plan, Step, make_plan
+from kubectl_nodefail.plan import MUTATING, Options, Plan, Step, check_attestations, make_plan
 from kubectl_nodefail.selector import Selector
 from kubectl_nodefail.snapshot import Obj, Snapshot
 
@@ -316,6 +316,7 @@ class Ask:
 def plan_zone(snap: Snapshot, scope: Scope, ask: Ask) -> tuple[Plan, ZoneView]:
     """The plan for the scope's nodes from a snapshot, as make_plan plans named nodes (every
     gate the same), with the zone attestation expanded to the nodes it covers, and its view."""
+    check_attestations(snap, ask.typed_nodes)  # typed names first: a contradiction stops all
     report = diagnose(snap, snap.captured_at, only_nodes=scope.nodes)
     cover = coverage(report, scope, ask.typed_scope)
     uids = {n["metadata"]["name"]: str(n["metadata"].get("uid") or "") for n in snap.nodes}

@@ -376,7 +376,7 @@ def _free_it(
             "(an admission webhook or policy refused its delete, or the podgc controller does "
             "not run: kube-controller-manager's log says which): force-delete it (remediate "
             "does)",
-            "low" if confirmed else "medium",
+            risk,
             remediate=remediate_cmd(node.name, *unlock),
             if_still_running=if_running,
         )

@@ -96,9 +96,7 @@ def test_a_statefulset_pod_on_an_old_revision_is_replaced_by_the_rolling_update(
     path.write_text(json.dumps(doc))
     snap = load_dump(str(path))
     data = render.report_data(diagnose(snap, snap.captured_at))
-    texts = {
-        p["name"]: p["ifNodeReturns"] for p in data["pods"] if p["namespace"] == "au-3053-4"
-    }
+    texts = {p["name"]: p["ifNodeReturns"] for p in data["pods"] if p["namespace"] == "au-3053-4"}
     phrases = dict(RETURN_PHRASES)
     if change in ("on-delete", "same-revision"):
         assert all(phrases["carries-on"].search(t) for t in texts.values()), texts

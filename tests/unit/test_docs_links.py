@@ -141,12 +141,18 @@ def test_the_documents_do_link() -> None:
     [
         # as GitHub renders them (facts of its slugger, seen on rendered pages)
         ("Safety model", "safety-model"),
-        ("Exit codes (stable; runbooks branch on them)",
-         "exit-codes-stable-runbooks-branch-on-them"),
-        ("The analysis alone: `--from-file` of a zone outage (issue 19)",
-         "the-analysis-alone---from-file-of-a-zone-outage-issue-19"),
-        ("What a scenario is (tests/audit/scenarios.py)",
-         "what-a-scenario-is-testsauditscenariospy"),
+        (
+            "Exit codes (stable; runbooks branch on them)",
+            "exit-codes-stable-runbooks-branch-on-them",
+        ),
+        (
+            "The analysis alone: `--from-file` of a zone outage (issue 19)",
+            "the-analysis-alone---from-file-of-a-zone-outage-issue-19",
+        ),
+        (
+            "What a scenario is (tests/audit/scenarios.py)",
+            "what-a-scenario-is-testsauditscenariospy",
+        ),
         ("Measured: 200 failed nodes of one zone", "measured-200-failed-nodes-of-one-zone"),
         ("`remediate --confirm` — the run", "remediate---confirm--the-run"),
         ("A [linked](x.md) *word* and snake_case", "a-linked-word-and-snake_case"),

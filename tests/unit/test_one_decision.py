@@ -14,8 +14,8 @@ from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import NodeFinding, Report
 from kubectl_nodefail.analysis.nodes import machine_ran
 from kubectl_nodefail.errors import AttestationContradicted
-from kubectl_nodefail.plan import MUTATING, Options, make_plan
-from kubectl_nodefail.snapshot import load_dump
+from kubectl_nodefail.plan import MUTATING, Options, check_attestations, make_plan
+from kubectl_nodefail.snapshot import Snapshot, load_dump
 from tests.unit.conftest import FIXTURES
 
 ALL = sorted(FIXTURES.rglob("*.json"))
@@ -30,7 +30,7 @@ def test_advice_is_the_attested_plans_step(path: Path) -> None:
     for node in failed:
         ran = machine_ran(node)
         if ran is not None:
-            _refused_and_never_suggested(report, node, ran, path.name)
+            _refused_and_never_suggested(snap, report, node, ran, path.name)
             continue
         plan = make_plan(
             report,
@@ -79,11 +79,13 @@ def test_a_node_whose_pods_need_nothing_is_not_sent_to_the_taint() -> None:
     assert "--node-shutdown-confirmed" not in action.remediate
 
 
-def _refused_and_never_suggested(report: Report, node: NodeFinding, ran: str, where: str) -> None:
+def _refused_and_never_suggested(
+    snap: Snapshot, report: Report, node: NodeFinding, ran: str, where: str
+) -> None:
     """A node whose state says its machine ran after the failure began: remediate refuses an
     attestation on it, so no suggestion diagnose makes for it or its pods asks for one."""
     with pytest.raises(AttestationContradicted) as refused:
-        make_plan(report, Options(attested=[node.name], only_nodes=[node.name]))
+        check_attestations(snap, [node.name])
     assert ran in refused.value.message and node.name in refused.value.message
     actions = [node.action] + [p.action for p in report.pods if p.node == node.name]
     for action in actions:

@@ -160,10 +160,12 @@ def locked(server: fakeapi.FakeApi) -> Iterator[Path]:
 
 UNWRITABLE = {
     "a folder without write permission": (
-        lambda tmp, n: f"{tmp}/read-only-folder/{n}.json", "is not writable"
+        lambda tmp, n: f"{tmp}/read-only-folder/{n}.json",
+        "is not writable",
     ),
     "a file without write permission": (
-        lambda tmp, n: f"{tmp}/read-only-file", "permission denied"
+        lambda tmp, n: f"{tmp}/read-only-file",
+        "permission denied",
     ),
 }
 

@@ -39,7 +39,11 @@ def run_on_terminal(args: list[str], columns: int) -> tuple[int, str]:
     env = {**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "kubectl_nodefail", *args],
-        stdout=follower, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env, cwd=ROOT,
+        stdout=follower,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
     )
     os.close(follower)
     chunks = []

@@ -170,6 +170,7 @@ def test_ctrl_c_in_remediate_confirm_exits_6(tmp_path: Path) -> None:
             while not api.requests and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert api.requests, "the command sent no request"
+
             # its reads hang: the status line still shows, with the time the step has waited
             def ticking(screen: list[str]) -> bool:
                 return any(x.startswith("... reading nodes") and x.endswith(" s)") for x in screen)

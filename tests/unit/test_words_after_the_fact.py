@@ -9,7 +9,7 @@ from typing import Any
 
 from kubectl_nodefail import render
 from kubectl_nodefail.actions import restate
-from kubectl_nodefail.errors import NotFound, ServerError
+from kubectl_nodefail.errors import ServerError
 from kubectl_nodefail.plan import Binding, Plan, Step, narrow
 
 DB = "data/db-0 (statefulset)"
@@ -44,38 +44,43 @@ def test_a_replayed_step_refused_live_carries_the_live_releases() -> None:
 
 
 class _Cluster:
-    """What restate reads: one GET per pod, answered from a table (a missing name: 404)."""
+    """What restate reads: one list of a node's pods per node (`pods`: node -> names, or an
+    error to raise)."""
 
     def __init__(self, pods: dict[str, Any]) -> None:
         self.pods, self.reads = pods, []
 
-    def get_object(self, path: str) -> Any:
-        self.reads.append(path)
-        name = path.rsplit("/", 1)[-1]
-        found = self.pods.get(name)
+    def list_all(self, path: str, kind: str, **params: str) -> Any:
+        node = params["fieldSelector"].removeprefix("spec.nodeName=")
+        self.reads.append(node)
+        found = self.pods.get(node, [])
         if isinstance(found, Exception):
             raise found
-        if found is None:
-            raise NotFound(f"pods {name} not found")
-        return found
+        return [{"metadata": {"namespace": "data", "name": n}} for n in found]
 
 
 def test_after_the_run_only_pods_still_on_the_node_stay_named() -> None:
-    step = _taint([DB, WEB, "data/lonely (bare)"])
+    step = _taint([DB, WEB])
     step.result, step.detail = "not started", "the run was interrupted first"
-    plan = _plan(step)
-    cluster = _Cluster(
-        {
-            "db-0": {"spec": {"nodeName": "healthy-1"}},  # recreated elsewhere, same name
-            "web-1": {"spec": {"nodeName": "flaky-a"}},
-            "lonely": ServerError("503"),
-        }
-    )
+    other = _taint(["data/lonely (bare)"])
+    other.result = "refused"
+    plan = _plan(step, other)
+    cluster = _Cluster({"flaky-a": ["web-1", "lonely"]})  # db-0 recreated elsewhere
     restate(cluster, plan)  # type: ignore[arg-type]
-    assert step.releases == [WEB, "data/lonely (bare) [not re-read]"]
-    assert "no longer stuck on flaky-a when re-read: data/db-0 (now on healthy-1)" in step.detail
+    assert step.releases == [WEB] and other.releases == ["data/lonely (bare)"]
+    assert "no longer on flaky-a when re-read (gone, or recreated elsewhere): data/db-0" in (
+        step.detail
+    )
+    assert cluster.reads == ["flaky-a"]  # one list for the node, not a read per pod
     text = render.plan_table(plan, True, wide=True)
-    assert "db-0 (statefulset)" not in text and "now on healthy-1" in text
+    assert "db-0 (statefulset)" not in text
+
+
+def test_a_failed_re_read_marks_the_names() -> None:
+    step = _taint([DB])
+    step.result = "refused"
+    restate(_Cluster({"flaky-a": ServerError("503")}), _plan(step))  # type: ignore[arg-type]
+    assert step.releases == [f"{DB} [not re-read]"]
 
 
 def test_a_step_that_ran_is_not_read_again() -> None:

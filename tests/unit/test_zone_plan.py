@@ -351,3 +351,12 @@ def test_a_zone_attestation_leaves_out_a_node_that_ran_after_its_failure(
     plan, _ = _plan(snap, "zone-a", typed_scope=True, allow_disruption=True)
     covered = {s.node for s in plan.steps if s.allowed and s.action in DESTRUCTIVE}
     assert name not in covered and covered, covered
+
+
+def test_a_typed_attestation_naming_a_ready_node_of_the_zone_is_refused(outage: Snapshot) -> None:
+    """A Ready node is in no report (nothing to list), yet a typed attestation naming it is
+    refused: the check reads the snapshot, not the report."""
+    ready = next(n["metadata"]["name"] for n in outage.nodes if is_ready(n))
+    with pytest.raises(AttestationContradicted) as refused:
+        _plan(outage, "zone-a", typed_scope=True, typed_nodes=[ready], allow_disruption=True)
+    assert f"refused, node {ready} is Ready" in refused.value.message
