@@ -1073,7 +1073,7 @@ def _explain(report: Any, name: str, width: int | None = None) -> str:
     if len(matches) > 1:
         raise click.UsageError(f"{name!r} is ambiguous: name it as NAMESPACE/NAME")
     if matches:
-        return render.explain_pod(matches[0], report.captured_at, width)
+        return render.explain_pod(matches[0], report.captured_at, width, report)
     raise explain_not_found(
         [n.name for n in report.nodes], [f"{p.namespace}/{p.name}" for p in report.pods], name
     )

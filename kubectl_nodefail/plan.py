@@ -12,11 +12,10 @@ from dataclasses import dataclass, field, replace
 
 from kubectl_nodefail import attestation
 from kubectl_nodefail.analysis import advice, automation, versions
+from kubectl_nodefail.analysis import brake as brakes
 from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER
-from kubectl_nodefail.analysis.diagnose import MASS_FAILURE_NODES, MASS_FAILURE_SHARE
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node, machine_ran, out_of_service_overdue
-from kubectl_nodefail.analysis.zones import NORMAL
 from kubectl_nodefail.errors import AttestationContradicted, Exit
 from kubectl_nodefail.snapshot import Snapshot, format_time
 
@@ -172,28 +171,11 @@ def _strategy(opts: Options) -> str:
 
 
 def _cluster_refusal(report: Report, opts: Options) -> str | None:
-    disrupted = [z for z in report.zones if z.state != NORMAL]
-    failed = [n for n in report.nodes if n.failed]
-    if disrupted:
-        names = ", ".join(f"{z.zone} ({z.state}, {z.not_ready}/{z.nodes} down)" for z in disrupted)
-        why = (
-            f"zone disruption: {names}. A failure this wide is usually the network or the "
-            "control plane; forcing pods off 'dead' nodes could run them twice"
-        )
-    elif (
-        len(failed) >= MASS_FAILURE_NODES
-        and report.nodes_total
-        and len(failed) / report.nodes_total >= MASS_FAILURE_SHARE
-    ):
-        why = (
-            f"{len(failed)} of {report.nodes_total} nodes are down at once: more likely the "
-            "network or the control plane than the machines"
-        )
-    else:
+    """The brake (analysis/brake.py), computed by the diagnosis over every node of the cluster,
+    whatever this plan's scope: naming one node does not step around it."""
+    if report.brake is None or opts.allow_disruption:
         return None
-    if opts.allow_disruption:
-        return None
-    return why + ". Destructive steps refused (override: --allow-disruption, after ruling that out)"
+    return brakes.refusal(report.brake)
 
 
 def _pods_on(report: Report, node: str) -> list[PodFinding]:

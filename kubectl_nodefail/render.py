@@ -16,6 +16,7 @@ from tabulate import tabulate
 
 from kubectl_nodefail import fit, jsonindent
 from kubectl_nodefail.analysis import advice, outage, summary
+from kubectl_nodefail.analysis import brake as brakes
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.owners import describe as describe_owners
 from kubectl_nodefail.analysis.text import ago, duration, plural
@@ -419,8 +420,24 @@ def _wrap(label: str, text: str, width: int | None = None) -> str:
     )
 
 
-def explain_pod(p: PodFinding, now: datetime, width: int | None = None) -> str:
-    p = escaped(p)
+def _wide_failure(p: PodFinding, report: Report, width: int | None) -> list[str]:
+    """The pod's zone when it is in disruption, and the brake when it holds over a failed
+    node's pod: what the zone does to its eviction, and why remediate will not force it."""
+    node = next((n for n in report.nodes if n.name == p.node), None)
+    zone = next((z for z in report.zones if node is not None and z.zone == node.zone), None)
+    lines = []
+    if zone is not None and zone.state != "Normal":
+        text = f"{zone.zone}: {zone.state}, evictions {zone.eviction}. {zone.explanation}"
+        lines.append(_wrap("Zone", text, width=width))
+    if report.brake is not None and p.node_failed:
+        lines.append(_wrap("Wide failure", brakes.refusal(report.brake), width=width))
+    return lines
+
+
+def explain_pod(
+    p: PodFinding, now: datetime, width: int | None = None, report: Report | None = None
+) -> str:
+    p, report = escaped((p, report))
     lines = [
         f"Pod {p.namespace}/{p.name} on node {p.node or '(none)'}",
         _wrap("kubectl shows", f"{p.kubectl_status} (READY {p.ready})", width=width),
@@ -435,6 +452,8 @@ def explain_pod(p: PodFinding, now: datetime, width: int | None = None) -> str:
         lines.append(_wrap("Storage", note, width=width))
     if p.if_node_returns:
         lines.append(_wrap("If the node returns", p.if_node_returns, width=width))
+    if report is not None:
+        lines += _wide_failure(p, report, width)
     action = p.action
     until = f" (until {format_time(action.until)})" if action.until else ""
     lines.append(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from kubectl_nodefail import attestation
-from kubectl_nodefail.analysis import automation, versions
+from kubectl_nodefail.analysis import automation, brake, versions
+from kubectl_nodefail.analysis.claims import Claim
 from kubectl_nodefail.analysis.eviction import EvictionTime
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Replacement
 from kubectl_nodefail.analysis.nodes import kubelet_alive, machine_ran, out_of_service_overdue
@@ -127,7 +128,48 @@ def disposition(pod: PodFinding, strategy: str) -> tuple[str, list[str]]:
     return RELEASE, []
 
 
+def _destructive(action: Action) -> bool:
+    """The suggestion takes a step remediate counts as destructive: the out-of-service taint, a
+    force delete, a Node delete, or one that needs the shutdown attested."""
+    return (
+        action.code in ("out-of-service", "force-delete")
+        or attestation.FLAG in action.remediate
+        or "--strategy delete-node" in action.remediate
+    )
+
+
+def braked(action: Action, brake_claim: Claim | None) -> Action:
+    """While the brake holds (analysis/brake.py) remediate refuses every destructive step, so a
+    suggestion that takes one says that first. Its command stays as it was: pasted, it plans and
+    shows the refusal; the override is for the human to type once the wide cause is ruled out,
+    like the attestation. A waiting suggestion stays one."""
+    if brake_claim is None or not _destructive(action):
+        return action
+    return Action(
+        "wait" if action.code == "wait" else "investigate",
+        f"{brake.advice(brake_claim)}. Then: {action.summary}",
+        action.risk,
+        kubectl=action.kubectl,
+        remediate=action.remediate,
+        until=action.until,
+        if_still_running=action.if_still_running,
+        because=[*action.because, *brake_claim.because],
+    )
+
+
 def for_pod(
+    pod: PodFinding,
+    node: NodeFinding | None,
+    eviction: EvictionTime | None,
+    holds_rwo: bool,
+    strategy: str,
+    brake_claim: Claim | None = None,
+) -> Action:
+    """The pod's suggestion (`_for_pod`), under the brake when it holds."""
+    return braked(_for_pod(pod, node, eviction, holds_rwo, strategy), brake_claim)
+
+
+def _for_pod(
     pod: PodFinding,
     node: NodeFinding | None,
     eviction: EvictionTime | None,
@@ -501,6 +543,18 @@ def for_waiting_pod(
 
 
 def for_node(
+    node: NodeFinding,
+    server_minor: int | None,
+    pods: list[PodFinding] | None = None,
+    brake_claim: Claim | None = None,
+) -> Action:
+    """The node's advice (`_for_node`), under the brake when it holds and the node failed (a
+    Ready node's stale taint is not what the brake is about: plan.make_plan)."""
+    action = _for_node(node, server_minor, pods)
+    return braked(action, brake_claim) if node.failed else action
+
+
+def _for_node(
     node: NodeFinding, server_minor: int | None, pods: list[PodFinding] | None = None
 ) -> Action:
     """The node's advice. `pods`: its stuck pods; the out-of-service taint is suggested only

@@ -28,7 +28,12 @@ from typing import Any
 from kubectl_nodefail.snapshot import Obj
 
 # Where a claim's text goes in a pod's report (the sentence fields of PodFinding).
-SECTIONS = ("meaning", "why", "replacement", "returns", "action", "automation")
+# A node's, zone's or the cluster's claim goes to the node's action, the zone line, or the
+# cluster-wide notes (the headline's warnings).
+SECTIONS = (
+    *("meaning", "why", "replacement", "returns", "action", "automation"),
+    *("node", "zone", "cluster"),
+)
 
 # The kinds of claim, and what each states. README/docs list them with their proofs.
 KINDS = {
@@ -56,6 +61,15 @@ KINDS = {
     "automation-stopped": "the automation starts no remediation now (short-circuit, paused)",
     "automation-not-matching": "none of its unhealthy conditions matches the node now",
     "automation-overdue": "its time passed long ago and it has not acted: not waited for",
+    # the cluster's and zones' state (analysis/zones.py, analysis/brake.py)
+    "zone-state": "a zone's disruption state as the node lifecycle controller computes it, and "
+    "what it does to tainting and eviction there",
+    "brake": "the failure is too wide to trust the machines' deaths (a zone in disruption, or "
+    "most nodes not Ready at once): remediate refuses destructive steps",
+    "cluster-note": "a cluster-wide conclusion (master disruption mode, a mass failure, the "
+    "NodeLost era)",
+    # a node's or pod's suggested action (analysis/advice.py)
+    "advice": "what to do, and why it is safe: the facts the suggestion rests on",
 }
 
 

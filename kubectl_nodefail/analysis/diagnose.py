@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from kubectl_nodefail.analysis import advice, automation, versions
+from kubectl_nodefail.analysis import advice, automation, brake, versions
+from kubectl_nodefail.analysis.brake import MASS_FAILURE_NODES, MASS_FAILURE_SHARE
+from kubectl_nodefail.analysis.claims import Claim, claim, fact
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node
 from kubectl_nodefail.analysis.pods import (
@@ -19,9 +21,6 @@ from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
 from kubectl_nodefail.analysis.storage import held_by_failed_node
 from kubectl_nodefail.analysis.zones import analyse_zones
 from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
-
-MASS_FAILURE_NODES = 3
-MASS_FAILURE_SHARE = 0.5
 
 
 def _listed(node: NodeFinding) -> bool:
@@ -65,6 +64,8 @@ def diagnose(
     zones, master_disruption = analyse_zones(snap.nodes)
     zone_by_name = {z.zone: z for z in zones}
     failed = {name for name, f in node_findings.items() if f.failed}
+    # computed over every node, whatever the view's scope: remediate NODE sees the same brake
+    braked = brake.find(snap.nodes, zones, len(failed), master_disruption)
     pods = []
     for pod in snap.pods:
         node_name = (pod.get("spec") or {}).get("nodeName") or ""
@@ -79,7 +80,7 @@ def diagnose(
             continue
         if (not only_nodes or node_name in only_nodes) and _stuck_pod(pod, node, now):
             zone = zone_by_name.get(node.zone) if node else None
-            pods.append(analyse_pod(pod, snap, node, zone, master_disruption, failed, now))
+            pods.append(analyse_pod(pod, snap, node, zone, master_disruption, failed, now, braked))
             continue
         pinned = pinned_to(pod, failed) if failed else []
         if pinned:
@@ -90,7 +91,7 @@ def diagnose(
         holders = {va["spec"]["nodeName"] for _, _, va in held}
         if held and (not only_nodes or holders & set(only_nodes)):
             by_failed = {n: node_findings[n] for n in failed}
-            pods.append(analyse_waiting_pod(pod, snap, held, by_failed, now))
+            pods.append(analyse_waiting_pod(pod, snap, held, by_failed, now, braked))
     pods.sort(key=lambda p: (not p.node_failed, p.node, p.namespace, p.name))
     listed = [
         f
@@ -105,7 +106,8 @@ def diagnose(
         node_obj = snap.node(finding.name)
         if finding.failed and node_obj is not None:
             finding.automation = automation.covering(node_obj, snap, now)
-        finding.action = advice.for_node(finding, minor, on_failed.get(finding.name, []))
+        finding.action = advice.for_node(finding, minor, on_failed.get(finding.name, []), braked)
+    notes = _cluster_notes(snap, zones, len(failed), master_disruption, minor, pods)
     return Report(
         captured_at=snap.captured_at,
         source=snap.source,
@@ -114,41 +116,72 @@ def diagnose(
         nodes=listed,
         zones=zones,
         pods=pods,
-        cluster=_cluster_notes(len(snap.nodes), len(failed), master_disruption, minor, pods),
+        cluster=[c.text for c in notes],
         gaps=list(snap.gaps),
         server_behaviour=versions.applied(minor),
         scope_nodes=sorted(only_nodes),
         scope_namespaces=sorted(namespaces),
         nodes_not_ready_total=len(failed),
+        brake=braked,
+        cluster_claims=notes,
     )
 
 
 def _cluster_notes(
-    total: int, failed: int, master_disruption: bool, minor: int | None, pods: list
-) -> list[str]:
+    snap: Snapshot,
+    zones: list,
+    failed: int,
+    master_disruption: bool,
+    minor: int | None,
+    pods: list[PodFinding],
+) -> list[Claim]:
     notes = []
+    total = len(snap.nodes)
     if master_disruption:
         notes.append(
-            "every zone has no Ready node: the node lifecycle controller is in master "
-            "disruption mode and taints no more nodes (pods on nodes without the NoExecute "
-            "taint are not evicted). This is almost always the control "
-            "plane's own connectivity (network, API server, load balancer), not the "
-            "machines."
+            claim(
+                "cluster-note",
+                "cluster",
+                "every zone has no Ready node: the node lifecycle controller is in master "
+                "disruption mode and taints no more nodes (pods on nodes without the NoExecute "
+                "taint are not evicted). This is almost always the control "
+                "plane's own connectivity (network, API server, load balancer), not the "
+                "machines.",
+                *(
+                    p
+                    for z in zones
+                    for c in z.claims
+                    for p in c.because
+                    if p.field.startswith("count")
+                ),
+            )
         )
     elif failed >= MASS_FAILURE_NODES and total and failed / total >= MASS_FAILURE_SHARE:
         notes.append(
-            f"{failed} of {total} nodes are not Ready at once: a failure this wide is most "
-            "likely the network or the control plane, not the machines. Fix that first; "
-            "do not force-delete pods."
+            claim(
+                "cluster-note",
+                "cluster",
+                f"{failed} of {total} nodes are not Ready at once: a failure this wide is most "
+                "likely the network or the control plane, not the machines. Fix that first; "
+                "do not force-delete pods.",
+                *brake.cluster_counts(snap.nodes),
+            )
         )
     # Only what the pods show: a pre-1.27 server marks pods NodeLost only when its
     # controller-manager runs with --enable-taint-manager=false (seen on a real 1.26).
-    if any(p.era == "nodelost" for p in pods):
+    lost = [p for p in pods if p.era == "nodelost"]
+    lost_obj = snap.pod(lost[0].namespace, lost[0].name) if lost else None
+    if lost_obj is not None:
         where = f"server 1.{minor}" if minor is not None else "the server"
         notes.append(
-            f"NodeLost era: pods carry reason NodeLost, set when {where}'s node lifecycle "
-            "controller deleted them itself (--enable-taint-manager=false, possible before "
-            "1.27): kubectl prints them Unknown; this is the older spelling of Terminating "
-            "on a lost node."
+            claim(
+                "cluster-note",
+                "cluster",
+                f"NodeLost era: pods carry reason NodeLost, set when {where}'s node lifecycle "
+                "controller deleted them itself (--enable-taint-manager=false, possible before "
+                "1.27): kubectl prints them Unknown; this is the older spelling of Terminating "
+                "on a lost node.",
+                fact("Pod", lost_obj, "status.reason"),
+            )
         )
     return notes

@@ -78,6 +78,8 @@ class ZoneFinding:
     state: str  # Normal | PartialDisruption | FullDisruption (node lifecycle controller's words)
     eviction: str  # proceeding | slowed | stopped
     explanation: str
+    # the explanation as claims, with the node counts (and taints) it rests on
+    claims: list[Claim] = field(default_factory=list)
 
 
 @dataclass
@@ -111,6 +113,8 @@ class Action:
     remediate: str = ""  # a plan (never --confirm); an attestation only as its placeholder
     until: datetime | None = None
     if_still_running: str = ""  # what the step risks if the attestation is wrong
+    # facts the suggestion rests on beyond its node's and pod's own claims (the brake's counts)
+    because: list[Premise] = field(default_factory=list)
 
 
 @dataclass
@@ -173,6 +177,10 @@ class Report:
     scope_namespaces: list[str] = field(default_factory=list)
     # Not Ready nodes in the whole cluster, whatever the view shows.
     nodes_not_ready_total: int = 0
+    # The failure is too wide to trust (analysis/brake.py): remediate refuses destructive steps
+    brake: Claim | None = None
+    # `cluster` as claims, with the facts each rests on
+    cluster_claims: list[Claim] = field(default_factory=list)
 
     @property
     def problems(self) -> bool:

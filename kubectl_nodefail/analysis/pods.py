@@ -202,6 +202,7 @@ def analyse_pod(
     master_disruption: bool,
     failed_nodes: set[str],
     now: datetime,
+    braked: Claim | None = None,
 ) -> PodFinding:
     meta = pod["metadata"]
     namespace, name = meta.get("namespace", ""), meta["name"]
@@ -310,7 +311,7 @@ def analyse_pod(
         stays_under_out_of_service=eviction.stays_under_out_of_service(pod),
     )
     finding.action = advice.for_pod(
-        finding, node, ev, holds_rwo, advice.default_strategy(snap.server_minor)
+        finding, node, ev, holds_rwo, advice.default_strategy(snap.server_minor), braked
     )
     return finding
 
@@ -321,6 +322,7 @@ def analyse_waiting_pod(
     held: list[tuple[str, str, Obj]],
     failed: dict[str, NodeFinding],
     now: datetime,
+    braked: Claim | None = None,
 ) -> PodFinding:
     """A pod on a working node that cannot start: a single-node volume it needs is still
     attached to a failed node (typically the replacement of a pod force-deleted there)."""
@@ -352,11 +354,14 @@ def analyse_waiting_pod(
     va = held_by[0][2]
     holder = failed[va["spec"]["nodeName"]]
     blocking = users[va["metadata"]["name"]]
-    action = advice.for_waiting_pod(
-        holder,
-        outlook[va["metadata"]["name"]],
-        [storage.pod_name(u) for u in blocking],
-        all_terminating=all(u["metadata"].get("deletionTimestamp") for u in blocking),
+    action = advice.braked(
+        advice.for_waiting_pod(
+            holder,
+            outlook[va["metadata"]["name"]],
+            [storage.pod_name(u) for u in blocking],
+            all_terminating=all(u["metadata"].get("deletionTimestamp") for u in blocking),
+        ),
+        braked,
     )
     return PodFinding(
         namespace=namespace,

@@ -92,14 +92,20 @@ def value_at(obj: Obj, path: str) -> Any:
 
 
 def _members(items: list[Obj], selector: str) -> list[Obj] | None:
-    """The set a premise's object names, `Kind[LABEL=VALUE]` or `Kind[]`; None if the object is
-    not a set."""
+    """The set a premise's object names: `Kind[]` (all of that kind) or `Kind[TERM,...]`, each
+    term `LABEL=VALUE` (the label has that value) or `!LABEL` (the label is absent); None if
+    the object is not a set."""
     if not selector.endswith("]") or "[" not in selector or "/" in selector.partition("[")[0]:
         return None
     kind, _, inside = selector[:-1].partition("[")
-    label, _, wanted = inside.partition("=")
     out = [i for i in items if i.get("kind") == kind]
-    if inside:
+    for term in inside.split(",") if inside else []:
+        if term.startswith("!"):
+            out = [
+                i for i in out if term[1:] not in ((i.get("metadata") or {}).get("labels") or {})
+            ]
+            continue
+        label, _, wanted = term.partition("=")
         out = [
             i for i in out if ((i.get("metadata") or {}).get("labels") or {}).get(label) == wanted
         ]
@@ -117,6 +123,11 @@ def _count(members: list[Obj], field: str) -> Any:
         path, _, values = term.rpartition("=")
         terms.append((path, values.split("|")))
     return sum(1 for m in members if any(value_at(m, path) in values for path, values in terms))
+
+
+def _action_claim(action: Obj | None) -> Obj:
+    """A suggested action's own premises, as a claim of kind `advice`."""
+    return {"kind": "advice", "because": (action or {}).get("because") or []}
 
 
 def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
@@ -140,9 +151,19 @@ def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
         )
         for node in diagnosis.get("nodes") or []
     ]
-    for node in diagnosis.get("nodes") or []:  # a node's automation claims
+    for node in diagnosis.get("nodes") or []:  # a node's automation claims, its action's facts
         for coverage in node.get("automation") or []:
             stated.append((f"node {node.get('name')}", coverage.get("claims") or []))
+        stated.append((f"node {node.get('name')}", [_action_claim(node.get("action"))]))
+    for pod in diagnosis.get("pods") or []:  # a pod's action's own facts (the brake's)
+        stated.append(
+            (f"{pod.get('namespace')}/{pod.get('name')}", [_action_claim(pod.get("action"))])
+        )
+    for zone in diagnosis.get("zones") or []:
+        stated.append((f"zone {zone.get('zone')}", zone.get("claims") or []))
+    stated.append(("cluster", diagnosis.get("clusterClaims") or []))
+    if diagnosis.get("brake"):
+        stated.append(("cluster", [diagnosis["brake"]]))
     for who, claims in stated:
         for claim in claims:
             for premise in claim.get("because") or []:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis import brake, facts
+from kubectl_nodefail.analysis.claims import Premise, claim, fact
 from kubectl_nodefail.analysis.findings import ZoneFinding
 from kubectl_nodefail.analysis.nodes import is_ready, zone_of
 from kubectl_nodefail.snapshot import Obj
@@ -26,15 +27,25 @@ def _noexecute_tainted(node: Obj) -> bool:
     )
 
 
+def _taints(members: list[Obj]) -> list[Premise]:
+    """Each not-Ready node's first NoExecute taint (unreachable or not-ready: tainted; none: not
+    yet, or never while the zone is braked)."""
+    return [
+        fact("Node", n, "spec.taints[effect=NoExecute].key") for n in members if not is_ready(n)
+    ]
+
+
 def analyse_zones(nodes: list[Obj]) -> tuple[list[ZoneFinding], bool]:
     """Per-zone state and eviction effect; the flag is True in 'master disruption mode'
     (every zone fully disrupted: the controller removes NoExecute taints and stops evicting)."""
     counts: dict[str, list[int]] = {}
     tainted: dict[str, int] = {}  # not-Ready nodes already carrying a NoExecute taint
+    members: dict[str, list[Obj]] = {}
     for node in nodes:
         if facts.LABEL_EXCLUDE_DISRUPTION in (node["metadata"].get("labels") or {}):
             continue
         zone = zone_of(node)
+        members.setdefault(zone, []).append(node)
         ready_not = counts.setdefault(zone, [0, 0])
         ready_not[0 if is_ready(node) else 1] += 1
         if not is_ready(node) and _noexecute_tainted(node):
@@ -98,5 +109,9 @@ def analyse_zones(nodes: list[Obj]) -> tuple[list[ZoneFinding], bool]:
                 if not_ready
                 else "healthy"
             )
-        findings.append(ZoneFinding(zone, size, not_ready, state, eviction, text))
+        because = brake.zone_counts(brake.selector(members[zone]), members[zone])
+        if eviction == "stopped":  # which not-Ready nodes carry the NoExecute taint
+            because += _taints(members[zone])
+        said = claim("zone-state", "zone", text, *because)
+        findings.append(ZoneFinding(zone, size, not_ready, state, eviction, text, [said]))
     return findings, all_down

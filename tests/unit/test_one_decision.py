@@ -4,6 +4,7 @@ attested off (both decide from advice.disposition)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import NodeFinding, Report
 from kubectl_nodefail.analysis.nodes import machine_ran
 from kubectl_nodefail.errors import AttestationContradicted
-from kubectl_nodefail.plan import MUTATING, Options, check_attestations, make_plan
+from kubectl_nodefail.plan import MUTATING, Options, Plan, check_attestations, make_plan
 from kubectl_nodefail.snapshot import Snapshot, load_dump
 from tests.unit.conftest import FIXTURES
 
@@ -32,16 +33,15 @@ def test_advice_is_the_attested_plans_step(path: Path) -> None:
         if ran is not None:
             _refused_and_never_suggested(snap, report, node, ran, path.name)
             continue
-        plan = make_plan(
-            report,
-            Options(
-                attested=[node.name],
-                only_nodes=[node.name],
-                max_nodes=len(report.nodes) + 1,
-                allow_disruption=True,
-                server_minor=snap.server_minor,
-            ),
+        opts = Options(
+            attested=[node.name],
+            only_nodes=[node.name],
+            max_nodes=len(report.nodes) + 1,
+            server_minor=snap.server_minor,
         )
+        if report.brake is not None:
+            _braked_advice_is_the_refusal(report, make_plan(report, opts), node, path.name)
+        plan = make_plan(report, replace(opts, allow_disruption=True))
         destructive = [s for s in plan.steps if s.action in MUTATING and s.node == node.name]
         finalizer_held = {s.target for s in plan.steps if s.action == "finalizer-held"}
         for pod in report.pods:
@@ -77,6 +77,26 @@ def test_a_node_whose_pods_need_nothing_is_not_sent_to_the_taint() -> None:
     action = advice.for_node(node, snap.server_minor, cosmetic)
     assert "out-of-service taint" not in action.summary.replace("needs the out-of-service", "")
     assert "--node-shutdown-confirmed" not in action.remediate
+
+
+def _braked_advice_is_the_refusal(
+    report: Report, plan: Plan, node: NodeFinding, where: str
+) -> None:
+    """While the brake holds, the plan refuses every destructive step on the node, and nothing
+    diagnose says of it or its pods advises one as if it would run: each such suggestion names
+    the brake first, with the brake's facts as its premises."""
+    assert report.brake is not None
+    assert any(report.brake.text in r for r in plan.refusals), (where, plan.refusals)
+    assert not any(s.allowed for s in plan.steps if s.action in MUTATING), where
+    actions = [node.action] + [p.action for p in report.pods if p.node == node.name]
+    for action in actions:
+        if action is None:
+            continue
+        assert action.code not in RELEASING, f"{where} {node.name}: {action}"
+        takes_a_step = attestation.FLAG in action.remediate or "delete-node" in action.remediate
+        if takes_a_step or "out-of-service taint" in action.summary.split("Then:")[-1]:
+            assert action.summary.startswith("first rule out"), f"{where}: {action.summary}"
+            assert set(report.brake.because) <= set(action.because), where
 
 
 def _refused_and_never_suggested(

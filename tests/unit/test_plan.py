@@ -11,6 +11,7 @@ from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER, holding_fin
 from kubectl_nodefail.analysis.findings import Report
 from kubectl_nodefail.errors import Exit
 from kubectl_nodefail.plan import (
+    MUTATING,
     Options,
     Plan,
     _cosmetic,
@@ -66,7 +67,7 @@ def test_old_servers_fall_back_to_force_delete(after_eviction: Report) -> None:
 def test_mass_failure_and_node_bound_refuse() -> None:
     report = report_of("three-nodes-down")
     plan = make_plan(report, Options(attested=["flaky-b", "flaky-c", "flaky-d"], max_nodes=3))
-    assert any("3 of 6 nodes are down" in r for r in plan.refusals)
+    assert any("3 of 6 nodes not Ready at once" in r for r in plan.refusals)
     assert not any(s.allowed for s in plan.steps if s.action != "wait")
     plan = make_plan(report, Options(attested=["flaky-b"], max_nodes=1, allow_disruption=True))
     assert any("at most 1 per run" in r for r in plan.refusals)
@@ -75,6 +76,17 @@ def test_mass_failure_and_node_bound_refuse() -> None:
     )
     assert plan.refusals == [] and all(s.node == "flaky-b" for s in plan.steps)
     assert _by_action(plan, "taint-out-of-service")[0].allowed
+
+
+def test_naming_one_node_does_not_step_around_a_mass_failure() -> None:
+    """`remediate flaky-b` diagnoses with the view narrowed to flaky-b: the brake still counts
+    every node of the cluster (it counted the view's, so 1 of 6 was not a mass failure)."""
+    report = report_of("three-nodes-down", only_nodes=["flaky-b"])
+    assert [n.name for n in report.nodes] == ["flaky-b"]
+    plan = make_plan(report, Options(attested=["flaky-b"], only_nodes=["flaky-b"]))
+    assert any("3 of 6 nodes not Ready at once" in r for r in plan.refusals), plan.refusals
+    assert not any(s.allowed for s in plan.steps if s.action in MUTATING)
+    assert plan.exit_code() == Exit.PARTIAL
 
 
 def test_zone_disruption_refuses_even_with_attestation() -> None:

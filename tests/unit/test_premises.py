@@ -58,6 +58,11 @@ def test_every_premise_holds_on_the_recorded_fixtures(path: Path) -> None:
             assert c.because, f"{pod.namespace}/{pod.name}: claim {c.kind} has no premise"
         if pod.claims:  # the sentences are the claims' texts, nothing else
             assert pod.explanation == text_of(pod.claims, "why")
+    for zone in report.zones:  # the zone line is its claim, with the counts it rests on
+        assert zone.explanation == text_of(zone.claims, "zone") and zone.claims[0].because
+    assert report.cluster == [c.text for c in report.cluster_claims]
+    assert all(c.because for c in report.cluster_claims)
+    assert report.brake is None or report.brake.because
 
 
 def test_the_checker_catches_a_false_premise() -> None:
@@ -385,3 +390,35 @@ def test_every_reason_the_scheduler_gives_is_kept(message: str, reasons: list[st
     from kubectl_nodefail.analysis.controllers import scheduler_reasons
 
     assert scheduler_reasons(message) == reasons
+
+
+@pytest.mark.parametrize("name", ["zone-partial-disruption", "three-nodes-down"])
+def test_the_checker_reads_zone_brake_and_advice_premises(name: str) -> None:
+    """The zone line, the brake and the advice under it are claims the checker re-reads: a
+    count changed in the diagnosis is found, in each place."""
+    doc = _raw(FIXTURES / f"{name}.json")
+    data = render.report_data(_report(doc))
+    assert data["brake"] and premises.check(doc, data) == []
+    braked = [p["action"] for p in data["pods"] if p["action"]["because"]]
+    braked += [n["action"] for n in data["nodes"] if n["action"]["because"]]
+    # three-nodes-down: its StatefulSet pods need forcing; zone-partial-disruption: none does
+    assert bool(braked) == (name == "three-nodes-down")
+    zone = next(z for z in data["zones"] if z["notReady"])
+    places = [data["brake"], zone["claims"][0], *braked[:1], *data["clusterClaims"]]
+    for place in places:
+        premise = next(p for p in place["because"] if p["field"].startswith("count"))
+        premise["value"] += 1
+        assert [f.object for f in premises.check(doc, data)] == [premise["object"]], place
+        premise["value"] -= 1
+
+
+def test_a_zone_selector_names_its_labels_and_absent_ones() -> None:
+    nodes = [
+        {"kind": "Node", "metadata": {"name": "a", "labels": {"z": "1", "r": "x"}}},
+        {"kind": "Node", "metadata": {"name": "b", "labels": {"z": "1"}}},
+        {"kind": "Node", "metadata": {"name": "c", "labels": {}}},
+    ]
+    doc = {"items": nodes}
+    for selector, count in (("Node[z=1]", 2), ("Node[z=1,!r]", 1), ("Node[!z]", 1), ("Node[]", 3)):
+        claim = {"kind": "k", "because": [{"object": selector, "field": "count", "value": count}]}
+        assert premises.check(doc, {"clusterClaims": [claim]}) == [], selector

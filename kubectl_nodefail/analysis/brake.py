@@ -1,0 +1,114 @@
+"""The brake: a failure too wide to trust the machines' deaths.
+
+When a zone is in disruption (the node lifecycle controller's own brake) or most of the
+cluster's nodes are not Ready at once, a partition or the control plane is the likelier cause,
+and forcing pods off "dead" nodes could run them twice. remediate then refuses every
+destructive step (plan.py), and diagnose says so wherever it would advise one (advice.py): one
+claim, computed once over the whole cluster whatever the view's scope, with the node counts it
+rests on as premises.
+
+The counts are premises about sets of Nodes (claims.py): `Node[]` (every node) or
+`Node[LABEL=VALUE,...]` (the nodes of one zone), with `count` or
+`count(status.conditions[type=Ready].status=True)`.
+"""
+
+from __future__ import annotations
+
+from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis.claims import Claim, Premise, claim, read
+from kubectl_nodefail.analysis.findings import ZoneFinding
+from kubectl_nodefail.snapshot import Obj
+
+MASS_FAILURE_NODES = 3
+MASS_FAILURE_SHARE = 0.5
+READY_TRUE = "count(status.conditions[type=Ready].status=True)"
+OVERRIDE = "--allow-disruption"
+
+
+def _ready_count(nodes: list[Obj]) -> int:
+    """Nodes whose first Ready condition is True: the premise checker's own reading of
+    `conditions[type=Ready]` (a node lists one Ready condition)."""
+    return sum(1 for n in nodes if read(n, "status.conditions[type=Ready].status") == "True")
+
+
+def cluster_counts(nodes: list[Obj]) -> list[Premise]:
+    """How many nodes the cluster has, and how many are Ready."""
+    return [
+        Premise("Node[]", "count", len(nodes)),
+        Premise("Node[]", READY_TRUE, _ready_count(nodes)),
+    ]
+
+
+def zone_counts(selector: str, members: list[Obj]) -> list[Premise]:
+    """How many nodes a zone's selector names, and how many of them are Ready."""
+    return [
+        Premise(selector, "count", len(members)),
+        Premise(selector, READY_TRUE, _ready_count(members)),
+    ]
+
+
+# Why a wide failure is not trusted: the sentence every brake claim ends with.
+WHY = (
+    "more likely the network or the control plane than the machines, and forcing pods off "
+    "'dead' nodes that still run would run them twice"
+)
+
+
+def find(
+    nodes: list[Obj], zones: list[ZoneFinding], failed: int, master_disruption: bool
+) -> Claim | None:
+    """The brake in force, as one claim; None when the failure is narrow enough to act on.
+    `failed`: the cluster's not-Ready nodes (all of them, not a view's)."""
+    disrupted = [z for z in zones if z.state != "Normal"]
+    if disrupted:
+        names = ", ".join(
+            f"{z.zone} {z.state} ({z.not_ready}/{z.nodes} not Ready)" for z in disrupted
+        )
+        because = [
+            p for z in disrupted for c in z.claims for p in c.because if p.field.startswith("count")
+        ]
+        lead = "every zone fully disrupted" if master_disruption else "zone disruption"
+        return claim("brake", "cluster", f"{lead}: {names}: {WHY}", *because)
+    total = len(nodes)
+    if failed >= MASS_FAILURE_NODES and total and failed / total >= MASS_FAILURE_SHARE:
+        return claim(
+            "brake",
+            "cluster",
+            f"{failed} of {total} nodes not Ready at once: {WHY}",
+            *cluster_counts(nodes),
+        )
+    return None
+
+
+def reason(brake: Claim) -> str:
+    """The brake's facts without its why: `3 of 6 nodes not Ready at once`."""
+    return brake.text[: -len(f": {WHY}")] if brake.text.endswith(WHY) else brake.text
+
+
+def refusal(brake: Claim) -> str:
+    """What remediate says when the brake refuses its destructive steps."""
+    return f"{brake.text}. Destructive steps refused (override: {OVERRIDE}, after ruling that out)"
+
+
+def advice(brake: Claim) -> str:
+    """What diagnose says before a destructive suggestion while the brake holds."""
+    return (
+        f"first rule out the network and the control plane ({reason(brake)}): remediate "
+        f"refuses destructive steps until then ({OVERRIDE} once ruled out)"
+    )
+
+
+def selector(members: list[Obj]) -> str:
+    """`Node[...]` naming the nodes of one zone by the labels its first member carries (the
+    zone key is region/zone, GA labels before the beta ones), excluding nodes the controller
+    leaves out of zone states."""
+    labels = (members[0]["metadata"].get("labels") or {}) if members else {}
+    terms = []
+    for ga, beta in (
+        (facts.LABEL_REGION, facts.LABEL_REGION_BETA),
+        (facts.LABEL_ZONE, facts.LABEL_ZONE_BETA),
+    ):
+        key = ga if labels.get(ga) else beta if labels.get(beta) else None
+        terms += [f"{key}={labels[key]}"] if key else [f"!{ga}", f"!{beta}"]
+    terms.append(f"!{facts.LABEL_EXCLUDE_DISRUPTION}")
+    return f"Node[{','.join(terms)}]"
