@@ -388,8 +388,11 @@ def _after_eviction(kind: str, replacement: Replacement, holds_rwo: bool) -> str
 def _unlock(node: NodeFinding) -> tuple[str, ...]:
     """The attestation a suggested remediate command shows (with its placeholder), or none: not
     when the node has shutdown evidence already, nor when its state says the machine ran after
-    the failure began (remediate refuses that attestation: nodes.machine_ran)."""
+    the failure began (remediate refuses that attestation: nodes.machine_ran), nor while its
+    kubelet reports (a live kubelet posted the not-Ready status: the machine runs)."""
     if node.shutdown_evidence or machine_ran(node):
+        return ()
+    if kubelet_alive(node):  # it reports: the machine runs (a Ready=False the kubelet posted)
         return ()
     return (attestation.flag(),)
 
