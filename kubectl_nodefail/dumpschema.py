@@ -376,7 +376,8 @@ SCHEMAS.update(
         # a ReplicationController's selector is a map of labels, not a LabelSelector
         "ReplicationController": owner(obj(replicas=INT, selector=STR_MAP)),
         # a paused Deployment's rollout makes no progress (its old ReplicaSets keep their pods)
-        "Deployment": owner(obj(replicas=INT, paused=BOOL, selector=ANY)),
+        # strategy Recreate: a rollout creates no new pod while an old one is not finished
+        "Deployment": owner(obj(replicas=INT, paused=BOOL, selector=ANY, strategy=obj(type=STR))),
         "StatefulSet": owner(
             obj(
                 replicas=INT,
@@ -402,8 +403,9 @@ SCHEMAS.update(
             # Complete / Failed (a finished Job replaces nothing), and its counts
             obj(conditions=ListOf(CONDITION), active=INT, succeeded=INT, failed=INT),
         ),
-        # read for its name (the chain Pod -> Job -> CronJob) and whether it is suspended
-        "CronJob": owner(obj(suspend=BOOL), obj()),
+        # read for its name (the chain Pod -> Job -> CronJob), whether it is suspended, and its
+        # concurrencyPolicy Forbid: no run while a Job of it is active (not finished)
+        "CronJob": owner(obj(suspend=BOOL, concurrencyPolicy=STR), obj()),
     }
 )
 # The owner kinds whose schema above is their API type's (the rest of SCHEMAS are not owners).

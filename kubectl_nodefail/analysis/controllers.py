@@ -365,6 +365,76 @@ def _superseded(ctx: Context) -> tuple[str, str, list[Premise]] | None:
     )
 
 
+def _recreate_waits(ctx: Context) -> tuple[str, list[Premise]] | None:
+    """A pod, not finished, of a ReplicaSet scaled to 0 by a Deployment that wants replicas and
+    rolls out with strategy Recreate (not paused): (the sentence, its premises), else None.
+
+    A Recreate rollout scales every old ReplicaSet to 0 first and creates (and scales up) the
+    new one only once no pod of an older ReplicaSet is in a phase other than Failed or
+    Succeeded, Terminating ones included (pkg/controller/deployment/recreate.go
+    oldPodsRunning; getPodMapForDeployment keeps inactive pods for it). Until then the new
+    ReplicaSet does not exist and the Deployment's revision is not bumped, so an old ReplicaSet
+    is told by its 0 replicas under a Deployment that wants some. A pod on a dead node keeps its
+    phase: the rollout waits on it."""
+    if len(ctx.owners) < 2 or ctx.owner_kinds[1] != "Deployment" or ctx.finished:
+        return None
+    rs, deployment = ctx.owners[0], ctx.owners[1]
+    spec = deployment.get("spec") or {}
+    if (spec.get("strategy") or {}).get("type") != "Recreate" or spec.get("paused") is True:
+        return None
+    wanted = spec.get("replicas", 1)
+    if not wanted or (rs.get("spec") or {}).get("replicas", 1) != 0:
+        return None
+    name = deployment["metadata"]["name"]
+    text = (
+        f"Deployment {name} wants {wanted} replica(s) and rolls out with strategy Recreate: it "
+        f"scaled ReplicaSet {rs['metadata']['name']} to 0 and creates pods of its new template "
+        "only once no pod of an older ReplicaSet is still Pending, Running or Unknown, "
+        f"Terminating ones included. This pod stays {ctx.phase} until its kubelet confirms, so "
+        "the rollout waits on it and the Deployment runs no pod of the new template."
+    )
+    return text, [
+        ctx.owner_fact(1, "spec.strategy.type"),
+        ctx.owner_fact(1, "spec.replicas"),
+        ctx.owner_fact(1, "spec.paused"),
+        ctx.owner_fact(0, "spec.replicas"),
+        ctx.pod_fact("status.phase"),
+    ]
+
+
+def _recreate_blocked(ctx: Context, rs: Obj | None, waits: tuple[str, list[Premise]]) -> Explained:
+    """The pod a Recreate rollout waits on: blocked, and it blocks its Deployment."""
+    text, because = waits
+    name = ctx.owners[1]["metadata"]["name"]
+    rep = Replacement(
+        "blocked",
+        f"blocked: Deployment {name} (strategy Recreate) creates no pod of its new template "
+        "while this pod exists",
+    )
+    deletion = ctx.pod_fact("metadata.deletionTimestamp")
+    lead = (
+        ""
+        if ctx.terminating
+        else "Its ReplicaSet deletes this pod, which then stays Terminating while its kubelet "
+        "is down. "
+    )
+    return Explained(
+        [
+            claim("blocks", "why", lead + text, deletion, *because),
+            claim("replacement", "replacement", rep.summary, deletion, *because),
+            claim(
+                "if-node-returns",
+                "returns",
+                "kubelet stops the old containers and removes the object; then Deployment "
+                f"{name} (Recreate) scales its new ReplicaSet up (creating it first if need be).",
+                deletion,
+                *because,
+            ),
+        ],
+        rep,
+    )
+
+
 def replicaset(ctx: Context) -> Explained:
     rs = ctx.owners[0] if ctx.owners else None
     owner = (
@@ -375,6 +445,9 @@ def replicaset(ctx: Context) -> Explained:
     desired = ((rs or {}).get("spec") or {}).get("replicas", 1)
     wants: list[Premise] = [ctx.owner_fact(0, "spec.replicas")] if rs is not None else []
     out: list[Claim] = []
+    waits = _recreate_waits(ctx) if desired == 0 else None
+    if waits is not None:
+        return _recreate_blocked(ctx, rs, waits)
     if not ctx.terminating:
         if rs is not None and desired == 0:
             rep = Replacement("not-wanted", "none: the ReplicaSet wants 0 replicas now")
@@ -890,6 +963,79 @@ def _job_finished(job: Obj) -> str | None:
     return None
 
 
+# A Job that met its success or failure criteria carries SuccessCriteriaMet or FailureTarget
+# first, and Complete or Failed only once none of its pods is Terminating any more
+# (pkg/controller/job/job_controller.go: delayTerminalCondition, enactJobFinished waits for
+# terminating == 0; CountTerminatingPods counts a deleted pod not yet in a terminal phase).
+FINISHING = {"SuccessCriteriaMet": "Complete", "FailureTarget": "Failed"}
+
+
+def _job_finishing(job: Obj) -> str | None:
+    """SuccessCriteriaMet or FailureTarget, when the Job carries it True and is not finished."""
+    if _job_finished(job) is not None:
+        return None
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond.get("type") in FINISHING and cond.get("status") == "True":
+            return str(cond["type"])
+    return None
+
+
+def _job_held_open(ctx: Context, job_obj: Obj, name: str, rep: Replacement) -> Explained | None:
+    """A Terminating pod (not finished) of a Job that has met its criteria: the Job is not
+    Complete (or Failed) while the pod object exists, and a CronJob with concurrencyPolicy
+    Forbid starts no run while that Job is active (cronjob_controllerv2.go: a Job leaves
+    status.active only once finished). The stuck pod blocks its owner: not cosmetic."""
+    finishing = _job_finishing(job_obj)
+    if finishing is None or not ctx.terminating or ctx.finished:
+        return None
+    target = FINISHING[finishing]
+    because = [
+        ctx.pod_fact("metadata.deletionTimestamp"),
+        ctx.pod_fact("status.phase"),
+        ctx.owner_fact(0, f"status.conditions[type={finishing}].status"),
+        ctx.owner_fact(0, f"status.conditions[type={target}].status"),
+    ]
+    text = (
+        f"Job {name} has {finishing}=True but is not {target}: the Job controller marks it "
+        f"{target} only once none of its pods is Terminating, and this one stays {ctx.phase} "
+        "while its kubelet is down. Whatever waits for the Job to finish (a pipeline, "
+        "ttlSecondsAfterFinished, kubectl wait) waits on this pod."
+    )
+    cron = ctx.owners[1] if len(ctx.owners) > 1 and ctx.owner_kinds[1] == "CronJob" else None
+    if cron is not None:
+        policy = (cron.get("spec") or {}).get("concurrencyPolicy") or "Allow"
+        because.append(ctx.owner_fact(1, "spec.concurrencyPolicy"))
+        cron_name = cron["metadata"]["name"]
+        if policy == "Forbid":
+            text += (
+                f" CronJob {cron_name} has concurrencyPolicy Forbid: it starts no run while "
+                "this Job is active, so every scheduled run is skipped until then."
+            )
+        elif policy == "Replace":
+            text += (
+                f" CronJob {cron_name} has concurrencyPolicy Replace: its next run deletes this "
+                "Job (background propagation) and starts a new one; this pod stays Terminating."
+            )
+    held = Replacement(
+        "blocked",
+        f"{rep.summary}; but Job {name} cannot be {target} while this pod exists"
+        if rep.pods
+        else f"Job {name} cannot be {target} while this pod exists",
+        list(rep.pods),
+    )
+    returns = f"kubelet removes the old pod; then Job {name} is {target}" + (
+        f" and CronJob {cron['metadata']['name']} runs again on schedule." if cron else "."
+    )
+    return Explained(
+        [
+            claim("blocks", "why", text, *because),
+            claim("replacement", "replacement", held.summary, *because),
+            claim("if-node-returns", "returns", returns, *because),
+        ],
+        held,
+    )
+
+
 def _ignores_disruption(spec: Obj, pod: Obj) -> bool:
     """The Job's podFailurePolicy has an Ignore rule on the DisruptionTarget condition, and the
     pod carries it: its failure is not counted (the taint manager sets it when it evicts)."""
@@ -1062,6 +1208,9 @@ def job(ctx: Context) -> Explained:
         )
     else:
         rep, rep_claim = _job_next_pod(ctx, job_obj, name)
+    held_open = _job_held_open(ctx, job_obj, name, rep) if job_obj is not None else None
+    if held_open is not None:
+        return Explained(out + held_open.claims, held_open.replacement)
     out.append(rep_claim)
     counted = (
         "the Job does not count it as failed (its podFailurePolicy ignores DisruptionTarget)"

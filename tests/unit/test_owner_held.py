@@ -1,0 +1,152 @@
+"""A stuck pod that holds its owner, on snapshots recorded from the real control plane
+(tests/e2e/test_owner_held.py) and their neighbours: a Recreate rollout waiting on the old pod,
+a Job held short of Complete (and its CronJob with concurrencyPolicy Forbid). Each sentence is
+said only when its premises hold, and the advice frees the pod only when it holds something."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.analysis.findings import PodFinding
+from kubectl_nodefail.snapshot import Snapshot, from_items, parse_time
+from tests.unit.conftest import FIXTURES, load
+
+Obj = dict[str, Any]
+
+
+def _changed(name: str, change: Callable[[list[Obj]], None]) -> Snapshot:
+    """The recorded snapshot with `change` made to its raw items."""
+    doc = json.loads((FIXTURES / f"{name}.json").read_text())
+    items = copy.deepcopy(doc["items"])
+    change(items)
+    captured = parse_time(doc["capturedAt"])
+    assert captured is not None
+    return from_items(items, captured, server_version=doc.get("serverVersion"), source=name)
+
+
+def _pod(snap: Snapshot, prefix: str) -> PodFinding:
+    report = diagnose(snap, snap.captured_at)
+    return next(p for p in report.pods if p.name.startswith(prefix))
+
+
+def _kind(items: list[Obj], kind: str, prefix: str = "") -> Obj:
+    return next(
+        i for i in items if i.get("kind") == kind and i["metadata"]["name"].startswith(prefix)
+    )
+
+
+def _blocks(pod: PodFinding) -> str:
+    return " ".join(c.text for c in pod.claims if c.kind == "blocks")
+
+
+def test_the_recreate_rollout_waits_on_the_old_pod_and_the_rolling_one_does_not() -> None:
+    snap = load("recreate-rollout-node-down")
+    held, free = _pod(snap, "recreate-"), _pod(snap, "rolling-")
+    assert held.replacement.state == "blocked" and "strategy Recreate" in _blocks(held)
+    premises = {(p.object.split("/")[0], p.field) for c in held.claims for p in c.because}
+    assert ("Deployment", "spec.strategy.type") in premises
+    assert ("ReplicaSet", "spec.replicas") in premises
+    assert held.action.code == "out-of-service"
+    assert free.replacement.state == "not-wanted" and not _blocks(free)
+    assert free.action.code == "wait" and "cosmetic" in free.action.summary
+
+
+def _deployment(change: Callable[[Obj], None]) -> Callable[[list[Obj]], None]:
+    return lambda items: change(_kind(items, "Deployment", "recreate"))
+
+
+@pytest.mark.parametrize(
+    "why, change",
+    [
+        (
+            "RollingUpdate",
+            _deployment(lambda d: d["spec"].update(strategy={"type": "RollingUpdate"})),
+        ),
+        ("paused", _deployment(lambda d: d["spec"].update(paused=True))),
+        ("scaled to 0", _deployment(lambda d: d["spec"].update(replicas=0))),
+        (
+            "its ReplicaSet still wanted",
+            lambda items: _kind(items, "ReplicaSet", "recreate")["spec"].update(replicas=1),
+        ),
+        (
+            "the pod finished",
+            lambda items: _kind(items, "Pod", "recreate")["status"].update(phase="Failed"),
+        ),
+    ],
+)
+def test_a_recreate_neighbour_that_holds_nothing_is_not_called_held(
+    why: str, change: Callable[[list[Obj]], None]
+) -> None:
+    pod = _pod(_changed("recreate-rollout-node-down", change), "recreate-")
+    assert "strategy Recreate" not in _blocks(pod), why
+    assert pod.replacement.state != "blocked" or why == "its ReplicaSet still wanted", why
+
+
+def test_a_job_held_short_of_complete_holds_its_forbid_cronjob() -> None:
+    snap = load("job-held-open-cronjob-forbid")
+    pod = _pod(snap, "report-")
+    said = _blocks(pod)
+    assert "SuccessCriteriaMet=True but is not Complete" in said
+    assert "concurrencyPolicy Forbid" in said
+    assert pod.replacement.state == "blocked" and pod.replacement.pods  # the one that succeeded
+    assert pod.action.code == "out-of-service"
+    assert "then Job" in pod.if_node_returns and "is Complete" in pod.if_node_returns
+
+
+def _cron(policy: str | None) -> Callable[[list[Obj]], None]:
+    def change(items: list[Obj]) -> None:
+        spec = _kind(items, "CronJob")["spec"]
+        spec.pop("concurrencyPolicy", None)
+        if policy:
+            spec["concurrencyPolicy"] = policy
+
+    return change
+
+
+def _job_conditions(conditions: list[Obj]) -> Callable[[list[Obj]], None]:
+    return lambda items: _kind(items, "Job")["status"].update(conditions=conditions)
+
+
+@pytest.mark.parametrize(
+    "policy, says",
+    [("Allow", None), (None, None), ("Replace", "concurrencyPolicy Replace")],
+)
+def test_what_the_cronjob_does_follows_its_concurrency_policy(
+    policy: str | None, says: str | None
+) -> None:
+    pod = _pod(_changed("job-held-open-cronjob-forbid", _cron(policy)), "report-")
+    said = _blocks(pod)
+    assert "SuccessCriteriaMet=True" in said and "Forbid" not in said
+    assert (says in said) if says else ("concurrencyPolicy" not in said)
+
+
+@pytest.mark.parametrize(
+    "conditions, held",
+    [
+        ([], False),  # not finishing yet: the Job replaces it, nothing is held
+        ([{"type": "SuccessCriteriaMet", "status": "False"}], False),
+        (
+            [
+                {"type": "SuccessCriteriaMet", "status": "True"},
+                {"type": "Complete", "status": "True"},
+            ],
+            False,  # finished already (a server that does not wait)
+        ),
+        ([{"type": "FailureTarget", "status": "True"}], True),
+    ],
+)
+def test_a_job_is_held_only_while_it_has_met_its_criteria_and_is_not_finished(
+    conditions: list[Obj], held: bool
+) -> None:
+    pod = _pod(_changed("job-held-open-cronjob-forbid", _job_conditions(conditions)), "report-")
+    assert bool(_blocks(pod)) == held, pod.claims
+    if held:
+        assert "is not Failed" in _blocks(pod) and pod.replacement.state == "blocked"
+    else:
+        assert pod.replacement.state != "blocked"
