@@ -146,6 +146,18 @@ def _new_pods(ctx: Ctx, start: datetime, end: datetime, same_name: bool = False)
     return out
 
 
+def _namespace_pods(ctx: Ctx, start: datetime, end: datetime) -> list[PodView]:
+    """Pods of the predicted pod's namespace created in [start, end], other than it."""
+    return [
+        v
+        for v in ctx.history.ever().values()
+        if v.uid != ctx.pred.uid
+        and v.namespace == ctx.pred.namespace
+        and v.created is not None
+        and start - timedelta(seconds=1) <= v.created <= end
+    ]
+
+
 # --- eviction and NEXT ---
 
 
@@ -329,6 +341,19 @@ def _blocked(ctx: Ctx, kind: str) -> None:
         )
         ctx.add(kind, "blocked: same name not recreated while the node is down", observed, ok)
         return
+    if p.controller in ("deployment", "replicaset"):
+        # a Recreate rollout waiting on the old pod: no pod of another ReplicaSet of the
+        # Deployment (the namespace holds only it) while this object stands and the node is down
+        seen = ctx.history.last_seen(p.uid)
+        end = min(ctx.until, seen[0]) if seen else ctx.until
+        new = [v for v in _namespace_pods(ctx, p.at, end) if v.owner_uid != _owner_uid(ctx)]
+        observed = (
+            f"{new[0].name} of another ReplicaSet created at {_fmt(new[0].created)}"
+            if new
+            else "no pod of the new template while it stood"
+        )
+        ctx.add(kind, "blocked: the rollout creates no new pod while it stands", observed, not new)
+        return
     if p.controller in ("job", "cronjob"):
         over = _job_over_parallelism(ctx)
         ctx.add(
@@ -487,6 +512,8 @@ RETURN_PHRASES = (
     ("job-creates-replacement", re.compile(r"then creates the replacement")),
     ("gone-for-good", re.compile(r"gone for good")),
     ("ds-new-on-node", re.compile(r"creates a new one on the node")),
+    ("job-finishes", re.compile(r"then job \S+ is (complete|failed)")),
+    ("rollout-goes-on", re.compile(r"scales its new replicaset up")),
     (
         "old-removed",
         re.compile(
@@ -637,6 +664,19 @@ def _return_check(ctx: Ctx, name: str) -> None:
                 "none yet within the watch; the Job is live (pod failure backoff)",
                 None,
             )
+    elif name == "job-finishes":
+        target = "Failed" if "is failed" in p.if_node_returns.lower() else "Complete"
+        status = h.job_status_since(p.namespace, m.back)
+        if status is None:
+            ctx.add(kind, f"the Job is {target}", "the Job was deleted", None)
+        else:
+            conds = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+            seen = ", ".join(f"{t}={v}" for t, v in conds.items()) or "no condition"
+            ctx.add(kind, f"the Job is {target}", seen, conds.get(target) == "True")
+    elif name == "rollout-goes-on":
+        new = [v for v in _namespace_pods(ctx, m.back, m.end) if v.owner_uid != _owner_uid(ctx)]
+        seen = f"{len(new)} pod(s) of the new template" if new else "no pod of the new template"
+        ctx.add(kind, "the Recreate rollout creates the new template's pods", seen, bool(new))
     elif name == "ds-new-on-node":
         new = [v for v in _new_pods(ctx, m.back, m.end) if v.node == p.node]
         ctx.add(kind, "a new DaemonSet pod on the node", f"{len(new)} new pod(s) on it", bool(new))

@@ -7,7 +7,9 @@ unreachable tolerations (absent = the apiserver's 300 s default, short, forever,
 (preferred, nodeSelector- or required-affinity-pinned to the node that fails) and one change after
 the failure (scale up, down, to 0, a rollout of a new pod template, owner deletion, Job
 suspension, bare pod deletion), made early (before the first diagnosis) or late (after the
-eviction window, before the second).
+eviction window, before the second); the update strategy that rollout meets (Deployment
+RollingUpdate/Recreate, StatefulSet RollingUpdate/OnDelete/partition). docs/audit.md maps these
+dimensions to the controllers' code, and names those not drawn yet.
 
 Some draws come from what Kubernetes' own e2e tests expect of node failure (facts re-tested
 here, no code taken): test/e2e/apps/network_partition.go — a ReplicationController's pod on an
@@ -62,8 +64,18 @@ CHANGES: dict[str, tuple[str, ...]] = {
 # A rollout (a new pod template) replaces a Deployment's or StatefulSet's pods, the stuck one too:
 # drawn from a Random of its own, after the others, so the seeds of earlier runs still make the
 # scenarios they made (the rollout then takes the place of their change).
-ROLLOUT_KINDS = ("deployment", "sts-ordered", "sts-parallel")
+ROLLOUT_KINDS = ("deployment", "sts-ordered", "sts-parallel", "daemonset")
 ROLLOUT_SHARE = 0.3
+
+# Update strategies (drawn from a Random of their own, like rollouts; from seed 2033 on): what a
+# rollout does with the pod on the dead node (pkg/controller/deployment/recreate.go and
+# rolling.go; statefulset/stateful_set_control.go: OnDelete updates nothing, a partition at or
+# above an ordinal keeps its revision; daemon/update.go).
+STRATEGIES: dict[str, tuple[str, ...]] = {
+    "deployment": ("RollingUpdate", "Recreate"),
+    "sts-ordered": ("RollingUpdate", "OnDelete", "partition"),
+    "sts-parallel": ("RollingUpdate", "OnDelete", "partition"),
+}
 
 # The situations Kubernetes' e2e tests check (network_partition.go, taints.go, job.go):
 # a ReplicaSet, StatefulSet or Job pod on a node that stops, nothing changed afterwards.
@@ -92,6 +104,7 @@ class Scenario:
     change: str
     change_at: str  # early | late | -
     node_slot: int  # which of the batch's failable nodes
+    strategy: str = "-"  # the update strategy (STRATEGIES); "-": the API's default
 
     @property
     def namespace(self) -> str:
@@ -118,6 +131,8 @@ class Scenario:
             bits.append(f"completions={self.completions}")
         if self.finalizer:
             bits.append("finalizer")
+        if self.strategy != "-":
+            bits.append(f"strategy={self.strategy}")
         if self.change != "none":
             bits.append(f"{self.change}@{self.change_at}")
         return " ".join(bits)
@@ -160,6 +175,9 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
     rollout = random.Random(f"{seed}/{index}/{profile}/rollout")
     if kind in ROLLOUT_KINDS and rollout.random() < ROLLOUT_SHARE:
         change, change_at = "rollout", rollout.choice(("early", "late"))
+    strategy = "-"
+    if kind in STRATEGIES:
+        strategy = random.Random(f"{seed}/{index}/{profile}/strategy").choice(STRATEGIES[kind])
     return Scenario(
         seed=seed,
         index=index,
@@ -175,6 +193,7 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
         change=change,
         change_at=change_at,
         node_slot=index % node_slots,
+        strategy=strategy,
     )
 
 
@@ -266,6 +285,7 @@ def manifests(s: Scenario, node: str) -> list[Obj]:
                     "replicas": s.replicas,
                     "selector": selector,
                     "template": _template(s, node),
+                    **({"strategy": {"type": "Recreate"}} if s.strategy == "Recreate" else {}),
                 },
             }
         )
@@ -283,6 +303,7 @@ def manifests(s: Scenario, node: str) -> list[Obj]:
                     else "OrderedReady",
                     "selector": selector,
                     "template": _template(s, node),
+                    **_sts_strategy(s),
                 },
             }
         )
@@ -320,6 +341,16 @@ def manifests(s: Scenario, node: str) -> list[Obj]:
             {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": _job_spec(s, node)}
         )
     return out
+
+
+def _sts_strategy(s: Scenario) -> Obj:
+    if s.strategy == "OnDelete":
+        return {"updateStrategy": {"type": "OnDelete"}}
+    if s.strategy == "partition":  # every ordinal below the partition keeps its revision
+        return {
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": s.replicas}}
+        }
+    return {}
 
 
 def _job_spec(s: Scenario, node: str) -> Obj:

@@ -373,3 +373,56 @@ def test_never_evicted_is_not_contradicted_by_remediates_own_taint() -> None:
     h.marks.pop("remediate")
     h.remediated = ""
     assert verdicts([pred], h, "never-evicted") == [False]
+
+
+def test_a_recreate_rollout_said_blocked_is_wrong_once_a_new_template_pod_comes() -> None:
+    """Deployment 'blocked' (a Recreate rollout waiting on the old pod): no pod of another
+    ReplicaSet while the old object stands; its return: a pod of the new template."""
+    old = pod(name="w-abc-1", owner_uid="rs-old", owner_kind="ReplicaSet")
+    pred = prediction(
+        moment="d2",
+        at=at(85),
+        name="w-abc-1",
+        controller="deployment",
+        terminating=True,
+        if_node_returns="kubelet stops the old containers and removes the object; then "
+        "Deployment w (Recreate) scales its new ReplicaSet up (creating it first if need be).",
+    )
+    stuck = evicted(old, 40)
+    new = pod(name="w-def-1", uid="new", owner_uid="rs-new", node="healthy-0", created=at(95))
+    early = history([(85, [stuck]), (100, [stuck, new]), (150, [new])])
+    assert verdicts([pred], early, "replacement:blocked") == [False]
+    after = pod(name="w-def-1", uid="new", owner_uid="rs-new", node="healthy-0", created=at(120))
+    held = history([(85, [stuck]), (105, [stuck]), (150, [after])])
+    assert verdicts([pred], held, "replacement:blocked") == [True]
+    assert verdicts([pred], held, "if-node-returns:rollout-goes-on") == [True]
+    none = history([(85, [stuck]), (105, [stuck]), (150, [])])
+    assert verdicts([pred], none, "if-node-returns:rollout-goes-on") == [False]
+
+
+@pytest.mark.parametrize(
+    ("conditions", "ok"),
+    [
+        (
+            [
+                {"type": "SuccessCriteriaMet", "status": "True"},
+                {"type": "Complete", "status": "True"},
+            ],
+            True,
+        ),
+        ([{"type": "SuccessCriteriaMet", "status": "True"}], False),
+    ],
+)
+def test_a_job_said_to_finish_once_the_pod_goes_is_judged_on_its_condition(
+    conditions: list[dict[str, str]], ok: bool
+) -> None:
+    pred = prediction(
+        moment="d2",
+        at=at(85),
+        controller="job",
+        terminating=True,
+        if_node_returns="kubelet removes the old pod; then Job w is Complete.",
+    )
+    h = history([(85, [evicted(pod(), 40)]), (150, [])])
+    h.jobs[NS] = [(at(140), {"conditions": conditions})]
+    assert verdicts([pred], h, "if-node-returns:job-finishes") == [ok]
