@@ -1379,6 +1379,91 @@ def orphaned(ctx: Context) -> Explained:
     )
 
 
+# The garbage collector's finalizer on an owner deleted in the foreground: the owner stays until
+# its dependents with blockOwnerDeletion are gone from the API (garbagecollector.go
+# processDeletingDependentsItem), a pod merely Terminating included.
+FOREGROUND = "foregroundDeletion"
+
+
+def _deleting_owner(ctx: Context) -> int | None:
+    """The index of the nearest owner (a ReplicaSet or ReplicationController, or the Deployment
+    above one) with a deletionTimestamp: its controller creates no pod for it any more
+    (replica_set.go manages replicas only while the set is not being deleted; the Deployment
+    controller only syncs status)."""
+    if ctx.kind not in ("deployment", "replicaset", "replicationcontroller"):
+        return None
+    for i, owner in enumerate(ctx.owners[:2]):
+        if owner["metadata"].get("deletionTimestamp"):
+            return i
+    return None
+
+
+def owner_deleting(ctx: Context, index: int) -> Explained:
+    """A pod whose owner is being deleted: not replaced; deleted in the foreground, the owner
+    (and the Deployment above it, when that is being deleted too) stays until this pod object
+    is gone, so the deletion waits on it."""
+    deleting = [
+        i
+        for i in range(index, min(len(ctx.owners), 2))
+        if ctx.owners[i]["metadata"].get("deletionTimestamp")
+    ]
+    owner, kind = ctx.owners[index], ctx.owner_kinds[index]
+    name = owner["metadata"]["name"]
+    named = " and ".join(
+        f"{ctx.owner_kinds[i]} {ctx.owners[i]['metadata']['name']}" for i in reversed(deleting)
+    )
+    being, stay, wait = (
+        ("are", "they stay", "wait") if len(deleting) > 1 else ("is", "it stays", "waits")
+    )
+    foreground = FOREGROUND in (owner["metadata"].get("finalizers") or [])
+    because = [
+        p
+        for i in deleting
+        for p in (
+            ctx.owner_fact(i, "metadata.deletionTimestamp"),
+            ctx.owner_fact(i, "metadata.finalizers"),
+        )
+    ]
+    because.append(ctx.pod_fact("metadata.deletionTimestamp"))
+    if foreground:
+        text = (
+            f"{named} {being} being deleted in the foreground (finalizer {FOREGROUND}): "
+            f"{kind} {name} creates no replacement, and {stay} until this pod object is "
+            "gone, which does not happen while the pod's kubelet is down. The deletion (and "
+            "whatever waits on it: a delete run with --wait, a GitOps sync) waits on this pod."
+        )
+        rep = Replacement(
+            "blocked", f"none wanted: {named} {being} being deleted and {wait} for this pod"
+        )
+        returns = (
+            "kubelet stops the old containers and removes the object; then the garbage "
+            f"collector finishes deleting {named}."
+        )
+    elif "orphan" in (owner["metadata"].get("finalizers") or []):
+        text = (
+            f"{kind} {name} is being deleted, orphaning its dependents (finalizer orphan): it "
+            "creates no replacement, and the garbage collector removes this pod's owner "
+            "reference instead of deleting it."
+        )
+        rep = Replacement("not-wanted", f"none: {kind} {name} is being deleted")
+        returns = "the pod carries on, owned by nothing, or the kubelet removes it if deleted."
+    else:
+        text = (
+            f"{kind} {name} is being deleted: it creates no replacement, and the garbage "
+            "collector deletes this pod."
+        )
+        rep = Replacement("not-wanted", f"none: {kind} {name} is being deleted")
+        returns = "kubelet removes the old pod; nothing recreates it (its owner is being deleted)."
+    return Explained(
+        [
+            claim("blocks" if foreground else "owner-wants", "why", text, *because),
+            claim("owner-wants", "replacement", rep.summary, *because),
+            claim("if-node-returns", "returns", returns, *because),
+        ],
+        rep,
+    )
+
+
 RULES = {
     "deployment": replicaset,
     "replicaset": replicaset,
@@ -1400,4 +1485,7 @@ def explain(ctx: Context) -> Explained:
         return _finished(ctx)
     if owner_gone(ctx):
         return orphaned(ctx)
+    deleting = _deleting_owner(ctx)
+    if deleting is not None:
+        return owner_deleting(ctx, deleting)
     return RULES[ctx.kind](ctx)

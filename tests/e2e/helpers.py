@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubectl_nodefail import kube, podrows
 from kubectl_nodefail.analysis.nodes import is_ready
 from tests.e2e import workloads as w
 from tests.e2e.controlplane import ControlPlane, wait_for
+
+if TYPE_CHECKING:
+    from tests.e2e.conftest import Plugin
 
 Obj = dict[str, Any]
 
@@ -184,3 +187,22 @@ def rows_against_objects(cp: ControlPlane, ns: str) -> int:
             c["type"] == "Ready" and c["status"] == "True" for c in obj["status"]["conditions"]
         ), (cells, obj["status"])
     return compared
+
+
+def pod_row(data: Obj, ns: str, prefix: str) -> Obj:
+    """The diagnosis' row of the pod of `ns` whose name starts with `prefix`."""
+    return next(p for p in data["pods"] if p["namespace"] == ns and p["name"].startswith(prefix))
+
+
+def claims_of(row: Obj, kind: str) -> list[str]:
+    """The texts of a pod row's claims of one kind."""
+    return [c["text"] for c in row.get("claims") or [] if c["kind"] == kind]
+
+
+def remediate_confirmed(plugin: Plugin, node: str) -> Obj:
+    """remediate NODE with the node attested and --confirm (exit 0), as JSON."""
+    proc = plugin.run(
+        "remediate", node, "--node-shutdown-confirmed", node, "--confirm", "-o", "json"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return dict(json.loads(proc.stdout))

@@ -22,18 +22,18 @@ import pytest
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
-from tests.e2e.helpers import pods, terminating, wait_node_ready, wait_node_unknown
+from tests.e2e.helpers import (
+    claims_of,
+    pod_row,
+    pods,
+    remediate_confirmed,
+    terminating,
+    wait_node_ready,
+    wait_node_unknown,
+)
 
 pytestmark = pytest.mark.e2e
 Obj = dict[str, Any]
-
-
-def _row(data: Obj, ns: str, prefix: str) -> Obj:
-    return next(p for p in data["pods"] if p["namespace"] == ns and p["name"].startswith(prefix))
-
-
-def _claims(row: Obj, kind: str) -> list[str]:
-    return [c["text"] for c in row.get("claims") or [] if c["kind"] == kind]
 
 
 def _roll_out_unpinned(cp: ControlPlane, ns: str, name: str) -> None:
@@ -47,14 +47,6 @@ def _roll_out_unpinned(cp: ControlPlane, ns: str, name: str) -> None:
         }
     }
     cp.kubectl("patch", "deployment", "-n", ns, name, "--type=strategic", "-p", json.dumps(patch))
-
-
-def _remediate(plugin: Plugin, node: str) -> Obj:
-    proc = plugin.run(
-        "remediate", node, "--node-shutdown-confirmed", node, "--confirm", "-o", "json"
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return dict(json.loads(proc.stdout))
 
 
 def test_a_recreate_rollout_waits_on_the_dead_nodes_pod(
@@ -97,16 +89,16 @@ def test_a_recreate_rollout_waits_on_the_dead_nodes_pod(
 
     plugin.record("recreate-rollout-node-down", "Recreate and RollingUpdate rollouts", "held")
     _, data = plugin.diagnose_json()
-    held = _row(data, ns, "recreate-")
+    held = pod_row(data, ns, "recreate-")
     assert held["replacement"]["state"] == "blocked", held["replacement"]
-    assert any("strategy Recreate" in t for t in _claims(held, "blocks")), held["claims"]
+    assert any("strategy Recreate" in t for t in claims_of(held, "blocks")), held["claims"]
     assert held["action"]["code"] == "out-of-service", held["action"]
-    free = _row(data, ns, "rolling-")
+    free = pod_row(data, ns, "rolling-")
     assert free["replacement"]["state"] != "blocked", free["replacement"]
-    assert not _claims(free, "blocks") and free["action"]["code"] == "wait", free["action"]
+    assert not claims_of(free, "blocks") and free["action"]["code"] == "wait", free["action"]
 
     # the remedy the plan offers releases it: the Recreate rollout goes on
-    result = _remediate(plugin, node)
+    result = remediate_confirmed(plugin, node)
     taint = next(s for s in result["steps"] if s["action"] == "taint-out-of-service")
     assert any(held["name"] in r for r in taint["releases"]), taint
     assert taint["result"] == "done", taint
@@ -170,14 +162,14 @@ def test_a_job_held_open_by_its_terminating_pod_holds_its_forbid_cronjob(
 
     plugin.record("job-held-open-cronjob-forbid", "Job held open, CronJob Forbid", "held")
     _, data = plugin.diagnose_json()
-    row = _row(data, ns, first["metadata"]["name"])
-    said = " ".join(_claims(row, "blocks"))
+    row = pod_row(data, ns, first["metadata"]["name"])
+    said = " ".join(claims_of(row, "blocks"))
     assert "SuccessCriteriaMet=True but is not Complete" in said, row["claims"]
     assert "concurrencyPolicy Forbid" in said, said
     assert row["replacement"]["state"] == "blocked", row["replacement"]
     assert row["action"]["code"] == "out-of-service", row["action"]
 
-    result = _remediate(plugin, node)
+    result = remediate_confirmed(plugin, node)
     taint = next(s for s in result["steps"] if s["action"] == "taint-out-of-service")
     assert any(first["metadata"]["name"] in r for r in taint["releases"]), taint
     wait_for("the Job Complete", lambda: conditions().get("Complete") == "True", 90)

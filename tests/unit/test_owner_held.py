@@ -150,3 +150,42 @@ def test_a_job_is_held_only_while_it_has_met_its_criteria_and_is_not_finished(
         assert "is not Failed" in _blocks(pod) and pod.replacement.state == "blocked"
     else:
         assert pod.replacement.state != "blocked"
+
+
+def _owners(finalizers: list[str] | None) -> Callable[[list[Obj]], None]:
+    """The Deployment and its ReplicaSet with these finalizers (None: not being deleted)."""
+
+    def change(items: list[Obj]) -> None:
+        for kind in ("Deployment", "ReplicaSet"):
+            meta = _kind(items, kind, "gone")["metadata"]
+            if finalizers is None:
+                meta.pop("deletionTimestamp", None)
+                meta.pop("finalizers", None)
+            else:
+                meta["finalizers"] = finalizers
+
+    return change
+
+
+def test_an_owner_deleted_in_the_foreground_waits_on_the_pod() -> None:
+    pod = _pod(load("owner-deleted-in-foreground"), "gone-")
+    said = _blocks(pod)
+    assert "being deleted in the foreground" in said and "Deployment gone and ReplicaSet" in said
+    assert pod.replacement.state == "blocked" and pod.action.code == "out-of-service"
+    assert "finishes deleting Deployment gone" in pod.if_node_returns
+
+
+@pytest.mark.parametrize(
+    ("finalizers", "says"),
+    [
+        ([], "the garbage collector deletes this pod"),
+        (["orphan"], "removes this pod's owner reference"),
+        (None, "counts a Terminating pod as gone"),  # not being deleted: the ReplicaSet's rule
+    ],
+)
+def test_an_owner_deleted_otherwise_does_not_wait_on_it(
+    finalizers: list[str] | None, says: str
+) -> None:
+    pod = _pod(_changed("owner-deleted-in-foreground", _owners(finalizers)), "gone-")
+    assert not _blocks(pod) and says in pod.explanation, pod.explanation
+    assert pod.replacement.state != "blocked"
