@@ -179,10 +179,22 @@ def test_zone_brake_is_per_node_tainted_nodes_evict_late_ones_do_not(
         assert first in tainted and late not in tainted
         plugin.record("zone-brake-per-node", "zone brake", "node tainted before the brake")
         code, d = plugin.diagnose_json("-n", NS)
+        explained = plugin.run("diagnose", "-n", NS, "--explain", f"{NS}/zp-1")
         assert _noexecute_tainted(cp, nodes) == tainted  # nothing moved while diagnosing
     finally:
         _restore(cp, nodes)
     assert code == 3
+    # the brake is one claim, and no suggestion asks for what remediate refuses under it
+    # (issue 33 item 6: the per-node advice said "attest it and let remediate apply the
+    # out-of-service taint"; --explain of a stuck pod never named the zone)
+    assert d["brake"] and "PartialDisruption" in d["brake"]["text"] and d["brake"]["because"]
+    for node in d["nodes"]:
+        action = node["action"] or {}
+        if "out-of-service taint" in action.get("summary", ""):
+            assert action["summary"].startswith("first rule out"), action
+    assert explained.returncode == 3, explained.stderr
+    assert f"Zone: e2e/{zone}: PartialDisruption" in explained.stdout, explained.stdout
+    assert "Wide failure: zone disruption" in explained.stdout, explained.stdout
     z = _zone(d, zone)
     assert z["state"] == "PartialDisruption" and z["eviction"] == "stopped"
     assert f"the {len(tainted)} node(s) tainted before the brake still evict" in z["explanation"]
