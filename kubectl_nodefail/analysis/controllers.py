@@ -88,6 +88,18 @@ class Explained:
     replacement: Replacement
 
 
+def _counted(ctx: Context, rs: Obj) -> list[Obj]:
+    """The pods the ReplicaSet controller counts as its replicas: not deleted, not finished,
+    wherever they are (a pod on a failed node counts until evicted), other than this one."""
+    return [
+        p
+        for p in ctx.snap.pods_owned_by(rs["metadata"]["uid"])
+        if not p["metadata"].get("deletionTimestamp")
+        and (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
+        and p["metadata"].get("uid") != ctx.pod["metadata"].get("uid")
+    ]
+
+
 def _active(pod: Obj, failed_nodes: set[str]) -> bool:
     """Counts as a running replica: not terminating, not finished, not on a failed node."""
     phase = (pod.get("status") or {}).get("phase")
@@ -514,6 +526,19 @@ def replicaset(ctx: Context) -> Explained:
                 f"none wanted: {owner} has its {desired} replicas, "
                 f"{len(active) - len(waiting)} Running and {len(waiting)} not Running "
                 f"({first['metadata']['name']}: {why})",
+            )
+        elif len(live := _counted(ctx, rs)) >= desired:
+            # the ReplicaSet counts a pod on a failed node as a replica until it is evicted
+            # (controller.FilterActivePods): none is wanted for this one, and the other is
+            # replaced once evicted (audit 2033/81: scaled 2 -> 1, both pods on the dead node)
+            held = [p for p in live if p not in active]
+            counted += [fact("Pod", p, "metadata.deletionTimestamp") for p in held]
+            counted += [fact("Pod", p, "spec.nodeName") for p in held]
+            names = ", ".join(p["metadata"]["name"] for p in held)
+            rep = Replacement(
+                "not-wanted",
+                f"none wanted: {owner} has its {desired} replica(s) counting {names} on the "
+                "failed node (not evicted yet: counted until then, then replaced)",
             )
         else:
             rep = Replacement(
