@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubectl_nodefail import attestation
 from kubectl_nodefail.analysis import automation, brake, versions
-from kubectl_nodefail.analysis.claims import Claim
+from kubectl_nodefail.analysis.claims import Claim, Premise
 from kubectl_nodefail.analysis.eviction import EvictionTime
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Replacement
 from kubectl_nodefail.analysis.nodes import kubelet_alive, machine_ran, out_of_service_overdue
@@ -554,7 +554,22 @@ def for_node(
     """The node's advice (`_for_node`), under the brake when it holds and the node failed (a
     Ready node's stale taint is not what the brake is about: plan.make_plan)."""
     action = _for_node(node, server_minor, pods)
+    action.because = _node_facts(node, action)
     return braked(action, brake_claim) if node.failed else action
+
+
+def _node_facts(node: NodeFinding, action: Action) -> list[Premise]:
+    """What a node's suggestion rests on: the facts of its cause (Ready, the lease, the taints
+    and annotations that say it is shut down or out of service, problem conditions) and, when
+    it waits for an automation, that automation's own claim; each once."""
+    facts = list(node.cause.because)
+    for coverage in node.automation:
+        if coverage.claims and f"{coverage.automation} covers it" in action.summary:
+            facts += coverage.claims[-1].because
+    seen: dict[tuple[str, str, str], Premise] = {}
+    for premise in [*facts, *action.because]:  # values may be lists: keyed by their text
+        seen.setdefault((premise.object, premise.field, repr(premise.value)), premise)
+    return list(seen.values())
 
 
 def _for_node(

@@ -66,6 +66,7 @@ KINDS = {
     "what it does to tainting and eviction there",
     "brake": "the failure is too wide to trust the machines' deaths (a zone in disruption, or "
     "most nodes not Ready at once): remediate refuses destructive steps",
+    "headline": "how many of the cluster's nodes are not Ready (the first line's counts)",
     "cluster-note": "a cluster-wide conclusion (master disruption mode, a mass failure, the "
     "NodeLost era)",
     # a node's or pod's suggested action (analysis/advice.py)

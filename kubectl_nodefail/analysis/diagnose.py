@@ -124,6 +124,12 @@ def diagnose(
         nodes_not_ready_total=len(failed),
         brake=braked,
         cluster_claims=notes,
+        headline=claim(
+            "headline",
+            "cluster",
+            f"{len(failed)} of {len(snap.nodes)} nodes not Ready",
+            *brake.cluster_counts(snap.nodes),
+        ),
     )
 
 

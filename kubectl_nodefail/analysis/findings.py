@@ -181,6 +181,8 @@ class Report:
     brake: Claim | None = None
     # `cluster` as claims, with the facts each rests on
     cluster_claims: list[Claim] = field(default_factory=list)
+    # the headline's node counts ("N of M nodes not Ready"), counted over every node
+    headline: Claim | None = None
 
     @property
     def problems(self) -> bool:

@@ -179,19 +179,23 @@ def _meaning(
     return says(f"{deleter}; within its grace period", *deletion)
 
 
-def _returns(text: str, node_failed: bool, finalizers: list[str]) -> str:
-    """What happens if the node returns: nothing to say where no node failed; finalizers
-    outlast the kubelet."""
-    if not node_failed:
-        return ""
+def _finalizers_outlast(pod: Obj, node_failed: bool) -> list[Claim]:
+    """The claim that leads "if the node returns" when finalizers outlast the kubelet: the
+    object stays until they are removed, and only then does the rest happen."""
+    finalizers = list(pod["metadata"].get("finalizers") or [])
     foreign = advice.foreign_finalizers(finalizers)
-    if not foreign:
-        return text
+    if not node_failed or not foreign:
+        return []
     who = ", ".join(f"{f} (removed by {advice.finalizer_owner(f)})" for f in foreign)
-    return (
-        "the kubelet stops the containers, but the object stays until its finalizers are "
-        f"removed: {who}. Only then does what follows happen: {text}"
-    )
+    return [
+        claim(
+            "held-by-finalizers",
+            "returns",
+            "the kubelet stops the containers, but the object stays until its finalizers are "
+            f"removed: {who}. Only then does what follows happen:",
+            fact("Pod", pod, "metadata.finalizers"),
+        )
+    ]
 
 
 def analyse_pod(
@@ -278,6 +282,8 @@ def analyse_pod(
         if (pod.get("status") or {}).get("reason") == facts.REASON_NODE_LOST
         else "current"
     )
+    # "if the node returns" leads with the finalizers that outlast the kubelet, if any
+    said = meaning + _finalizers_outlast(pod, node_failed) + explained.claims
     finding = PodFinding(
         namespace=namespace,
         name=name,
@@ -299,14 +305,12 @@ def analyse_pod(
         storage=notes,
         timeline=timeline,
         eviction_at=eviction_at,
-        if_node_returns=_returns(
-            text_of(explained.claims, "returns"), node_failed, list(meta.get("finalizers") or [])
-        ),
+        if_node_returns=text_of(said, "returns") if node_failed else "",
         action=Action("investigate", "", "none"),
         evidence=evidence,
         era=era,
         finalizers=list(meta.get("finalizers") or []),
-        claims=meaning + explained.claims,
+        claims=said,
         phase=str((pod.get("status") or {}).get("phase") or ""),
         stays_under_out_of_service=eviction.stays_under_out_of_service(pod),
     )
@@ -363,6 +367,35 @@ def analyse_waiting_pod(
         ),
         braked,
     )
+    because = [fact("Pod", pod, "status.phase")]
+    for claim_name, _pv, va in held:
+        pvc = snap.pvc(namespace, claim_name)
+        if pvc is not None:
+            because.append(fact("PersistentVolumeClaim", pvc, "spec.volumeName"))
+        because += [
+            fact("VolumeAttachment", va, "spec.nodeName"),
+            fact("VolumeAttachment", va, "spec.source.persistentVolumeName"),
+        ]
+    because += [
+        fact("Node", node_obj, "status.conditions[type=Ready].status")
+        for n in holders
+        if (node_obj := snap.node(n)) is not None
+    ]
+    said = [
+        claim(
+            "status-meaning",
+            "meaning",
+            f"it cannot start: a ReadWriteOnce volume it needs is still attached to the failed "
+            f"node {', '.join(holders)}, and a single-node volume attaches to one node at a time",
+            *because,
+        ),
+        claim(
+            "blocked-by",
+            "why",
+            f"stuck because of the failed node {', '.join(holders)}: {volumes}.",
+            *because,
+        ),
+    ]
     return PodFinding(
         namespace=namespace,
         name=name,
@@ -372,17 +405,15 @@ def analyse_waiting_pod(
         node_failed=False,
         kubectl_status=kubectl_status(pod),
         ready=ready_column(pod),
-        meaning=(
-            f"it cannot start: a ReadWriteOnce volume it needs is still attached to the failed "
-            f"node {', '.join(holders)}, and a single-node volume attaches to one node at a time"
-        ),
+        meaning=text_of(said, "meaning"),
+        claims=said,
         category="waiting-for-volume",
         terminating=False,
         stuck_seconds=None,
         deletion_timestamp=None,
         owner_chain=links,
         controller=controller,
-        explanation=f"stuck because of the failed node {', '.join(holders)}: {volumes}.",
+        explanation=text_of(said, "why"),
         replacement=Replacement(
             "not-needed", "none needed: this pod starts once the volume is detached"
         ),

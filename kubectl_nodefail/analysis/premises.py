@@ -162,8 +162,9 @@ def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
     for zone in diagnosis.get("zones") or []:
         stated.append((f"zone {zone.get('zone')}", zone.get("claims") or []))
     stated.append(("cluster", diagnosis.get("clusterClaims") or []))
-    if diagnosis.get("brake"):
-        stated.append(("cluster", [diagnosis["brake"]]))
+    for key in ("brake", "headline"):
+        if diagnosis.get(key):
+            stated.append(("cluster", [diagnosis[key]]))
     for who, claims in stated:
         for claim in claims:
             for premise in claim.get("because") or []:

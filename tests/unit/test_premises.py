@@ -63,6 +63,11 @@ def test_every_premise_holds_on_the_recorded_fixtures(path: Path) -> None:
     assert report.cluster == [c.text for c in report.cluster_claims]
     assert all(c.because for c in report.cluster_claims)
     assert report.brake is None or report.brake.because
+    assert report.headline is not None and report.headline.because
+    ready = next(p.value for p in report.headline.because if p.field != "count")
+    assert report.headline.text.startswith(f"{report.nodes_total - ready} of ")
+    for node in report.nodes:  # a node's suggestion rests on facts the checker re-reads
+        assert node.action is not None and node.action.because, node.name
 
 
 def test_the_checker_catches_a_false_premise() -> None:
@@ -399,12 +404,18 @@ def test_the_checker_reads_zone_brake_and_advice_premises(name: str) -> None:
     doc = _raw(FIXTURES / f"{name}.json")
     data = render.report_data(_report(doc))
     assert data["brake"] and premises.check(doc, data) == []
-    braked = [p["action"] for p in data["pods"] if p["action"]["because"]]
-    braked += [n["action"] for n in data["nodes"] if n["action"]["because"]]
+    actions = [p["action"] for p in data["pods"]] + [n["action"] for n in data["nodes"]]
+    braked = [a for a in actions if a["summary"].startswith("first rule out")]
     # three-nodes-down: its StatefulSet pods need forcing; zone-partial-disruption: none does
     assert bool(braked) == (name == "three-nodes-down")
     zone = next(z for z in data["zones"] if z["notReady"])
-    places = [data["brake"], zone["claims"][0], *braked[:1], *data["clusterClaims"]]
+    places = [
+        data["brake"],
+        data["headline"],
+        zone["claims"][0],
+        *braked[:1],
+        *data["clusterClaims"],
+    ]
     for place in places:
         premise = next(p for p in place["because"] if p["field"].startswith("count"))
         premise["value"] += 1
