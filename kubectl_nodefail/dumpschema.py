@@ -315,7 +315,8 @@ SCHEMAS["MachineHealthCheck"] = obj(
         checks=obj(unhealthyNodeConditions=ListOf(obj(type=STR, status=STR, timeoutSeconds=INT))),
         remediation=obj(
             triggerIf=obj(unhealthyLessThanOrEqualTo=INT_OR_STR, unhealthyInRange=STR),
-            templateRef=TEMPLATE_REF,
+            # v1beta2's reference has no namespace: the template is in the MHC's own
+            templateRef=obj(kind=STR, name=STR, apiVersion=STR),
         ),
         remediationTemplate=TEMPLATE_REF,  # v1beta1
     ),

@@ -151,6 +151,23 @@ def _check(spec: ds.Spec, schema: dict[str, Any], components: Components, path: 
     return [] if api_type == want else [f"{path}: ours is {spec.describe}, the API's is {api_type}"]
 
 
+def check_crd(kind: str, spec: ds.Object, root: dict[str, Any]) -> list[str]:
+    """Where `spec` (our schema of an automation kind) reads a field that one served version of
+    its CustomResourceDefinition (`root`: that version's openAPIV3Schema, types only, as
+    tests/recorded-openapi/crds.json transcribes it) does not declare, or declares with another
+    type. metadata is the API's ObjectMeta, held to the API server's own OpenAPI elsewhere."""
+    out: list[str] = []
+    for name, sub in spec.fields.items():
+        if name == "metadata":
+            continue
+        declared = root.get("properties", {}).get(name)
+        if declared is None:
+            out.append(f"{kind}.{name}: {MISSING}")
+        else:
+            out += _check(sub, declared, {}, f"{kind}.{name}")
+    return out
+
+
 MISSING = "not in the API's type"  # a field a later minor added reads as absent on this one
 
 # Our scalars as the API writes its types: a time is a string of format date-time (Time and

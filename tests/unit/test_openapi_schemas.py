@@ -52,8 +52,57 @@ def test_each_field_we_read_has_the_apis_type(minor: str, kind: str) -> None:
     assert missing == {f for f in ADDED_AFTER.get(minor, ()) if f.startswith(kind + ".")}
 
 
+# The automation kinds are custom resources: their types are their projects' CRDs, served
+# version by version (Cluster API v1beta1 and v1beta2). tests/recorded-openapi/crds.json holds
+# the types of the fields we read as each CRD's openAPIV3Schema declares them (transcribed from
+# the release named in its `source`, facts only). A field we read must have its CRD's type in
+# every version that declares it, and exist in at least one of them (v1beta2 renamed some).
+CRDS = json.loads((openapi.FIXTURES / "crds.json").read_text())
+CRD_VERSIONS = {
+    "Machine": ("cluster.x-k8s.io/v1beta1/Machine", "cluster.x-k8s.io/v1beta2/Machine"),
+    "MachineHealthCheck": (
+        "cluster.x-k8s.io/v1beta1/MachineHealthCheck",
+        "cluster.x-k8s.io/v1beta2/MachineHealthCheck",
+    ),
+    "NodeClaim": ("karpenter.sh/v1/NodeClaim",),
+    "NodeHealthCheck": ("remediation.medik8s.io/v1alpha1/NodeHealthCheck",),
+}
+
+
+def _crd_problems(kind: str, spec: ds.Object) -> list[str]:
+    found = [openapi.check_crd(kind, spec, CRDS[v]["schema"]) for v in CRD_VERSIONS[kind]]
+    wrong = sorted({p for each in found for p in each if not p.endswith(openapi.MISSING)})
+    missing = [{p.split(": ")[0] for p in each if p.endswith(openapi.MISSING)} for each in found]
+
+    def lacks(absent: set[str], path: str) -> bool:  # the path or one of its parents is absent
+        return any(path == a or path.startswith((a + ".", a + "[")) for a in absent)
+
+    nowhere = {p for each in missing for p in each if all(lacks(m, p) for m in missing)}
+    return wrong + sorted(f"{p}: in no served version" for p in nowhere)
+
+
+@pytest.mark.parametrize("kind", sorted(CRD_VERSIONS))
+def test_each_automation_field_we_read_has_its_crds_type(kind: str) -> None:
+    assert _crd_problems(kind, ds.SCHEMAS[kind]) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "field", "wrong", "found"),
+    [
+        ("NodeHealthCheck", "status", ds.obj(observedNodes=ds.STR), "ours is a string"),
+        ("NodeClaim", "status", ds.obj(nodeName=ds.INT), "ours is an integer"),
+        ("MachineHealthCheck", "spec", ds.obj(maxUnhealthy=ds.INT), "ours is an integer"),
+        ("Machine", "status", ds.obj(noderef=ds.obj(name=ds.STR)), "in no served version"),
+    ],
+)
+def test_a_wrong_automation_type_is_found(kind: str, field: str, wrong: Any, found: str) -> None:
+    schema = ds.SCHEMAS[kind]
+    broken = ds.Object({**schema.fields, field: wrong}, schema.required)
+    assert any(found in p for p in _crd_problems(kind, broken)), _crd_problems(kind, broken)
+
+
 def test_every_api_kind_of_the_schema_is_checked() -> None:
-    automation = {"Machine", "MachineHealthCheck", "NodeHealthCheck", "NodeClaim"}
+    automation = set(CRD_VERSIONS)
     assert set(ds.SCHEMAS) - automation == set(openapi.KIND_TYPES)
     assert set(ds.OWNER_KINDS) <= set(openapi.KIND_TYPES)
 
