@@ -206,3 +206,21 @@ def remediate_confirmed(plugin: Plugin, node: str) -> Obj:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return dict(json.loads(proc.stdout))
+
+
+def check_job_pod(row: Obj) -> None:
+    """A Job's evicted pod: its replacement runs or finished, or (the Job SuccessCriteriaMet or
+    FailureTarget but not finished while this pod is Terminating) it holds its Job, said with
+    those conditions as premises (which the premise checker re-reads from the same moment)."""
+    state = row["replacement"]["state"]
+    if state == "blocked":
+        held = [c for c in row["claims"] if c["kind"] == "blocks"]
+        assert held and "but is not" in held[0]["text"], row["claims"]
+        fields = {p["field"]: p["value"] for p in held[0]["because"]}
+        met = (
+            fields.get("status.conditions[type=SuccessCriteriaMet].status"),
+            fields.get("status.conditions[type=FailureTarget].status"),
+        )
+        assert "True" in met, held[0]["because"]
+    else:
+        assert state in ("running", "finished"), row["replacement"]
