@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -164,3 +166,49 @@ def kubeconfig(tmp: Path, server: str, ca_file: str | None = None, **user: Any) 
         )
     )
     return str(path)
+
+
+VERSION = {"major": "1", "minor": "36", "gitVersion": "v1.36.1"}
+
+
+def hangs_on_pods(n: int, method: str, path: str) -> Answer:
+    """Answers the version and an empty node list; never answers a pods request."""
+    if path.startswith("/version"):
+        return json_answer(VERSION)
+    if path.startswith("/api/v1/nodes"):
+        return json_answer({"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": []})
+    return None
+
+
+def ctrl_c_default() -> None:
+    """In the child: SIGINT back to its default, so Python turns it into KeyboardInterrupt. A
+    shell without job control starts background commands with SIGINT ignored, and Python keeps
+    an ignored SIGINT ignored (as it should: the user's Ctrl-C is not for background jobs), so a
+    suite run from such a shell would otherwise never see its Ctrl-C arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def ctrl_c_while_reading_pods(
+    argv: list[str], api: FakeApi, **popen: Any
+) -> tuple[int, str, float]:
+    """Runs `argv`, sends it SIGINT once it has asked `api` for pods (which never answers them),
+    and returns (exit code, stderr, seconds from the signal to the exit)."""
+    with subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ctrl_c_default,
+        **popen,
+    ) as proc:
+        try:
+            deadline = time.monotonic() + 30
+            while not any("/pods" in path for _, path in api.requests):
+                assert time.monotonic() < deadline and proc.poll() is None, "no pods request"
+                time.sleep(0.05)
+            start = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+            return proc.returncode, err, time.monotonic() - start
+        finally:
+            proc.kill()

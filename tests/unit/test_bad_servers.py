@@ -11,7 +11,6 @@ import base64
 import gzip
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -685,23 +684,6 @@ def test_live_nodes_of_the_wrong_shape_are_exit_14(
 # --- Ctrl-C: a read-only command leaves at once, not after the requests in flight ---------
 
 
-def ctrl_c_default() -> None:
-    """In the child: SIGINT back to its default, so Python turns it into KeyboardInterrupt. A
-    shell without job control starts background commands with SIGINT ignored, and Python keeps
-    an ignored SIGINT ignored (as it should: the user's Ctrl-C is not for background jobs), so a
-    suite run from such a shell would otherwise never see its Ctrl-C arrive."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _hangs_on_pods(n: int, method: str, path: str) -> fakeapi.Answer:
-    """Answers the version and an empty node list; never answers a pods request."""
-    if path.startswith("/version"):
-        return json_answer(VERSION)
-    if path.startswith("/api/v1/nodes"):
-        return json_answer({"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": []})
-    return None
-
-
 @pytest.mark.parametrize(
     ("args", "code"), [(("diagnose",), 130), (("diagnose", "--watch", "--interval", "1"), 0)]
 )
@@ -710,27 +692,11 @@ def test_ctrl_c_does_not_wait_for_a_hanging_request(
 ) -> None:
     """Python's exit would join the request threads: a Ctrl-C held up to --request-timeout
     (60 s here). Exit 130 with one line; a watch ends as it does on any Ctrl-C."""
-    with serve(_hangs_on_pods) as api:
+    with serve(fakeapi.hangs_on_pods) as api:
         config = kubeconfig(tmp_path, api.url)
-        with subprocess.Popen(
-            [*CLI, *args, "--kubeconfig", config, "--request-timeout", "60", "--deadline", "0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=ctrl_c_default,
-        ) as proc:
-            try:
-                deadline = time.monotonic() + 30
-                while not any("/pods" in path for _, path in api.requests):
-                    assert time.monotonic() < deadline and proc.poll() is None, "no pods request"
-                    time.sleep(0.05)
-                start = time.monotonic()
-                proc.send_signal(signal.SIGINT)
-                _, err = proc.communicate(timeout=30)
-                took = time.monotonic() - start
-            finally:
-                proc.kill()
-    assert proc.returncode == code, err
+        argv = [*CLI, *args, "--kubeconfig", config, "--request-timeout", "60", "--deadline", "0"]
+        returncode, err, took = fakeapi.ctrl_c_while_reading_pods(argv, api)
+    assert returncode == code, err
     assert took < SLACK, took  # the request hangs for 60 s; nothing waited for it
     assert "Traceback" not in err
     if code == 130:

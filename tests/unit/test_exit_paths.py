@@ -10,11 +10,9 @@ Exit 1 is a bug in the tool: no case may reach it (every case below asserts its 
 from __future__ import annotations
 
 import re
-import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,7 +28,7 @@ from tests.unit.fakeapi import json_answer, kubeconfig, serve
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = Path(sys.executable).parent / "kubectl-nodefail"  # what `pip install` put there
 DOWN = str(FIXTURES / "node-down-after-eviction.json")
-VERSION = {"major": "1", "minor": "36", "gitVersion": "v1.36.1"}
+VERSION = fakeapi.VERSION
 
 
 @contextmanager
@@ -169,36 +167,13 @@ def _nothing() -> Iterator[str]:
     yield ""
 
 
-def _hangs_on_pods(n: int, method: str, path: str) -> fakeapi.Answer:
-    if path.startswith("/version"):
-        return json_answer(VERSION)
-    if path.startswith("/api/v1/nodes"):
-        return json_answer({"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": []})
-    return None  # never answers
-
-
 @pytest.mark.parametrize("command", CTRL_C)
 def test_ctrl_c_is_130_through_the_installed_plugin(command: str, tmp_path: Path) -> None:
-    with serve(_hangs_on_pods) as api:
+    with serve(fakeapi.hangs_on_pods) as api:
         config = kubeconfig(tmp_path, api.url)
-        with subprocess.Popen(
-            [str(PLUGIN), command, "--kubeconfig", config, "--request-timeout", "60"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=tmp_path,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        ) as proc:
-            try:
-                deadline = time.monotonic() + 30
-                while not any("/pods" in path for _, path in api.requests):
-                    assert time.monotonic() < deadline and proc.poll() is None, "no pods read"
-                    time.sleep(0.05)
-                proc.send_signal(signal.SIGINT)
-                _, err = proc.communicate(timeout=30)
-            finally:
-                proc.kill()
-    assert proc.returncode == 130, err
+        argv = [str(PLUGIN), command, "--kubeconfig", config, "--request-timeout", "60"]
+        returncode, err, _ = fakeapi.ctrl_c_while_reading_pods(argv, api, cwd=tmp_path)
+    assert returncode == 130, err
     assert err.strip() == "interrupted", err
 
 
