@@ -179,7 +179,9 @@ METADATA = obj(
     ),
 )
 # Owner objects are looked up by uid (their pods point at it): it must be there.
-OWNER_METADATA = Object(METADATA.fields, (*METADATA.required, "uid"))
+# ... and its generation (a Deployment's status speaks of its spec once observedGeneration
+# reaches it)
+OWNER_METADATA = Object({**METADATA.fields, "generation": INT}, (*METADATA.required, "uid"))
 # A condition as most kinds' types have it (PodCondition, JobCondition, DeploymentCondition, ...);
 # a Node's also carries its kubelet's heartbeat.
 CONDITION = obj(type=STR, status=STR, reason=STR, message=STR, lastTransitionTime=TIME)
@@ -378,7 +380,15 @@ SCHEMAS.update(
         "ReplicationController": owner(obj(replicas=INT, selector=STR_MAP)),
         # a paused Deployment's rollout makes no progress (its old ReplicaSets keep their pods)
         # strategy Recreate: a rollout creates no new pod while an old one is not finished
-        "Deployment": owner(obj(replicas=INT, paused=BOOL, selector=ANY, strategy=obj(type=STR))),
+        "Deployment": owner(
+            obj(replicas=INT, paused=BOOL, selector=ANY, strategy=obj(type=STR)),
+            # pods of its newest template, once it has observed its spec
+            obj(
+                conditions=ListOf(CONDITION),
+                updatedReplicas=INT,
+                observedGeneration=INT,
+            ),
+        ),
         "StatefulSet": owner(
             obj(
                 replicas=INT,

@@ -138,12 +138,14 @@ def _destructive(action: Action) -> bool:
     )
 
 
-def braked(action: Action, brake_claim: Claim | None) -> Action:
+def braked(action: Action, brake_claim: Claim | None, takes_step: bool = False) -> Action:
     """While the brake holds (analysis/brake.py) remediate refuses every destructive step, so a
     suggestion that takes one says that first. Its command stays as it was: pasted, it plans and
     shows the refusal; the override is for the human to type once the wide cause is ruled out,
-    like the attestation. A waiting suggestion stays one."""
-    if brake_claim is None or not _destructive(action):
+    like the attestation. A waiting suggestion stays one. `takes_step`: the caller knows its
+    command plans a destructive step (a pod remediate must release, whatever the command
+    shows: on a node with shutdown evidence it carries no attestation)."""
+    if brake_claim is None or not (takes_step or _destructive(action)):
         return action
     return Action(
         "wait" if action.code == "wait" else "investigate",
@@ -165,8 +167,13 @@ def for_pod(
     strategy: str,
     brake_claim: Claim | None = None,
 ) -> Action:
-    """The pod's suggestion (`_for_pod`), under the brake when it holds."""
-    return braked(_for_pod(pod, node, eviction, holds_rwo, strategy), brake_claim)
+    """The pod's suggestion (`_for_pod`), under the brake when it holds: any command of it
+    that plans for a pod on a failed node that only a destructive step releases is refused."""
+    action = _for_pod(pod, node, eviction, holds_rwo, strategy)
+    releases = bool(node and node.failed) and disposition(pod, strategy)[0] == RELEASE
+    # (a wait, say for the eviction, stays what it is: waiting takes no step)
+    takes_step = releases and bool(action.remediate) and action.code != "wait"
+    return braked(action, brake_claim, takes_step=takes_step)
 
 
 def _for_pod(
@@ -560,12 +567,9 @@ def for_node(
 
 def _node_facts(node: NodeFinding, action: Action) -> list[Premise]:
     """What a node's suggestion rests on: the facts of its cause (Ready, the lease, the taints
-    and annotations that say it is shut down or out of service, problem conditions) and, when
-    it waits for an automation, that automation's own claim; each once."""
+    and annotations that say it is shut down or out of service, problem conditions) and its own
+    (the claim of the automation it waits for); each once."""
     facts = list(node.cause.because)
-    for coverage in node.automation:
-        if coverage.claims and f"{coverage.automation} covers it" in action.summary:
-            facts += coverage.claims[-1].because
     seen: dict[tuple[str, str, str], Premise] = {}
     for premise in [*facts, *action.because]:  # values may be lists: keyed by their text
         seen.setdefault((premise.object, premise.field, repr(premise.value)), premise)
@@ -699,4 +703,5 @@ def _automation_wait(node: NodeFinding) -> Action | None:
         "its automation remediates now or soon; acting as well would race it",
         "none",
         until=first.at if first.state == automation.SCHEDULED else None,
+        because=list(first.claims[-1].because) if first.claims else [],
     )

@@ -15,7 +15,7 @@ The counts are premises about sets of Nodes (claims.py): `Node[]` (every node) o
 from __future__ import annotations
 
 from kubectl_nodefail.analysis import facts
-from kubectl_nodefail.analysis.claims import Claim, Premise, claim, read
+from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, read
 from kubectl_nodefail.analysis.findings import ZoneFinding
 from kubectl_nodefail.snapshot import Obj
 
@@ -54,23 +54,39 @@ WHY = (
 )
 
 
+def counted(zone: ZoneFinding) -> list[Premise]:
+    """The premises of a zone's node counts (not those of its nodes' taints)."""
+    return [p for c in zone.claims for p in c.because if not p.field.startswith("spec.taints")]
+
+
+def is_mass_failure(failed: int, total: int) -> bool:
+    """At least MASS_FAILURE_NODES nodes and MASS_FAILURE_SHARE of them not Ready at once."""
+    return failed >= MASS_FAILURE_NODES and bool(total) and failed / total >= MASS_FAILURE_SHARE
+
+
 def find(
     nodes: list[Obj], zones: list[ZoneFinding], failed: int, master_disruption: bool
 ) -> Claim | None:
     """The brake in force, as one claim; None when the failure is narrow enough to act on.
     `failed`: the cluster's not-Ready nodes (all of them, not a view's)."""
-    disrupted = [z for z in zones if z.state != "Normal"]
+    # A zone fully down is a brake only with at least MASS_FAILURE_NODES nodes (or in master
+    # disruption): a node alone in its zone (some clusters give each node a zone of its own)
+    # going down is one node failing, as the node lifecycle controller's evictions there go on
+    disrupted = [
+        z
+        for z in zones
+        if z.state == "PartialDisruption"
+        or (z.state == "FullDisruption" and (master_disruption or z.nodes >= MASS_FAILURE_NODES))
+    ]
     if disrupted:
         names = ", ".join(
             f"{z.zone} {z.state} ({z.not_ready}/{z.nodes} not Ready)" for z in disrupted
         )
-        because = [
-            p for z in disrupted for c in z.claims for p in c.because if p.field.startswith("count")
-        ]
+        because = [p for z in disrupted for p in counted(z)]
         lead = "every zone fully disrupted" if master_disruption else "zone disruption"
         return claim("brake", "cluster", f"{lead}: {names}: {WHY}", *because)
     total = len(nodes)
-    if failed >= MASS_FAILURE_NODES and total and failed / total >= MASS_FAILURE_SHARE:
+    if is_mass_failure(failed, total):
         return claim(
             "brake",
             "cluster",
@@ -98,17 +114,48 @@ def advice(brake: Claim) -> str:
     )
 
 
-def selector(members: list[Obj]) -> str:
-    """`Node[...]` naming the nodes of one zone by the labels its first member carries (the
-    zone key is region/zone, GA labels before the beta ones), excluding nodes the controller
-    leaves out of zone states."""
+def _terms(members: list[Obj]) -> list[tuple[str, str | None]]:
+    """The labels naming a zone's nodes, read from its first member (GA labels before the beta
+    ones; None: the label is absent), and the absence of the exclusion label."""
     labels = (members[0]["metadata"].get("labels") or {}) if members else {}
-    terms = []
+    terms: list[tuple[str, str | None]] = []
     for ga, beta in (
         (facts.LABEL_REGION, facts.LABEL_REGION_BETA),
         (facts.LABEL_ZONE, facts.LABEL_ZONE_BETA),
     ):
         key = ga if labels.get(ga) else beta if labels.get(beta) else None
-        terms += [f"{key}={labels[key]}"] if key else [f"!{ga}", f"!{beta}"]
-    terms.append(f"!{facts.LABEL_EXCLUDE_DISRUPTION}")
-    return f"Node[{','.join(terms)}]"
+        terms += [(key, labels[key])] if key else [(ga, None), (beta, None)]
+    terms.append((facts.LABEL_EXCLUDE_DISRUPTION, None))
+    return terms
+
+
+def _selects(terms: list[tuple[str, str | None]], node: Obj) -> bool:
+    labels = node["metadata"].get("labels") or {}
+    return all(
+        (label not in labels) if value is None else labels.get(label) == value
+        for label, value in terms
+    )
+
+
+def selector(members: list[Obj]) -> str:
+    """`Node[...]` naming the nodes of one zone by the labels its first member carries (the
+    zone key is region/zone, GA labels before the beta ones), excluding nodes the controller
+    leaves out of zone states."""
+    return (
+        "Node["
+        + ",".join(
+            f"!{label}" if value is None else f"{label}={value}" for label, value in _terms(members)
+        )
+        + "]"
+    )
+
+
+def zone_facts(members: list[Obj], nodes: list[Obj]) -> list[Premise]:
+    """A zone's node counts as premises: over the set its labels select when that set is its
+    members exactly, else (labels mixed: GA on some nodes, beta or empty on others) each
+    member's Ready condition, one premise a node."""
+    terms = _terms(members)
+    chosen = {n["metadata"]["name"] for n in nodes if _selects(terms, n)}
+    if chosen == {n["metadata"]["name"] for n in members}:
+        return zone_counts(selector(members), members)
+    return [fact("Node", n, "status.conditions[type=Ready].status") for n in members]

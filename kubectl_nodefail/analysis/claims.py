@@ -14,8 +14,9 @@ Nodes with that label) or `Node[]` (all Nodes), with the field `count` (how many
 `count(PATH=V1|V2 or PATH=V3 ...)` (how many have one of those values at one of those paths).
 
 Field paths: dot-separated keys; `conditions[type=Ready]` picks the list element whose `type` is
-`Ready`; a key containing dots is written in brackets, `labels[kubernetes.io/hostname]`. A value
-of None means the field is absent (or null).
+`Ready` (`taints[key=K,effect=NoExecute]`: the one with both); a key containing dots is written
+in brackets, `labels[kubernetes.io/hostname]`. A value of None means the field is absent (or
+null).
 """
 
 from __future__ import annotations
@@ -107,6 +108,18 @@ def _steps(path: str) -> tuple[tuple[Any, ...], ...]:
     return tuple(m.groups() for m in _STEP.finditer(path))
 
 
+@functools.lru_cache(maxsize=256)
+def _selector(key: str, value: str) -> tuple[tuple[str, str], ...]:
+    """`[k=v]`, or `[k=v,k2=v2]` (every pair must match: a taint by key and effect)."""
+    first, *more = value.split(",")
+    pairs = [(key, first)]
+    for term in more:
+        k, eq, v = term.partition("=")
+        if eq:
+            pairs.append((k, v))
+    return tuple(pairs)
+
+
 def read(obj: Obj, path: str) -> Any:
     """The value at `path` in `obj` (None where absent): the analysis' own reader. premises.py
     has its own, so that a wrong reader here cannot vouch for itself."""
@@ -115,8 +128,13 @@ def read(obj: Obj, path: str) -> Any:
         if value is None:
             return None
         if sel_key is not None:
+            wanted = _selector(sel_key, sel_value)
             value = next(
-                (e for e in value or [] if isinstance(e, dict) and e.get(sel_key) == sel_value),
+                (
+                    e
+                    for e in value or []
+                    if isinstance(e, dict) and all(e.get(k) == v for k, v in wanted)
+                ),
                 None,
             )
         else:

@@ -18,6 +18,7 @@ from kubectl_nodefail.analysis import facts, storage
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact
 from kubectl_nodefail.analysis.findings import Replacement
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
+from kubectl_nodefail.analysis.text import plural
 from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time, shifted
 
 # Finalizers that Kubernetes' own controllers remove by themselves while the node is down.
@@ -386,7 +387,8 @@ def _recreate_waits(ctx: Context) -> tuple[str, list[Premise]] | None:
     Succeeded, Terminating ones included (pkg/controller/deployment/recreate.go
     oldPodsRunning; getPodMapForDeployment keeps inactive pods for it). Until then the new
     ReplicaSet does not exist and the Deployment's revision is not bumped, so an old ReplicaSet
-    is told by its 0 replicas under a Deployment that wants some. A pod on a dead node keeps its
+    is told by its 0 replicas under a Deployment that wants some, has observed its spec and has
+    no pod of its newest template (status.updatedReplicas). A pod on a dead node keeps its
     phase: the rollout waits on it."""
     if len(ctx.owners) < 2 or ctx.owner_kinds[1] != "Deployment" or ctx.finished:
         return None
@@ -397,9 +399,16 @@ def _recreate_waits(ctx: Context) -> tuple[str, list[Premise]] | None:
     wanted = spec.get("replicas", 1)
     if not wanted or (rs.get("spec") or {}).get("replicas", 1) != 0:
         return None
+    status = deployment.get("status") or {}
+    observed = status.get("observedGeneration")
+    if observed is None or observed != deployment["metadata"].get("generation"):
+        return None  # its status does not speak of its spec yet (a scale or edit not synced)
+    if status.get("updatedReplicas"):
+        return None  # pods of the new template exist: this ReplicaSet is not waited on
     name = deployment["metadata"]["name"]
     text = (
-        f"Deployment {name} wants {wanted} replica(s) and rolls out with strategy Recreate: it "
+        f"Deployment {name} wants {plural(wanted, 'replica')} and rolls out with strategy "
+        "Recreate: it "
         f"scaled ReplicaSet {rs['metadata']['name']} to 0 and creates pods of its new template "
         "only once no pod of an older ReplicaSet is still Pending, Running or Unknown, "
         f"Terminating ones included. This pod stays {ctx.phase} until its kubelet confirms, so "
@@ -409,12 +418,37 @@ def _recreate_waits(ctx: Context) -> tuple[str, list[Premise]] | None:
         ctx.owner_fact(1, "spec.strategy.type"),
         ctx.owner_fact(1, "spec.replicas"),
         ctx.owner_fact(1, "spec.paused"),
+        ctx.owner_fact(1, "metadata.generation"),
+        ctx.owner_fact(1, "status.observedGeneration"),
+        ctx.owner_fact(1, "status.updatedReplicas"),
         ctx.owner_fact(0, "spec.replicas"),
         ctx.pod_fact("status.phase"),
     ]
 
 
-def _recreate_blocked(ctx: Context, rs: Obj | None, waits: tuple[str, list[Premise]]) -> Explained:
+def _node_ready(ctx: Context) -> list[Premise]:
+    """The pod's node's Ready condition: the premise of what is said about its kubelet."""
+    node = ctx.snap.node(ctx.node) if ctx.node else None
+    return [fact("Node", node, "status.conditions[type=Ready].status")] if node else []
+
+
+def _until_kubelet(ctx: Context, short: bool = False) -> str:
+    """How long the pod object stays: while its node's kubelet is down (a failed node), or until
+    that kubelet confirms the deletion (a node that did not fail)."""
+    if ctx.node_failed:
+        return (
+            "while its kubelet is down"
+            if short
+            else "which does not happen while its kubelet is down"
+        )
+    return (
+        "until its kubelet confirms the deletion"
+        if short
+        else "which its kubelet has not confirmed yet"
+    )
+
+
+def _recreate_blocked(ctx: Context, waits: tuple[str, list[Premise]]) -> Explained:
     """The pod a Recreate rollout waits on: blocked, and it blocks its Deployment."""
     text, because = waits
     name = ctx.owners[1]["metadata"]["name"]
@@ -424,11 +458,12 @@ def _recreate_blocked(ctx: Context, rs: Obj | None, waits: tuple[str, list[Premi
         "while this pod exists",
     )
     deletion = ctx.pod_fact("metadata.deletionTimestamp")
+    because = [*because, *_node_ready(ctx)]
     lead = (
         ""
         if ctx.terminating
-        else "Its ReplicaSet deletes this pod, which then stays Terminating while its kubelet "
-        "is down. "
+        else "Its ReplicaSet deletes this pod, which then stays Terminating "
+        f"{_until_kubelet(ctx, short=True)}. "
     )
     return Explained(
         [
@@ -459,7 +494,7 @@ def replicaset(ctx: Context) -> Explained:
     out: list[Claim] = []
     waits = _recreate_waits(ctx) if desired == 0 else None
     if waits is not None:
-        return _recreate_blocked(ctx, rs, waits)
+        return _recreate_blocked(ctx, waits)
     if not ctx.terminating:
         if rs is not None and desired == 0:
             rep = Replacement("not-wanted", "none: the ReplicaSet wants 0 replicas now")
@@ -534,11 +569,18 @@ def replicaset(ctx: Context) -> Explained:
             held = [p for p in live if p not in active]
             counted += [fact("Pod", p, "metadata.deletionTimestamp") for p in held]
             counted += [fact("Pod", p, "spec.nodeName") for p in held]
+            where = sorted({(p.get("spec") or {}).get("nodeName") or "" for p in held})
+            counted += [
+                fact("Node", node, "status.conditions[type=Ready].status")
+                for n in where
+                if (node := ctx.snap.node(n)) is not None
+            ]
             names = ", ".join(p["metadata"]["name"] for p in held)
             rep = Replacement(
                 "not-wanted",
-                f"none wanted: {owner} has its {desired} replica(s) counting {names} on the "
-                "failed node (not evicted yet: counted until then, then replaced)",
+                f"none wanted: {owner} has its {plural(desired, 'replica')}, counting {names} "
+                f"on failed node {', '.join(where)}: a ReplicaSet counts a pod until it is "
+                "deleted (evicted), and replaces it then",
             )
         else:
             rep = Replacement(
@@ -1019,11 +1061,12 @@ def _job_held_open(ctx: Context, job_obj: Obj, name: str, rep: Replacement) -> E
         ctx.pod_fact("status.phase"),
         ctx.owner_fact(0, f"status.conditions[type={finishing}].status"),
         ctx.owner_fact(0, f"status.conditions[type={target}].status"),
+        *_node_ready(ctx),
     ]
     text = (
         f"Job {name} has {finishing}=True but is not {target}: the Job controller marks it "
         f"{target} only once none of its pods is Terminating, and this one stays {ctx.phase} "
-        "while its kubelet is down. Whatever waits for the Job to finish (a pipeline, "
+        f"{_until_kubelet(ctx, short=True)}. Whatever waits for the Job to finish (a pipeline, "
         "ttlSecondsAfterFinished, kubectl wait) waits on this pod."
     )
     cron = ctx.owners[1] if len(ctx.owners) > 1 and ctx.owner_kinds[1] == "CronJob" else None
@@ -1234,8 +1277,8 @@ def job(ctx: Context) -> Explained:
     else:
         rep, rep_claim = _job_next_pod(ctx, job_obj, name)
     held_open = _job_held_open(ctx, job_obj, name, rep) if job_obj is not None else None
-    if held_open is not None:
-        return Explained(out + held_open.claims, held_open.replacement)
+    if held_open is not None:  # its replacement policy no longer matters: it wants no pod
+        return held_open
     out.append(rep_claim)
     counted = (
         "the Job does not count it as failed (its podFailurePolicy ignores DisruptionTarget)"
@@ -1411,16 +1454,13 @@ FOREGROUND = "foregroundDeletion"
 
 
 def _deleting_owner(ctx: Context) -> int | None:
-    """The index of the nearest owner (a ReplicaSet or ReplicationController, or the Deployment
-    above one) with a deletionTimestamp: its controller creates no pod for it any more
-    (replica_set.go manages replicas only while the set is not being deleted; the Deployment
-    controller only syncs status)."""
-    if ctx.kind not in ("deployment", "replicaset", "replicationcontroller"):
+    """0 when the pod's ReplicaSet (or ReplicationController) has a deletionTimestamp: its
+    controller creates no pod for it any more (replica_set.go manages replicas only while the
+    set is not being deleted). A Deployment being deleted alone decides nothing: its ReplicaSet
+    still manages its replicas until the garbage collector deletes it too."""
+    if ctx.kind not in ("deployment", "replicaset", "replicationcontroller") or not ctx.owners:
         return None
-    for i, owner in enumerate(ctx.owners[:2]):
-        if owner["metadata"].get("deletionTimestamp"):
-            return i
-    return None
+    return 0 if ctx.owners[0]["metadata"].get("deletionTimestamp") else None
 
 
 def owner_deleting(ctx: Context, index: int) -> Explained:
@@ -1449,13 +1489,13 @@ def owner_deleting(ctx: Context, index: int) -> Explained:
             ctx.owner_fact(i, "metadata.finalizers"),
         )
     ]
-    because.append(ctx.pod_fact("metadata.deletionTimestamp"))
+    because += [ctx.pod_fact("metadata.deletionTimestamp"), *_node_ready(ctx)]
     if foreground:
         text = (
             f"{named} {being} being deleted in the foreground (finalizer {FOREGROUND}): "
             f"{kind} {name} creates no replacement, and {stay} until this pod object is "
-            "gone, which does not happen while the pod's kubelet is down. The deletion (and "
-            "whatever waits on it: a delete run with --wait, a GitOps sync) waits on this pod."
+            f"gone, {_until_kubelet(ctx)}. The deletion (and whatever waits on it: a delete run "
+            "with --wait, a GitOps sync) waits on this pod."
         )
         rep = Replacement(
             "blocked", f"none wanted: {named} {being} being deleted and {wait} for this pod"

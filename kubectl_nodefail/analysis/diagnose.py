@@ -6,7 +6,6 @@ from collections.abc import Collection
 from datetime import datetime
 
 from kubectl_nodefail.analysis import advice, automation, brake, versions
-from kubectl_nodefail.analysis.brake import MASS_FAILURE_NODES, MASS_FAILURE_SHARE
 from kubectl_nodefail.analysis.claims import Claim, claim, fact
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node
@@ -153,16 +152,10 @@ def _cluster_notes(
                 "taint are not evicted). This is almost always the control "
                 "plane's own connectivity (network, API server, load balancer), not the "
                 "machines.",
-                *(
-                    p
-                    for z in zones
-                    for c in z.claims
-                    for p in c.because
-                    if p.field.startswith("count")
-                ),
+                *(p for z in zones for p in brake.counted(z)),
             )
         )
-    elif failed >= MASS_FAILURE_NODES and total and failed / total >= MASS_FAILURE_SHARE:
+    elif brake.is_mass_failure(failed, total):
         notes.append(
             claim(
                 "cluster-note",

@@ -79,8 +79,19 @@ def value_at(obj: Obj, path: str) -> Any:
         if selector is not None:
             if not isinstance(current, list):
                 return None
+            # [k=v] or [k=v,k2=v2]: every pair must match
+            pairs = [(key, selector.split(",")[0])]
+            for term in selector.split(",")[1:]:
+                k, eq, v = term.partition("=")
+                if eq:
+                    pairs.append((k, v))
             current = next(
-                (e for e in current if isinstance(e, dict) and e.get(key) == selector), None
+                (
+                    e
+                    for e in current
+                    if isinstance(e, dict) and all(e.get(k) == v for k, v in pairs)
+                ),
+                None,
             )
         elif isinstance(current, dict):
             current = current.get(key)

@@ -28,10 +28,13 @@ def _noexecute_tainted(node: Obj) -> bool:
 
 
 def _taints(members: list[Obj]) -> list[Premise]:
-    """Each not-Ready node's first NoExecute taint (unreachable or not-ready: tainted; none: not
-    yet, or never while the zone is braked)."""
+    """Whether each not-Ready node carries the controller's NoExecute taint, unreachable or
+    not-ready (its key, or None: not yet, or never while the zone is braked)."""
     return [
-        fact("Node", n, "spec.taints[effect=NoExecute].key") for n in members if not is_ready(n)
+        fact("Node", n, f"spec.taints[key={key},effect=NoExecute].key")
+        for n in members
+        if not is_ready(n)
+        for key in (facts.TAINT_UNREACHABLE, facts.TAINT_NOT_READY)
     ]
 
 
@@ -109,7 +112,7 @@ def analyse_zones(nodes: list[Obj]) -> tuple[list[ZoneFinding], bool]:
                 if not_ready
                 else "healthy"
             )
-        because = brake.zone_counts(brake.selector(members[zone]), members[zone])
+        because = brake.zone_facts(members[zone], nodes)
         if eviction == "stopped":  # which not-Ready nodes carry the NoExecute taint
             because += _taints(members[zone])
         said = claim("zone-state", "zone", text, *because)

@@ -146,7 +146,8 @@ class Batch:
 
     def diagnose(self, moment: str) -> Obj:
         path = self.outdir / f"batch{self.batch}-{moment}.dump.json"
-        dumped = self.nodefail("dump", "-f", str(path))
+        # whole objects (a throwaway cluster's): a wrong prediction's dump becomes a fixture
+        dumped = self.nodefail("dump", "--no-redact", "-f", str(path))
         if dumped.returncode != 0:
             self.errors.append(f"dump {moment}: exit {dumped.returncode}: {dumped.stderr.strip()}")
         proc = self.nodefail("diagnose", "-o", "json")

@@ -179,7 +179,11 @@ def _redacted_and_whole(doc: dict[str, Any], tmp_path: Path) -> list[str]:
         files[name] = tmp_path / f"{name}.json"
         files[name].write_text(buffer.getvalue())
     assert _diagnosis(files["cut"]) == _diagnosis(files["whole"])
-    assert len(files["cut"].read_text()) < len(files["whole"].read_text())
+    cut_items = json.loads(files["cut"].read_text())["items"]
+    if cut_items != json.loads(files["whole"].read_text())["items"]:
+        assert len(files["cut"].read_text()) < len(files["whole"].read_text())
+    # else: a dump written redacted already (the audit's before it kept whole objects): the cut
+    # is the identity on it, and it diagnoses the same
     return [f.name for f in files.values()]
 
 

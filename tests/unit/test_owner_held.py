@@ -69,6 +69,13 @@ def _deployment(change: Callable[[Obj], None]) -> Callable[[list[Obj]], None]:
             _deployment(lambda d: d["spec"].update(strategy={"type": "RollingUpdate"})),
         ),
         ("paused", _deployment(lambda d: d["spec"].update(paused=True))),
+        # pods of the newest template run already (a strategy switched after an old pod stuck)
+        ("new template running", _deployment(lambda d: d["status"].update(updatedReplicas=1))),
+        # a scale or edit its controller has not synced yet: its status speaks of the old spec
+        (
+            "not synced",
+            _deployment(lambda d: d["metadata"].update(generation=d["metadata"]["generation"] + 1)),
+        ),
         ("scaled to 0", _deployment(lambda d: d["spec"].update(replicas=0))),
         (
             "its ReplicaSet still wanted",
@@ -189,3 +196,31 @@ def test_an_owner_deleted_otherwise_does_not_wait_on_it(
     pod = _pod(_changed("owner-deleted-in-foreground", _owners(finalizers)), "gone-")
     assert not _blocks(pod) and says in pod.explanation, pod.explanation
     assert pod.replacement.state != "blocked"
+
+
+def test_a_deployment_deleted_alone_decides_nothing_its_replicaset_still_manages() -> None:
+    """Only the ReplicaSet's own deletion stops it replacing pods: a Deployment being deleted
+    whose ReplicaSet is not (yet) is not said to hold or orphan anything."""
+
+    def only_the_deployment(items: list[Obj]) -> None:
+        meta = _kind(items, "ReplicaSet", "gone")["metadata"]
+        meta.pop("deletionTimestamp", None)
+        meta.pop("finalizers", None)
+
+    pod = _pod(_changed("owner-deleted-in-foreground", only_the_deployment), "gone-")
+    assert "being deleted" not in pod.explanation and not _blocks(pod), pod.explanation
+
+
+def test_what_is_said_of_the_kubelet_follows_the_nodes_state() -> None:
+    """'while its kubelet is down' only for a pod on a failed node."""
+
+    def node_ready(items: list[Obj]) -> None:
+        for node in (i for i in items if i.get("kind") == "Node"):
+            for cond in node["status"].get("conditions") or []:
+                if cond["type"] == "Ready":
+                    cond["status"] = "True"
+
+    on_failed = _blocks(_pod(load("job-held-open-cronjob-forbid"), "report-"))
+    assert "while its kubelet is down" in on_failed
+    pod = _pod(_changed("job-held-open-cronjob-forbid", node_ready), "report-")
+    assert "kubelet is down" not in " ".join(c.text for c in pod.claims), pod.claims

@@ -253,3 +253,15 @@ def test_a_zone_brake_does_not_refuse_removing_a_stale_taint_elsewhere() -> None
     assert plan.result_code() == Exit.OK
     braked = make_plan(report, Options(only_nodes=["flaky-z1"]))
     assert braked.refusals and "zone disruption" in braked.refusals[0]
+
+
+def test_a_node_alone_in_its_zone_going_down_is_not_a_zone_brake() -> None:
+    """A zone of one node fully down (FullDisruption) while the others are up is one node
+    failing: its evictions go on, and remediate plans for it (it refused before: any zone not
+    Normal). Every zone down (master disruption) still brakes, whatever their size."""
+    report = report_of("zone-full-disruption")
+    zone = next(z for z in report.zones if z.state == "FullDisruption")
+    assert zone.nodes == 1 and report.brake is None
+    plan = make_plan(report, Options(attested=["flaky-f1"], only_nodes=["flaky-f1"]))
+    assert plan.refusals == [], plan.refusals
+    assert report_of("master-disruption").brake is not None

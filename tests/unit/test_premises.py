@@ -433,3 +433,33 @@ def test_a_zone_selector_names_its_labels_and_absent_ones() -> None:
     for selector, count in (("Node[z=1]", 2), ("Node[z=1,!r]", 1), ("Node[!z]", 1), ("Node[]", 3)):
         claim = {"kind": "k", "because": [{"object": selector, "field": "count", "value": count}]}
         assert premises.check(doc, {"clusterClaims": [claim]}) == [], selector
+
+
+def _zone_doc(change: Any) -> tuple[Obj, Obj]:
+    doc = _raw(FIXTURES / "zone-partial-disruption.json")
+    for item in doc["items"]:
+        if item.get("kind") == "Node":
+            change(item)
+    return doc, render.report_data(_report(doc))
+
+
+def test_zone_premises_hold_with_mixed_zone_labels_and_foreign_noexecute_taints() -> None:
+    """A node of the zone labelled with the beta label only (zone_of reads either), and a
+    NoExecute taint of someone else's listed first: the zone's premises still hold (per node,
+    and by the controller's own taint keys)."""
+
+    def beta_and_dedicated(node: Obj) -> None:
+        labels = node["metadata"]["labels"]
+        if node["metadata"]["name"] == "flaky-z4":
+            labels["failure-domain.beta.kubernetes.io/zone"] = labels.pop(
+                "topology.kubernetes.io/zone"
+            )
+        spec = node.setdefault("spec", {})
+        spec["taints"] = [{"key": "dedicated", "effect": "NoExecute"}, *(spec.get("taints") or [])]
+
+    doc, data = _zone_doc(beta_and_dedicated)
+    zone = next(z for z in data["zones"] if z["state"] == "PartialDisruption")
+    assert premises.check(doc, data) == []
+    fields = [p["field"] for p in zone["claims"][0]["because"]]
+    assert "count" not in fields  # the labels select another set: each node's Ready instead
+    assert any("key=node.kubernetes.io/unreachable,effect=NoExecute" in f for f in fields)
