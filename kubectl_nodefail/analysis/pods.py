@@ -469,7 +469,15 @@ def analyse_pinned_pod(pod: Obj, snap: Snapshot, nodes: list[str]) -> PodFinding
         f"{'that node returns' if len(nodes) == 1 else 'one of them returns'} or the "
         "selector is changed."
     )
-    claims = [claim("blocked-by", "why", text, *because)]
+    claims = [
+        claim(
+            "status-meaning",
+            "meaning",
+            f"Pending: the only nodes it may run on ({where}) failed",
+            *because,
+        ),
+        claim("blocked-by", "why", text, *because),
+    ]
     return PodFinding(
         namespace=namespace,
         name=name,
@@ -479,7 +487,7 @@ def analyse_pinned_pod(pod: Obj, snap: Snapshot, nodes: list[str]) -> PodFinding
         node_failed=False,
         kubectl_status=kubectl_status(pod),
         ready=ready_column(pod),
-        meaning=f"Pending: the only nodes it may run on ({where}) failed",
+        meaning=text_of(claims, "meaning"),
         category="waiting-for-node",
         terminating=False,
         stuck_seconds=None,
