@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from tabulate import tabulate
 
 from kubectl_nodefail import fit, jsonindent
-from kubectl_nodefail.analysis import advice, outage, summary
+from kubectl_nodefail.analysis import advice, facts, outage, summary
 from kubectl_nodefail.analysis import brake as brakes
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.owners import describe as describe_owners
@@ -426,7 +426,7 @@ def _wide_failure(p: PodFinding, report: Report, width: int | None) -> list[str]
     node = next((n for n in report.nodes if n.name == p.node), None)
     zone = next((z for z in report.zones if node is not None and z.zone == node.zone), None)
     lines = []
-    if zone is not None and zone.state != "Normal":
+    if zone is not None and zone.state != facts.ZONE_NORMAL:
         text = f"{zone.zone}: {zone.state}, evictions {zone.eviction}. {zone.explanation}"
         lines.append(_wrap("Zone", text, width=width))
     if report.brake is not None and p.node_failed:

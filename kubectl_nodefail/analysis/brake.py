@@ -14,6 +14,8 @@ The counts are premises about sets of Nodes (claims.py): `Node[]` (every node) o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, read
 from kubectl_nodefail.analysis.findings import ZoneFinding
@@ -75,8 +77,8 @@ def find(
     disrupted = [
         z
         for z in zones
-        if z.state == "PartialDisruption"
-        or (z.state == "FullDisruption" and (master_disruption or z.nodes >= MASS_FAILURE_NODES))
+        if z.state == facts.ZONE_PARTIAL
+        or (z.state == facts.ZONE_FULL and (master_disruption or z.nodes >= MASS_FAILURE_NODES))
     ]
     if disrupted:
         names = ", ".join(
@@ -150,12 +152,47 @@ def selector(members: list[Obj]) -> str:
     )
 
 
-def zone_facts(members: list[Obj], nodes: list[Obj]) -> list[Premise]:
+# The labels a zone's selector may name (zone_of reads them)
+ZONE_LABELS = (
+    facts.LABEL_REGION,
+    facts.LABEL_REGION_BETA,
+    facts.LABEL_ZONE,
+    facts.LABEL_ZONE_BETA,
+)
+
+
+@dataclass
+class LabelIndex:
+    """The nodes by each zone label's value, built once for all the zones of a snapshot: a
+    zone's selector is matched against the nodes carrying its labels only (a cluster with a
+    zone per node would otherwise match every node for every zone)."""
+
+    by_name: dict[str, Obj]
+    by_label: dict[tuple[str, str], set[str]]
+
+
+def label_index(nodes: list[Obj]) -> LabelIndex:
+    by_label: dict[tuple[str, str], set[str]] = {}
+    for node in nodes:
+        labels = node["metadata"].get("labels") or {}
+        for label in ZONE_LABELS:
+            if label in labels:
+                by_label.setdefault((label, labels[label]), set()).add(node["metadata"]["name"])
+    return LabelIndex({n["metadata"]["name"]: n for n in nodes}, by_label)
+
+
+def zone_facts(members: list[Obj], index: LabelIndex) -> list[Premise]:
     """A zone's node counts as premises: over the set its labels select when that set is its
     members exactly, else (labels mixed: GA on some nodes, beta or empty on others) each
     member's Ready condition, one premise a node."""
     terms = _terms(members)
-    chosen = {n["metadata"]["name"] for n in nodes if _selects(terms, n)}
+    valued = [(label, value) for label, value in terms if value is not None]
+    candidates = (
+        set.intersection(*(index.by_label.get(t, set()) for t in valued))
+        if valued
+        else set(index.by_name)
+    )
+    chosen = {n for n in candidates if _selects(terms, index.by_name[n])}
     if chosen == {n["metadata"]["name"] for n in members}:
         return zone_counts(selector(members), members)
     return [fact("Node", n, "status.conditions[type=Ready].status") for n in members]

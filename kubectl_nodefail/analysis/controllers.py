@@ -89,26 +89,28 @@ class Explained:
     replacement: Replacement
 
 
+def _live(pod: Obj) -> bool:
+    """What the ReplicaSet controller counts as a replica (controller.IsPodActive): not
+    deleted, not finished, wherever it is (a pod on a failed node counts until evicted)."""
+    return (
+        not pod["metadata"].get("deletionTimestamp")
+        and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
+    )
+
+
 def _counted(ctx: Context, rs: Obj) -> list[Obj]:
-    """The pods the ReplicaSet controller counts as its replicas: not deleted, not finished,
-    wherever they are (a pod on a failed node counts until evicted), other than this one."""
+    """The ReplicaSet's live pods other than this one."""
+    uid = ctx.pod["metadata"].get("uid")
     return [
         p
         for p in ctx.snap.pods_owned_by(rs["metadata"]["uid"])
-        if not p["metadata"].get("deletionTimestamp")
-        and (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
-        and p["metadata"].get("uid") != ctx.pod["metadata"].get("uid")
+        if _live(p) and p["metadata"].get("uid") != uid
     ]
 
 
 def _active(pod: Obj, failed_nodes: set[str]) -> bool:
-    """Counts as a running replica: not terminating, not finished, not on a failed node."""
-    phase = (pod.get("status") or {}).get("phase")
-    return (
-        not pod["metadata"].get("deletionTimestamp")
-        and phase not in TERMINAL_PHASES
-        and (pod.get("spec") or {}).get("nodeName") not in failed_nodes
-    )
+    """Counts as a running replica: live, and not on a failed node."""
+    return _live(pod) and (pod.get("spec") or {}).get("nodeName") not in failed_nodes
 
 
 # "0/5 nodes are available: 1 node(s) had untolerated taint {...}, 4 node(s) didn't match ...

@@ -23,6 +23,8 @@ REASON_NODE_LOST = "NodeLost"  # pod status.reason set by the node controller up
 # kube-controller-manager and kubelet defaults; a cluster may run with other values.
 DEFAULT_LEASE_SECONDS = 40  # kubelet's nodeLeaseDurationSeconds
 UNHEALTHY_ZONE_THRESHOLD = 0.55
+# The node lifecycle controller's zone states (ComputeZoneState)
+ZONE_NORMAL, ZONE_PARTIAL, ZONE_FULL = "Normal", "PartialDisruption", "FullDisruption"
 LARGE_CLUSTER_SIZE_THRESHOLD = 50
 NODE_EVICTION_RATE = 0.1
 SECONDARY_NODE_EVICTION_RATE = 0.01

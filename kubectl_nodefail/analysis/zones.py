@@ -8,7 +8,7 @@ from kubectl_nodefail.analysis.findings import ZoneFinding
 from kubectl_nodefail.analysis.nodes import is_ready, zone_of
 from kubectl_nodefail.snapshot import Obj
 
-NORMAL, PARTIAL, FULL = "Normal", "PartialDisruption", "FullDisruption"
+NORMAL, PARTIAL, FULL = facts.ZONE_NORMAL, facts.ZONE_PARTIAL, facts.ZONE_FULL
 
 
 def zone_state(ready: int, not_ready: int) -> str:
@@ -44,6 +44,7 @@ def analyse_zones(nodes: list[Obj]) -> tuple[list[ZoneFinding], bool]:
     counts: dict[str, list[int]] = {}
     tainted: dict[str, int] = {}  # not-Ready nodes already carrying a NoExecute taint
     members: dict[str, list[Obj]] = {}
+    index = brake.label_index(nodes)
     for node in nodes:
         if facts.LABEL_EXCLUDE_DISRUPTION in (node["metadata"].get("labels") or {}):
             continue
@@ -112,7 +113,7 @@ def analyse_zones(nodes: list[Obj]) -> tuple[list[ZoneFinding], bool]:
                 if not_ready
                 else "healthy"
             )
-        because = brake.zone_facts(members[zone], nodes)
+        because = brake.zone_facts(members[zone], index)
         if eviction == "stopped":  # which not-Ready nodes carry the NoExecute taint
             because += _taints(members[zone])
         said = claim("zone-state", "zone", text, *because)
