@@ -14,6 +14,7 @@ from kubectl_nodefail import attestation
 from kubectl_nodefail.analysis import advice, automation, versions
 from kubectl_nodefail.analysis import brake as brakes
 from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER
+from kubectl_nodefail.analysis.claims import Premise
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node, machine_ran, out_of_service_overdue
 from kubectl_nodefail.errors import AttestationContradicted, Exit
@@ -73,6 +74,10 @@ class Step:
     lease_renewed: str = ""  # the node's lease renewTime when planned: must not move before acting
     releases: list[str] = field(default_factory=list)  # stuck pods it frees: NS/NAME (controller)
     leaves_stuck: list[str] = field(default_factory=list)  # pods on its node it does not free
+    # what `releases` and `leaves_stuck` rest on: each pod named is that object (UID), bound to
+    # the step's node, as read (resourceVersion; its finalizers where they hold it); from the
+    # live state of the plan, or of the re-read before the result speaks (actions.restate)
+    because: list[Premise] = field(default_factory=list)
     # filled in by actions.py: done (its effect observed) | unconfirmed (sent and accepted, the
     # effect not observed) | skipped | failed | refused | waited | blocked | not started
     # | interrupted
@@ -286,7 +291,7 @@ def _node_steps(
     if gate_ok and opts.despite_automation:  # said, never counted as evidence
         gate = "; ".join([gate, *_raced(node, report, opts)])
     blocked: list[PodFinding] = []  # what only a destructive step releases
-    held_here: list[str] = []  # what no step releases: pods held by finalizers
+    held_here: list[tuple[PodFinding, list[str]]] = []  # what no step releases: finalizers
     for pod in pods:
         what, held = advice.disposition(pod, strategy)
         if what == advice.RESUMES:
@@ -299,7 +304,7 @@ def _node_steps(
             steps.append(_wait_step(node, pod, _cosmetic_why(pod)))
         elif what == advice.FINALIZER_HELD:
             steps.append(_finalizer_step(node, pod, held))
-            held_here.append(f"{pod.namespace}/{pod.name} ({', '.join(held)})")
+            held_here.append((pod, held))
         elif what == advice.REPLACEMENT_PROBLEM:
             steps.append(
                 _wait_step(
@@ -397,6 +402,18 @@ def _node_steps(
     return steps
 
 
+def pod_facts(pod: PodFinding, held: bool = False) -> list[Premise]:
+    """What a step's word about `pod` rests on: that object (UID), bound to the node, as it was
+    read (its resourceVersion: every fact the diagnosis read of it is of that version)."""
+    ref = f"Pod/{pod.namespace}/{pod.name}"
+    out = [
+        Premise(ref, "metadata.uid", pod.uid),
+        Premise(ref, "spec.nodeName", pod.node),
+        Premise(ref, "metadata.resourceVersion", pod.resource_version),
+    ]
+    return out + ([Premise(ref, "metadata.finalizers", list(pod.finalizers))] if held else [])
+
+
 def _force_step(
     node: NodeFinding,
     pod: PodFinding,
@@ -418,6 +435,7 @@ def _force_step(
         resource_version=pod.resource_version,
         lease_renewed=lease,
         releases=[f"{pod.namespace}/{pod.name} ({pod.controller})"],
+        because=pod_facts(pod),
     )
 
 
@@ -425,7 +443,7 @@ def _taint_step(
     node: NodeFinding,
     node_uid: str,
     pods: list[PodFinding],
-    held_here: list[str],
+    held_here: list[tuple[PodFinding, list[str]]],
     gate_ok: bool,
     gate: str,
     evidence: list[str],
@@ -453,7 +471,11 @@ def _taint_step(
         uid=node_uid,
         lease_renewed=lease,
         releases=released,
-        leaves_stuck=held_here,
+        leaves_stuck=[f"{p.namespace}/{p.name} ({', '.join(held)})" for p, held in held_here],
+        because=[
+            *[f for p in pods for f in pod_facts(p)],
+            *[f for p, _ in held_here for f in pod_facts(p, held=True)],
+        ],
     )
 
 
@@ -524,6 +546,19 @@ def _missing(old: Step, fresh: Plan) -> str:
     )
 
 
+def _live_words(old: Step, fresh: Plan) -> Step:
+    """What a saved step not in the live plan may still say of pods: only those the live plan
+    finds stuck (the same entry in one of its steps), with the live plan's facts about them.
+    A saved file's words about pods are never shown as they were written."""
+    said = {r: s for s in fresh.steps for r in s.releases}
+    held = {r: s for s in fresh.steps for r in s.leaves_stuck}
+    releases = [r for r in old.releases if r in said]
+    leaves = [r for r in old.leaves_stuck if r in held]
+    refs = {"Pod/" + r.split(" ", 1)[0] for r in releases + leaves}
+    facts = {(p.object, p.field): p for s in fresh.steps for p in s.because if p.object in refs}
+    return replace(old, releases=releases, leaves_stuck=leaves, because=list(facts.values()))
+
+
 def narrow(saved: Plan, fresh: Plan) -> Plan:
     """A saved plan checked against a plan computed from the live cluster now.
 
@@ -533,23 +568,22 @@ def narrow(saved: Plan, fresh: Plan) -> Plan:
     the reason. Steps only the fresh plan has are not added: a saved plan narrows, never widens.
     """
     now = {step_key(s): s for s in fresh.steps}
-    # the pods the live plan still finds stuck: a refused saved step names no other (a pod
-    # recreated elsewhere, or on a node back, is not left stuck by it)
-    stuck = {r for s in fresh.steps for r in s.releases}
+    # a refused saved step names only the pods the live plan still finds stuck (a pod
+    # recreated elsewhere, or on a node back, is not left stuck by it): _live_words
     steps: list[Step] = []
     for old in saved.steps:
         live = now.get(step_key(old))
         if not old.allowed:
-            steps.append(replace(old, gate=f"refused in the saved plan: {old.gate}"))
+            steps.append(
+                _live_words(replace(old, gate=f"refused in the saved plan: {old.gate}"), fresh)
+            )
         elif live is None and old.action not in MUTATING:
             steps.append(replace(old, why=f"{old.why} (no such step in the live plan now)"))
         elif live is None:
             steps.append(
-                replace(
-                    old,
-                    allowed=False,
-                    gate=f"not allowed now ({_missing(old, fresh)})",
-                    releases=[r for r in old.releases if r in stuck],
+                _live_words(
+                    replace(old, allowed=False, gate=f"not allowed now ({_missing(old, fresh)})"),
+                    fresh,
                 )
             )
         elif not live.allowed and old.node in set(saved.attested) - set(fresh.attested):
@@ -559,6 +593,8 @@ def narrow(saved: Plan, fresh: Plan) -> Plan:
                     allowed=False,
                     gate=_not_retyped(saved, old.node),
                     releases=list(live.releases),
+                    leaves_stuck=list(live.leaves_stuck),
+                    because=list(live.because),
                 )
             )
         elif not live.allowed:
@@ -568,6 +604,8 @@ def narrow(saved: Plan, fresh: Plan) -> Plan:
                     allowed=False,
                     gate=f"not allowed now ({live.gate})",
                     releases=list(live.releases),
+                    leaves_stuck=list(live.leaves_stuck),
+                    because=list(live.because),
                 )
             )
         else:

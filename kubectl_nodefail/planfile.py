@@ -19,6 +19,7 @@ import re
 from dataclasses import fields
 from typing import Any
 
+from kubectl_nodefail.analysis.claims import Premise
 from kubectl_nodefail.errors import BadInputError
 from kubectl_nodefail.plan import (
     ACTIONS,
@@ -55,8 +56,15 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+PREMISE_FIELDS = {"object", "field", "value"}
+
+
 def _step_data(step: Step) -> dict[str, Any]:
-    return {_camel(name): getattr(step, name) for name in STEP_FIELDS if name not in UNSIGNED}
+    data = {_camel(name): getattr(step, name) for name in STEP_FIELDS if name not in UNSIGNED}
+    data["because"] = [
+        {"object": p.object, "field": p.field, "value": p.value} for p in step.because
+    ]
+    return data
 
 
 def digest(plan: Plan) -> str:
@@ -133,6 +141,21 @@ def _strings(where: str, value: Any) -> list[str]:
     return list(value)
 
 
+def _premises(where: str, value: Any) -> list[Premise]:
+    """A step's facts: objects of exactly {object, field, value}, the first two strings (the
+    value is any JSON a field can hold). They are words, never inputs: narrowing replaces them
+    with the live plan's."""
+    _need(where, value, list, "a list of premises")
+    out = []
+    for i, raw in enumerate(value):
+        _need(f"{where}[{i}]", raw, dict, "an object")
+        _exactly(f"{where}[{i}]", raw, PREMISE_FIELDS)
+        obj = _need(f"{where}[{i}].object", raw["object"], str, "a string")
+        path = _need(f"{where}[{i}].field", raw["field"], str, "a string")
+        out.append(Premise(obj, path, raw["value"]))
+    return out
+
+
 def _name(where: str, value: str, pattern: re.Pattern[str], limit: int, what: str) -> str:
     if len(value) > limit or not pattern.match(value):
         raise BadInputError(f"{where} is not a valid {what}: {_what(value)}")
@@ -202,6 +225,8 @@ def _step(where: str, raw: Any) -> Step:
             args[name] = _need(f"{where}.{key}", value, bool, "true or false")
         elif name in ("evidence", "releases", "leaves_stuck"):
             args[name] = _strings(f"{where}.{key}", value)
+        elif name == "because":
+            args[name] = _premises(f"{where}.{key}", value)
         else:
             args[name] = _need(f"{where}.{key}", value, str, "a string")
     args["result"], args["detail"] = "", ""

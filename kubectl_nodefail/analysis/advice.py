@@ -565,15 +565,31 @@ def for_node(
     return braked(action, brake_claim) if node.failed else action
 
 
+def _once(premises: list[Premise]) -> list[Premise]:
+    """Each premise once, in order (values may be lists: keyed by their text)."""
+    seen: dict[tuple[str, str, str], Premise] = {}
+    for premise in premises:
+        seen.setdefault((premise.object, premise.field, repr(premise.value)), premise)
+    return list(seen.values())
+
+
 def _node_facts(node: NodeFinding, action: Action) -> list[Premise]:
     """What a node's suggestion rests on: the facts of its cause (Ready, the lease, the taints
     and annotations that say it is shut down or out of service, problem conditions) and its own
     (the claim of the automation it waits for); each once."""
-    facts = list(node.cause.because)
-    seen: dict[tuple[str, str, str], Premise] = {}
-    for premise in [*facts, *action.because]:  # values may be lists: keyed by their text
-        seen.setdefault((premise.object, premise.field, repr(premise.value)), premise)
-    return list(seen.values())
+    return _once([*node.cause.because, *action.because])
+
+
+def rests_on(action: Action, claims: list[Claim], node: NodeFinding | None = None) -> Action:
+    """A pod's suggestion is decided from what its claims state (its status, owner, replacement,
+    eviction time, volumes; `disposition` and the waits read nothing else) and from its node's
+    cause (the kubelet alive, the shutdown evidence): it carries their facts, and its own (the
+    brake's), each once. What happens if the node returns decides nothing, so is left out."""
+    facts = [p for c in claims if c.section != "returns" for p in c.because]
+    if node is not None:
+        facts += node.cause.because
+    action.because = _once([*facts, *action.because])
+    return action
 
 
 def _for_node(

@@ -33,6 +33,7 @@ from kubectl_nodefail.snapshot import Obj
 # cluster-wide notes (the headline's warnings).
 SECTIONS = (
     *("meaning", "why", "replacement", "returns", "action", "automation"),
+    *("eviction", "storage"),
     *("node", "zone", "cluster"),
 )
 
@@ -54,6 +55,12 @@ KINDS = {
     "static-pod": "the kubelet runs the pod from a manifest on the node",
     "one-per-node": "a DaemonSet pod, never evicted for not-ready/unreachable",
     "unknown-owner": "an owner whose behaviour this tool does not model",
+    # the pod's timeline and volumes (analysis/eviction.py, analysis/storage.py)
+    "eviction": "when the taint-eviction controller deletes the pod, if ever: the node's "
+    "NoExecute taints, the pod's tolerations and when it reached the node",
+    "deletion": "the deletion already asked: when its grace period ends and what keeps the object",
+    "volume": "a volume that keeps the pod or its replacement from starting: its claim, its "
+    "volume's node affinity, its attachment and when that detaches",
     # a node's remediation automation (analysis/automation.py, docs/automation.md)
     "covered-by": "an automation that replaces or fences the node covers it",
     "automation-acting": "the automation is remediating the node now",
@@ -143,9 +150,19 @@ def read(obj: Obj, path: str) -> Any:
     return value
 
 
+def _canonical(value: Any) -> Any:
+    """A value with its mappings' keys in order: a premise reads the same whatever order the
+    API server, a dump or a cut snapshot gave the keys of an object in a list (taints)."""
+    if isinstance(value, dict):
+        return {k: _canonical(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
+
+
 def fact(kind: str, obj: Obj, path: str) -> Premise:
     """A premise read from `obj` now: the value the analysis bases a claim on."""
-    return Premise(ref(kind, obj), path, read(obj, path))
+    return Premise(ref(kind, obj), path, _canonical(read(obj, path)))
 
 
 def claim(kind: str, section: str, text: str, *because: Premise) -> Claim:

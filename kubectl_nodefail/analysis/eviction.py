@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis.claims import Claim, claim, fact
 from kubectl_nodefail.analysis.findings import TaintView, ZoneFinding
 from kubectl_nodefail.analysis.text import ago
 from kubectl_nodefail.snapshot import Obj, parse_time, shifted
@@ -81,6 +82,26 @@ class EvictionTime:
     # | not-applicable
     at: datetime | None
     text: str
+
+
+def as_claim(ev: EvictionTime, pod: Obj, node: Obj | None, zone: ZoneFinding | None) -> Claim:
+    """The timeline's sentence as a claim, with the facts `eviction_time` computed it from: the
+    deletion already asked, else the pod's tolerations, the node's taints, when the pod reached
+    the node (for a count from its arrival), and, where no NoExecute taint is on the node yet,
+    the zone counts that decide whether one comes."""
+    because = [fact("Pod", pod, "metadata.deletionTimestamp")]
+    if ev.state != "evicted":
+        because.append(fact("Pod", pod, "spec.tolerations"))
+        if node is not None:
+            because.append(fact("Node", node, "spec.taints"))
+    if ev.state in ("scheduled", "immediate", "not-evicting"):
+        because += [
+            fact("Pod", pod, "status.conditions[type=PodScheduled].lastTransitionTime"),
+            fact("Pod", pod, "metadata.creationTimestamp"),
+        ]
+    if ev.state in ("paused", "pending-taint") and zone is not None and zone.claims:
+        because += zone.claims[0].because
+    return claim("eviction", "eviction", ev.text, *because)
 
 
 def eviction_time(

@@ -198,6 +198,26 @@ def _finalizers_outlast(pod: Obj, node_failed: bool) -> list[Claim]:
     ]
 
 
+def _deletion_claim(pod: Obj, deletion: datetime, node: NodeFinding | None, now: datetime) -> Claim:
+    """The timeline of a pod already deleted: when its grace period ends, and what keeps the
+    object past it (finalizers alone on a finished pod; the kubelet on a failed node)."""
+    phase = (pod.get("status") or {}).get("phase")
+    node_failed = bool(node and node.failed)
+    text = f"deletion requested, grace period ends {ago((now - deletion).total_seconds())}" + (
+        "; only finalizers keep the object (a finished pod needs no kubelet)"
+        if phase in TERMINAL_PHASES
+        else "; the object stays until the kubelet confirms (never, while the node is down)"
+        if node_failed
+        else ""
+    )
+    because = [fact("Pod", pod, "metadata.deletionTimestamp"), fact("Pod", pod, "status.phase")]
+    if phase in TERMINAL_PHASES:
+        because.append(fact("Pod", pod, "metadata.finalizers"))
+    elif node is not None and node_failed:
+        because += node.cause.because
+    return claim("deletion", "eviction", text, *because)
+
+
 def analyse_pod(
     pod: Obj,
     snap: Snapshot,
@@ -218,11 +238,14 @@ def analyse_pod(
     links, owner_objs = owners.chain(pod, snap)
     kind = owners.controller_type(pod, links)
     node_failed = bool(node and node.failed)
+    node_obj = snap.node(node_name) if node_name else None
+    when: list[Claim] = []  # the timeline's sentence, as a claim
     if node_failed and node is not None:
         ev = eviction.eviction_time(pod, node.taints, zone, master_disruption, now)
-        timeline, eviction_at = ev.text, ev.at
+        eviction_at = ev.at
+        when = [eviction.as_claim(ev, pod, node_obj, zone)]
     else:
-        ev, timeline, eviction_at = None, "", None
+        ev, eviction_at = None, None
     ctx = controllers.Context(
         pod,
         kind,
@@ -241,16 +264,7 @@ def analyse_pod(
     rep_pods = [p for p in (snap.pod(namespace, n) for n in replacement.pods) if p]
     notes = storage.blockers(pod, node_name, rep_pods, snap, now) if node_failed else []
     if terminating and deletion is not None:
-        timeline = (
-            f"deletion requested, grace period ends {ago((now - deletion).total_seconds())}"
-            + (
-                "; only finalizers keep the object (a finished pod needs no kubelet)"
-                if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
-                else "; the object stays until the kubelet confirms (never, while the node is down)"
-                if node_failed
-                else ""
-            )
-        )
+        when = [_deletion_claim(pod, deletion, node, now)]
     holds_rwo = storage.holds_single_node_volume(pod, snap)
     meaning = _meaning(pod, status, node, stuck, now, snap)
     evidence = [
@@ -283,7 +297,7 @@ def analyse_pod(
         else "current"
     )
     # "if the node returns" leads with the finalizers that outlast the kubelet, if any
-    said = meaning + _finalizers_outlast(pod, node_failed) + explained.claims
+    said = meaning + _finalizers_outlast(pod, node_failed) + explained.claims + when + notes
     finding = PodFinding(
         namespace=namespace,
         name=name,
@@ -302,8 +316,8 @@ def analyse_pod(
         controller=kind,
         explanation=text_of(explained.claims, "why"),
         replacement=replacement,
-        storage=notes,
-        timeline=timeline,
+        storage=[c.text for c in notes],
+        timeline=text_of(when, "eviction"),
         eviction_at=eviction_at,
         if_node_returns=text_of(said, "returns") if node_failed else "",
         action=Action("investigate", "", "none"),
@@ -314,8 +328,12 @@ def analyse_pod(
         phase=str((pod.get("status") or {}).get("phase") or ""),
         stays_under_out_of_service=eviction.stays_under_out_of_service(pod),
     )
-    finding.action = advice.for_pod(
-        finding, node, ev, holds_rwo, advice.default_strategy(snap.server_minor), braked
+    finding.action = advice.rests_on(
+        advice.for_pod(
+            finding, node, ev, holds_rwo, advice.default_strategy(snap.server_minor), braked
+        ),
+        said,
+        node,
     )
     return finding
 
@@ -339,7 +357,6 @@ def analyse_waiting_pod(
         f"(VolumeAttachment {va['metadata']['name']})"
         for claim, pv, va in held
     )
-    notes = [volumes, *storage.multi_attach_notes(pod, snap, now, "")]
     controller = owners.controller_type(pod, links)
     outlook = {
         va["metadata"]["name"]: storage.detach_outlook(va, snap, now, node_ready=False)
@@ -381,6 +398,10 @@ def analyse_waiting_pod(
         for n in holders
         if (node_obj := snap.node(n)) is not None
     ]
+    notes = [
+        claim("volume", "storage", volumes, *because),
+        *storage.multi_attach_claims(pod, snap, now, ""),
+    ]
     said = [
         claim(
             "status-meaning",
@@ -394,6 +415,13 @@ def analyse_waiting_pod(
             "why",
             f"stuck because of the failed node {', '.join(holders)}: {volumes}.",
             *because,
+        ),
+        *notes,
+        claim(  # its timeline: when each attachment is detached
+            "volume",
+            "eviction",
+            detach,
+            *[p for _, _, va in held for p in storage.detach_facts(va, snap)],
         ),
     ]
     return PodFinding(
@@ -417,11 +445,11 @@ def analyse_waiting_pod(
         replacement=Replacement(
             "not-needed", "none needed: this pod starts once the volume is detached"
         ),
-        storage=notes,
-        timeline=detach,
+        storage=[c.text for c in notes],
+        timeline=text_of(said, "eviction"),
         eviction_at=None,
         if_node_returns="",
-        action=action,
+        action=advice.rests_on(action, said, holder),
         evidence=[
             f"phase {(pod.get('status') or {}).get('phase')}",
             f"owner chain: {owners.describe(links)}",
@@ -500,12 +528,15 @@ def analyse_pinned_pod(pod: Obj, snap: Snapshot, nodes: list[str]) -> PodFinding
         timeline="",
         eviction_at=None,
         if_node_returns="",  # its explanation says: Pending until the node returns
-        action=Action(
-            "investigate",
-            f"pinned to the failed node {where}: bring the node back, or relax the selector / "
-            "affinity (the owner's template) so it can run elsewhere; nothing remediate does "
-            "schedules it",
-            "low",
+        action=advice.rests_on(
+            Action(
+                "investigate",
+                f"pinned to the failed node {where}: bring the node back, or relax the selector / "
+                "affinity (the owner's template) so it can run elsewhere; nothing remediate does "
+                "schedules it",
+                "low",
+            ),
+            claims,
         ),
         evidence=[f"phase {meta.get('phase') or (pod.get('status') or {}).get('phase')}"],
         finalizers=list(meta.get("finalizers") or []),
@@ -596,16 +627,19 @@ def analyse_orphan_pod(pod: Obj, snap: Snapshot, now: datetime) -> PodFinding:
         timeline="",
         eviction_at=None,
         if_node_returns="",  # the node cannot return: a node registering again is a new object
-        action=Action(
-            "finalizer-held" if held else "wait",
-            (
-                f"PodGC removes it, but finalizers {', '.join(held)} keep the object: "
-                f"{'; '.join(advice.finalizer_owner(f) for f in held)}"
-                if held
-                else f"PodGC removes it within about {within}s of the node's deletion; if it "
-                "stays longer, check kube-controller-manager (its podgc controller)"
+        action=advice.rests_on(
+            Action(
+                "finalizer-held" if held else "wait",
+                (
+                    f"PodGC removes it, but finalizers {', '.join(held)} keep the object: "
+                    f"{'; '.join(advice.finalizer_owner(f) for f in held)}"
+                    if held
+                    else f"PodGC removes it within about {within}s of the node's deletion; if "
+                    "it stays longer, check kube-controller-manager (its podgc controller)"
+                ),
+                "none",
             ),
-            "none",
+            claims,
         ),
         evidence=[f"spec.nodeName {node_name}: no such Node"],
         finalizers=finalizers,

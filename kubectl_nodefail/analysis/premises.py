@@ -145,7 +145,6 @@ def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
     """Every premise of every claim in `diagnosis` that the raw `dump` does not bear out."""
     items = [item for item in dump.get("items") or [] if isinstance(item, dict)]
     objects = {_key(item): item for item in items}
-    wrong = []
     stated = [
         (f"{pod.get('namespace')}/{pod.get('name')}", pod.get("claims") or [])
         for pod in diagnosis.get("pods") or []
@@ -176,6 +175,25 @@ def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
     for key in ("brake", "headline"):
         if diagnosis.get(key):
             stated.append(("cluster", [diagnosis[key]]))
+    return _unheld(items, objects, stated)
+
+
+def check_plan(dump: Obj, plan: Obj) -> list[FalsePremise]:
+    """Every fact a remediation plan's or result's steps state about the pods they release or
+    leave stuck (`steps[].because`) that the raw `dump` does not bear out."""
+    items = [item for item in dump.get("items") or [] if isinstance(item, dict)]
+    objects = {_key(item): item for item in items}
+    stated = [
+        (f"step {step.get('action')} {step.get('target')}", [{"kind": "step", **step}])
+        for step in plan.get("steps") or []
+    ]
+    return _unheld(items, objects, stated)
+
+
+def _unheld(
+    items: list[Obj], objects: dict[str, Obj], stated: list[tuple[str, list[Obj]]]
+) -> list[FalsePremise]:
+    wrong = []
     for who, claims in stated:
         for claim in claims:
             for premise in claim.get("because") or []:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from kubectl_nodefail.analysis import claims as said
 from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis.claims import Claim, Premise, fact
 from kubectl_nodefail.analysis.text import duration
 from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
 
@@ -252,9 +254,9 @@ def detach_outlook(
     )
 
 
-def multi_attach_notes(pod: Obj, snap: Snapshot, now: datetime, label: str) -> list[str]:
-    """The pod's Multi-Attach error events, newest time shown."""
-    notes = []
+def multi_attach_claims(pod: Obj, snap: Snapshot, now: datetime, label: str) -> list[Claim]:
+    """The pod's Multi-Attach error events, newest time shown, each resting on its event."""
+    out = []
     for event in snap.events_about(
         "Pod", pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
     ):
@@ -263,8 +265,44 @@ def multi_attach_notes(pod: Obj, snap: Snapshot, now: datetime, label: str) -> l
         ):
             seen = parse_time(event.get("lastTimestamp") or event.get("eventTime"))
             since = f" (last {duration((now - seen).total_seconds())} ago)" if seen else ""
-            notes.append(f"{label}Multi-Attach error{since}: {event.get('message')}")
-    return notes
+            out.append(
+                said.claim(
+                    "volume",
+                    "storage",
+                    f"{label}Multi-Attach error{since}: {event.get('message')}",
+                    fact("Event", event, "reason"),
+                    fact("Event", event, "message"),
+                    fact("Event", event, "involvedObject.name"),
+                )
+            )
+    return out
+
+
+def multi_attach_notes(pod: Obj, snap: Snapshot, now: datetime, label: str) -> list[str]:
+    """The texts of `multi_attach_claims`."""
+    return [c.text for c in multi_attach_claims(pod, snap, now, label)]
+
+
+def node_name(va: Obj) -> str:
+    return str((va.get("spec") or {}).get("nodeName") or "")
+
+
+def detach_facts(va: Obj, snap: Snapshot) -> list[Premise]:
+    """What `detach_outlook` reads: the attachment, the pod objects there that still use it,
+    and its node's taints and mounted volumes."""
+    spec = va.get("spec") or {}
+    node = snap.node(spec.get("nodeName") or "")
+    pv = (spec.get("source") or {}).get("persistentVolumeName") or ""
+    out = [
+        fact("VolumeAttachment", va, "spec.nodeName"),
+        fact("VolumeAttachment", va, "metadata.deletionTimestamp"),
+    ]
+    out += [
+        fact("Pod", p, "spec.nodeName") for p in (users_of(snap, node_name(va), pv) if pv else [])
+    ]
+    if node is not None:
+        out += [fact("Node", node, "spec.taints"), fact("Node", node, "status.volumesInUse")]
+    return out
 
 
 def holds_single_node_volume(pod: Obj, snap: Snapshot) -> bool:
@@ -277,11 +315,20 @@ def holds_single_node_volume(pod: Obj, snap: Snapshot) -> bool:
 
 def blockers(
     pod: Obj, node: str, replacement_pods: list[Obj], snap: Snapshot, now: datetime
-) -> list[str]:
-    notes: list[str] = []
-    for claim, pvc, pv in claimed_volumes(pod, snap):
+) -> list[Claim]:
+    """What of the pod's volumes keeps it or its replacement from running elsewhere."""
+    out: list[Claim] = []
+    volumes = fact("Pod", pod, "spec.volumes")
+    for claim_name, pvc, pv in claimed_volumes(pod, snap):
         if pvc is None:
-            notes.append(f"PVC {claim}: not read (cannot tell whether it blocks a replacement)")
+            out.append(
+                said.claim(
+                    "volume",
+                    "storage",
+                    f"PVC {claim_name}: not read (cannot tell whether it blocks a replacement)",
+                    volumes,
+                )
+            )
             continue
         modes = set((pvc.get("spec") or {}).get("accessModes") or [])
         pv_name = (pvc.get("spec") or {}).get("volumeName") or ""
@@ -291,26 +338,48 @@ def blockers(
             ((pv or {}).get("spec") or {}).get("hostPath")
         )
         pinned = pv is not None and pinning_volume_of(pv, snap, node)
-        if local or pinned:
+        bound = fact("PersistentVolumeClaim", pvc, "spec.volumeName")
+        if pv is not None and (local or pinned):
             why = f"its node affinity allows only {node}" if pinned else f"on {node}"
-            notes.append(
-                f"PVC {claim} -> PV {pv_name} is a local volume ({why}): its data is only on "
-                "that machine; a replacement can only run there"
+            out.append(
+                said.claim(
+                    "volume",
+                    "storage",
+                    f"PVC {claim_name} -> PV {pv_name} is a local volume ({why}): its data is "
+                    "only on that machine; a replacement can only run there",
+                    bound,
+                    fact("PersistentVolume", pv, "spec.nodeAffinity"),
+                    fact("PersistentVolume", pv, "spec.local"),
+                    fact("PersistentVolume", pv, "spec.hostPath"),
+                )
             )
         if va is not None and rwo:
             attached = (va.get("status") or {}).get("attached")
-            notes.append(
-                f"PVC {claim} ({'/'.join(sorted(modes))}) -> PV {pv_name} is still attached to "
-                f"{node} (VolumeAttachment {va['metadata']['name']}, attached={attached}): "
-                "a replacement elsewhere waits for detach"
+            held = [
+                bound,
+                fact("PersistentVolumeClaim", pvc, "spec.accessModes"),
+                fact("VolumeAttachment", va, "spec.nodeName"),
+                fact("VolumeAttachment", va, "status.attached"),
+            ]
+            out.append(
+                said.claim(
+                    "volume",
+                    "storage",
+                    f"PVC {claim_name} ({'/'.join(sorted(modes))}) -> PV {pv_name} is still "
+                    f"attached to {node} (VolumeAttachment {va['metadata']['name']}, "
+                    f"attached={attached}): a replacement elsewhere waits for detach",
+                    *held,
+                )
             )
             outlook = detach_outlook(va, snap, now, node_ready=False)
-            notes.append(f"detach: {outlook}")
+            out.append(
+                said.claim("volume", "storage", f"detach: {outlook}", *detach_facts(va, snap))
+            )
         elif rwo and not pv_name:
-            notes.append(f"PVC {claim} is not bound")
+            out.append(said.claim("volume", "storage", f"PVC {claim_name} is not bound", bound))
     for rep in replacement_pods:
-        notes += multi_attach_notes(rep, snap, now, f"replacement {rep['metadata']['name']}: ")
-    return notes
+        out += multi_attach_claims(rep, snap, now, f"replacement {rep['metadata']['name']}: ")
+    return out
 
 
 def _requirement_holds(expr: Any, values_of: dict[str, str]) -> bool:

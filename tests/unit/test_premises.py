@@ -58,6 +58,14 @@ def test_every_premise_holds_on_the_recorded_fixtures(path: Path) -> None:
             assert c.because, f"{pod.namespace}/{pod.name}: claim {c.kind} has no premise"
         if pod.claims:  # the sentences are the claims' texts, nothing else
             assert pod.explanation == text_of(pod.claims, "why")
+            assert pod.timeline == text_of(pod.claims, "eviction")
+            assert pod.storage == [c.text for c in pod.claims if c.section == "storage"]
+        # a pod's suggestion rests on the facts of the claims it was decided from
+        assert pod.action.because, f"{pod.namespace}/{pod.name}: {pod.action.summary}"
+        decided = {
+            (p.object, p.field) for c in pod.claims if c.section != "returns" for p in c.because
+        }
+        assert decided <= {(p.object, p.field) for p in pod.action.because}
     for zone in report.zones:  # the zone line is its claim, with the counts it rests on
         assert zone.explanation == text_of(zone.claims, "zone") and zone.claims[0].because
     assert report.cluster == [c.text for c in report.cluster_claims]

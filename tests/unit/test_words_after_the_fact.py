@@ -5,12 +5,20 @@ freed is read again before the result says it stays stuck."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from kubectl_nodefail import render
 from kubectl_nodefail.actions import restate
+from kubectl_nodefail.analysis import premises
+from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.errors import ServerError
-from kubectl_nodefail.plan import Binding, Plan, Step, narrow
+from kubectl_nodefail.plan import Binding, Options, Plan, Step, make_plan, narrow
+from kubectl_nodefail.snapshot import load_dump
+from tests.unit.conftest import FIXTURES
 
 DB = "data/db-0 (statefulset)"
 WEB = "data/web-1 (deployment)"
@@ -56,7 +64,15 @@ class _Cluster:
         found = self.pods.get(node, [])
         if isinstance(found, Exception):
             raise found
-        return [{"metadata": {"namespace": "data", "name": n}} for n in found]
+        return [_pod(n, node) for n in found]
+
+
+def _pod(name: str, node: str) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "metadata": {"namespace": "data", "name": name, "uid": f"uid-{name}", "finalizers": ["x"]},
+        "spec": {"nodeName": node},
+    }
 
 
 def test_after_the_run_only_pods_still_on_the_node_stay_named() -> None:
@@ -72,6 +88,12 @@ def test_after_the_run_only_pods_still_on_the_node_stay_named() -> None:
         step.detail
     )
     assert cluster.reads == ["flaky-a"]  # one list for the node, not a read per pod
+    # what the result says of them rests on the re-read: those objects, on that node, now
+    dump = {"items": [_pod("web-1", "flaky-a"), _pod("lonely", "flaky-a")]}
+    assert premises.check_plan(dump, render.plan_data(plan, True, {})) == []
+    assert {p.object for p in step.because} == {"Pod/data/web-1"}
+    dump["items"][0]["spec"]["nodeName"] = "healthy-b"  # the checker does check them
+    assert premises.check_plan(dump, render.plan_data(plan, True, {}))
     text = render.plan_table(plan, True, wide=True)
     assert "db-0 (statefulset)" not in text
 
@@ -80,7 +102,44 @@ def test_a_failed_re_read_marks_the_names() -> None:
     step = _taint([DB])
     step.result = "refused"
     restate(_Cluster({"flaky-a": ServerError("503")}), _plan(step))  # type: ignore[arg-type]
-    assert step.releases == [f"{DB} [not re-read]"]
+    assert step.releases == [f"{DB} [not re-read]"] and step.because == []
+
+
+def test_pods_left_stuck_by_finalizers_are_read_again_too() -> None:
+    step = _taint([WEB])
+    step.leaves_stuck = ["data/db-0 (x)", "data/gone (x)"]
+    step.result = "refused"
+    restate(_Cluster({"flaky-a": ["db-0"]}), _plan(step))  # type: ignore[arg-type]
+    assert step.releases == [] and step.leaves_stuck == ["data/db-0 (x)"]
+    assert "data/gone" in step.detail and "data/web-1" in step.detail
+    assert ("Pod/data/db-0", "metadata.finalizers") in {(p.object, p.field) for p in step.because}
+
+
+ALL = sorted(FIXTURES.glob("*.json"))
+
+
+@pytest.mark.parametrize("path", ALL, ids=[p.name for p in ALL])
+def test_every_pod_a_plan_names_rests_on_facts_that_hold(path: Path) -> None:
+    """On every fixture, with every failed node attested: each pod a step says it releases or
+    leaves stuck has its facts (that object, on that node, as read), and they hold in the raw
+    snapshot."""
+    snap = load_dump(str(path))
+    report = diagnose(snap, snap.captured_at)
+    failed = [n.name for n in report.nodes if n.failed]
+    opts = Options(
+        attested=failed,
+        max_nodes=len(report.nodes) + 1,
+        server_minor=snap.server_minor,
+        allow_disruption=True,
+    )
+    plan = make_plan(report, opts)
+    raw = json.loads(path.read_text())
+    assert premises.check_plan(raw, render.plan_data(plan, False, {})) == []
+    for step in plan.steps:
+        stated = {(p.object, p.field) for p in step.because}
+        for entry in step.releases + step.leaves_stuck:
+            pod = "Pod/" + entry.split(" ", 1)[0]
+            assert {(pod, "metadata.uid"), (pod, "spec.nodeName")} <= stated, (step, entry)
 
 
 def test_a_step_that_ran_is_not_read_again() -> None:
