@@ -565,6 +565,9 @@ def for_node(
     return braked(action, brake_claim) if node.failed else action
 
 
+CAUSE = "cause"  # in an action's rests_on: its node's cause (nodes[].cause, with its facts)
+
+
 def _once(premises: list[Premise]) -> list[Premise]:
     """Each premise once, in order (values may be lists: keyed by their text)."""
     seen: dict[tuple[str, str, str], Premise] = {}
@@ -583,12 +586,14 @@ def _node_facts(node: NodeFinding, action: Action) -> list[Premise]:
 def rests_on(action: Action, claims: list[Claim], node: NodeFinding | None = None) -> Action:
     """A pod's suggestion is decided from what its claims state (its status, owner, replacement,
     eviction time, volumes; `disposition` and the waits read nothing else) and from its node's
-    cause (the kubelet alive, the shutdown evidence): it carries their facts, and its own (the
-    brake's), each once. What happens if the node returns decides nothing, so is left out."""
-    facts = [p for c in claims if c.section != "returns" for p in c.because]
+    cause (the kubelet alive, the shutdown evidence): it names them (`rests_on`: their kinds,
+    `cause` for the node's) rather than copying their facts into every pod's answer; its own
+    facts (the brake's) stay in `because`. What happens if the node returns decides nothing,
+    so is left out."""
+    kinds = [c.kind for c in claims if c.section != "returns"]
     if node is not None:
-        facts += node.cause.because
-    action.because = _once([*facts, *action.because])
+        kinds.append(CAUSE)
+    action.rests_on = list(dict.fromkeys(kinds))
     return action
 
 

@@ -93,7 +93,14 @@ def as_claim(ev: EvictionTime, pod: Obj, node: Obj | None, zone: ZoneFinding | N
     if ev.state != "evicted":
         because.append(fact("Pod", pod, "spec.tolerations"))
         if node is not None:
-            because.append(fact("Node", node, "spec.taints"))
+            keys = [
+                t.get("key")
+                for t in (node.get("spec") or {}).get("taints") or []
+                if isinstance(t, dict) and t.get("effect") == "NoExecute" and t.get("key")
+            ]
+            # each NoExecute taint by its time, or (none on the node yet) that there is none
+            paths = [f"spec.taints[key={k},effect=NoExecute].timeAdded" for k in keys]
+            because += [fact("Node", node, p) for p in paths or ["spec.taints[effect=NoExecute]"]]
     if ev.state in ("scheduled", "immediate", "not-evicting"):
         because += [
             fact("Pod", pod, "status.conditions[type=PodScheduled].lastTransitionTime"),

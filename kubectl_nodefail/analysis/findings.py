@@ -113,8 +113,12 @@ class Action:
     remediate: str = ""  # a plan (never --confirm); an attestation only as its placeholder
     until: datetime | None = None
     if_still_running: str = ""  # what the step risks if the attestation is wrong
-    # facts the suggestion rests on beyond its node's and pod's own claims (the brake's counts)
+    # facts the suggestion rests on beyond the claims `rests_on` names (the brake's counts; a
+    # node's: its cause's and its automation's)
     because: list[Premise] = field(default_factory=list)
+    # a pod's suggestion is decided from its claims and its node's cause: their kinds, in
+    # order, each once (`cause` = its node's cause, nodes[].cause), whose facts they carry
+    rests_on: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -333,7 +333,7 @@ def analyse_pod(
             finding, node, ev, holds_rwo, advice.default_strategy(snap.server_minor), braked
         ),
         said,
-        node,
+        node if node_failed else None,  # elsewhere, its node's state decides nothing
     )
     return finding
 

@@ -236,6 +236,7 @@ def judge_replacement(ctx: Ctx) -> None:
         "not-needed": _not_needed,
         "not-yet": _not_yet,
         "missing": _missing,
+        "not-wanted": _not_wanted,
     }.get(state)
     if handler is None:
         ctx.add(kind, state, "not judgeable: the prediction names no outcome", None)
@@ -400,6 +401,22 @@ def _none(ctx: Ctx, kind: str) -> None:
         else "no new pod, node back included"
     )
     ctx.add(kind, "none: no replacement ever", observed, not new)
+
+
+def _not_wanted(ctx: Ctx, kind: str) -> None:
+    """"no replacement is wanted" (the owner wants fewer pods or none, is suspended, finished
+    or gone): no pod of its owner (a bare pod: of its name) is created while the prediction
+    holds. Judged up to remediate on its node, as `none`: the release it plans is what makes
+    an owner that wants pods create one."""
+    p = ctx.pred
+    end = min(ctx.until, ctx.marks.remediated_before_return(p.node) or ctx.until)
+    new = _new_pods(ctx, p.at, end, same_name=p.controller == "bare")
+    observed = (
+        f"new pod {new[0].name} of the owner at {_fmt(new[0].created)}"
+        if new
+        else f"no new pod of the owner until {_fmt(end)}"
+    )
+    ctx.add(kind, "not wanted: the owner creates none", observed, not new)
 
 
 def _not_needed(ctx: Ctx, kind: str) -> None:

@@ -426,3 +426,20 @@ def test_a_job_said_to_finish_once_the_pod_goes_is_judged_on_its_condition(
     h = history([(85, [evicted(pod(), 40)]), (150, [])])
     h.jobs[NS] = [(at(140), {"conditions": conditions})]
     assert verdicts([pred], h, "if-node-returns:job-finishes") == [ok]
+
+
+def test_not_wanted_is_wrong_once_the_owner_creates_a_pod() -> None:
+    """ "no replacement is wanted" (say a ReplicaSet scaled down): any new pod of the same owner
+    while the prediction holds contradicts it; a pod of another owner (a rollout's new
+    ReplicaSet) does not."""
+    pred = prediction(controller="replicaset", replacement_state="not-wanted", name="w-0")
+    created = pod(name="w-1", uid="new", node="healthy-0", created=at(50))
+    h = history([(20, [pod()]), (60, [evicted(pod(), 40), created]), (150, [created])])
+    assert verdicts([pred], h, "replacement:not-wanted") == [False]
+    other = replace(created, owner_uid="another-replicaset")
+    h = history([(20, [pod()]), (60, [evicted(pod(), 40), other]), (150, [other])])
+    assert verdicts([pred], h, "replacement:not-wanted") == [True]
+    # after the window the prediction speaks of (the late change at 80), it says nothing
+    later = replace(created, created=at(100))
+    h = history([(20, [pod()]), (110, [evicted(pod(), 40), later]), (150, [later])])
+    assert verdicts([pred], h, "replacement:not-wanted") == [True]

@@ -60,12 +60,11 @@ def test_every_premise_holds_on_the_recorded_fixtures(path: Path) -> None:
             assert pod.explanation == text_of(pod.claims, "why")
             assert pod.timeline == text_of(pod.claims, "eviction")
             assert pod.storage == [c.text for c in pod.claims if c.section == "storage"]
-        # a pod's suggestion rests on the facts of the claims it was decided from
-        assert pod.action.because, f"{pod.namespace}/{pod.name}: {pod.action.summary}"
-        decided = {
-            (p.object, p.field) for c in pod.claims if c.section != "returns" for p in c.because
-        }
-        assert decided <= {(p.object, p.field) for p in pod.action.because}
+        # a pod's suggestion names the claims it was decided from (and its node's cause)
+        kinds = {c.kind for c in pod.claims if c.section != "returns"}
+        assert pod.action.rests_on, f"{pod.namespace}/{pod.name}: {pod.action.summary}"
+        assert set(pod.action.rests_on) <= kinds | {"cause"}, pod.action.rests_on
+        assert "cause" in pod.action.rests_on or not pod.node_failed, pod.action.rests_on
     for zone in report.zones:  # the zone line is its claim, with the counts it rests on
         assert zone.explanation == text_of(zone.claims, "zone") and zone.claims[0].because
     assert report.cluster == [c.text for c in report.cluster_claims]
