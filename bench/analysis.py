@@ -65,9 +65,10 @@ def dump_for(shape: outage.Shape) -> tuple[Path, dict[str, Any]]:
 def phases(path: str) -> dict[str, Any]:
     """One --from-file diagnosis in this process, timed phase by phase (what cli.diagnose
     does for `-o json`)."""
-    from kubectl_nodefail import cli, incident, render
     from kubectl_nodefail.analysis.diagnose import diagnose
-    from kubectl_nodefail.snapshot import load_dump
+    from kubectl_nodefail.cli import main as cli
+    from kubectl_nodefail.render import incident, render
+    from kubectl_nodefail.snapshot.model import load_dump
 
     gc.set_threshold(*getattr(cli, "GC_THRESHOLD", gc.get_threshold()))  # as the command runs
 

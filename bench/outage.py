@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from kubectl_nodefail.analysis import facts
-from kubectl_nodefail.dumpfile import write_dump
-from kubectl_nodefail.snapshot import Obj, Snapshot, format_time, parse_time
+from kubectl_nodefail.cluster.dumpfile import write_dump
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, format_time, parse_time
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 AFTER, BEFORE, STORAGE = (

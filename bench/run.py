@@ -48,8 +48,8 @@ def with_workers(n: int, *argv: str) -> list[str]:
     """`diagnose` with kube.WORKERS (its request threads) set to n: the product has no knob for
     it, so the benchmark sets the module constant before the command runs (--workers)."""
     code = (
-        f"import kubectl_nodefail.kube as k; k.WORKERS = {n}; "
-        "from kubectl_nodefail.cli import main; import sys; "
+        f"import kubectl_nodefail.cluster.kube as k; k.WORKERS = {n}; "
+        "from kubectl_nodefail.cli.main import main; import sys; "
         f"sys.argv = ['kubectl-nodefail', 'diagnose', *{list(argv)!r}]; main()"
     )
     return [sys.executable, "-c", code]

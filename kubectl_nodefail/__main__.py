@@ -1,5 +1,5 @@
 """Allows `python -m kubectl_nodefail`."""
 
-from kubectl_nodefail.cli import main
+from kubectl_nodefail.cli.main import main
 
 main()

@@ -169,7 +169,7 @@ def zipapp(site: Path, target: Path, epoch: int) -> None:
             "--site-packages",
             str(site),
             "--entry-point",
-            "kubectl_nodefail.cli:main",
+            "kubectl_nodefail.cli.main:main",
             "--output-file",
             str(target),
             "--python",

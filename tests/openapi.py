@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kubectl_nodefail import dumpschema as ds
+from kubectl_nodefail.snapshot import dumpschema as ds
 
 FIXTURES = Path(__file__).parent / "recorded-openapi"  # beside, not in, the dump fixtures
 GROUP_DOCUMENTS = (

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from kubectl_nodefail import attestation
 from kubectl_nodefail.analysis import automation, brake, versions
 from kubectl_nodefail.analysis.claims import Claim, Premise
 from kubectl_nodefail.analysis.eviction import EvictionTime
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Replacement
 from kubectl_nodefail.analysis.nodes import kubelet_alive, machine_ran, out_of_service_overdue
+from kubectl_nodefail.common import attestation
 
 
 def remediate_cmd(node: str, *extra: str) -> str:

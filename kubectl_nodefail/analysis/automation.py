@@ -37,7 +37,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, ref
-from kubectl_nodefail.snapshot import Obj, Snapshot, format_time, parse_time, shifted
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, format_time, parse_time, shifted
 
 CAPI_GROUP = "cluster.x-k8s.io"
 NHC_GROUP = "remediation.medik8s.io"

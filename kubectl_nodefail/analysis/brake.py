@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, read
 from kubectl_nodefail.analysis.findings import ZoneFinding
-from kubectl_nodefail.snapshot import Obj
+from kubectl_nodefail.snapshot.model import Obj
 
 MASS_FAILURE_NODES = 3
 MASS_FAILURE_SHARE = 0.5

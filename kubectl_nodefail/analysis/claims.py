@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubectl_nodefail.snapshot import Obj
+from kubectl_nodefail.snapshot.model import Obj
 
 # Where a claim's text goes in a pod's report (the sentence fields of PodFinding).
 # A node's, zone's or the cluster's claim goes to the node's action, the zone line, or the

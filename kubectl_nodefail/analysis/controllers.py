@@ -19,7 +19,7 @@ from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact
 from kubectl_nodefail.analysis.findings import Replacement
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
 from kubectl_nodefail.analysis.text import plural
-from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time, shifted
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, parse_time, shifted
 
 # Finalizers that Kubernetes' own controllers remove by themselves while the node is down.
 SELF_REMOVED_FINALIZERS = {"batch.kubernetes.io/job-tracking"}

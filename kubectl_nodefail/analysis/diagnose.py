@@ -19,7 +19,7 @@ from kubectl_nodefail.analysis.pods import (
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
 from kubectl_nodefail.analysis.storage import held_by_failed_node
 from kubectl_nodefail.analysis.zones import analyse_zones
-from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, parse_time
 
 
 def _listed(node: NodeFinding) -> bool:

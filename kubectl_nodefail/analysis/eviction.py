@@ -9,7 +9,7 @@ from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.claims import Claim, claim, fact
 from kubectl_nodefail.analysis.findings import TaintView, ZoneFinding
 from kubectl_nodefail.analysis.text import ago
-from kubectl_nodefail.snapshot import Obj, parse_time, shifted
+from kubectl_nodefail.snapshot.model import Obj, parse_time, shifted
 
 
 def tolerates(toleration: Obj, taint: TaintView) -> bool:

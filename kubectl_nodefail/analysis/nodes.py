@@ -9,7 +9,7 @@ from kubectl_nodefail.analysis.claims import Premise, fact
 from kubectl_nodefail.analysis.findings import Cause, ConditionView, NodeFinding, TaintView
 from kubectl_nodefail.analysis.text import ago
 from kubectl_nodefail.analysis.text import duration as duration_text
-from kubectl_nodefail.snapshot import Obj, Snapshot, format_time, parse_time, shifted
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, format_time, parse_time, shifted
 
 
 def conditions(node: Obj) -> dict[str, Obj]:

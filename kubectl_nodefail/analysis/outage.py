@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from kubectl_nodefail.analysis import summary
 from kubectl_nodefail.analysis.findings import Action, PodFinding, Report
 from kubectl_nodefail.analysis.nodes import is_ready
-from kubectl_nodefail.snapshot import Obj, Snapshot
+from kubectl_nodefail.snapshot.model import Obj, Snapshot
 
 # More failed nodes or stuck pods than this and the per-row table no longer fits a screen: the
 # default view becomes the outage view. One node holds at most 110 pods by default (kubelet

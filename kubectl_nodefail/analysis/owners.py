@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kubectl_nodefail import kinds
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.findings import OwnerLink
-from kubectl_nodefail.snapshot import Obj, Snapshot
+from kubectl_nodefail.snapshot import kinds
+from kubectl_nodefail.snapshot.model import Obj, Snapshot
 
 KNOWN = {
     "ReplicaSet": "replicaset",

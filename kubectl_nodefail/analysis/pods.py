@@ -17,7 +17,7 @@ from kubectl_nodefail.analysis.findings import (
 from kubectl_nodefail.analysis.nodes import kubelet_alive
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES, kubectl_status, ready_column
 from kubectl_nodefail.analysis.text import ago, duration
-from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, parse_time
 
 DELETERS = {
     "DeletionByTaintManager": "evicted by the taint-eviction controller (NoExecute taint)",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubectl_nodefail.analysis import facts
-from kubectl_nodefail.snapshot import Obj
+from kubectl_nodefail.snapshot.model import Obj
 
 TERMINAL_PHASES = {"Succeeded", "Failed"}
 

@@ -9,7 +9,7 @@ from kubectl_nodefail.analysis import claims as said
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.claims import Claim, Premise, fact
 from kubectl_nodefail.analysis.text import duration
-from kubectl_nodefail.snapshot import Obj, Snapshot, parse_time
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, parse_time
 
 SINGLE_NODE_MODES = {"ReadWriteOnce", "ReadWriteOncePod"}
 # After the force-detach timeout: the reconciler's 100 ms loop, the detach call and the API

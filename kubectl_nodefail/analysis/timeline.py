@@ -35,7 +35,7 @@ from typing import Any
 
 from kubectl_nodefail.analysis import automation
 from kubectl_nodefail.analysis.facts import TAINT_OUT_OF_SERVICE
-from kubectl_nodefail.snapshot import Snapshot, parse_time, shifted
+from kubectl_nodefail.snapshot.model import Snapshot, parse_time, shifted
 
 Obj = dict[str, Any]
 OUT_OF_SERVICE_BY = "kubectl-nodefail.io/out-of-service-by"
@@ -493,7 +493,7 @@ def node_timeline(snap: Snapshot, node_name: str) -> list[Entry]:
 
 def to_data(entries: list[Entry], now: datetime) -> list[Obj]:
     """JSON-ready entries: times in RFC 3339 (UTC) and seconds before `now`."""
-    from kubectl_nodefail.snapshot import format_time
+    from kubectl_nodefail.snapshot.model import format_time
 
     return [
         {

@@ -6,7 +6,7 @@ from kubectl_nodefail.analysis import brake, facts
 from kubectl_nodefail.analysis.claims import Premise, claim, fact
 from kubectl_nodefail.analysis.findings import ZoneFinding
 from kubectl_nodefail.analysis.nodes import is_ready, zone_of
-from kubectl_nodefail.snapshot import Obj
+from kubectl_nodefail.snapshot.model import Obj
 
 NORMAL, PARTIAL, FULL = facts.ZONE_NORMAL, facts.ZONE_PARTIAL, facts.ZONE_FULL
 

@@ -404,7 +404,7 @@ def _none(ctx: Ctx, kind: str) -> None:
 
 
 def _not_wanted(ctx: Ctx, kind: str) -> None:
-    """"no replacement is wanted" (the owner wants fewer pods or none, is suspended, finished
+    """ "no replacement is wanted" (the owner wants fewer pods or none, is suspended, finished
     or gone): no pod of its owner (a bare pod: of its name) is created while the prediction
     holds. Judged up to remediate on its node, as `none`: the release it plans is what makes
     an owner that wants pods create one."""

@@ -65,9 +65,9 @@ def load_prediction(raw: Obj) -> PodPrediction:
 
 def rediagnosed(results: Path, batch: Obj, prefix: str) -> list[PodPrediction]:
     """The batch's predictions made again, by the analysis as it is now, from its dumps."""
-    from kubectl_nodefail import render
     from kubectl_nodefail.analysis.diagnose import diagnose
-    from kubectl_nodefail.snapshot import load_dump
+    from kubectl_nodefail.render import render
+    from kubectl_nodefail.snapshot.model import load_dump
 
     out: list[PodPrediction] = []
     for moment in ("d1", "d2"):

@@ -27,8 +27,6 @@ from typing import Any
 
 import pytest
 
-from kubectl_nodefail.analysis import premises
-from kubectl_nodefail.analysis.invariants import check_data
 from tests.e2e.controlplane import (
     HEALTHY_ZONE,
     REPO,
@@ -37,6 +35,8 @@ from tests.e2e.controlplane import (
     build_binaries,
     requested_version,
 )
+from tests.oracles import premises
+from tests.oracles.invariants import check_data
 
 HEALTHY_NODES = [f"healthy-{i}" for i in range(3)]
 FIXTURES = REPO / "tests" / "fixtures"

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kubectl_nodefail import kube, podrows
 from kubectl_nodefail.analysis.nodes import is_ready
+from kubectl_nodefail.cluster import kube, podrows
 from tests.e2e import workloads as w
 from tests.e2e.controlplane import ControlPlane, wait_for
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_nodefail.analysis import automation, premises
+from kubectl_nodefail.analysis import automation
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import REPO, ControlPlane
@@ -28,6 +28,7 @@ from tests.e2e.helpers import (
     wait_running_on,
     wait_terminating_on,
 )
+from tests.oracles import premises
 
 pytestmark = pytest.mark.e2e
 NS = "scenario-automation"

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from kubectl_nodefail.analysis import summary
-from kubectl_nodefail.analysis.invariants import report_from_data
 from tests.e2e import workloads as w
 from tests.e2e.conftest import HEALTHY_NODES, Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
@@ -32,6 +31,7 @@ from tests.e2e.helpers import (
     wait_running_on,
     wait_terminating_on,
 )
+from tests.oracles.invariants import report_from_data
 
 pytestmark = pytest.mark.e2e
 NS = "scenario-claims"

@@ -22,9 +22,12 @@ from typing import Any
 
 import pytest
 
-from kubectl_nodefail import dumpschema, kube, podrows, render, snapshot
-from kubectl_nodefail.analysis import outage, premises
+from kubectl_nodefail.analysis import outage
 from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.cluster import kube, podrows
+from kubectl_nodefail.render import render
+from kubectl_nodefail.snapshot import dumpschema
+from kubectl_nodefail.snapshot import model as snapshot
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
@@ -38,6 +41,7 @@ from tests.e2e.helpers import (
     wait_running_on,
     wait_terminating_on,
 )
+from tests.oracles import premises
 
 pytestmark = pytest.mark.e2e
 NS = "scenario-neighbours"

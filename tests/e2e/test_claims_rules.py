@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_nodefail.snapshot import parse_time
+from kubectl_nodefail.snapshot.model import parse_time
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import (

@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 
 from kubectl_nodefail.analysis import summary
-from kubectl_nodefail.analysis.invariants import report_from_data
 from tests.e2e import csi
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
@@ -35,6 +34,7 @@ from tests.e2e.helpers import (
     wait_running_on,
     wait_terminating_on,
 )
+from tests.oracles.invariants import report_from_data
 
 pytestmark = pytest.mark.e2e
 NS = "scenario-volume-wait"

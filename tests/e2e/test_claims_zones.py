@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 
 from kubectl_nodefail.analysis import summary
-from kubectl_nodefail.analysis.invariants import report_from_data
-from kubectl_nodefail.snapshot import parse_time
+from kubectl_nodefail.snapshot.model import parse_time
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, KubeletReportingProblem, wait_for
@@ -37,6 +36,7 @@ from tests.e2e.helpers import (
     wait_running_on,
     wait_terminating_on,
 )
+from tests.oracles.invariants import report_from_data
 
 pytestmark = pytest.mark.e2e
 NS = "scenario-zones"

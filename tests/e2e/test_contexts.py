@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_nodefail import attestation
+from kubectl_nodefail.common import attestation
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import HEALTHY_ZONE, ControlPlane, wait_for
 

@@ -24,7 +24,7 @@ def test_live_kubeconfig_is_static_and_agrees_with_the_client(
 ) -> None:
     from kubernetes import client, config
 
-    from kubectl_nodefail import kubeconfig
+    from kubectl_nodefail.cluster import kubeconfig
 
     path = str(control_plane.kubeconfig)
     ours = kubeconfig.resolve(path, kubeconfig.read(path), None)
@@ -41,7 +41,7 @@ def test_live_kubeconfig_is_static_and_agrees_with_the_client(
 
 def test_live_diagnosis_never_imports_the_client(control_plane: ControlPlane) -> None:
     code = (
-        "import sys\nfrom kubectl_nodefail.cli import main\n"
+        "import sys\nfrom kubectl_nodefail.cli.main import main\n"
         "try:\n    main(['diagnose', '-o', 'json', '--kubeconfig', sys.argv[1]])\n"
         "except SystemExit as exc:\n    print('exit', exc.code)\n"
         "print('kubernetes' in sys.modules)\n"
@@ -148,8 +148,8 @@ def test_impersonated_user_in_the_audit_log(control_plane: ControlPlane, tmp_pat
     """A write through the plugin's connection (a SelfSubjectReview: audited at Metadata level,
     persists nothing) carries the impersonation of `as:` + --as-group: the API server answers
     as the impersonated user and its audit log records impersonatedUser."""
-    from kubectl_nodefail.kube import Cluster
-    from kubectl_nodefail.kubeconfig import Overrides
+    from kubectl_nodefail.cluster.kube import Cluster
+    from kubectl_nodefail.cluster.kubeconfig import Overrides
 
     config = _impersonating_kubeconfig(control_plane, tmp_path, **{"as": NOBODY})
     cluster = Cluster(str(config), overrides=Overrides(impersonate_groups=("nodefail-e2e-g",)))
@@ -187,8 +187,8 @@ def test_the_api_server_compresses_what_is_asked_compressed_and_it_reads_the_sam
     read with --disable-compression."""
     import urllib3
 
-    from kubectl_nodefail import kube
-    from kubectl_nodefail.kubeconfig import Overrides
+    from kubectl_nodefail.cluster import kube
+    from kubectl_nodefail.cluster.kubeconfig import Overrides
 
     name, namespace = "big-for-gzip", "default"
     data = {f"k{i:04d}": "x" * 100 + str(i) for i in range(2000)}  # ~210 KB

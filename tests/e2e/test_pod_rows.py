@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_nodefail import kube, podrows
+from kubectl_nodefail.cluster import kube, podrows
 from tests.e2e import workloads as w
 from tests.e2e.controlplane import ControlPlane, wait_for
 from tests.e2e.helpers import wait_node_ready

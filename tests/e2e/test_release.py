@@ -29,9 +29,10 @@ pytestmark = (
 IMPORT_CHECK = """
 import json, sys, sysconfig
 sys.path.insert(0, sys.argv[1])
-import kubectl_nodefail.actions, kubectl_nodefail.cli, kubectl_nodefail.gather
-import kubectl_nodefail.kube, kubectl_nodefail.plan, kubectl_nodefail.render
-import kubectl_nodefail.analysis.diagnose, kubectl_nodefail.snapshot
+import kubectl_nodefail.remediate.actions, kubectl_nodefail.cli.main
+import kubectl_nodefail.cluster.gather, kubectl_nodefail.cluster.kube
+import kubectl_nodefail.remediate.plan, kubectl_nodefail.render.render
+import kubectl_nodefail.analysis.diagnose, kubectl_nodefail.snapshot.model
 import kubernetes.client, kubernetes.config, kubernetes.client.rest
 import certifi, charset_normalizer, click, dateutil.parser, oauthlib.oauth2, requests
 import requests_oauthlib, tabulate, urllib3, websocket, yaml
@@ -78,7 +79,7 @@ def test_zipapp_carries_no_compiled_code() -> None:
     assert rel.zipapp.read_bytes().startswith(b"#!/usr/bin/env python3\n")
     with zipfile.ZipFile(rel.zipapp) as zf:
         names = zf.namelist()
-    assert any(n.endswith("kubectl_nodefail/cli.py") for n in names)
+    assert any(n.endswith("kubectl_nodefail/cli/main.py") for n in names)
     assert any(n.endswith("kubernetes/client/api_client.py") for n in names)
     assert any(n.endswith("yaml/constructor.py") for n in names)
     compiled = [n for n in names if n.endswith((".so", ".pyd", ".dylib")) or ".so." in n]

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_nodefail import planfile
-from kubectl_nodefail.plan import Step
+from kubectl_nodefail.remediate import planfile
+from kubectl_nodefail.remediate.plan import Step
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin, Run, nodefail_bin
 from tests.e2e.controlplane import ControlPlane, LeaseRenewing, wait_for
@@ -377,7 +377,7 @@ def test_two_runs_at_once_never_double_act(control_plane: ControlPlane, plugin: 
         "-o",
         "json",
     )
-    from kubectl_nodefail.kube import Cluster
+    from kubectl_nodefail.cluster.kube import Cluster
 
     api = Cluster(str(cp.kubeconfig))  # polls in milliseconds, unlike a kubectl process
     try:
@@ -492,9 +492,9 @@ def test_a_finalizer_held_pod_is_named_and_never_waited_for(
 def test_the_executor_rechecks_the_live_object(control_plane: ControlPlane, plugin: Plugin) -> None:
     """Defence in depth below the narrowing: steps handed straight to the executor (as a bug or
     a race could) are checked against the object they touch, on the real API server."""
-    from kubectl_nodefail.actions import Executor, _lease_second
-    from kubectl_nodefail.kube import Cluster
-    from kubectl_nodefail.plan import Plan, Step
+    from kubectl_nodefail.cluster.kube import Cluster
+    from kubectl_nodefail.remediate.actions import Executor, _lease_second
+    from kubectl_nodefail.remediate.plan import Plan, Step
 
     cp, node = control_plane, "flaky-t6"
     (victim,) = _fail_with_pods(cp, node, 1)
@@ -566,8 +566,8 @@ class _NodeChangesUnderPatches:
     controller updates the node between our read and our write."""
 
     def __init__(self, cp: ControlPlane, raced: set[int], signal_at: int = 0) -> None:
-        from kubectl_nodefail.actions import Stop
-        from kubectl_nodefail.kube import Cluster
+        from kubectl_nodefail.cluster.kube import Cluster
+        from kubectl_nodefail.remediate.actions import Stop
 
         self.cp, self.raced, self.signal_at, self.sent = cp, raced, signal_at, 0
         self.inner = Cluster(str(cp.kubeconfig))
@@ -598,7 +598,7 @@ def _run_raced(
 ) -> datetime:
     """Run the plan through an executor on the raced cluster (a confirmed run for the audit
     attribution); when it started."""
-    from kubectl_nodefail.actions import Executor
+    from kubectl_nodefail.remediate.actions import Executor
 
     start = _now()
     try:
@@ -625,9 +625,9 @@ def test_a_node_changing_under_the_patches(control_plane: ControlPlane, plugin: 
     (no word of the test). The executor reads the node again to tell that apart: the lock, its
     release and remove-out-of-service (gated on the node alone) try again and succeed; the
     out-of-service taint (planned from more than the node) is skipped, never sent blind."""
-    from kubectl_nodefail.actions import Executor, NodeChanged, _lease_second
-    from kubectl_nodefail.errors import ApiError
-    from kubectl_nodefail.plan import Plan
+    from kubectl_nodefail.common.errors import ApiError
+    from kubectl_nodefail.remediate.actions import Executor, NodeChanged, _lease_second
+    from kubectl_nodefail.remediate.plan import Plan
 
     cp, node = control_plane, "flaky-t7"
     cp.add_failable_node(node)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_nodefail.analysis import facts
-from kubectl_nodefail.snapshot import Obj, Snapshot, from_items
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, from_items
 from tests.unit.conftest import load
 
 TEMPLATE = "node-down-after-eviction"

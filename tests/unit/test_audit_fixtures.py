@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_nodefail import render
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.snapshot import load_dump
+from kubectl_nodefail.render import render
+from kubectl_nodefail.snapshot.model import load_dump
 from tests.audit.judge import RETURN_PHRASES
 from tests.unit.conftest import FIXTURES
 

@@ -15,12 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import render
-from kubectl_nodefail.analysis import automation, premises
+from kubectl_nodefail.analysis import automation
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.timeline import node_timeline
-from kubectl_nodefail.plan import Options, make_plan
-from kubectl_nodefail.snapshot import from_items, load_dump, parse_time
+from kubectl_nodefail.remediate.plan import Options, make_plan
+from kubectl_nodefail.render import render
+from kubectl_nodefail.snapshot.model import from_items, load_dump, parse_time
+from tests.oracles import premises
 from tests.unit.conftest import FIXTURES
 
 UNITS = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
@@ -82,7 +83,7 @@ RECORDED = {
 def _as_read(doc: dict[str, Any], captured: Any) -> Any:
     """The snapshot of a generated document as a live read holds it: every object cut to the
     dump schema (cli.checked), so a field the schema drops is dropped here too."""
-    from kubectl_nodefail.cli import checked
+    from kubectl_nodefail.cli.main import checked
 
     return checked(from_items(copy.deepcopy(doc["items"]), captured, source="g"))
 
@@ -244,7 +245,7 @@ def test_generated_node_health_checks_state_only_what_holds(
 
 
 def test_every_output_names_the_automation() -> None:
-    from kubectl_nodefail import incident
+    from kubectl_nodefail.render import incident
 
     snap = _recorded("automation-karpenter-acting.json")
     report = diagnose(snap, snap.captured_at)

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail import snapshot
-from kubectl_nodefail.cli import main
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.snapshot import model as snapshot
 from tests.unit.conftest import FIXTURES
 
 Doc = dict[str, Any]

@@ -21,15 +21,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail import kube
-from kubectl_nodefail.cli import main
-from kubectl_nodefail.errors import (
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.cluster import kube
+from kubectl_nodefail.cluster.kubeconfig import Overrides
+from kubectl_nodefail.common.errors import (
     DeadlineExceeded,
     MalformedResponse,
     ServerError,
     UnreachableError,
 )
-from kubectl_nodefail.kubeconfig import Overrides
 from tests.unit import fakeapi
 from tests.unit.conftest import FIXTURES
 from tests.unit.fakeapi import (

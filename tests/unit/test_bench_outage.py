@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench import outage
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.snapshot import load_dump
+from kubectl_nodefail.snapshot.model import load_dump
 
 SHAPE = outage.Shape(failed=25)  # blocks 0-9 and 20-24 evicted; storage on nodes 0, 4, ... 24
 

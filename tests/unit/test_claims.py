@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kubectl_nodefail import render
 from kubectl_nodefail.analysis import summary
 from kubectl_nodefail.analysis.findings import Report
+from kubectl_nodefail.render import render
 from tests.unit.conftest import pod, report_of
 
 

@@ -98,7 +98,7 @@ def test_intolerant_pod_was_deleted_at_the_taint_time() -> None:
         for t in node["spec"]["taints"]
         if t["key"] == "node.kubernetes.io/unreachable" and t["effect"] == "NoExecute"
     )
-    from kubectl_nodefail.snapshot import parse_time
+    from kubectl_nodefail.snapshot.model import parse_time
 
     added, deadline = (
         parse_time(taint["timeAdded"]),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail.cli import main
+from kubectl_nodefail.cli.main import main
 from tests.unit.conftest import FIXTURES
 
 AFTER = str(FIXTURES / "node-down-after-eviction.json")
@@ -23,7 +23,7 @@ def run(*args: str) -> tuple[int, str, str]:
 
 def test_help_does_not_import_the_kubernetes_client() -> None:
     code = (
-        "import sys; from kubectl_nodefail.cli import main\n"
+        "import sys; from kubectl_nodefail.cli.main import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "assert 'kubernetes' not in sys.modules, 'kubernetes imported'"
     )

@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from kubectl_nodefail import closedpipe
-from kubectl_nodefail.watch import run
+from kubectl_nodefail.term import closedpipe
+from kubectl_nodefail.watch.watch import run
 from tests.unit.conftest import FIXTURES
 from tests.unit.test_watch import _loader, _show, _snap
 
@@ -96,7 +96,7 @@ def test_a_closed_standard_error_changes_neither_the_output_nor_the_exit_code(
 def test_a_big_output_is_cut_by_its_reader_without_an_error() -> None:
     """Many writes after the reader left: `head -c 100` of a long JSON."""
     code = (
-        "from kubectl_nodefail import closedpipe; import sys; closedpipe.install(); "
+        "from kubectl_nodefail.term import closedpipe; import sys; closedpipe.install(); "
         "[print('x' * 1000) for _ in range(5000)]; "
         "print('gone' if closedpipe.gone() else 'not gone', file=sys.stderr)"
     )
@@ -137,7 +137,7 @@ def test_a_write_interrupted_after_its_bytes_went_out_is_not_written_again() -> 
     z2, `--watch`'s last block twice)."""
     code = (
         "import os, sys\n"
-        "from kubectl_nodefail import closedpipe\n"
+        "from kubectl_nodefail.term import closedpipe\n"
         "closedpipe.install()\n"
         "real, calls = os.write, []\n"
         "def write(fd, data):\n"
@@ -204,7 +204,7 @@ def test_a_non_blocking_output_with_a_slow_reader_loses_nothing() -> None:
     """Standard output left non-blocking by whoever started the command (EAGAIN while the
     reader is slow) is waited on, not taken for a full disk: every byte arrives, exit 0."""
     code = (
-        "from kubectl_nodefail import closedpipe; closedpipe.install(); "
+        "from kubectl_nodefail.term import closedpipe; closedpipe.install(); "
         "[print('x' * 999) for _ in range(2000)]"
     )
     read, write = os.pipe()
@@ -244,7 +244,7 @@ def test_an_incomplete_output_changes_only_the_codes_that_only_report_an_outcome
 ) -> None:
     """A remediate that ended partial (4), interrupted (6) or unconfirmed (7) keeps its code:
     a runbook branches on it; the line about the output is said either way."""
-    from kubectl_nodefail import cli
+    from kubectl_nodefail.cli import main as cli
 
     monkeypatch.setattr(closedpipe, "_failed", {1: "No space left on device"})
     assert cli._with_output_checked(code) == final

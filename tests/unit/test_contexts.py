@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail.cli import main
-from kubectl_nodefail.contexts import ClusterResult, render, worst
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.cluster.contexts import ClusterResult, render, worst
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import proxy
+from kubectl_nodefail.cluster import proxy
 from tests.unit.fakeapi import json_answer, self_signed, serve, silent_socket
 
 CLI = (sys.executable, "-m", "kubectl_nodefail")

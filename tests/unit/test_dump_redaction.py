@@ -15,12 +15,12 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail import redact
-from kubectl_nodefail.cli import main
-from kubectl_nodefail.dumpfile import write_dump
-from kubectl_nodefail.errors import Exit
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.cluster import redact
+from kubectl_nodefail.cluster.dumpfile import write_dump
+from kubectl_nodefail.common.errors import Exit
 from kubectl_nodefail.examples import demo_path
-from kubectl_nodefail.snapshot import from_items, parse_time
+from kubectl_nodefail.snapshot.model import from_items, parse_time
 from tests.unit.conftest import FIXTURES, attestable
 from tests.unit.fakeapi import Answer, json_answer, kubeconfig, serve
 
@@ -221,10 +221,10 @@ class _Recording(dict):  # type: ignore[type-arg]
 def test_the_analysis_reads_no_annotation_the_redaction_drops() -> None:
     """Every annotation the diagnosis, the timelines and the plan look up, over every fixture,
     is one redact keeps (each object given a map that is never empty, so `or {}` is not taken)."""
-    from kubectl_nodefail import incident
     from kubectl_nodefail.analysis.diagnose import diagnose
-    from kubectl_nodefail.plan import Options, make_plan
-    from kubectl_nodefail.snapshot import LISTS, load_dump
+    from kubectl_nodefail.remediate.plan import Options, make_plan
+    from kubectl_nodefail.render import incident
+    from kubectl_nodefail.snapshot.model import LISTS, load_dump
 
     _Recording.seen = set()
     for path in ALL:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail import errors, exitcodes
-from kubectl_nodefail.cli import EXIT_CODES_HELP, main
+from kubectl_nodefail.cli.main import EXIT_CODES_HELP, main
+from kubectl_nodefail.common import errors, exitcodes
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

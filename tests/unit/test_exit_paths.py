@@ -1,5 +1,5 @@
-"""Every row of the exit-code table (kubectl_nodefail/exitcodes.py: the README's table and each
-command's --help), for every command the row names, reached through the installed plugin: the
+"""Every row of the exit-code table (kubectl_nodefail/common/exitcodes.py: the README's table and
+each command's --help), for every command the row names, reached through the installed plugin: the
 console script `kubectl-nodefail` the project's install put beside this Python, run as its own
 process. A runbook branches on these codes, so each (code, command) pair has a case here that
 exits with it, one line on stderr for an error; the pairs only a live cluster can reach
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_nodefail.errors import Exit
-from kubectl_nodefail.exitcodes import TABLE
+from kubectl_nodefail.common.errors import Exit
+from kubectl_nodefail.common.exitcodes import TABLE
 from tests.unit import fakeapi
 from tests.unit.conftest import FIXTURES
 from tests.unit.fakeapi import json_answer, kubeconfig, serve

@@ -8,7 +8,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail.cli import main
+from kubectl_nodefail.cli.main import main
 
 
 def commands_section(text: str) -> list[str]:

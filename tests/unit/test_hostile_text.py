@@ -1,6 +1,6 @@
 """Terminal escape injection (issue 38): whatever string a cluster or a dump holds (a waiting
 reason, an Event, a condition, an annotation, a taint, a name), the text outputs show it escaped
-(kubectl_nodefail/printable.py): no C0 control but the outputs' own newlines, no DEL, no C1, no
+(kubectl_nodefail/term/printable.py): no C0 control but the outputs' own newlines, no DEL, no C1, no
 bidi control or other format character reaches the terminal or a Markdown file; the plugin's
 own color still does; JSON and YAML keep the exact value. A real terminal: test_tmux_screen.py.
 """
@@ -22,14 +22,16 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import color, incident, printable, render, watch
 from kubectl_nodefail.analysis import outage
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import Report
-from kubectl_nodefail.cli import main
-from kubectl_nodefail.errors import Exit
-from kubectl_nodefail.plan import Options, make_plan
-from kubectl_nodefail.snapshot import Snapshot, load_dump
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.common.errors import Exit
+from kubectl_nodefail.remediate.plan import Options, make_plan
+from kubectl_nodefail.render import incident, render
+from kubectl_nodefail.snapshot.model import Snapshot, load_dump
+from kubectl_nodefail.term import color, printable
+from kubectl_nodefail.watch import watch
 from tests.unit.conftest import FIXTURES, attestable
 
 SCALE = int(os.environ.get("NODEFAIL_PROPERTY_SCALE", "1"))
@@ -343,7 +345,7 @@ def test_json_and_yaml_keep_the_exact_value(evil_dump: str, output: str) -> None
 
 
 def test_several_contexts_headings_and_error_lines_are_escaped() -> None:
-    from kubectl_nodefail import contexts
+    from kubectl_nodefail.cluster import contexts
 
     results = [
         contexts.ClusterResult(f"prod{ATTACK}", Exit.UNREACHABLE, error=f"error: no{ATTACK}"),

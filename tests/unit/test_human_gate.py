@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail import attestation, incident, planfile, render
-from kubectl_nodefail.actions import summary
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.cli import _explain, main
-from kubectl_nodefail.plan import STRATEGIES, Options, make_plan
-from kubectl_nodefail.snapshot import load_dump
+from kubectl_nodefail.cli.main import _explain, main
+from kubectl_nodefail.common import attestation
+from kubectl_nodefail.remediate.actions import summary
+from kubectl_nodefail.remediate.plan import STRATEGIES, Options, make_plan
+from kubectl_nodefail.render import incident, render
+from kubectl_nodefail.snapshot.model import load_dump
 from tests.unit.conftest import FIXTURES, attestable
 
 ALL_FIXTURES = sorted(FIXTURES.rglob("*.json"))
@@ -105,7 +106,7 @@ def _outputs(path: Path) -> dict[str, str]:
             key = f"plan {strategy} attested={bool(attested)}"
             out[key] = render.plan_table(plan, False)
             out[f"{key} wide"] = render.plan_table(plan, False, wide=True)
-            doc = planfile.document(plan, summary(plan))
+            doc = render.plan_document(plan, summary(plan))
             out[f"{key} json"] = render.as_json(doc)
             out[f"{key} yaml"] = render.as_yaml(doc)
             steps = [replace(s, result="refused", detail=s.gate) for s in plan.steps]

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail import cli
-from kubectl_nodefail.errors import NotFound
-from kubectl_nodefail.plan import Plan, Step
+from kubectl_nodefail.cli import main as cli
+from kubectl_nodefail.common.errors import NotFound
+from kubectl_nodefail.remediate.plan import Plan, Step
 from tests.unit.fakeapi import kubeconfig, serve
 
 
@@ -196,7 +196,7 @@ def test_the_status_line_is_shown_while_waiting_and_erased_before_the_result(
     before the result is printed (it used to be left, and the result glued to it)."""
     import io
 
-    from kubectl_nodefail import progress
+    from kubectl_nodefail.term import progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -13,16 +13,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import incident, render
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import Action, PodFinding, Report
-from kubectl_nodefail.analysis.invariants import (
+from kubectl_nodefail.render import incident, render
+from kubectl_nodefail.snapshot.model import Snapshot, format_time, from_items, parse_time
+from tests.oracles.invariants import (
     CHECKS,
     TIMELINE_CHECKS,
     check,
     check_data,
 )
-from kubectl_nodefail.snapshot import Snapshot, format_time, from_items, parse_time
 from tests.unit.conftest import FIXTURES, load, pod, report_of
 
 FIXTURE_NAMES = sorted(p.stem for p in FIXTURES.glob("*.json"))
@@ -50,7 +50,7 @@ def test_every_recorded_fixture_is_consistent(name: str) -> None:
 def test_json_round_trip_keeps_what_the_checks_read() -> None:
     report = report_of("node-down-after-eviction")
     data = _as_json(report)
-    from kubectl_nodefail.analysis.invariants import report_from_data
+    from tests.oracles.invariants import report_from_data
 
     again = report_from_data(data)
     assert [(p.name, p.category, p.action.code, p.finalizers) for p in again.pods] == [

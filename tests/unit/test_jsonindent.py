@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubectl_nodefail import incident, jsonindent
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.snapshot import load_dump
+from kubectl_nodefail.render import incident, jsonindent
+from kubectl_nodefail.snapshot.model import load_dump
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DEMO = FIXTURES.parents[1] / "kubectl_nodefail" / "examples" / "statefulset-node-down.json"

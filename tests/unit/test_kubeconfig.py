@@ -28,9 +28,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import kube, kubeconfig
-from kubectl_nodefail.cli import main
-from kubectl_nodefail.errors import ConfigError
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.cluster import kube, kubeconfig
+from kubectl_nodefail.common.errors import ConfigError
 from tests.unit.fakeapi import json_answer, self_signed, serve
 
 SCALE = int(os.environ.get("NODEFAIL_PROPERTY_SCALE", "1"))
@@ -404,7 +404,7 @@ def test_diagnose_on_a_static_kubeconfig_never_imports_the_client(tmp_path: Path
     from tests.unit.test_bad_servers import _recorded_cluster
 
     code = (
-        "import sys\nfrom kubectl_nodefail.cli import main\n"
+        "import sys\nfrom kubectl_nodefail.cli.main import main\n"
         "try:\n    main(['diagnose', '--kubeconfig', sys.argv[1]])\n"
         "except SystemExit as exc:\n    print('exit', exc.code)\n"
         "print('kubernetes' in sys.modules)\n"
@@ -569,7 +569,7 @@ def test_a_missing_explicit_kubeconfig_is_exit_10_even_with_kubeconfig_set(
 
 
 def test_completion_and_all_contexts_see_the_merged_contexts(tmp_path: Path) -> None:
-    from kubectl_nodefail.contexts import kubeconfig_contexts
+    from kubectl_nodefail.cluster.contexts import kubeconfig_contexts
 
     first = _file(tmp_path / "a", {"contexts": [_named("contexts", "b", {})]})
     second = _file(

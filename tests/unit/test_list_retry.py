@@ -19,8 +19,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from kubectl_nodefail import gather, kube
-from kubectl_nodefail.errors import ApiError, Exit
+from kubectl_nodefail.cluster import gather, kube
+from kubectl_nodefail.common.errors import ApiError, Exit
 
 EXPIRED = {
     "kind": "Status",

@@ -15,10 +15,10 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import kube
-from kubectl_nodefail.cli import main
-from kubectl_nodefail.errors import UnreachableError
-from kubectl_nodefail.netfail import connection_failure
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.cluster import kube
+from kubectl_nodefail.cluster.netfail import connection_failure
+from kubectl_nodefail.common.errors import UnreachableError
 from tests.unit.fakeapi import kubeconfig, silent_socket
 
 INTERNALS = ("Connection(", "urllib3", "Errno", "_ssl.c", "[SSL", "object at 0x", "Error(")

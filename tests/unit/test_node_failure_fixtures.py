@@ -202,9 +202,9 @@ def test_a_ready_node_whose_kubelet_stopped_renewing_is_not_all_clear() -> None:
     still Ready, but its lease tells: the diagnosis says NotReady is coming, and when."""
     from datetime import timedelta
 
-    from kubectl_nodefail import render
     from kubectl_nodefail.analysis.nodes import is_ready
-    from kubectl_nodefail.snapshot import format_time
+    from kubectl_nodefail.render import render
+    from kubectl_nodefail.snapshot.model import format_time
 
     snap = load("node-down-recovered")
     node = next(n for n in snap.nodes if is_ready(n))

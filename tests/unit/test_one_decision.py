@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_nodefail import attestation
 from kubectl_nodefail.analysis import advice
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import NodeFinding, Report
 from kubectl_nodefail.analysis.nodes import machine_ran
-from kubectl_nodefail.errors import AttestationContradicted
-from kubectl_nodefail.plan import MUTATING, Options, Plan, check_attestations, make_plan
-from kubectl_nodefail.snapshot import Snapshot, load_dump
+from kubectl_nodefail.common import attestation
+from kubectl_nodefail.common.errors import AttestationContradicted
+from kubectl_nodefail.remediate.plan import MUTATING, Options, Plan, check_attestations, make_plan
+from kubectl_nodefail.snapshot.model import Snapshot, load_dump
 from tests.unit.conftest import FIXTURES
 
 ALL = sorted(FIXTURES.rglob("*.json"))

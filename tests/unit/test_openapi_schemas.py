@@ -16,10 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import dumpschema as ds
-from kubectl_nodefail import kube, render
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.snapshot import from_items, parse_time
+from kubectl_nodefail.cluster import kube
+from kubectl_nodefail.render import render
+from kubectl_nodefail.snapshot import dumpschema as ds
+from kubectl_nodefail.snapshot.model import from_items, parse_time
 from tests import openapi
 from tests.unit.conftest import FIXTURES
 

@@ -23,12 +23,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import render
 from kubectl_nodefail.analysis import outage, summary
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import OwnerLink, Report
-from kubectl_nodefail.cli import main
-from kubectl_nodefail.snapshot import Snapshot
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.render import render
+from kubectl_nodefail.snapshot.model import Snapshot
 from tests.unit.conftest import FIXTURES, report_of
 from tests.unit.outage_snapshot import Shape, dump, outage_snapshot
 

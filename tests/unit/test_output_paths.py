@@ -19,9 +19,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import outpath
-from kubectl_nodefail.cli import main
-from kubectl_nodefail.errors import BadOptionError
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.common import outpath
+from kubectl_nodefail.common.errors import BadOptionError
 from tests.unit import fakeapi
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import PodFinding
-from kubectl_nodefail.snapshot import Snapshot, from_items, parse_time
+from kubectl_nodefail.snapshot.model import Snapshot, from_items, parse_time
 from tests.unit.conftest import FIXTURES, load
 
 Obj = dict[str, Any]

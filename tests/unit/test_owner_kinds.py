@@ -9,9 +9,11 @@ import copy
 import json
 from typing import Any
 
-from kubectl_nodefail import dumpschema, gather, kinds, render
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.snapshot import from_items, parse_time
+from kubectl_nodefail.cluster import gather
+from kubectl_nodefail.render import render
+from kubectl_nodefail.snapshot import dumpschema, kinds
+from kubectl_nodefail.snapshot.model import from_items, parse_time
 from tests.unit.conftest import FIXTURES
 
 Obj = dict[str, Any]

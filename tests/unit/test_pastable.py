@@ -9,9 +9,9 @@ import shlex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubectl_nodefail import pastable
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.kubeconfig import Overrides
+from kubectl_nodefail.cluster.kubeconfig import Overrides
+from kubectl_nodefail.render import pastable
 from tests.unit.conftest import load
 
 WORDS = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=30).filter(

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from kubectl_nodefail import planfile, render
-from kubectl_nodefail.actions import summary
 from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER, holding_finalizers
 from kubectl_nodefail.analysis.findings import Report
-from kubectl_nodefail.errors import Exit
-from kubectl_nodefail.plan import (
+from kubectl_nodefail.common.errors import Exit
+from kubectl_nodefail.remediate import planfile
+from kubectl_nodefail.remediate.actions import summary
+from kubectl_nodefail.remediate.plan import (
     MUTATING,
     Options,
     Plan,
@@ -19,6 +19,7 @@ from kubectl_nodefail.plan import (
     make_plan,
     narrow,
 )
+from kubectl_nodefail.render import render
 from tests.unit.conftest import load, report_of
 
 NODE = "flaky-a"
@@ -114,7 +115,7 @@ def test_healthy_cluster_has_nothing_to_do() -> None:
 
 def test_saved_plan_round_trips(after_eviction: Report) -> None:
     plan = make_plan(after_eviction, Options(attested=[NODE], strategy="force-delete"))
-    data = json.loads(render.as_json(planfile.document(plan, summary(plan))))
+    data = json.loads(render.as_json(render.plan_document(plan, summary(plan))))
     again = planfile.load(data)
     assert again.steps == plan.steps and again.strategy == plan.strategy
 

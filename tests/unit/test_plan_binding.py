@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail import planfile, render
-from kubectl_nodefail.actions import summary
 from kubectl_nodefail.analysis.findings import Report
-from kubectl_nodefail.cli import main
-from kubectl_nodefail.errors import BadInputError
-from kubectl_nodefail.plan import (
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.common.errors import BadInputError
+from kubectl_nodefail.remediate import planfile
+from kubectl_nodefail.remediate.actions import summary
+from kubectl_nodefail.remediate.plan import (
     Binding,
     Options,
     Plan,
@@ -27,6 +27,7 @@ from kubectl_nodefail.plan import (
     make_plan,
     narrow,
 )
+from kubectl_nodefail.render import render
 from tests.unit.conftest import FIXTURES, load, report_of
 
 NODE = "flaky-a"
@@ -51,7 +52,7 @@ def test_node_steps_carry_the_node_uid_and_the_plan_its_cluster(after_eviction: 
     plan = _planned(after_eviction, attested=[NODE])
     taint = next(s for s in plan.steps if s.action == "taint-out-of-service")
     assert taint.uid == UID
-    data = json.loads(render.as_json(planfile.document(plan, summary(plan))))
+    data = json.loads(render.as_json(render.plan_document(plan, summary(plan))))
     assert data["boundTo"] == {
         "context": "ctx-a",
         "server": "https://a:6443",
@@ -80,7 +81,7 @@ def test_node_steps_carry_the_node_uid_and_the_plan_its_cluster(after_eviction: 
 
 def test_a_plan_without_its_binding_is_rejected(after_eviction: Report) -> None:
     plan = _planned(after_eviction, attested=[NODE])
-    data = json.loads(render.as_json(planfile.document(plan, summary(plan))))
+    data = json.loads(render.as_json(render.plan_document(plan, summary(plan))))
     old = {k: v for k, v in data.items() if k not in ("boundTo", "attestations")}
     with pytest.raises(BadInputError, match="names no cluster"):
         planfile.load(old)
@@ -187,7 +188,7 @@ def test_every_step_names_the_pods_it_is_for_even_refused(after_eviction: Report
 
 
 def test_plan_out_prints_the_next_command_with_the_placeholder(after_eviction: Report) -> None:
-    from kubectl_nodefail.cli import _next_command
+    from kubectl_nodefail.cli.main import _next_command
 
     attested = _planned(after_eviction, attested=[NODE])
     text = _next_command(attested, "p.json", None, None)
@@ -227,8 +228,8 @@ def test_a_taint_names_the_pods_it_leaves_stuck() -> None:
 def test_binding_a_saved_plan_needs_the_cluster_identity() -> None:
     """Without `get namespaces/kube-system` a plan is shown ("cluster identity not read") but
     not saved or replayed: exit 12, naming the permission."""
-    from kubectl_nodefail.cli import _binding
-    from kubectl_nodefail.errors import AuthError, Exit, Forbidden
+    from kubectl_nodefail.cli.main import _binding
+    from kubectl_nodefail.common.errors import AuthError, Exit, Forbidden
 
     class NoNamespaces:
         context, host = "ctx-a", "https://a:6443"

@@ -14,11 +14,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import planfile, render
-from kubectl_nodefail.actions import summary
-from kubectl_nodefail.cli import main
-from kubectl_nodefail.errors import BadInputError
-from kubectl_nodefail.plan import Options, Plan, make_plan
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.common.errors import BadInputError
+from kubectl_nodefail.remediate import planfile
+from kubectl_nodefail.remediate.actions import summary
+from kubectl_nodefail.remediate.plan import Options, Plan, make_plan
+from kubectl_nodefail.render import render
 from tests.unit.conftest import report_of
 
 NODE = "flaky-a"
@@ -27,7 +28,7 @@ NODE = "flaky-a"
 def _saved(strategy: str = "force-delete", attested: tuple[str, ...] = (NODE,)) -> Any:
     report = report_of("node-down-after-eviction")
     plan = make_plan(report, Options(strategy=strategy, attested=attested, server_minor=36))
-    return json.loads(render.as_json(planfile.document(plan, summary(plan))))
+    return json.loads(render.as_json(render.plan_document(plan, summary(plan))))
 
 
 SAVED = _saved()

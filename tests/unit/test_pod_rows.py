@@ -20,8 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import dumpschema, gather, kube, podrows
-from kubectl_nodefail.errors import MalformedResponse
+from kubectl_nodefail.cluster import gather, kube, podrows
+from kubectl_nodefail.common.errors import MalformedResponse
+from kubectl_nodefail.snapshot import dumpschema
 from tests.unit.fakeapi import json_answer, kubeconfig, serve
 
 COLUMNS = [

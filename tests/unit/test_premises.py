@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import render
-from kubectl_nodefail.analysis import premises
 from kubectl_nodefail.analysis.claims import KINDS, SECTIONS, text_of
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import Report
-from kubectl_nodefail.snapshot import from_items, parse_time
+from kubectl_nodefail.render import render
+from kubectl_nodefail.snapshot.model import from_items, parse_time
+from tests.oracles import premises
 from tests.unit.conftest import FIXTURES
 
 ALL = sorted(FIXTURES.rglob("*.json"))

@@ -25,8 +25,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import kube
-from kubectl_nodefail.cli import main
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.cluster import kube
 from tests.unit.conftest import FIXTURES
 
 FIXTURE_NAMES = sorted(p.stem for p in FIXTURES.glob("*.json"))

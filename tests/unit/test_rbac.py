@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from kubectl_nodefail import roles
-from kubectl_nodefail.cli import main
+from kubectl_nodefail.cli.main import main
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "rbac"
 

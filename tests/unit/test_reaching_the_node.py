@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.eviction import EVICTION_LAG_SECONDS, stays_under_out_of_service
-from kubectl_nodefail.plan import Options, make_plan
-from kubectl_nodefail.snapshot import Snapshot, format_time, parse_time
+from kubectl_nodefail.remediate.plan import Options, make_plan
+from kubectl_nodefail.snapshot.model import Snapshot, format_time, parse_time
 from tests.unit.conftest import load
 
 NODE, POD = "flaky-a", "lonely"  # a bare pod tolerating unreachable for 20 s

@@ -17,10 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import actions, kube
 from kubectl_nodefail.analysis.nodes import is_ready
-from kubectl_nodefail.errors import MalformedResponse
-from kubectl_nodefail.plan import Plan, Step
+from kubectl_nodefail.cluster import kube
+from kubectl_nodefail.common.errors import MalformedResponse
+from kubectl_nodefail.remediate import actions
+from kubectl_nodefail.remediate.plan import Plan, Step
 from tests.unit.fakeapi import kubeconfig, serve
 
 PATHS = {

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from kubectl_nodefail import __version__
-from kubectl_nodefail.errors import Exit
+from kubectl_nodefail.common.errors import Exit
 
 REPO = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("release_build", REPO / "release" / "build.py")

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubectl_nodefail.dumpschema import parse_rfc3339
+from kubectl_nodefail.snapshot.dumpschema import parse_rfc3339
 
 MOMENTS = st.datetimes(
     min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(timezone.utc)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_nodefail import incident, render
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.plan import Options, make_plan
-from kubectl_nodefail.snapshot import from_items, load_dump, parse_time
+from kubectl_nodefail.remediate.plan import Options, make_plan
+from kubectl_nodefail.render import incident, render
+from kubectl_nodefail.snapshot.model import from_items, load_dump, parse_time
 from tests.unit.conftest import attestable
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -15,12 +15,13 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import fit, render
 from kubectl_nodefail.analysis import outage, summary
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import Report
-from kubectl_nodefail.cli import main
-from kubectl_nodefail.snapshot import load_dump
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.render import render
+from kubectl_nodefail.snapshot.model import load_dump
+from kubectl_nodefail.term import fit
 from tests.unit.conftest import FIXTURES
 
 SNAPSHOTS = sorted(FIXTURES.glob("*.json"))

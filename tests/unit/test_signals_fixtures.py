@@ -13,7 +13,7 @@ import pytest
 from kubectl_nodefail.analysis import storage
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.nodes import classify, is_ready
-from kubectl_nodefail.snapshot import Snapshot
+from kubectl_nodefail.snapshot.model import Snapshot
 from tests.unit.conftest import load, pod, report_of
 
 

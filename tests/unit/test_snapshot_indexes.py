@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import outage
-from kubectl_nodefail.snapshot import Obj, Snapshot, load_dump
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, load_dump
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DUMPS = sorted(FIXTURES.glob("*.json"))

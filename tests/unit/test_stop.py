@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from kubectl_nodefail.actions import Stop
+from kubectl_nodefail.remediate.actions import Stop
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -16,13 +16,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import incident
 from kubectl_nodefail.analysis import summary
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.analysis.invariants import check_data
 from kubectl_nodefail.analysis.timeline import node_timeline
-from kubectl_nodefail.snapshot import Snapshot, format_time, load_dump
-from kubectl_nodefail.timeline_view import grouped, text
+from kubectl_nodefail.render import incident
+from kubectl_nodefail.render.timeline_view import grouped, text
+from kubectl_nodefail.snapshot.model import Snapshot, format_time, load_dump
+from tests.oracles.invariants import check_data
 from tests.unit.conftest import FIXTURES
 
 NAMES = ("node-down-after-eviction", "node-down-before-eviction", "finalizer-on-failed-node")

@@ -18,9 +18,9 @@ from kubectl_nodefail.analysis.timeline import (
     to_data,
     untimed_taints,
 )
-from kubectl_nodefail.cli import main
-from kubectl_nodefail.snapshot import load_dump, parse_time
-from kubectl_nodefail.timeline_view import grouped, text
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.render.timeline_view import grouped, text
+from kubectl_nodefail.snapshot.model import load_dump, parse_time
 from tests.unit.conftest import FIXTURES
 
 AFTER = FIXTURES / "node-down-after-eviction.json"

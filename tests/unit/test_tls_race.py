@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kubectl_nodefail import kubeconfig
+from kubectl_nodefail.cluster import kubeconfig
 from tests.unit.fakeapi import json_answer, self_signed, serve
 
 RACE = r"""
@@ -43,7 +43,7 @@ if which == "plain":  # what kubeconfig.ssl_context built before the fix
     ctx = ssl.create_default_context()
     ctx.set_alpn_protocols(ALPN_PROTOCOLS)
 else:
-    from kubectl_nodefail.kubeconfig import ssl_context
+    from kubectl_nodefail.cluster.kubeconfig import ssl_context
     ctx = ssl_context("race", None, None, None, verify=False)
 ctx.check_hostname = False
 ctx.verify_mode = ssl.CERT_NONE

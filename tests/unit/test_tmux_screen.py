@@ -216,7 +216,7 @@ def _on_a_pty(
 
 
 def test_sigterm_and_errors_give_the_terminal_back(tmp_path: Path) -> None:
-    from kubectl_nodefail.watch import ENTER, LEAVE
+    from kubectl_nodefail.watch.watch import ENTER, LEAVE
 
     dump = tmp_path / "dump.json"
     dump.write_bytes((FIXTURES / "node-down-after-eviction.json").read_bytes())

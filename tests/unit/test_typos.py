@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubectl_nodefail.cli import Duration, main
-from kubectl_nodefail.errors import Forbidden, NotFound, ServerError, UnreachableError
-from kubectl_nodefail.gather import unknown_namespaces
+from kubectl_nodefail.cli.main import Duration, main
+from kubectl_nodefail.cluster.gather import unknown_namespaces
+from kubectl_nodefail.common.errors import Forbidden, NotFound, ServerError, UnreachableError
 
 KNOWN = ["shop", "kube-system", "default", "payments"]
 

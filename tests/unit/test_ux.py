@@ -16,8 +16,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail import __version__, color, progress
-from kubectl_nodefail.cli import main, program_name
+from kubectl_nodefail import __version__
+from kubectl_nodefail.cli.main import main, program_name
+from kubectl_nodefail.term import color, progress
 from tests.unit.conftest import FIXTURES
 
 AFTER = str(FIXTURES / "node-down-after-eviction.json")

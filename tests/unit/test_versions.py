@@ -7,7 +7,7 @@ import pytest
 
 from kubectl_nodefail.analysis import versions
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.plan import Options, make_plan
+from kubectl_nodefail.remediate.plan import Options, make_plan
 from tests.unit.conftest import FIXTURES, load
 
 MATRIX = sorted(p.name for p in FIXTURES.glob("v1.*") if p.is_dir())

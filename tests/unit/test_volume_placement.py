@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from kubectl_nodefail.analysis import storage
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.snapshot import Snapshot
+from kubectl_nodefail.snapshot.model import Snapshot
 from tests.unit.conftest import load
 
 NODE, POD, PV = "flaky-v1", "db-v1-0", "pv-db-v1"

@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.cli import main
-from kubectl_nodefail.errors import AuthError, Forbidden, ServerError, UnreachableError
-from kubectl_nodefail.render import table
-from kubectl_nodefail.snapshot import Snapshot, load_dump
-from kubectl_nodefail.watch import CLEAR, ENTER, LEAVE, Screen, fingerprint, frame, run
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.common.errors import AuthError, Forbidden, ServerError, UnreachableError
+from kubectl_nodefail.render.render import table
+from kubectl_nodefail.snapshot.model import Snapshot, load_dump
+from kubectl_nodefail.watch.watch import CLEAR, ENTER, LEAVE, Screen, fingerprint, frame, run
 from tests.unit.conftest import FIXTURES
 
 
@@ -256,7 +256,7 @@ def _screen(text: str) -> list[str]:
 
 
 def test_a_frame_is_cut_to_the_terminal() -> None:
-    from kubectl_nodefail.watch import State
+    from kubectl_nodefail.watch.watch import State
 
     state = State(text="\n".join(f"line {i} " + "x" * 200 for i in range(100)))
     lines = frame(state, "t", 2.0, 1_780_000_000.0, (80, 24), paint=False)
@@ -367,7 +367,7 @@ def test_watch_reads_a_dump_again_into_a_pipe(tmp_path) -> None:  # type: ignore
 def test_changes_between_recorded_reads() -> None:
     """The real control plane's reads of one failure (before, after eviction) and another
     run's recovery: what the change log says about them."""
-    from kubectl_nodefail.changes import between
+    from kubectl_nodefail.watch.changes import between
 
     before, after = _snap("node-down-before-eviction"), _snap("node-down-after-eviction")
     recovered = _snap("node-down-recovered")

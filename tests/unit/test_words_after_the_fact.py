@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from kubectl_nodefail import render
-from kubectl_nodefail.actions import restate
-from kubectl_nodefail.analysis import premises
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.errors import ServerError
-from kubectl_nodefail.plan import Binding, Options, Plan, Step, make_plan, narrow
-from kubectl_nodefail.snapshot import load_dump
+from kubectl_nodefail.common.errors import ServerError
+from kubectl_nodefail.remediate.actions import restate
+from kubectl_nodefail.remediate.plan import Binding, Options, Plan, Step, make_plan, narrow
+from kubectl_nodefail.render import render
+from kubectl_nodefail.snapshot.model import load_dump
+from tests.oracles import premises
 from tests.unit.conftest import FIXTURES
 
 DB = "data/db-0 (statefulset)"

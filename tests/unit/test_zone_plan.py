@@ -16,13 +16,15 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubectl_nodefail import cli, selector, zoneplan
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.nodes import is_ready, machine_ran
-from kubectl_nodefail.errors import AttestationContradicted
-from kubectl_nodefail.plan import MUTATING
-from kubectl_nodefail.snapshot import Snapshot, format_time, parse_time
+from kubectl_nodefail.cli import main as cli
+from kubectl_nodefail.common import selector
+from kubectl_nodefail.common.errors import AttestationContradicted
+from kubectl_nodefail.remediate import zoneplan
+from kubectl_nodefail.remediate.plan import MUTATING
+from kubectl_nodefail.snapshot.model import Snapshot, format_time, parse_time
 from tests.unit.outage_snapshot import Shape, outage_snapshot
 
 DESTRUCTIVE = MUTATING - {"remove-out-of-service"}
@@ -86,7 +88,7 @@ def test_zone_attestation_unlocks_only_the_zone(outage: Snapshot) -> None:
     # placeholder, never the zone filled in.
     plan, view = _plan(outage, "zone-a", allow_disruption=True)
     assert not plan.mutating
-    from kubectl_nodefail import zoneview
+    from kubectl_nodefail.render import zoneview
 
     text = zoneview.text(plan, view, confirmed=False, interrupted=False, wide=False)
     assert zoneplan.ZONE_PLACEHOLDER in text

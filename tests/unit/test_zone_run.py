@@ -15,12 +15,12 @@ import threading
 import time
 from typing import Any
 
-from kubectl_nodefail import zonerun
-from kubectl_nodefail.actions import ANNOTATION_LOCK as LOCK
-from kubectl_nodefail.actions import Executor, Stop
-from kubectl_nodefail.errors import NotFound
-from kubectl_nodefail.plan import Plan, Step
-from kubectl_nodefail.zoneplan import POOL
+from kubectl_nodefail.common.errors import NotFound
+from kubectl_nodefail.remediate import zonerun
+from kubectl_nodefail.remediate.actions import ANNOTATION_LOCK as LOCK
+from kubectl_nodefail.remediate.actions import Executor, Stop
+from kubectl_nodefail.remediate.plan import Plan, Step
+from kubectl_nodefail.remediate.zoneplan import POOL
 
 
 class ZoneCluster:
@@ -181,7 +181,9 @@ def test_sigint_mid_run_starts_no_node_more_and_records_what_was_sent() -> None:
 
 def test_one_status_line_on_a_terminal_erased_before_the_result(monkeypatch: Any) -> None:
     """zonecmd's execution: the progress is one line rewritten in place, erased at the end."""
-    from kubectl_nodefail import cli, progress, zonecmd
+    from kubectl_nodefail.cli import main as cli
+    from kubectl_nodefail.cli import zone as zonecmd
+    from kubectl_nodefail.term import progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -1,0 +1,829 @@
+"""The only module that talks to the API server.
+
+It connects as the kubeconfig says (kubeconfig.py: file, context, credentials; the official
+client only for exec and auth-provider users), then sends plain HTTP requests and returns raw
+JSON dicts: bulk lists are never deserialised into client models
+(20,000 pods: 5.0 s through the models vs 0.7 s with json.loads, measured). Every failure is
+mapped onto the tool's own errors (errors.py) with a one-line message.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from http import HTTPStatus
+from typing import Any, TypeVar
+from urllib.parse import quote, urlencode
+
+from kubectl_nodefail.cluster.netfail import Failure, connection_failure
+from kubectl_nodefail.common.errors import (
+    ApiError,
+    AuthError,
+    Conflict,
+    DeadlineExceeded,
+    Forbidden,
+    Gone,
+    MalformedResponse,
+    NodefailError,
+    NotFound,
+    ServerError,
+    UnreachableError,
+    short,
+)
+from kubectl_nodefail.snapshot import dumpschema
+
+Obj = dict[str, Any]
+T = TypeVar("T")
+# A row of a Table read with its objects' metadata: (cells, metadata, or None without it).
+Row = tuple[list[Any], "Obj | None"]
+R = TypeVar("R")
+PAGE_SIZE = 500
+WORKERS = 8
+RETRIES = 2  # more tries for a GET that was refused, dropped or told to come back later
+BACKOFF_SECONDS = 0.5  # doubled on each retry; a Retry-After may ask for longer
+RETRY_STATUSES = {429, 502, 503, 504}
+# Throttled (429, or any retryable answer with a Retry-After: API Priority and Fairness does
+# this to clients exactly when the cluster struggles): retried while the deadline allows, not
+# RETRIES times, as kubectl rides it out; without a Retry-After, backoff doubled up to this, with
+# jitter so that the clients of a struggling server do not come back together.
+THROTTLE_BACKOFF_MAX = 8.0
+READ_CHUNK = 1 << 20
+# The most one answer may hold, decompressed: a page of pods or nodes is a few MiB, a server
+# that ignores `limit` and sends 60,000 pods ~0.4 GiB. Past it the answer is malformed (exit 14)
+# rather than the process's memory: a compressed body can inflate a thousandfold.
+MAX_ANSWER_BYTES = 1 << 30
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+# A server-side Table (the columns `kubectl get` prints) with rows only, no objects: ~150 bytes a
+# pod instead of ~5 KB of PartialObjectMetadata (managedFields, labels, annotations).
+TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1,application/json"
+# Bigger pages for the two scans every diagnosis makes: each page costs the API server a fixed
+# ~0.1 s on top (5,000 nodes: 1.3-1.9 s in pages of 500, 0.7 s in pages of 2,000, measured).
+NODE_PAGE_SIZE = 2000
+TABLE_PAGE_SIZE = 10000  # rows are small: fewer round trips, bounded server memory
+# A list that breaks mid-way (410 Gone: the continue token expired; the API server restarting)
+# is read again from the start, once.
+LIST_RETRIES = 1
+RETRIED_STATUSES = {410, 500, 502, 503, 504}
+
+try:  # optional: a faster decoder (pip install kubectl-nodefail[fast]); json is the fallback
+    import orjson as _orjson
+
+    def decode_json(data: bytes) -> Any:
+        """Decode a JSON body (orjson when installed, else json)."""
+        return _orjson.loads(data)
+
+except ImportError:  # pragma: no cover - exercised when orjson is absent
+
+    def decode_json(data: bytes) -> Any:
+        """Decode a JSON body (orjson when installed, else json)."""
+        return json.loads(data)
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+# The objects `get_object` holds to their kind's schema, by the resource in their path.
+CHECKED_KINDS = {"nodes": "Node", "pods": "Pod", "leases": "Lease"}
+Keep = Callable[[Obj], "Obj | None"]
+
+
+def answer_field(doc: Obj, *keys: str) -> Any:
+    """A field of an API answer read outside the dump schema (an access or identity review),
+    or None where a level on the way is missing or not an object: an answer of the wrong
+    shape reads as the field absent, never as a traceback."""
+    value: Any = doc
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def trim(obj: Obj) -> Obj:
+    """Drop what no analysis reads and what weighs most: managedFields (often half an object's
+    JSON), kubectl's last-applied copy of the object, and a node's image list. Trimmed objects
+    stay valid Kubernetes JSON."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop(LAST_APPLIED, None)
+    status = obj.get("status")
+    if isinstance(status, dict) and obj.get("kind") == "Node":
+        status.pop("images", None)
+    return obj
+
+
+class Cluster:
+    """A connection to one API server, chosen by kubeconfig and context.
+
+    `timeout` is kubectl's --request-timeout: the longest one request may take (None: no
+    limit). `deadline` is a time.monotonic() value the whole run must finish by (--deadline):
+    every connect, TLS handshake, read, retry and Retry-After wait is cut to what is left of it.
+    """
+
+    # Counted by every request (bulk reads and single GETs), for the benchmark and -v.
+    requests = 0
+    bytes_read = 0
+    throttle_said = False  # the run said once that the server throttles it
+    _stats_lock = threading.Lock()
+
+    def __init__(
+        self,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        timeout: float | None = 30.0,
+        deadline: float | None = None,
+        overrides: Any = None,
+    ) -> None:
+        from kubectl_nodefail import __version__
+        from kubectl_nodefail.cluster.kubeconfig import NO_OVERRIDES, connect
+
+        self.timeout = timeout or None
+        self.deadline = deadline
+        self._conn = connect(
+            kubeconfig, context, WORKERS * 2, overrides or NO_OVERRIDES, lambda: self.deadline
+        )
+        self.context = self._conn.context
+        self.host = self._conn.host
+        proxy = getattr(self._conn, "proxy", None)
+        self.proxy_url = _without_password(proxy) if proxy else None
+        acting = [v for k, v in self._conn.impersonation if k == "Impersonate-User"]
+        self._acting_as = (
+            f"; requests impersonate {acting[0]!r} (as: in the kubeconfig, or --as)"
+            if acting
+            else ""
+        )
+        self.sleep: Callable[[float], None] = time.sleep  # replaced by tests
+        # where one line for the user goes (the throttling notice); None: nowhere
+        self.notice: Callable[[str], None] | None = None
+        # Per kind, what each listed item of it goes through as its page arrives (after trim,
+        # before keep): the analysis cuts pods to the fields it reads here (cli.gathered), so
+        # a big outage's pods are never held whole; a dump keeps them as they are.
+        self.shape: dict[str, Callable[[Obj], Obj]] = {}
+        self._pool = self._conn.pool
+        _quiet_insecure_warning()
+        self._user_agent = f"kubectl-nodefail/{__version__}"
+
+    def _auth_headers(self) -> list[tuple[str, str]]:
+        """The User-Agent, the credentials' header (a token from an exec plugin or
+        auth-provider is refreshed when due) and the Impersonate-* headers (a name may
+        repeat); client certificates live in the pool's TLS."""
+        return [("User-Agent", self._user_agent), *self._conn.auth_headers()]
+
+    # --- plain requests ---
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        accept: str = "application/json",
+    ) -> Obj:
+        """Send one request; return the decoded JSON object. Errors become NodefailErrors.
+        (Retries and time bounds: see `_send`.)"""
+        data = self._send(method, path, query, body, content_type, accept)
+        return _decode(data, f"{method} {path}")
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None,
+        body: Any,
+        content_type: str,
+        accept: str,
+    ) -> bytes:
+        """Send one request; return the raw body of a 2xx answer. Errors become NodefailErrors.
+
+        GETs are retried (at most RETRIES more times, with backoff) when the connection is
+        reset or closed mid-way, or the server answers 429/502/503/504 (client-go's rule: a
+        refused connection, an unknown name or a TLS failure fail at once, netfail.py); a
+        Retry-After is honoured up to --request-timeout and within the deadline, else the run
+        ends at once saying so.
+        A request that times out is never retried: the wait would silently double. Writes are
+        never retried.
+        """
+        query = {k: v for k, v in (query or {}).items() if v is not None}
+        url_path = path + ("?" + urlencode(query) if query else "")
+        attempt = 0
+        while True:
+            try:
+                return self._attempt(method, path, url_path, body, content_type, accept)
+            except _Retryable as retry:
+                attempt += 1
+                if method != "GET" or (attempt > RETRIES and not retry.throttled):
+                    raise retry.error from retry
+                wait = self._backoff(attempt, retry)
+                too_long = self._too_long(wait)
+                if too_long:
+                    asked = (
+                        f"; it asked to wait {retry.retry_after_text!r} (Retry-After)"
+                        if retry.retry_after_text is not None
+                        else ""
+                    )
+                    raise type(retry.error)(
+                        f"{retry.error.message}{asked}, {too_long}",
+                        hint=retry.error.hint or "try again later",
+                        **_status_kw(retry.error),
+                    ) from retry
+                if retry.throttled:
+                    self._throttled(retry, wait)
+                self.sleep(wait)
+
+    def _backoff(self, attempt: int, retry: _Retryable) -> float:
+        """The wait before try `attempt + 1`: the server's Retry-After when it gave one; else
+        doubled from BACKOFF_SECONDS, and for a throttled GET past RETRIES capped (at
+        THROTTLE_BACKOFF_MAX, and at --request-timeout: our own wait is never refused as too
+        long) with jitter."""
+        if retry.retry_after is not None:
+            return max(retry.retry_after, BACKOFF_SECONDS)
+        wait = BACKOFF_SECONDS * 2 ** (min(attempt, 32) - 1)
+        if retry.throttled and attempt > RETRIES:
+            cap = min(THROTTLE_BACKOFF_MAX, self.timeout or THROTTLE_BACKOFF_MAX)
+            wait = min(wait, cap) * random.uniform(0.5, 1.0)
+        return wait
+
+    def _throttled(self, retry: _Retryable, wait: float) -> None:
+        """Say once per run (on stderr, through `notice`) that the server throttles us."""
+        with self._stats_lock:
+            if Cluster.throttle_said:
+                return
+            Cluster.throttle_said = True
+        if self.notice is not None:
+            left = self._left()
+            within = f" within the {left:.0f}s left of --deadline" if left is not None else ""
+            status = getattr(retry.error, "status", None)
+            if isinstance(status, int) and status in RETRY_STATUSES:
+                answer = f"{status} {HTTPStatus(status).phrase}"
+            else:
+                answer = "asked to wait"
+            asked = f", Retry-After {retry.retry_after_text}" if retry.retry_after_text else ""
+            self.notice(
+                f"the API server at {self.host} is throttling requests ({answer}{asked}; "
+                f"API Priority and Fairness): retrying{within}"
+            )
+
+    def _too_long(self, wait: float) -> str | None:
+        """Why a wait before the next try is not made (None: it is). A server's Retry-After
+        is honoured up to --request-timeout, and never past the overall deadline."""
+        left = self._left()
+        if left is not None and wait >= left:
+            return f"more than the {max(left, 0):.0f}s left of the overall deadline (--deadline)"
+        if self.timeout is not None and wait > self.timeout:
+            return f"longer than one request may take (--request-timeout {self.timeout:g}s)"
+        return None
+
+    def _left(self) -> float | None:
+        """Seconds left before the overall deadline (None: no deadline)."""
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def _attempt_timeout(self, what: str) -> float | None:
+        """This attempt's timeout: --request-timeout, cut to what is left of the deadline."""
+        left = self._left()
+        if left is not None and left <= 0:
+            raise self._deadline_error(what)
+        limits = [t for t in (self.timeout, left) if t is not None]
+        return min(limits) if limits else None
+
+    def _attempt(
+        self,
+        method: str,
+        path: str,
+        url_path: str,
+        body: Any,
+        content_type: str,
+        accept: str,
+    ) -> bytes:
+        import urllib3
+
+        what = f"{method} {path}"
+        timeout = self._attempt_timeout(what)
+        headers = urllib3.HTTPHeaderDict({"Accept": accept})
+        # As kubectl's transport: gzip asked for (a big list is a tenth of its size on the
+        # wire), or no Accept-Encoding at all (not http.client's own "identity").
+        headers["Accept-Encoding"] = "gzip" if self._conn.compress else urllib3.util.SKIP_HEADER
+        if body is not None:
+            headers["Content-Type"] = content_type
+        try:
+            for name, value in self._auth_headers():
+                headers.add(name, value)
+        except NodefailError:
+            raise  # a credential plugin's own one line
+        except Exception as exc:  # token refreshers fail in many ways
+            raise AuthError(
+                f"could not get credentials for context {self.context!r}: {short(exc)}",
+                hint="log in again",
+            ) from exc
+        try:
+            resp = self._pool.request(
+                method,
+                self.host + url_path,
+                body=None if body is None else json.dumps(body),
+                headers=headers,
+                timeout=urllib3.Timeout(connect=timeout, read=timeout),
+                retries=False,
+                redirect=False,
+                preload_content=False,
+            )
+            try:
+                data = self._read_body(resp, timeout, what)
+            except urllib3.exceptions.DecodeError as exc:  # a compressed body that does not
+                if not 200 <= resp.status <= 299:  # decompress: an error answer keeps its status
+                    data = b""
+                else:
+                    cause = exc.args[-1] if exc.args else exc  # (urllib3's words, zlib's error)
+                    raise MalformedResponse(
+                        f"{what}: the API server at {self.host} sent a compressed answer that "
+                        f"does not decompress ({short(cause)})"
+                    ) from exc
+        except urllib3.exceptions.ConnectTimeoutError as exc:  # refused, unresolvable too
+            raise self._unreachable(
+                connection_failure(exc, self.host, self.proxy_url), timeout
+            ) from exc
+        except (urllib3.exceptions.TimeoutError, TimeoutError) as exc:
+            left = self._left()
+            if left is not None and (self.timeout is None or left < 1):
+                raise self._deadline_error(what) from exc
+            raise UnreachableError(
+                f"{what}: no answer from the API server at {self.host} within {_seconds(timeout)}",
+                hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
+            ) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            failure = connection_failure(exc, self.host, self.proxy_url)
+            if failure.retry:  # reset or dropped: a GET is sent again, as client-go does
+                raise _Retryable(self._unreachable(failure, timeout)) from exc
+            raise self._unreachable(failure, timeout) from exc
+        if resp.status in RETRY_STATUSES:
+            raw = resp.headers.get("Retry-After")
+            raise _Retryable(self._api_error(resp.status, data, method, path), raw)
+        if not 200 <= resp.status <= 299:
+            raise self._api_error(resp.status, data, method, path)
+        with self._stats_lock:
+            Cluster.requests += 1
+            Cluster.bytes_read += len(data)
+        return data
+
+    def _unreachable(self, failure: Failure, timeout: float | None) -> UnreachableError:
+        """A failed connection as kubectl words it (netfail), our hint added."""
+        where = f"context {self.context!r}" if self.context else "no context: kubectl's default"
+        hint = f"{where}; {failure.hint}"
+        if failure.kind == "timeout":
+            hint = f"no connection within {_seconds(timeout)}; {hint}"
+        return UnreachableError(failure.message, hint=hint)
+
+    def _deadline_error(self, what: str) -> DeadlineExceeded:
+        return DeadlineExceeded(
+            f"{what}: the overall deadline ran out waiting for the API server at {self.host}",
+            hint=f"context {self.context!r}; raise --deadline, or check the network and the "
+            "cluster",
+        )
+
+    def _read_body(self, resp: Any, timeout: float | None, what: str) -> bytes:
+        """The whole body, chunk by chunk, never reading past the deadline."""
+        chunks: list[bytes] = []
+        total = 0
+        try:
+            while True:
+                left = self._left()
+                if left is not None and left <= 0:
+                    raise self._deadline_error(what)
+                sock = getattr(getattr(resp, "connection", None), "sock", None)
+                if sock is not None and left is not None:
+                    sock.settimeout(min(t for t in (timeout, left) if t is not None))
+                chunk = resp.read(READ_CHUNK)
+                if not chunk:
+                    return b"".join(chunks)
+                total += len(chunk)
+                if total > MAX_ANSWER_BYTES:
+                    raise MalformedResponse(
+                        f"{what}: the API server's answer at {self.host} is over "
+                        f"{MAX_ANSWER_BYTES >> 20:,} MiB; nothing more of it was read",
+                        hint="a page should be a few MiB: check the server or the proxy",
+                    )
+                chunks.append(chunk)
+        finally:
+            resp.release_conn()
+
+    def _api_error(self, status: int | None, body: Any, method: str, path: str) -> NodefailError:
+        """An error answer, as the tool's error for its status (one line, the server's word)."""
+        what = f"{method} {path}"
+        message, bare = "", False
+        causes: tuple[str, ...] = ()
+        try:
+            doc = json.loads(body) if body else {}
+            if isinstance(doc, dict):
+                message = str(doc.get("message", ""))
+                details = doc.get("details")
+                told = ("kind", "name", "causes")
+                bare = doc.get("kind") == "Status" and not (
+                    isinstance(details, dict) and any(details.get(k) for k in told)
+                )
+                found = details.get("causes") if isinstance(details, dict) else None
+                if isinstance(found, list):
+                    causes = tuple(str(c.get("reason")) for c in found if isinstance(c, dict))
+        except (ValueError, RecursionError):
+            pass
+        if not message and body:
+            text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+            message = short(text) if text.strip() else ""
+        error = self._error_for(status, message, what, bare)
+        error.causes = causes
+        return error
+
+    def _error_for(self, status: int | None, message: str, what: str, bare: bool) -> NodefailError:
+        if status == 401:
+            return AuthError(
+                f"the API server rejected the credentials of context {self.context!r} "
+                "(401 Unauthorized)",
+                hint="expired token or certificate? log in again",
+            )
+        if status == 403:
+            return Forbidden(
+                f"forbidden: {what}: {message}",
+                hint="ask for the roles `kubectl nodefail rbac` prints" + self._acting_as,
+            )
+        if status == 404:
+            return NotFound(f"not found: {what}", status=404)
+        if status == 409:
+            return Conflict(f"conflict: {what}: {message}", status=409)
+        if status == 410:
+            return Gone(f"gone: {what}: {message}", status=410)
+        if status is not None and (status >= 500 or status == 429):
+            return ServerError(
+                f"{what} failed ({status} {_reason_phrase(status)}): {message}".rstrip(": "),
+                status=status,
+            )
+        return ApiError(
+            f"{what} failed ({status}): {message}".rstrip(": "), status=status, bare=bare
+        )
+
+    def get(self, path: str, **query: Any) -> Obj:
+        return self.request("GET", path, query)
+
+    def get_object(self, path: str) -> Obj:
+        """GET one object that a mutation will be conditioned on: its metadata must carry a
+        name, a uid and a resourceVersion (the preconditions and tests sent with it), and a
+        node, pod or lease is held to its kind's dump schema (the fields remediate's re-checks
+        read), else MalformedResponse (exit 14). Returned whole, as the server sent it."""
+        doc = self.get(path)
+        meta = doc.get("metadata")
+        for key in ("name", "uid", "resourceVersion"):
+            value = meta.get(key) if isinstance(meta, dict) else None
+            if not isinstance(value, str) or not value:
+                raise MalformedResponse(
+                    f"GET {path}: malformed answer from the API server: no metadata.{key}"
+                )
+        kind = CHECKED_KINDS.get(path.rstrip("/").split("/")[-2])
+        if kind is not None:
+            dumpschema.take_live([{**doc, "kind": kind}])
+        return doc
+
+    def get_bytes(self, path: str, query: dict[str, Any] | None = None, accept: str = "") -> bytes:
+        """One GET returning the raw 2xx body (for bulk lists decoded by `decode_json`): the
+        same retries, time bounds and error mapping as `request`."""
+        return self._send(
+            "GET", path, query, None, "application/json", accept or "application/json"
+        )
+
+    def get_json(self, path: str, query: dict[str, Any] | None = None, accept: str = "") -> Obj:
+        """GET and decode (orjson when installed); a body that is not a JSON object of the
+        expected shape is a MalformedResponse (exit 14; a gap for optional reads)."""
+        return _decode(self.get_bytes(path, query, accept), f"GET {path}", decode_json)
+
+    def list_pages(
+        self, path: str, accept: str = "", limit: int = PAGE_SIZE, **query: Any
+    ) -> Iterator[Obj]:
+        """The pages of one list, in order (each a decoded list or Table document)."""
+        cont: str | None = None
+        while True:
+            page = self.get_json(path, {**query, "limit": limit, "continue": cont}, accept)
+            yield page
+            cont = (page.get("metadata") or {}).get("continue")
+            if not cont:
+                return
+
+    def _read_list(self, read: Callable[[list[int]], T]) -> T:
+        """Run one whole paginated read; if it breaks after its first page (410 Gone on an
+        expired continue token, the API server restarting), run it again from the start once.
+        A second failure raises the error with `mid_list = True` set on it."""
+        attempt = 0
+        while True:
+            progress = [0]
+            try:
+                return read(progress)  # read counts the pages it got in progress[0]
+            except (ApiError, UnreachableError) as exc:
+                status = getattr(exc, "status", None)
+                retriable = isinstance(exc, UnreachableError) or status in RETRIED_STATUSES
+                if not retriable or progress[0] == 0:
+                    raise
+                if attempt >= LIST_RETRIES:
+                    setattr(exc, "mid_list", True)  # noqa: B010 (read by gather's optional reads)
+                    raise
+                attempt += 1
+
+    def list_all(
+        self,
+        path: str,
+        kind: str,
+        accept: str = "application/json",
+        keep: Keep | None = None,
+        limit: int = PAGE_SIZE,
+        **query: Any,
+    ) -> list[Obj]:
+        """All items of a list, page by page; each item gets its `kind` (lists omit it) and is
+        trimmed (see `trim`) and shaped (`self.shape`) as its page arrives. `keep` may drop items
+        (return None) or slim them, so memory follows what is kept, not the list. Retried as
+        `_read_list` says."""
+
+        shape = self.shape.get(kind)
+
+        def read(pages: list[int]) -> list[Obj]:
+            items: list[Obj] = []
+            for page in self.list_pages(path, accept, limit, **query):
+                pages[0] += 1
+                for item in page.get("items") or []:
+                    if not isinstance(item, dict):
+                        continue
+                    item.setdefault("kind", kind)
+                    item = shape(trim(item)) if shape else trim(item)
+                    kept = keep(item) if keep else item
+                    if kept is not None:
+                        items.append(kept)
+            return items
+
+        return self._read_list(read)
+
+    def list_metadata(self, path: str, keep: Keep | None = None, **query: Any) -> list[Obj]:
+        """A cheap list: metadata only (PartialObjectMetadataList)."""
+        return self.list_all(
+            path, "PartialObjectMetadata", accept=METADATA_ONLY, keep=keep, **query
+        )
+
+    def list_table(
+        self,
+        path: str,
+        keep: Callable[[list[str], list[Any]], bool] | None = None,
+        **query: Any,
+    ) -> tuple[list[str], list[list[Any]]]:
+        """A server-side Table without objects: (column names, rows of cells), the rows
+        filtered by keep(columns, cells) as pages arrive. The cheapest way to scan a big
+        collection (~150 bytes a pod); rows carry no namespace. Retried as `_read_list` says."""
+
+        def read(pages: list[int]) -> tuple[list[str], list[list[Any]]]:
+            columns: list[str] = []
+            rows: list[list[Any]] = []
+            for page in self.list_pages(
+                path, TABLE, TABLE_PAGE_SIZE, includeObject="None", **query
+            ):
+                pages[0] += 1
+                if not columns:
+                    columns = [str(c.get("name", "")) for c in page.get("columnDefinitions") or []]
+                for row in page.get("rows") or []:
+                    cells = row.get("cells") if isinstance(row, dict) else None
+                    if isinstance(cells, list) and (keep is None or keep(columns, cells)):
+                        rows.append(cells)
+            return columns, rows
+
+        return self._read_list(read)
+
+    def list_rows(
+        self,
+        path: str,
+        kind: str,
+        keep: Callable[[Obj], bool] | None = None,
+        **query: Any,
+    ) -> tuple[list[str], list[Row], list[Obj]]:
+        """A server-side Table whose rows carry their objects' metadata (includeObject=Metadata):
+        (column names, rows, items). A row is (cells, [] where they are not a list; metadata
+        trimmed as `trim` trims, or None where the row has no object with metadata): no row is
+        dropped unseen; `keep(metadata)` may drop rows as pages arrive. A server may answer with
+        a plain list instead (the Accept header allows it): its items, trimmed and shaped as
+        `list_all` does (keep applied to their metadata), come back as `items`, with no rows.
+        Retried as `_read_list` says."""
+        shape = self.shape.get(kind)
+
+        def read(pages: list[int]) -> tuple[list[str], list[Row], list[Obj]]:
+            columns: list[str] = []
+            rows: list[Row] = []
+            items: list[Obj] = []
+            for page in self.list_pages(path, TABLE, PAGE_SIZE, includeObject="Metadata", **query):
+                pages[0] += 1
+                if not columns:
+                    columns = [str(c.get("name", "")) for c in page.get("columnDefinitions") or []]
+                for row in page.get("rows") or []:
+                    if not isinstance(row, dict):
+                        rows.append(([], None))
+                        continue
+                    cells = row.get("cells")
+                    cells = cells if isinstance(cells, list) else []  # decides nothing
+                    obj = row.get("object")
+                    meta = obj.get("metadata") if isinstance(obj, dict) else None
+                    if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+                        meta = trim({"metadata": meta})["metadata"]
+                        if keep is None or keep(meta):
+                            rows.append((cells, meta))
+                    else:
+                        rows.append((cells, None))
+                for item in page.get("items") or []:
+                    if isinstance(item, dict) and (keep is None or keep(item["metadata"])):
+                        item.setdefault("kind", kind)
+                        items.append(shape(trim(item)) if shape else trim(item))
+            return columns, rows, items
+
+        return self._read_list(read)
+
+    def server_version(self) -> str:
+        return str(self.get("/version").get("gitVersion", ""))
+
+    # --- mutations (used by actions.py only) ---
+
+    def delete(
+        self,
+        path: str,
+        grace_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> Obj:
+        body: Obj = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if grace_seconds is not None:
+            body["gracePeriodSeconds"] = grace_seconds
+        if uid or resource_version:
+            body["preconditions"] = {
+                k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v
+            }
+        return self.request("DELETE", path, body=body)
+
+    def json_patch(self, path: str, ops: list[Obj]) -> Obj:
+        return self.request("PATCH", path, body=ops, content_type="application/json-patch+json")
+
+    def create(self, path: str, obj: Obj) -> Obj:
+        return self.request("POST", path, body=obj)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _quiet_insecure_warning() -> None:
+    """insecure-skip-tls-verify is the kubeconfig's choice, and kubectl says nothing of it:
+    urllib3's InsecureRequestWarning (two lines, a library path) is not printed."""
+    import warnings
+
+    import urllib3
+
+    warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
+
+
+def _without_password(url: str) -> str:
+    """A proxy URL as messages show it: user info dropped."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
+def _seconds(timeout: float | None) -> str:
+    return "the time allowed" if timeout is None else f"{timeout:g}s"
+
+
+def _reason_phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "error"
+
+
+def _status_kw(error: NodefailError) -> dict[str, Any]:
+    return {"status": error.status} if isinstance(error, ApiError) else {}
+
+
+class _Retryable(Exception):  # a signal inside request(); never leaves it
+    """A failure worth trying a GET again for; `error` is what to raise when out of tries."""
+
+    def __init__(self, error: NodefailError, retry_after: str | None = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.retry_after_text = retry_after
+        self.retry_after = _parse_retry_after(retry_after)
+        # told to come back (429, or a Retry-After): retried while the deadline allows
+        self.throttled = getattr(error, "status", None) == 429 or self.retry_after is not None
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    """Retry-After as seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def _decode(data: bytes, what: str, loads: Callable[[bytes], Any] = json.loads) -> Obj:
+    """A 2xx body as a JSON object of the expected shape, or MalformedResponse (exit 14)."""
+    try:
+        doc = loads(data or b"{}")
+    except RecursionError as exc:
+        raise MalformedResponse(f"{what}: the API server's answer is nested too deeply") from exc
+    except ValueError as exc:
+        raise MalformedResponse(f"{what}: the API server sent something that is not JSON") from exc
+    if not isinstance(doc, dict):
+        raise MalformedResponse(
+            f"{what}: the API server sent a JSON {type(doc).__name__}, not an object"
+        )
+    problem = _shape_problem(doc)
+    if problem:
+        raise MalformedResponse(f"{what}: malformed answer from the API server: {problem}")
+    return doc
+
+
+def _shape_problem(doc: Obj) -> str | None:
+    """What the readers rely on in every answer: metadata objects; lists of named objects."""
+    if "metadata" in doc and not isinstance(doc["metadata"], dict):
+        return "metadata is not an object"
+    if "rows" in doc and not isinstance(doc["rows"], list):
+        return "rows is not a list"
+    if "items" not in doc:
+        return None
+    items = doc["items"]
+    if items is None:
+        doc["items"] = []
+        return None
+    if not isinstance(items, list):
+        return "items is not a list"
+    for i, item in enumerate(items):
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            return f"items[{i}] is not an object with metadata.name"
+    return None
+
+
+def pod_path(namespace: str, name: str = "") -> str:
+    base = f"/api/v1/namespaces/{quote(namespace)}/pods"
+    return f"{base}/{quote(name)}" if name else base
+
+
+def node_path(name: str = "") -> str:
+    return f"/api/v1/nodes/{quote(name)}" if name else "/api/v1/nodes"
+
+
+OWNER_PATHS = {
+    "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets/{name}",
+    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments/{name}",
+    "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets/{name}",
+    "DaemonSet": "/apis/apps/v1/namespaces/{ns}/daemonsets/{name}",
+    "Job": "/apis/batch/v1/namespaces/{ns}/jobs/{name}",
+    "CronJob": "/apis/batch/v1/namespaces/{ns}/cronjobs/{name}",
+    "ReplicationController": "/api/v1/namespaces/{ns}/replicationcontrollers/{name}",
+}
+
+
+def owner_api_version(kind: str) -> str:
+    """The apiVersion an owner kind is read at: "apps/v1", "v1" (the core group)."""
+    path = OWNER_PATHS[kind]
+    return "v1" if path.startswith("/api/v1/") else "/".join(path.split("/")[2:4])
+
+
+def owner_path(kind: str, namespace: str, name: str) -> str | None:
+    template = OWNER_PATHS.get(kind)
+    return template.format(ns=quote(namespace), name=quote(name)) if template else None
+
+
+def parallel(fn: Callable[[T], R], args: Iterable[T]) -> Iterator[R]:
+    """Run fn over args on a small thread pool (per-node and per-owner requests)."""
+    items = list(args)
+    if len(items) <= 1:
+        yield from map(fn, items)
+        return
+    with thread_pool(min(WORKERS, len(items))) as pool:
+        yield from pool.map(fn, items)
+
+
+@contextmanager
+def thread_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
+    """A thread pool for requests that, on Ctrl-C, drops what has not started and does not
+    wait for the requests in flight (a plain `with ThreadPoolExecutor` would hold the Ctrl-C
+    up to --request-timeout). Any other ending waits for every request, as before."""
+    pool = ThreadPoolExecutor(max_workers=workers)
+    interrupted = False
+    try:
+        yield pool
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        pool.shutdown(wait=not interrupted, cancel_futures=interrupted)

@@ -1,0 +1,406 @@
+"""`diagnose --watch`: follow an incident live.
+
+Every INTERVAL seconds the cluster is read again (nodes, the pods of failed nodes, the
+Terminating ones: what diagnose reads), or the dump given with --from-file is read again.
+
+On a terminal, as watch(1) and k9s do: the alternate screen (the shell's screen and scrollback
+come back untouched when the watch ends, Ctrl-C, SIGTERM and errors included); each refresh
+rewrites only the lines that changed (nothing is cleared into the scrollback); the diagnosis is
+cut to the terminal's height; a change log at the bottom says what changed between reads
+(changes.py: "worker-2 Ready again after 28s", "shop/db-0 replaced"); when a read fails (API
+server unreachable, timeouts) a banner at the top says so, since when, and how old the data
+below it is, and another says when the server answers again. After the watch, the change log
+is printed on the normal screen. What the cluster holds is shown escaped (printable.py): the
+diagnosis by its renderers, the change log and a failed read's reason here.
+
+Into a pipe or a file: a new block only on a change, headed by a `--- TIME ---` line and the
+changes since the previous block (`change: ...`), one JSON document per line with -o json; a
+failed read is one warning on stderr, and one more when the cluster answers again.
+
+Ctrl-C ends it cleanly, with the exit code of the last diagnosis (0 nothing wrong, 3 problems
+found).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+from kubectl_nodefail.analysis.text import duration
+from kubectl_nodefail.common.errors import (
+    ApiError,
+    AuthError,
+    NodefailError,
+    UnreachableError,
+    one_line,
+)
+from kubectl_nodefail.snapshot.model import Snapshot
+from kubectl_nodefail.term import closedpipe, color, fit, printable
+from kubectl_nodefail.watch import changes
+
+# xterm's alternate screen (DEC private mode 1049: saves the cursor, switches, clears) and the
+# cursor hidden while the watch draws; both undone on the way out.
+ENTER = "\x1b[?1049h\x1b[?25l"
+LEAVE = "\x1b[?25h\x1b[?1049l"
+CLEAR = "\x1b[H\x1b[2J"  # within the alternate screen only: it has no scrollback
+ERASE_LINE = "\x1b[K"
+LOG_LINES = 5  # change-log lines at the bottom of the screen
+BACK_SECONDS = 10.0  # how long the "answers again" banner stays
+SESSION_LOG = 20  # change-log lines printed after the watch
+
+_CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _ready(obj: dict[str, Any]) -> str:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return str(cond.get("status"))
+    return ""
+
+
+def fingerprint(snap: Snapshot) -> tuple[Any, ...]:
+    """What the watch reacts to; heartbeats and resourceVersions alone are not changes."""
+    nodes = sorted(
+        (
+            n["metadata"]["name"],
+            _ready(n),
+            tuple(
+                sorted((t["key"], t["effect"]) for t in (n.get("spec") or {}).get("taints") or [])
+            ),
+            bool((n.get("spec") or {}).get("unschedulable")),
+        )
+        for n in snap.nodes
+    )
+    pods = sorted(
+        (
+            p["metadata"].get("namespace", ""),
+            p["metadata"]["name"],
+            p["metadata"].get("uid", ""),
+            (p.get("spec") or {}).get("nodeName") or "",
+            (p.get("status") or {}).get("phase") or "",
+            bool(p["metadata"].get("deletionTimestamp")),
+            _ready(p),
+        )
+        for p in snap.pods
+    )
+    return (tuple(nodes), tuple(pods))
+
+
+def clip(line: str, width: int) -> str:
+    """`line` cut to `width` visible columns (with an ellipsis when it has no color); escape
+    sequences (color) kept, never cut."""
+    if len(_CSI.sub("", line)) <= width:
+        return line
+    if "\x1b[" not in line:
+        return fit.cut(line, width)
+    out, seen, i = [], 0, 0
+    while i < len(line) and seen < width:
+        match = _CSI.match(line, i)
+        if match:
+            out.append(match.group(0))
+            i = match.end()
+            continue
+        out.append(line[i])
+        seen += 1
+        i += 1
+    return "".join(out) + (color.RESET if "\x1b[" in line else "")
+
+
+class Screen:
+    """The alternate screen, repainted line by line: only the lines that differ from the last
+    frame are written (cursor moved there, line rewritten, rest of it erased)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.shown: list[str] = []
+        self.size: tuple[int, int] | None = None
+
+    def enter(self) -> None:
+        self.out.write(ENTER + CLEAR)
+        self.out.flush()
+
+    def leave(self) -> None:
+        self.out.write(LEAVE)
+        self.out.flush()
+
+    def paint(self, lines: list[str], size: tuple[int, int]) -> int:
+        """Show `lines` (already within `size`); returns how many lines were written."""
+        parts = []
+        if size != self.size:  # resized (or the first frame): everything again
+            parts.append(CLEAR)
+            self.shown, self.size = [], size
+        written = 0
+        for row in range(max(len(lines), len(self.shown))):
+            new = lines[row] if row < len(lines) else ""
+            old = self.shown[row] if row < len(self.shown) else None
+            if new != old:
+                parts.append(f"\x1b[{row + 1};1H{new}{ERASE_LINE}")
+                written += 1
+        self.shown = list(lines)
+        if parts:
+            self.out.write("".join(parts))
+            self.out.flush()
+        return written
+
+
+@dataclass
+class State:
+    """What the watch knows between reads."""
+
+    snap: Snapshot | None = None
+    read_at: float | None = None  # wall clock of the last good read
+    text: str = ""
+    code: int = 0
+    failing_since: float | None = None
+    failure: str = ""
+    failing_how: str = "unreachable"  # what the failing server does: unreachable, refusing, ...
+    failure_code: int = 0  # the failed read's exit code (the watch's, if none ever succeeded)
+    back_at: float | None = None
+    back_after: float = 0.0
+    log: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # changes not yet printed (pipes)
+
+
+def _clock(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%H:%M:%S")
+
+
+_INTERNALS = [
+    re.compile(
+        r"<?(?:urllib3\.\w+\.)?HTTPS?Connection(?:Pool)?"
+        r"(?: object at 0x[0-9a-f]+>|\([^)]*\)):?\s*"
+    ),
+    re.compile(r"\[Errno -?\d+\]\s*"),
+    re.compile(r"Max retries exceeded with url: \S+ \(Caused by \w+\(\s*"),
+]
+
+
+def _how(exc: NodefailError) -> str:
+    """What the failing server does, in the banner's words."""
+    if isinstance(exc, AuthError):
+        return "refusing the watch's reads"
+    if isinstance(exc, ApiError):
+        return "failing the watch's reads"
+    return "unreachable"
+
+
+def final_code(state: State) -> int:
+    """The watch's exit code: the last diagnosis's, or, when no read ever succeeded, the
+    failed read's (a refused or unreachable server is not an all-clear)."""
+    return state.code if state.snap is not None else state.failure_code
+
+
+def plain_reason(exc: NodefailError) -> str:
+    """The failure in words for the banner: the error's own line without client-library
+    internals (connection objects, errno numbers)."""
+    text = exc.message
+    for pattern in _INTERNALS:
+        text = pattern.sub("", text)
+    return one_line(text.rstrip(") "))
+
+
+def frame(
+    state: State,
+    title: str,
+    interval: float,
+    now: float,
+    size: tuple[int, int],
+    paint: bool,
+) -> list[str]:
+    """The screen: title, banner, the diagnosis (cut to the height), the change log."""
+    width, height = size
+    top = [f"{title}   (every {interval:g}s; {_clock(now)}; Ctrl-C to stop)"]
+    red = (color.BOLD + color.RED) if paint else ""
+    green = color.GREEN if paint else ""
+    end = color.RESET if paint else ""
+    if state.failing_since is not None:
+        down = duration(now - state.failing_since)
+        data = (
+            f"Below: the cluster as read at {_clock(state.read_at)}, "
+            f"{duration(now - state.read_at)} ago."
+            if state.read_at is not None
+            else "Nothing read yet."
+        )
+        banner = [
+            f"!! API server {state.failing_how} for {down} (since {_clock(state.failing_since)}); "
+            f"retrying every {interval:g}s. {data}",
+            f"!! {state.failure}",
+        ]
+        top += [f"{red}{line}{end}" for text in banner for line in fit.prose(text, width, "   ")]
+    elif state.back_at is not None and now - state.back_at < BACK_SECONDS:
+        text = (
+            f"API server answering again since {_clock(state.back_at)} "
+            f"({state.failing_how} for {duration(state.back_after)}); the data below is new."
+        )
+        top += [f"{green}{line}{end}" for line in fit.prose(text, width, "   ")]
+    log = state.log[-LOG_LINES:]
+    bottom = ["", "CHANGES" + (f" (last {len(log)} of {len(state.log)})" if state.log else "")]
+    bottom += log or ["none seen yet"]
+    body = ["", *state.text.splitlines()]
+    room = max(height - len(top) - len(bottom), 1)
+    if len(body) > room:
+        hidden = len(body) - room + 1
+        body = [*body[: room - 1], f"... {hidden} more lines: a taller terminal shows them"]
+    body += [""] * (room - len(body))
+    return [clip(line, width) for line in (top + body + bottom)[:height]]
+
+
+@contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM ends the watch as Ctrl-C does, so the terminal is restored either way."""
+
+    def stop(signum: int, _: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread (tests): nothing to restore
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run(
+    load: Callable[[], Snapshot],
+    show: Callable[[Snapshot], tuple[str, int]],
+    interval: float,
+    out: TextIO,
+    err: TextIO,
+    tty: bool,
+    title: str,
+    one_line: bool = False,
+    sleep: Callable[[float], None] = time.sleep,
+    max_polls: int | None = None,
+    clock: Callable[[], float] = time.time,
+    size: Callable[[], tuple[int, int]] | None = None,
+) -> int:
+    """Poll until Ctrl-C (or `max_polls`, for tests); return the last diagnosis's exit code."""
+    state = State()
+    if not tty:
+        return _lines(state, load, show, interval, out, err, one_line, sleep, max_polls, clock)
+    screen = Screen(out)
+    measure = size or (lambda: (fit.width(out) or 80, fit.height(out)))
+    paint = color.enabled(out)
+    with _sigterm_as_ctrl_c():
+        screen.enter()
+        try:
+            polls = 0
+            while max_polls is None or polls < max_polls:
+                polls += 1
+                _read(state, load, show, clock)
+                now, dims = clock(), measure()
+                screen.paint(frame(state, title, interval, now, dims, paint), dims)
+                sleep(interval)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            screen.leave()
+    if state.log:
+        width = measure()[0]
+        out.write(f"Changes seen by the watch (the last {min(len(state.log), SESSION_LOG)}):\n")
+        for line in state.log[-SESSION_LOG:]:
+            out.write("".join(f"{x}\n" for x in fit.prose(line, width, " " * 12, first="  ")))
+    out.flush()
+    return final_code(state)
+
+
+def _read(
+    state: State,
+    load: Callable[[], Snapshot],
+    show: Callable[[Snapshot], tuple[str, int]],
+    clock: Callable[[], float],
+) -> bool:
+    """One read: True when it succeeded (state updated, changes logged)."""
+    try:
+        snap = load()
+    except (UnreachableError, ApiError, AuthError) as exc:
+        # A refusal (401/403) is a failed read like any other: right after an API server
+        # restarts it refuses for a moment (RBAC not loaded yet), a binding may be back in
+        # seconds, a rotated token is read on the next try. The watch says so and retries.
+        now = clock()
+        how = _how(exc)
+        if state.failing_since is None or how != state.failing_how:
+            state.log.append(f"{_clock(now)}  API server {how}")
+        if state.failing_since is None:
+            state.failing_since = now
+        state.failing_how = how
+        state.failure = printable.escape(plain_reason(exc))
+        state.failure_code = int(exc.exit_code)
+        return False
+    now = clock()
+    stamp = _clock(now)
+    if state.failing_since is not None:
+        state.back_at, state.back_after = now, now - state.failing_since
+        state.log.append(
+            f"{stamp}  API server answering again after {duration(state.back_after)} "
+            f"({state.failing_how})"
+        )
+        state.failing_since = None
+    if state.snap is not None:
+        found = printable.clean(changes.between(state.snap, snap))  # names, taints: escaped
+        state.log += [f"{stamp}  {line}" for line in found]
+        state.pending += found
+    state.snap, state.read_at = snap, now
+    state.text, state.code = show(snap)
+    return True
+
+
+def _lines(
+    state: State,
+    load: Callable[[], Snapshot],
+    show: Callable[[Snapshot], tuple[str, int]],
+    interval: float,
+    out: TextIO,
+    err: TextIO,
+    one_line: bool,
+    sleep: Callable[[float], None],
+    max_polls: int | None,
+    clock: Callable[[], float],
+) -> int:
+    """Into a pipe or a file: a block per change, warnings on stderr."""
+    last: tuple[Any, ...] | None = None
+    polls = 0
+    try:
+        while max_polls is None or polls < max_polls:
+            polls += 1
+            failing = state.failure if state.failing_since is not None else ""
+            if not _read(state, load, show, clock):
+                if state.failure != failing:
+                    err.write(f"warning: {state.failure} (retrying every {interval:g}s)\n")
+                    err.flush()
+                sleep(interval)
+                continue
+            if failing:
+                err.write(
+                    "warning: the API server answers again "
+                    f"({state.failing_how} for {duration(state.back_after)})\n"
+                )
+                err.flush()
+            assert state.snap is not None
+            current = fingerprint(state.snap)
+            if current != last:
+                stamp = _clock(clock())
+                if one_line:
+                    out.write(json.dumps(json.loads(state.text), separators=(",", ":")) + "\n")
+                else:
+                    notes = "".join(f"change: {c}\n" for c in state.pending)
+                    out.write(f"--- {stamp} ---\n{notes}{state.text}")
+                state.pending = []
+                out.flush()
+                last = current
+                if closedpipe.gone():  # the reader left (`| head`): nothing reads the next
+                    break
+            sleep(interval)
+    except KeyboardInterrupt:
+        out.flush()
+    return final_code(state)
