@@ -1,0 +1,117 @@
+"""What every per-controller rule works from and returns: the Context of one pod, the Explained
+result, and the helpers several rules share (what a controller counts as a live replica, what is
+said about the pod's kubelet).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from kubectl_nodefail.analysis.claims import Claim, Premise, fact
+from kubectl_nodefail.analysis.findings import Replacement
+from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
+from kubectl_nodefail.snapshot.model import Obj, Snapshot
+
+# Finalizers that Kubernetes' own controllers remove by themselves while the node is down.
+SELF_REMOVED_FINALIZERS = {"batch.kubernetes.io/job-tracking"}
+
+
+@dataclass
+class Context:
+    """What the per-controller rules need to know about one pod."""
+
+    pod: Obj
+    kind: str  # controller type from owners.controller_type
+    owners: list[Obj]  # owner objects found, nearest first
+    snap: Snapshot
+    node: str
+    node_failed: bool
+    failed_nodes: set[str]
+    terminating: bool
+    now: datetime
+    owner_kinds: list[str] = field(default_factory=list)  # the kinds of `owners`, same order
+    never_evicted: bool = False  # tolerates the node's NoExecute taints without a time limit
+
+    @property
+    def grace_zero(self) -> bool:
+        """Deleted with grace period 0, the object goes at once, without the kubelet."""
+        return (self.pod.get("spec") or {}).get("terminationGracePeriodSeconds") == 0
+
+    @property
+    def name(self) -> str:
+        return str(self.pod["metadata"]["name"])
+
+    @property
+    def phase(self) -> str:
+        return str((self.pod.get("status") or {}).get("phase") or "")
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def foreign_finalizers(self) -> list[str]:
+        return [
+            f
+            for f in self.pod["metadata"].get("finalizers") or []
+            if f not in SELF_REMOVED_FINALIZERS
+        ]
+
+    def owner_ref_fact(self) -> Premise:
+        """The pod's controlling owner reference, by its kind (or that it has none)."""
+        refs = self.pod["metadata"].get("ownerReferences") or []
+        if not refs:
+            return self.pod_fact("metadata.ownerReferences")
+        ref = next((r for r in refs if r.get("controller")), refs[0])
+        return self.pod_fact(f"metadata.ownerReferences[kind={ref.get('kind')}].name")
+
+    def pod_fact(self, path: str) -> Premise:
+        return fact("Pod", self.pod, path)
+
+    def owner_fact(self, index: int, path: str) -> Premise:
+        return fact(self.owner_kinds[index], self.owners[index], path)
+
+
+@dataclass
+class Explained:
+    """A rule's result: its claims (in sections why/replacement/returns) and the replacement."""
+
+    claims: list[Claim]
+    replacement: Replacement
+
+
+def _live(pod: Obj) -> bool:
+    """What the ReplicaSet controller counts as a replica (controller.IsPodActive): not
+    deleted, not finished, wherever it is (a pod on a failed node counts until evicted)."""
+    return (
+        not pod["metadata"].get("deletionTimestamp")
+        and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
+    )
+
+
+def _active(pod: Obj, failed_nodes: set[str]) -> bool:
+    """Counts as a running replica: live, and not on a failed node."""
+    return _live(pod) and (pod.get("spec") or {}).get("nodeName") not in failed_nodes
+
+
+def _node_ready(ctx: Context) -> list[Premise]:
+    """The pod's node's Ready condition: the premise of what is said about its kubelet."""
+    node = ctx.snap.node(ctx.node) if ctx.node else None
+    return [fact("Node", node, "status.conditions[type=Ready].status")] if node else []
+
+
+def _until_kubelet(ctx: Context, short: bool = False) -> str:
+    """How long the pod object stays: while its node's kubelet is down (a failed node), or until
+    that kubelet confirms the deletion (a node that did not fail)."""
+    if ctx.node_failed:
+        return (
+            "while its kubelet is down"
+            if short
+            else "which does not happen while its kubelet is down"
+        )
+    return (
+        "until its kubelet confirms the deletion"
+        if short
+        else "which its kubelet has not confirmed yet"
+    )

@@ -1,0 +1,311 @@
+"""The Job rule (also for a CronJob's Jobs): its podReplacementPolicy, a finished or suspended
+Job, the pod-failure backoff before the next pod, and a Job held open (not Complete or Failed)
+while its Terminating pod exists.
+"""
+
+from __future__ import annotations
+
+from kubectl_nodefail.analysis.claims import Claim, claim
+from kubectl_nodefail.analysis.controllers.context import (
+    Context,
+    Explained,
+    _node_ready,
+    _until_kubelet,
+)
+from kubectl_nodefail.analysis.controllers.replacement import _found, _replacements
+from kubectl_nodefail.analysis.findings import Replacement
+from kubectl_nodefail.snapshot.model import Obj, shifted
+
+
+def _job_finished(job: Obj) -> str | None:
+    """Complete or Failed when the Job carries that condition True."""
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
+            return str(cond["type"])
+    return None
+
+
+# A Job that met its success or failure criteria carries SuccessCriteriaMet or FailureTarget
+# first, and Complete or Failed only once none of its pods is Terminating any more
+# (pkg/controller/job/job_controller.go: delayTerminalCondition, enactJobFinished waits for
+# terminating == 0; CountTerminatingPods counts a deleted pod not yet in a terminal phase).
+FINISHING = {"SuccessCriteriaMet": "Complete", "FailureTarget": "Failed"}
+
+
+def _job_finishing(job: Obj) -> str | None:
+    """SuccessCriteriaMet or FailureTarget, when the Job carries it True and is not finished."""
+    if _job_finished(job) is not None:
+        return None
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond.get("type") in FINISHING and cond.get("status") == "True":
+            return str(cond["type"])
+    return None
+
+
+def _job_held_open(ctx: Context, job_obj: Obj, name: str, rep: Replacement) -> Explained | None:
+    """A Terminating pod (not finished) of a Job that has met its criteria: the Job is not
+    Complete (or Failed) while the pod object exists, and a CronJob with concurrencyPolicy
+    Forbid starts no run while that Job is active (cronjob_controllerv2.go: a Job leaves
+    status.active only once finished). The stuck pod blocks its owner: not cosmetic."""
+    finishing = _job_finishing(job_obj)
+    if finishing is None or not ctx.terminating or ctx.finished:
+        return None
+    target = FINISHING[finishing]
+    because = [
+        ctx.pod_fact("metadata.deletionTimestamp"),
+        ctx.pod_fact("status.phase"),
+        ctx.owner_fact(0, f"status.conditions[type={finishing}].status"),
+        ctx.owner_fact(0, f"status.conditions[type={target}].status"),
+        *_node_ready(ctx),
+    ]
+    text = (
+        f"Job {name} has {finishing}=True but is not {target}: the Job controller marks it "
+        f"{target} only once none of its pods is Terminating, and this one stays {ctx.phase} "
+        f"{_until_kubelet(ctx, short=True)}. Whatever waits for the Job to finish (a pipeline, "
+        "ttlSecondsAfterFinished, kubectl wait) waits on this pod."
+    )
+    cron = ctx.owners[1] if len(ctx.owners) > 1 and ctx.owner_kinds[1] == "CronJob" else None
+    if cron is not None:
+        policy = (cron.get("spec") or {}).get("concurrencyPolicy") or "Allow"
+        because.append(ctx.owner_fact(1, "spec.concurrencyPolicy"))
+        cron_name = cron["metadata"]["name"]
+        if policy == "Forbid":
+            text += (
+                f" CronJob {cron_name} has concurrencyPolicy Forbid: it starts no run while "
+                "this Job is active, so every scheduled run is skipped until then."
+            )
+        elif policy == "Replace":
+            text += (
+                f" CronJob {cron_name} has concurrencyPolicy Replace: its next run deletes this "
+                "Job (background propagation) and starts a new one; this pod stays Terminating."
+            )
+    held = Replacement(
+        "blocked",
+        f"{rep.summary}; but Job {name} cannot be {target} while this pod exists"
+        if rep.pods
+        else f"Job {name} cannot be {target} while this pod exists",
+        list(rep.pods),
+    )
+    returns = f"kubelet removes the old pod; then Job {name} is {target}" + (
+        f" and CronJob {cron['metadata']['name']} runs again on schedule." if cron else "."
+    )
+    return Explained(
+        [
+            claim("blocks", "why", text, *because),
+            claim("replacement", "replacement", held.summary, *because),
+            claim("if-node-returns", "returns", returns, *because),
+        ],
+        held,
+    )
+
+
+def _ignores_disruption(spec: Obj, pod: Obj) -> bool:
+    """The Job's podFailurePolicy has an Ignore rule on the DisruptionTarget condition, and the
+    pod carries it: its failure is not counted (the taint manager sets it when it evicts)."""
+    disrupted = any(
+        c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+    if not disrupted:
+        return False
+    for rule in ((spec.get("podFailurePolicy") or {}).get("rules")) or []:
+        if rule.get("action") != "Ignore":
+            continue
+        if any(c.get("type") == "DisruptionTarget" for c in rule.get("onPodConditions") or []):
+            return True
+    return False
+
+
+# The Job controller's pod-failure backoff (pkg/controller/job/job_controller.go
+# DefaultJobPodFailureBackOff, MaxJobPodFailureBackOff; backoff_utils.go): 10 s after a failure,
+# doubled for each further failure since the last success, at most 10 min.
+JOB_BACKOFF_BASE = 10
+JOB_BACKOFF_MAX = 600
+
+
+def job_wants(job_obj: Obj) -> int:
+    """How many pods a running Job keeps active: min(parallelism, completions - succeeded); with
+    no completions (a work queue), parallelism until the first success, then none new."""
+    spec, status = job_obj.get("spec") or {}, job_obj.get("status") or {}
+    parallelism = spec.get("parallelism")
+    parallelism = 1 if parallelism is None else parallelism
+    succeeded = status.get("succeeded") or 0
+    completions = spec.get("completions")
+    if completions is None:
+        return parallelism if succeeded == 0 else 0
+    return max(0, min(parallelism, completions - succeeded))
+
+
+def job_backoff_bound(job_obj: Obj) -> int:
+    """Seconds within which the Job's backoff has run out: failures since the last success are at
+    most status.failed, plus this pod when not counted yet."""
+    failed = ((job_obj.get("status") or {}).get("failed") or 0) + 1
+    return int(min(JOB_BACKOFF_MAX, JOB_BACKOFF_BASE * 2 ** min(failed - 1, 10)))
+
+
+def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, Claim]:
+    """A Terminating pod of a live Job (not finished, not suspended) whose owner may replace it
+    at once (TerminatingOrFailed) and has not yet: either the Job wants no more pods, or its
+    pod-failure backoff delays the next one."""
+    counts = [
+        ctx.owner_fact(0, "spec.parallelism"),
+        ctx.owner_fact(0, "spec.completions"),
+        ctx.owner_fact(0, "status.succeeded"),
+        ctx.owner_fact(0, "status.active"),
+    ]
+    wants = job_wants(job_obj)
+    active = (job_obj.get("status") or {}).get("active") or 0
+    if active >= wants:
+        rep = Replacement(
+            "not-wanted",
+            f"none needed: Job {name} wants {wants} active pod(s) and has {active}",
+        )
+        return rep, claim("owner-wants", "replacement", rep.summary, *counts)
+    bound = job_backoff_bound(job_obj)
+    rep = Replacement(
+        "not-yet",
+        f"none yet: Job {name} has {active} of {wants} wanted active pod(s); it creates the "
+        f"next after its pod-failure backoff, within {bound} s",
+        expected_by=shifted(ctx.now, bound),
+    )
+    return rep, claim(
+        "replacement", "replacement", rep.summary, *counts, ctx.owner_fact(0, "status.failed")
+    )
+
+
+def job(ctx: Context) -> Explained:
+    job_obj = ctx.owners[0] if ctx.owners else None
+    spec = (job_obj or {}).get("spec") or {}
+    policy = spec.get("podReplacementPolicy") or (
+        "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"
+    )
+    name = job_obj["metadata"]["name"] if job_obj else "?"
+    cron = f" (CronJob {ctx.owners[1]['metadata']['name']})" if len(ctx.owners) > 1 else ""
+    policy_facts = (
+        [ctx.owner_fact(0, "spec.podReplacementPolicy"), ctx.owner_fact(0, "spec.podFailurePolicy")]
+        if job_obj is not None
+        else []
+    )
+    done = _job_finished(job_obj) if job_obj is not None else None
+    suspended = bool(spec.get("suspend"))
+    ignored = _ignores_disruption(spec, ctx.pod)
+    if suspended:
+        policy_facts.append(ctx.owner_fact(0, "spec.suspend"))
+    if ignored:
+        policy_facts.append(ctx.pod_fact("status.conditions[type=DisruptionTarget].status"))
+    found = (
+        _replacements(ctx, job_obj["metadata"]["uid"], finished_too=True)
+        if job_obj is not None and ctx.terminating
+        else []
+    )
+    if done is not None and not found:
+        cond = ctx.owner_fact(0, f"status.conditions[type={done}].status")
+        rep = Replacement("not-wanted", f"none wanted: Job {name} is {done}")
+        return Explained(
+            [
+                claim(
+                    "owner-wants",
+                    "why",
+                    f"Job {name}{cron} has finished ({done}=True): it creates no more pods, so "
+                    "nothing replaces this one and nothing waits on it.",
+                    cond,
+                ),
+                claim("owner-wants", "replacement", rep.summary, cond),
+                claim(
+                    "if-node-returns",
+                    "returns",
+                    "kubelet stops the old containers and removes the object; the Job, already "
+                    f"{done}, does not change.",
+                    cond,
+                    ctx.pod_fact("metadata.deletionTimestamp"),
+                ),
+            ],
+            rep,
+        )
+    if policy == "Failed":
+        text = (
+            f"Job {name}{cron} has podReplacementPolicy Failed"
+            + (
+                " (the default when podFailurePolicy is set, as here)"
+                if spec.get("podFailurePolicy")
+                else ""
+            )
+            + ": it creates a replacement only once the old pod reaches phase Failed, which a "
+            "pod Terminating on a dead node never does. The pod blocks its own replacement."
+        )
+    elif job_obj is not None and "podReplacementPolicy" not in spec:
+        # Servers before 1.29 (the field's beta) store no such field: same behaviour, no name.
+        text = (
+            f"Job {name}{cron} has no podReplacementPolicy (this server predates it) and no "
+            "podFailurePolicy: a replacement is created as soon as the pod is Terminating."
+        )
+    else:
+        text = (
+            f"Job {name}{cron} has podReplacementPolicy TerminatingOrFailed (the default): a "
+            "replacement is created as soon as the pod is Terminating."
+        )
+    if not ctx.terminating:
+        text += " The pod is not evicted yet, so it still counts as active."
+    out = [
+        claim("counts-as", "why", text, ctx.pod_fact("metadata.deletionTimestamp"), *policy_facts)
+    ]
+    if not ctx.terminating:
+        rep = Replacement("not-yet", "none yet: the pod still counts as active")
+        rep_claim = claim(
+            "replacement", "replacement", rep.summary, ctx.pod_fact("metadata.deletionTimestamp")
+        )
+    elif job_obj is None:
+        rep = Replacement("unknown", "owner not read: cannot look for the replacement")
+        rep_claim = claim("replacement", "replacement", rep.summary)
+    elif found:
+        rep, rep_claim = _found(found, ctx.node, "replacement")
+    elif policy == "Failed":
+        rep = Replacement(
+            "blocked", "blocked: podReplacementPolicy Failed waits for this pod to fail"
+        )
+        rep_claim = claim("replacement", "replacement", rep.summary, *policy_facts)
+    elif suspended:
+        rep = Replacement("not-wanted", f"none while Job {name} is suspended (spec.suspend)")
+        rep_claim = claim(
+            "owner-wants", "replacement", rep.summary, ctx.owner_fact(0, "spec.suspend")
+        )
+    else:
+        rep, rep_claim = _job_next_pod(ctx, job_obj, name)
+    held_open = _job_held_open(ctx, job_obj, name, rep) if job_obj is not None else None
+    if held_open is not None:  # its replacement policy no longer matters: it wants no pod
+        return held_open
+    out.append(rep_claim)
+    counted = (
+        "the Job does not count it as failed (its podFailurePolicy ignores DisruptionTarget)"
+        if ignored
+        else "the Job counts it as failed"
+    )
+    if ctx.terminating and done is not None:
+        returns = f"kubelet removes the old pod; the Job, already {done}, does not change."
+    elif ctx.terminating and suspended:
+        # Whether a suspended Job counts the pod it deleted as failed is not said: KEP-2232
+        # says it does, the v1.36 control plane did not (audit 2026/153).
+        returns = "kubelet removes the old pod; the Job, suspended, creates no replacement."
+    elif ctx.terminating:
+        returns = f"kubelet removes the old pod; {counted}" + (
+            " and then creates the replacement." if policy == "Failed" else "."
+        )
+    elif suspended:
+        returns = (
+            f"Job {name} is suspended: it deletes this pod, then the kubelet stops it and "
+            "removes the object; no replacement while suspended."
+        )
+    else:
+        returns = "the pod carries on and may complete."
+    out.append(
+        claim(
+            "if-node-returns",
+            "returns",
+            returns,
+            ctx.pod_fact("metadata.deletionTimestamp"),
+            ctx.pod_fact("status.phase"),
+            *policy_facts,
+            *([ctx.owner_fact(0, f"status.conditions[type={done}].status")] if done else []),
+        )
+    )
+    return Explained(out, rep)

@@ -1,0 +1,187 @@
+"""The rules that come before the owner kind's own: a finished pod that was deleted, an owner
+gone from the cluster, and an owner being deleted (in the foreground, the deletion waits on the
+pod).
+"""
+
+from __future__ import annotations
+
+from kubectl_nodefail.analysis.claims import claim
+from kubectl_nodefail.analysis.controllers.context import (
+    Context,
+    Explained,
+    _node_ready,
+    _until_kubelet,
+)
+from kubectl_nodefail.analysis.findings import Replacement
+
+
+def _finished(ctx: Context) -> Explained:
+    """A pod that had run to completion, then was deleted: the API server removes a finished
+    pod at once (grace period 0, no kubelet needed), so only finalizers keep its object."""
+    phase = ctx.phase
+    held = ctx.foreign_finalizers
+    why = [
+        claim(
+            "finished",
+            "why",
+            f"it had already {'succeeded' if phase == 'Succeeded' else 'failed'} (phase "
+            f"{phase}) before it was deleted: its work is over, and a finished pod is removed "
+            "without waiting for its kubelet.",
+            ctx.pod_fact("status.phase"),
+            ctx.pod_fact("metadata.deletionTimestamp"),
+        )
+    ]
+    if held:
+        why.append(
+            claim(
+                "held-by-finalizers",
+                "why",
+                f"Only finalizers {', '.join(held)} keep the object; nothing waits on it.",
+                ctx.pod_fact("metadata.finalizers"),
+            )
+        )
+    rep = Replacement("not-needed", f"none needed: the pod had finished ({phase})")
+    counted = f"; its owner counted it as {phase.lower()} when it finished" if ctx.owners else ""
+    return Explained(
+        [
+            *why,
+            claim("counts-as", "replacement", rep.summary + counted, ctx.pod_fact("status.phase")),
+            claim(
+                "if-node-returns",
+                "returns",
+                "nothing changes for it: the kubelet has nothing left to stop"
+                + (", and the object stays until its finalizers are removed." if held else "."),
+                ctx.pod_fact("status.phase"),
+                ctx.pod_fact("metadata.finalizers"),
+            ),
+        ],
+        rep,
+    )
+
+
+def owner_gone(ctx: Context) -> bool:
+    """The pod's controller is not in the snapshot and nothing says it could not be read: it was
+    deleted (the garbage collector removes its pods)."""
+    if ctx.owners or ctx.kind in ("bare", "mirror", "other"):
+        return False
+    ref = (ctx.pod["metadata"].get("ownerReferences") or [{}])[0]
+    kind = str(ref.get("kind") or "")
+    return not any(kind.lower() in gap.lower() or "owner" in gap.lower() for gap in ctx.snap.gaps)
+
+
+def orphaned(ctx: Context) -> Explained:
+    """Its owner was deleted: nothing recreates the pod, whatever kind the owner was."""
+    ref = next(
+        (r for r in ctx.pod["metadata"].get("ownerReferences") or [] if r.get("controller")),
+        (ctx.pod["metadata"].get("ownerReferences") or [{}])[0],
+    )
+    owner = f"{ref.get('kind', '?')} {ref.get('name', '?')}"
+    refs = ctx.owner_ref_fact()
+    rep = Replacement("not-wanted", f"none: its owner {owner} is gone")
+    returns = (
+        "kubelet removes the old pod; nothing recreates it (its owner is gone)."
+        if ctx.terminating
+        else "the pod carries on until the garbage collector deletes it (its owner is gone)."
+    )
+    return Explained(
+        [
+            claim(
+                "owner-wants",
+                "why",
+                f"its owner {owner} is not in the cluster (deleted): nothing recreates this pod, "
+                "and the garbage collector deletes it.",
+                refs,
+            ),
+            claim("owner-wants", "replacement", rep.summary, refs),
+            claim(
+                "if-node-returns",
+                "returns",
+                returns,
+                refs,
+                ctx.pod_fact("metadata.deletionTimestamp"),
+            ),
+        ],
+        rep,
+    )
+
+
+# The garbage collector's finalizer on an owner deleted in the foreground: the owner stays until
+# its dependents with blockOwnerDeletion are gone from the API (garbagecollector.go
+# processDeletingDependentsItem), a pod merely Terminating included.
+FOREGROUND = "foregroundDeletion"
+
+
+def _deleting_owner(ctx: Context) -> int | None:
+    """0 when the pod's ReplicaSet (or ReplicationController) has a deletionTimestamp: its
+    controller creates no pod for it any more (replica_set.go manages replicas only while the
+    set is not being deleted). A Deployment being deleted alone decides nothing: its ReplicaSet
+    still manages its replicas until the garbage collector deletes it too."""
+    if ctx.kind not in ("deployment", "replicaset", "replicationcontroller") or not ctx.owners:
+        return None
+    return 0 if ctx.owners[0]["metadata"].get("deletionTimestamp") else None
+
+
+def owner_deleting(ctx: Context, index: int) -> Explained:
+    """A pod whose owner is being deleted: not replaced; deleted in the foreground, the owner
+    (and the Deployment above it, when that is being deleted too) stays until this pod object
+    is gone, so the deletion waits on it."""
+    deleting = [
+        i
+        for i in range(index, min(len(ctx.owners), 2))
+        if ctx.owners[i]["metadata"].get("deletionTimestamp")
+    ]
+    owner, kind = ctx.owners[index], ctx.owner_kinds[index]
+    name = owner["metadata"]["name"]
+    named = " and ".join(
+        f"{ctx.owner_kinds[i]} {ctx.owners[i]['metadata']['name']}" for i in reversed(deleting)
+    )
+    being, stay, wait = (
+        ("are", "they stay", "wait") if len(deleting) > 1 else ("is", "it stays", "waits")
+    )
+    foreground = FOREGROUND in (owner["metadata"].get("finalizers") or [])
+    because = [
+        p
+        for i in deleting
+        for p in (
+            ctx.owner_fact(i, "metadata.deletionTimestamp"),
+            ctx.owner_fact(i, "metadata.finalizers"),
+        )
+    ]
+    because += [ctx.pod_fact("metadata.deletionTimestamp"), *_node_ready(ctx)]
+    if foreground:
+        text = (
+            f"{named} {being} being deleted in the foreground (finalizer {FOREGROUND}): "
+            f"{kind} {name} creates no replacement, and {stay} until this pod object is "
+            f"gone, {_until_kubelet(ctx)}. The deletion (and whatever waits on it: a delete run "
+            "with --wait, a GitOps sync) waits on this pod."
+        )
+        rep = Replacement(
+            "blocked", f"none wanted: {named} {being} being deleted and {wait} for this pod"
+        )
+        returns = (
+            "kubelet stops the old containers and removes the object; then the garbage "
+            f"collector finishes deleting {named}."
+        )
+    elif "orphan" in (owner["metadata"].get("finalizers") or []):
+        text = (
+            f"{kind} {name} is being deleted, orphaning its dependents (finalizer orphan): it "
+            "creates no replacement, and the garbage collector removes this pod's owner "
+            "reference instead of deleting it."
+        )
+        rep = Replacement("not-wanted", f"none: {kind} {name} is being deleted")
+        returns = "the pod carries on, owned by nothing, or the kubelet removes it if deleted."
+    else:
+        text = (
+            f"{kind} {name} is being deleted: it creates no replacement, and the garbage "
+            "collector deletes this pod."
+        )
+        rep = Replacement("not-wanted", f"none: {kind} {name} is being deleted")
+        returns = "kubelet removes the old pod; nothing recreates it (its owner is being deleted)."
+    return Explained(
+        [
+            claim("blocks" if foreground else "owner-wants", "why", text, *because),
+            claim("owner-wants", "replacement", rep.summary, *because),
+            claim("if-node-returns", "returns", returns, *because),
+        ],
+        rep,
+    )
