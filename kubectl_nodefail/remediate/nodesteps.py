@@ -1,0 +1,378 @@
+"""One node's steps and their gates: from the diagnosis of a node and the Options (strategy,
+attestations, bounds), the ordered steps on it, each allowed or refused with what would unlock
+it. Pure planning: nothing here touches the cluster (plan.py makes a Plan of every node's steps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
+
+from kubectl_nodefail.analysis import advice, automation, versions
+from kubectl_nodefail.analysis import brake as brakes
+from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER
+from kubectl_nodefail.analysis.claims import Premise
+from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
+from kubectl_nodefail.analysis.nodes import out_of_service_overdue
+from kubectl_nodefail.common import attestation
+from kubectl_nodefail.remediate.steps import Step
+from kubectl_nodefail.snapshot.model import format_time
+
+
+def _cosmetic(pod: PodFinding) -> bool:
+    """Stuck but harmless: nothing needs it (replaced, not wanted, finished); the same decision
+    diagnose words as its advice (advice.disposition)."""
+    return advice.disposition(pod, "out-of-service")[0] == advice.COSMETIC
+
+
+def finalizer_owner(finalizer: str, namespace: str, name: str) -> str:
+    """Who removes this finalizer, in one sentence."""
+    if finalizer == JOB_TRACKING_FINALIZER:
+        return (
+            f"{finalizer}: this Job waits for the pod's phase Failed (podReplacementPolicy "
+            "Failed) before the Job controller removes it, and on a dead node only PodGC sets "
+            "that phase: use strategy out-of-service or delete-node"
+        )
+    if finalizer in ("foregroundDeletion", "orphan"):
+        return f"{finalizer}: the garbage collector removes it once the dependents are handled"
+    domain = finalizer.split("/", 1)[0] if "/" in finalizer else "its controller"
+    return (
+        f"{finalizer}: the controller that added it ({domain}) must remove it; only if that "
+        f"controller is gone for good, remove that entry of metadata.finalizers of pod "
+        f"{namespace}/{name} by hand"
+    )
+
+
+@dataclass
+class Options:
+    strategy: str = "auto"
+    attested: Collection[str] = ()
+    only_nodes: Collection[str] = ()
+    max_nodes: int = 1
+    allow_disruption: bool = False
+    server_minor: int | None = None
+    node_uids: Mapping[str, str] = field(default_factory=dict)  # node name -> metadata.uid
+    attested_by: str = "unknown user"  # who typed the attestations (SelfSubjectReview)
+    # Act even on a node whose remediation automation acts now or within the horizon (the
+    # seconds a confirmed run may take: --wait-timeout). It unlocks nothing else.
+    despite_automation: bool = False
+    automation_horizon: float = 120.0
+
+
+def _shutdown_evidence(node: NodeFinding, opts: Options) -> list[str]:
+    evidence = list(node.shutdown_evidence)
+    if node.name in opts.attested:
+        evidence.append(f"the operator attested that the machine of {node.name} is shut down")
+    return evidence
+
+
+def _strategy(opts: Options) -> str:
+    if opts.strategy != "auto":
+        return opts.strategy
+    if not versions.out_of_service_usable(opts.server_minor):
+        return "force-delete"
+    return "out-of-service"
+
+
+def _cluster_refusal(report: Report, opts: Options) -> str | None:
+    """The brake (analysis/brake.py), computed by the diagnosis over every node of the cluster,
+    whatever this plan's scope: naming one node does not step around it."""
+    if report.brake is None or opts.allow_disruption:
+        return None
+    return brakes.refusal(report.brake)
+
+
+def _pods_on(report: Report, node: str) -> list[PodFinding]:
+    return [p for p in report.pods if p.node == node and p.node_failed]
+
+
+def _wait_step(node: NodeFinding, pod: PodFinding, why: str) -> Step:
+    return Step(
+        "wait",
+        node.name,
+        f"pod/{pod.namespace}/{pod.name}",
+        why,
+        True,
+        "nothing to do",
+        uid=pod.uid,
+    )
+
+
+def _cosmetic_why(pod: PodFinding) -> str:
+    if pod.phase in ("Succeeded", "Failed"):
+        return f"finished ({pod.phase}) before its deletion: nothing waits on it"
+    if pod.replacement.state == "not-wanted":
+        return f"not wanted by its owner ({pod.replacement.summary}); the stuck object is cosmetic"
+    return "replaceable: the replacement already runs; the stuck object is cosmetic"
+
+
+def _finalizer_step(node: NodeFinding, pod: PodFinding, holders: list[str]) -> Step:
+    """A pod no step of this tool releases: its finalizers keep the object, whatever we do."""
+    owners = "; ".join(finalizer_owner(f, pod.namespace, pod.name) for f in holders)
+    return Step(
+        "finalizer-held",
+        node.name,
+        f"pod/{pod.namespace}/{pod.name}",
+        f"held by finalizer {', '.join(holders)}: neither the out-of-service taint nor a force "
+        "delete removes the object while it stands",
+        False,
+        f"nothing this tool does releases it: {owners}",
+        evidence=[f"finalizers: {', '.join(pod.finalizers)}"],
+        uid=pod.uid,
+        resource_version=pod.resource_version,
+    )
+
+
+def _racing(node: NodeFinding, report: Report, opts: Options) -> list[automation.Coverage]:
+    return [
+        c
+        for c in node.automation
+        if automation.stands_back(c, report.captured_at, opts.automation_horizon)
+    ]
+
+
+def _automation_refusal(node: NodeFinding, report: Report, opts: Options) -> str | None:
+    """Why remediate stands back from this node: its automation remediates it now, or will
+    within the time this plan takes; None when nothing races it or the operator overrides."""
+    racing = _racing(node, report, opts)
+    if not racing or opts.despite_automation:
+        return None
+    said = "; ".join(f"{c.automation}: {c.claims[-1].text}" for c in racing if c.claims)
+    return (
+        f"stands back: {said}. Acting now would race it. Wait for it, or stop it first; "
+        "only to act anyway, re-run with --despite-automation"
+    )
+
+
+def _raced(node: NodeFinding, report: Report, opts: Options) -> list[str]:
+    return [
+        f"proceeding despite {c.automation} ({c.object}, {c.state}): --despite-automation"
+        for c in _racing(node, report, opts)
+    ]
+
+
+def _node_steps(
+    node: NodeFinding, report: Report, opts: Options, refusal: str | None
+) -> list[Step]:
+    lease = format_time(node.lease_renewed) if node.lease_renewed else ""
+    node_uid = opts.node_uids.get(node.name, "")
+    if node.stale_out_of_service:
+        return [
+            Step(
+                "remove-out-of-service",
+                node.name,
+                f"node/{node.name}",
+                "the node is Ready again and still carries the out-of-service taint, which "
+                "Kubernetes never removes by itself",
+                True,
+                "node is Ready (the only action taken on a Ready node)",
+                evidence=[f"node {node.status}"],
+                uid=node_uid,
+                lease_renewed=lease,
+            )
+        ]
+    if not node.failed:
+        return []
+    evidence = _shutdown_evidence(node, opts)
+    refusal = refusal or _automation_refusal(node, report, opts)
+    strategy = _strategy(opts)
+    steps: list[Step] = []
+    pods = _pods_on(report, node.name)
+    gate_ok = bool(evidence) and refusal is None
+    unlock = (
+        refusal
+        if refusal
+        else "no evidence the machine is down (a silent kubelet may still run its pods). "
+        f"Check the machine of {node.name} (console, power state, cloud instance state); only "
+        f"if it is off, re-run with {attestation.flag()}, typing the node's name yourself"
+    )
+    gate = "shutdown confirmed: " + "; ".join(evidence) if gate_ok else unlock
+    if gate_ok and opts.despite_automation:  # said, never counted as evidence
+        gate = "; ".join([gate, *_raced(node, report, opts)])
+    blocked: list[PodFinding] = []  # what only a destructive step releases
+    held_here: list[tuple[PodFinding, list[str]]] = []  # what no step releases: finalizers
+    for pod in pods:
+        what, held = advice.disposition(pod, strategy)
+        if what == advice.RESUMES:
+            steps.append(
+                _wait_step(
+                    node, pod, f"{pod.controller} pod: never acted on; it resumes with the node"
+                )
+            )
+        elif what == advice.COSMETIC:
+            steps.append(_wait_step(node, pod, _cosmetic_why(pod)))
+        elif what == advice.FINALIZER_HELD:
+            steps.append(_finalizer_step(node, pod, held))
+            held_here.append((pod, held))
+        elif what == advice.REPLACEMENT_PROBLEM:
+            steps.append(
+                _wait_step(
+                    node,
+                    pod,
+                    f"replaced, but {pod.replacement.summary}: freeing this pod does not help",
+                )
+            )
+        elif not pod.terminating and pod.eviction_at is not None and not gate_ok:
+            steps.append(
+                _wait_step(
+                    node,
+                    pod,
+                    f"eviction due {format_time(pod.eviction_at)}; then: {pod.replacement.summary}",
+                )
+            )
+            blocked.append(pod)
+        else:
+            blocked.append(pod)
+    # a pod that tolerates the out-of-service taint and is not Terminating stays under it (the
+    # taint evicts it never, PodGC force-deletes only Terminating pods): force-deleted instead
+    staying = [p for p in blocked if p.stays_under_out_of_service and not p.terminating]
+    others = [p for p in blocked if not (p.stays_under_out_of_service and not p.terminating)]
+    forced = [
+        _force_step(
+            node,
+            p,
+            "tolerates the out-of-service taint with no time limit, so the taint does not "
+            f"evict it (PodGC force-deletes only Terminating pods): {p.replacement.summary}",
+            gate_ok,
+            gate,
+            evidence,
+            lease,
+        )
+        for p in staying
+    ]
+    if node.out_of_service:
+        overdue = out_of_service_overdue(node)
+        # past PodGC's time every pod the taint was for should be gone (Terminating ones
+        # force-deleted, the others evicted first): those still here are force-deleted
+        left = others if overdue is not None else []
+        steps.append(
+            Step(
+                "wait",
+                node.name,
+                f"node/{node.name}",
+                f"out-of-service taint set {overdue:.0f}s ago, and {len(left)} of the pods it "
+                "was for are still here (an admission webhook or policy refused the eviction or "
+                "PodGC's delete, or those controllers do not run: kube-controller-manager's log "
+                "says which): force-deleted below"
+                if left
+                else "out-of-service taint already set: PodGC force-deletes the Terminating "
+                "pods, NoExecute evicts the others that do not tolerate it, and volumes detach",
+                True,
+                "nothing to do",
+                uid=node_uid,
+                lease_renewed=lease,
+            )
+        )
+        forced += [
+            _force_step(
+                node,
+                p,
+                "still here under the out-of-service taint past PodGC's time: "
+                f"{p.replacement.summary}",
+                gate_ok,
+                gate,
+                evidence,
+                lease,
+            )
+            for p in left
+        ]
+        return steps + forced
+    if not blocked:
+        return steps
+    if strategy == "out-of-service":
+        # the taint also when it releases none of them: it detaches their volumes at once
+        steps.append(_taint_step(node, node_uid, others, held_here, gate_ok, gate, evidence, lease))
+        return steps + forced
+    if strategy == "delete-node":
+        step = _taint_step(node, node_uid, blocked, held_here, gate_ok, gate, evidence, lease)
+        names = ", ".join(step.releases)
+        steps.append(
+            replace(
+                step,
+                action="delete-node",
+                why=f"the machine is gone for good: PodGC removes every pod bound to it ({names})",
+            )
+        )
+    else:
+        steps += [
+            _force_step(node, p, p.replacement.summary, gate_ok, gate, evidence, lease)
+            for p in blocked
+        ]
+    return steps
+
+
+def pod_facts(pod: PodFinding, held: bool = False) -> list[Premise]:
+    """What a step's word about `pod` rests on: that object (UID), bound to the node, as it was
+    read (its resourceVersion: every fact the diagnosis read of it is of that version)."""
+    ref = f"Pod/{pod.namespace}/{pod.name}"
+    out = [
+        Premise(ref, "metadata.uid", pod.uid),
+        Premise(ref, "spec.nodeName", pod.node),
+        Premise(ref, "metadata.resourceVersion", pod.resource_version),
+    ]
+    return out + ([Premise(ref, "metadata.finalizers", list(pod.finalizers))] if held else [])
+
+
+def _force_step(
+    node: NodeFinding,
+    pod: PodFinding,
+    why: str,
+    gate_ok: bool,
+    gate: str,
+    evidence: list[str],
+    lease: str,
+) -> Step:
+    return Step(
+        "force-delete-pod",
+        node.name,
+        f"pod/{pod.namespace}/{pod.name}",
+        f"{pod.controller}: {why}",
+        gate_ok,
+        gate,
+        evidence,
+        uid=pod.uid,
+        resource_version=pod.resource_version,
+        lease_renewed=lease,
+        releases=[f"{pod.namespace}/{pod.name} ({pod.controller})"],
+        because=pod_facts(pod),
+    )
+
+
+def _taint_step(
+    node: NodeFinding,
+    node_uid: str,
+    pods: list[PodFinding],
+    held_here: list[tuple[PodFinding, list[str]]],
+    gate_ok: bool,
+    gate: str,
+    evidence: list[str],
+    lease: str,
+) -> Step:
+    """The out-of-service taint's step for these pods (a delete-node step is the same, with its
+    own action and words)."""
+    released = [f"{p.namespace}/{p.name} ({p.controller})" for p in pods]
+    why = (
+        f"releases {', '.join(released)}: PodGC force-deletes its Terminating pods, NoExecute "
+        "evicts the rest (DaemonSet pods too, back when the taint is removed), volumes detach "
+        "at once"
+        if released
+        else "releases none of the pods below (each tolerates it), but their volumes detach at "
+        "once once they are gone"
+    )
+    return Step(
+        "taint-out-of-service",
+        node.name,
+        f"node/{node.name}",
+        why,
+        gate_ok,
+        gate,
+        evidence,
+        uid=node_uid,
+        lease_renewed=lease,
+        releases=released,
+        leaves_stuck=[f"{p.namespace}/{p.name} ({', '.join(held)})" for p, held in held_here],
+        because=[
+            *[f for p in pods for f in pod_facts(p)],
+            *[f for p, _ in held_here for f in pod_facts(p, held=True)],
+        ],
+    )

@@ -1,0 +1,164 @@
+"""What a taint or a node delete was for, observed: the node's pods it releases and its volume
+attachments gone, watched up to --wait-timeout or a stop (NotConfirmed otherwise); in a zone
+run the watch is deferred (Deferred, Pending) and done for every node at once (zonerun.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from kubectl_nodefail.analysis import eviction
+from kubectl_nodefail.analysis.advice import holding_finalizers
+from kubectl_nodefail.common.errors import Forbidden
+from kubectl_nodefail.remediate.execbase import ExecutorBase, _now
+from kubectl_nodefail.remediate.steps import Step
+from kubectl_nodefail.snapshot import dumpschema
+from kubectl_nodefail.snapshot.model import Obj
+
+
+class NotConfirmed(Exception):
+    """A request the server accepted whose effect was not observed: the pods it was to release
+    still there at --wait-timeout (or when a signal stopped the watch). `interrupted`: the
+    watch was stopped, not timed out."""
+
+    def __init__(self, detail: str, interrupted: bool = False) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.interrupted = interrupted
+
+
+class Deferred(Exception):
+    """A taint or node delete accepted by the server while the executor defers the watch for
+    its effect (a zone run watches all its nodes at once: zonerun.py)."""
+
+    def __init__(self, sent: str, by: str, every_pod: bool) -> None:
+        super().__init__(sent)
+        self.sent, self.by, self.every_pod = sent, by, every_pod
+
+
+@dataclass
+class Pending:
+    """A step whose request was accepted and whose effect is still to be observed: its result,
+    trail line and Event are written by Executor.finish."""
+
+    step: Step
+    node: Obj
+    note: str  # where the starting Event went, if not on the object
+    sent: str
+    by: str
+    every_pod: bool
+
+
+class Release(ExecutorBase):
+    """The Executor's watch for the effect of an accepted taint or node delete."""
+
+    def _released(self, node: str, by: str, sent: str, every_pod: bool = False) -> str:
+        """What the step was for, observed: the node's Terminating pods (`every_pod`: all its
+        pods, for a deleted Node) and volume attachments gone. Otherwise NotConfirmed, naming
+        what is still there. `sent`: what the accepted request did. In a zone run (deferred),
+        Deferred: the watch comes later, for every node of the run at once."""
+        if self.defer_release:
+            raise Deferred(sent, by, every_pod)
+        released, detail = self._wait_released(node, every_pod)
+        return self._released_text(released, detail, sent, by)
+
+    def _released_text(self, released: bool, detail: str, sent: str, by: str) -> str:
+        if released:
+            return f"{sent}; {detail}"
+        if self.stop.is_set():
+            raise NotConfirmed(f"{sent}; {detail}", interrupted=True)
+        raise NotConfirmed(
+            f"{sent}, but not its effect: {detail}. What {by} should have caused (PodGC's "
+            "force delete, the detach) did not happen; look for a refusal in "
+            "kube-controller-manager's log (an admission policy or webhook), then re-run"
+        )
+
+    def _wait_released(self, node: str, every_pod: bool = False) -> tuple[bool, str]:
+        """Watch the node's pods and VolumeAttachments go, up to the timeout or a stop.
+
+        Pods held by a finalizer the taint does not release are named, never waited for."""
+        deadline = _now() + timedelta(seconds=self.wait_timeout)
+        while True:
+            done, detail, stuck, vas = self.release_check(node, every_pod)
+            if done:
+                return True, detail
+            left = (deadline - _now()).total_seconds()
+            self.progress(
+                f"waiting for {stuck} Terminating pods and {vas} volume attachments "
+                f"on node {node} to go ({max(left, 0):.0f}s left; Ctrl-C stops waiting)"
+            )
+            if _now() > deadline or self.stop.is_set():
+                why = "stopped watching (interrupted)" if self.stop.is_set() else "after"
+                waited = f"{why} {self.wait_timeout:.0f}s" if why == "after" else why
+                return False, f"{waited}: {detail}"
+            self.stop.wait(2)
+
+    def release_check(
+        self, node: str, every_pod: bool = False, attachments: list[Obj] | None = None
+    ) -> tuple[bool, str, int, int]:
+        """One look at what a taint or node delete was to release on `node`: (released, what
+        is left or what was seen, pods still to go, volume attachments still on the node).
+        `attachments`: the cluster's VolumeAttachments read once for many nodes (zone run)."""
+        pods = self.cluster.list_all("/api/v1/pods", "Pod", fieldSelector=f"spec.nodeName={node}")
+        held = [p for p in pods if _holders(p)]
+        stuck = [
+            p
+            for p in pods
+            if not _holders(p)
+            and (
+                every_pod
+                or p["metadata"].get("deletionTimestamp")
+                or not eviction.stays_under_out_of_service(p)
+            )
+        ]
+        if attachments is None:
+            attachments = self.attachments()
+        vas = [v for v in attachments if (v.get("spec") or {}).get("nodeName") == node]
+        not_waited = (
+            "; held by finalizers, not waited for: "
+            + ", ".join(
+                f"{p['metadata'].get('namespace')}/{p['metadata']['name']} "
+                f"({', '.join(_holders(p))})"
+                for p in held
+            )
+            if held
+            else ""
+        )
+        if not stuck and not vas:
+            return (
+                True,
+                f"{len(pods)} pods left on the node (tolerating the taint or held), no "
+                f"Terminating pod released by the taint left, no volume attached{not_waited}",
+                0,
+                0,
+            )
+        names = ", ".join(
+            f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" for p in stuck[:5]
+        ) + (", ..." if len(stuck) > 5 else "")
+        return (
+            False,
+            f"still {len(stuck)} pods to be released"
+            + (f" ({names})" if stuck else "")
+            + f" and {len(vas)} volume attachments on the node{not_waited}",
+            len(stuck),
+            len(vas),
+        )
+
+    def attachments(self) -> list[Obj]:
+        """Every VolumeAttachment ([] when they may not be read), held to the dump schema as
+        the diagnosis's are (a malformed one: MalformedResponse, exit 14)."""
+        try:
+            return dumpschema.take_live(
+                self.cluster.list_all(
+                    "/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"
+                )
+            )
+        except Forbidden:
+            return []
+
+
+def _holders(pod: Obj) -> list[str]:
+    """Finalizers that keep this pod after the out-of-service taint (see holding_finalizers)."""
+    meta = pod.get("metadata") or {}
+    return holding_finalizers(list(meta.get("finalizers") or []), True, "out-of-service")
