@@ -1,12 +1,15 @@
-"""The suggested fix for a pod or node, with its risk and the exact commands."""
+"""The suggested fix for a node, with its risk and the exact commands, and the decision every
+suggestion shares: what becomes of a pod on a failed node (`disposition`) and the finalizers
+that hold it, the remediate command a suggestion shows (with the attestation), the brake
+(`braked`) and what a suggestion rests on (`rests_on`). A pod's suggestion: pod_advice.py.
+"""
 
 from __future__ import annotations
 
 from kubectl_nodefail.analysis import automation, brake, versions
 from kubectl_nodefail.analysis.claims import Claim, Premise
-from kubectl_nodefail.analysis.eviction import EvictionTime
-from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Replacement
-from kubectl_nodefail.analysis.nodes import kubelet_alive, machine_ran, out_of_service_overdue
+from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding
+from kubectl_nodefail.analysis.nodes import kubelet_alive, machine_ran
 from kubectl_nodefail.common import attestation
 
 
@@ -54,13 +57,6 @@ def finalizer_note(finalizers: list[str]) -> str:
     if known:
         parts.append("; ".join(f"finalizer {f} is removed by {finalizer_owner(f)}" for f in known))
     return ". ".join(parts)
-
-
-def _with_finalizers(action: Action, finalizers: list[str]) -> Action:
-    note = finalizer_note(finalizers)
-    if note:
-        action.summary = f"{action.summary}. Then: {note}"
-    return action
 
 
 JOB_TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
@@ -159,239 +155,6 @@ def braked(action: Action, brake_claim: Claim | None, takes_step: bool = False) 
     )
 
 
-def for_pod(
-    pod: PodFinding,
-    node: NodeFinding | None,
-    eviction: EvictionTime | None,
-    holds_rwo: bool,
-    strategy: str,
-    brake_claim: Claim | None = None,
-) -> Action:
-    """The pod's suggestion (`_for_pod`), under the brake when it holds: any command of it
-    that plans for a pod on a failed node that only a destructive step releases is refused."""
-    action = _for_pod(pod, node, eviction, holds_rwo, strategy)
-    releases = bool(node and node.failed) and disposition(pod, strategy)[0] == RELEASE
-    # (a wait, say for the eviction, stays what it is: waiting takes no step)
-    takes_step = releases and bool(action.remediate) and action.code != "wait"
-    return braked(action, brake_claim, takes_step=takes_step)
-
-
-def _for_pod(
-    pod: PodFinding,
-    node: NodeFinding | None,
-    eviction: EvictionTime | None,
-    holds_rwo: bool,
-    strategy: str,
-) -> Action:
-    kind, namespace, name = pod.controller, pod.namespace, pod.name
-    terminating, replacement, finalizers = pod.terminating, pod.replacement, pod.finalizers
-    if node is None or not node.failed:
-        return _elsewhere(namespace, name, finalizers)
-    if kind == "mirror":
-        return Action(
-            "none-possible",
-            "nothing via the API: fix or power off the node; the kubelet owns this static pod",
-            "none",
-        )
-    if kind == "daemonset":
-        return Action(
-            "wait",
-            "nothing to do: it resumes when the node returns (delete the Node if "
-            "the machine is gone for good)",
-            "none",
-            remediate=remediate_cmd(node.name),
-        )
-    what, held = disposition(pod, strategy)
-    if what == FINALIZER_HELD:
-        who = "; ".join(f"{f}: removed by {finalizer_owner(f)}" for f in held)
-        finished = pod.phase in ("Succeeded", "Failed")
-        return Action(
-            "finalizer-held",
-            f"held by finalizers ({who}): neither the out-of-service taint nor a force delete "
-            "removes the object, so nothing remediate does releases it"
-            + (
-                f". It had finished ({pod.phase}): nothing waits on it"
-                if finished
-                else "; find out why that controller has not removed them"
-            ),
-            "none",
-        )
-    if what == COSMETIC:
-        if pod.phase in ("Succeeded", "Failed"):
-            lead = f"it had finished ({pod.phase}): nothing waits on it"
-        elif replacement.state == "not-wanted":
-            lead = f"cosmetic: no replacement is wanted ({replacement.summary})"
-        elif replacement.state == "not-yet":
-            lead = f"cosmetic: the owner replaces it by itself ({replacement.summary})"
-        else:
-            lead = "cosmetic: the replacement already serves"
-        return _with_finalizers(
-            Action(
-                "wait",
-                f"{lead}. Clean up when the node returns, or delete the Node object if the "
-                "machine is gone for good",
-                "low",
-                remediate=remediate_cmd(
-                    node.name,
-                    "--strategy delete-node",
-                    *_unlock(node),
-                ),
-                if_still_running="" if node.shutdown_evidence else attestation.IF_STILL_RUNNING,
-            ),
-            finalizers,
-        )
-    if kubelet_alive(node) and not node.shutdown_evidence:
-        return _with_finalizers(
-            Action(
-                "investigate",
-                f"the kubelet is alive and reports the node not Ready ({node.cause.summary}): "
-                "fix that on the node, and the kubelet finishes what is pending; do not force "
-                "anything while the machine runs (a second copy would start)",
-                "none",
-                kubectl=f"kubectl describe node {node.name}",
-            ),
-            finalizers,
-        )
-    if what == REPLACEMENT_PROBLEM:
-        return _replacement_problem(namespace, name, replacement)
-    if not terminating:
-        action = _not_evicted(
-            kind, node, replacement, eviction, holds_rwo, pod.stays_under_out_of_service
-        )
-    else:
-        action = _terminating(kind, namespace, name, node, holds_rwo)
-    return _with_finalizers(action, finalizers)
-
-
-def _replacement_problem(namespace: str, name: str, replacement: Replacement) -> Action:
-    """Replaced by a pod that does not run: freeing the stuck one changes nothing."""
-    if replacement.state == "pending":
-        if replacement.pending_reason.startswith("pinned"):
-            return Action(
-                "investigate",
-                "the replacement is pinned to the failed node: bring the "
-                "node back or relax the selector/affinity; deleting pods will not help",
-                "low",
-            )
-        return Action(
-            "investigate",
-            f"the replacement is Pending ({replacement.pending_reason}): fix that; "
-            "deleting this pod will not help",
-            "low",
-        )
-    return Action(
-        "investigate",
-        f"no replacement serves ({replacement.summary}): check the owner's events",
-        "low",
-        kubectl=f"kubectl describe pod -n {namespace} {name}",
-    )
-
-
-def _elsewhere(namespace: str, name: str, finalizers: list[str]) -> Action:
-    """A pod Terminating on a node that did not fail."""
-    if finalizers:
-        return Action(
-            "investigate",
-            f"{finalizer_note(finalizers)}: find out why that controller has not finished",
-            "medium",
-            kubectl=f"kubectl describe pod -n {namespace} {name}",
-        )
-    return Action(
-        "investigate",
-        "the node is Ready but its kubelet has not finished the "
-        "deletion: check the kubelet and container runtime on that node "
-        "(journalctl -u kubelet)",
-        "low",
-        kubectl=f"kubectl describe pod -n {namespace} {name}",
-    )
-
-
-def _not_evicted(
-    kind: str,
-    node: NodeFinding,
-    replacement: Replacement,
-    eviction: EvictionTime | None,
-    holds_rwo: bool,
-    stays: bool = False,
-) -> Action:
-    """A pod still counted as a live replica on a failed node: what frees it, if anything.
-    `stays`: it tolerates the out-of-service taint, which then does not free it."""
-    state = eviction.state if eviction else "not-applicable"
-    if eviction is not None and eviction.at is not None:
-        return Action(
-            "wait",
-            "wait for eviction; " + _after_eviction(kind, replacement, holds_rwo),
-            "none",
-            until=eviction.at,
-            remediate=remediate_cmd(node.name),
-        )
-    if state == "pending-taint":
-        return Action(
-            "wait",
-            "the NoExecute taint is coming (rate-limited per zone); eviction follows",
-            "none",
-            remediate=remediate_cmd(node.name),
-        )
-    if state == "paused":
-        return Action(
-            "investigate",
-            "evictions are stopped (zone disruption): nothing replaces it until they resume. "
-            "A failure this wide is usually the network or the control plane: fix that; do "
-            "not force pods",
-            "none",
-        )
-    if state == "not-evicting":
-        return _free_it(
-            node,
-            kind,
-            holds_rwo,
-            "the taint-eviction controller is not evicting it (check kube-controller-manager's "
-            "--controllers and health), so nothing replaces it: free it",
-            terminating=False,
-            stays=stays,
-        )
-    # Never evicted: nothing replaces it, nothing serves in its place.
-    return _free_it(
-        node,
-        kind,
-        holds_rwo,
-        "never evicted (it tolerates the taint without a time limit), so "
-        + (
-            "nothing replaces it"
-            if replacement.state in ("not-yet", "none", "blocked", "unknown")
-            else f"its replacement is {replacement.state}"
-        )
-        + ": free it",
-        terminating=False,
-        stays=stays,
-    )
-
-
-def _after_eviction(kind: str, replacement: Replacement, holds_rwo: bool) -> str:
-    """What eviction brings for this pod: a replacement, or a Terminating pod that needs the
-    machine confirmed off before anything frees it."""
-    if replacement.state == "not-wanted":
-        return "nothing replaces it (none is wanted)"
-    if kind == "bare":
-        return "no controller recreates a bare pod: it is lost unless you re-create it"
-    if kind == "statefulset" and replacement.state == "not-yet":
-        return (
-            "its grace period is 0, so the eviction removes the object at once and a second "
-            "copy starts elsewhere while this one may still run (split brain): if the machine "
-            "may be alive, fence it before then"
-        )
-    if kind == "statefulset" or holds_rwo:
-        return (
-            "it then stays Terminating and blocks its replacement (fixed name or a single-node "
-            "volume) until the machine is confirmed off and it is freed"
-        )
-    if replacement.state == "blocked":
-        return "it then stays Terminating: its owner waits for it to fail before replacing it"
-    if kind in REPLICA_KINDS or kind in JOBS:
-        return "the controller then creates a replacement"
-    return "what follows depends on its owner"
-
-
 def _unlock(node: NodeFinding) -> tuple[str, ...]:
     """The attestation a suggested remediate command shows (with its placeholder), or none: not
     when the node has shutdown evidence already, nor when its state says the machine ran after
@@ -402,154 +165,6 @@ def _unlock(node: NodeFinding) -> tuple[str, ...]:
     if kubelet_alive(node):  # it reports: the machine runs (a Ready=False the kubelet posted)
         return ()
     return (attestation.flag(),)
-
-
-def _free_it(
-    node: NodeFinding,
-    kind: str,
-    holds_rwo: bool,
-    lead: str,
-    *,
-    terminating: bool,
-    stays: bool = False,
-) -> Action:
-    """The out-of-service taint (after the machine is confirmed off), or deleting the Node; a
-    force delete for a pod that is not Terminating and tolerates that taint (`stays`): the taint
-    evicts it never, and PodGC force-deletes only Terminating pods under it."""
-    confirmed = bool(node.shutdown_evidence)
-    unlock = _unlock(node)
-    risk = "low" if confirmed else ("high" if kind == "statefulset" or holds_rwo else "medium")
-    if_running = "" if confirmed else attestation.IF_STILL_RUNNING
-    overdue = out_of_service_overdue(node) if node.out_of_service else None
-    if node.out_of_service and terminating and overdue is not None:
-        return Action(
-            "force-delete",
-            f"the out-of-service taint was set {overdue:.0f}s ago and PodGC has not removed it "
-            "(an admission webhook or policy refused its delete, or the podgc controller does "
-            "not run: kube-controller-manager's log says which): force-delete it (remediate "
-            "does)",
-            risk,
-            remediate=remediate_cmd(node.name, *unlock),
-            if_still_running=if_running,
-        )
-    if node.out_of_service and terminating:
-        return Action(
-            "wait", "the out-of-service taint is set: PodGC force-deletes it shortly", "none"
-        )
-    if node.out_of_service and (stays or overdue is not None):
-        # PodGC force-deletes only Terminating pods there, and this one is not being evicted:
-        # it tolerates the taint, or its eviction did not happen in PodGC's time
-        head = f"{lead}: " if lead else ""
-        why = (
-            "PodGC force-deletes only Terminating pods and nothing evicts this one (it "
-            "tolerates the taint)"
-            if stays
-            else f"it is still here {overdue:.0f}s after the taint (an admission webhook or "
-            "policy refused its eviction, or the controller does not run)"
-        )
-        return Action(
-            "force-delete",
-            f"{head}the out-of-service taint is on {node.name}, but {why}: force-delete it "
-            "(remediate does), or delete the Node object (PodGC then removes its pods) if the "
-            "machine is gone for good",
-            risk,
-            remediate=remediate_cmd(node.name, *unlock),
-            if_still_running=if_running,
-        )
-    if node.out_of_service:
-        return Action(
-            "wait",
-            f"the out-of-service taint is on {node.name}: evicted, then force-deleted by "
-            "PodGC on its next pass (every 20 s)",
-            "none",
-        )
-    why_unsafe = (
-        ""
-        if confirmed
-        else (
-            ". Do it ONLY after confirming the machine is powered off: if it still runs, a "
-            "second copy starts (split brain, data loss)"
-        )
-    )
-    head = f"{lead}: " if lead else ""
-    if stays and not terminating:
-        return Action(
-            "force-delete",
-            f"{head}it tolerates the out-of-service taint with no time limit, so that taint "
-            "does not evict it (PodGC force-deletes only Terminating pods under it): "
-            "force-delete it (remediate does, beside the taint), or delete the Node object if "
-            f"the machine is gone for good{why_unsafe}",
-            risk,
-            remediate=remediate_cmd(node.name, *unlock),
-            if_still_running=if_running,
-        )
-    return Action(
-        "out-of-service",
-        f"{head}apply the out-of-service taint (pods force-deleted, volumes detached at "
-        f"once), or delete the Node object if the machine is gone for good{why_unsafe}",
-        risk,
-        remediate=remediate_cmd(node.name, *unlock),
-        if_still_running=if_running,
-    )
-
-
-def _terminating(
-    kind: str,
-    namespace: str,
-    name: str,
-    node: NodeFinding,
-    holds_rwo: bool,
-) -> Action:
-    """A pod evicted or deleted, held by a kubelet that never confirms, that only a destructive
-    step frees (replaced and cosmetic pods are decided in `disposition`)."""
-    if kind == "bare":
-        return Action(
-            "investigate",
-            "nothing recreates a bare pod: re-create it from its manifest "
-            "elsewhere if needed; removing the stuck object loses it",
-            "medium",
-            kubectl=f"kubectl get pod -n {namespace} {name} -o yaml",
-            remediate=remediate_cmd(node.name, *_unlock(node)),
-            if_still_running="" if node.shutdown_evidence else attestation.IF_STILL_RUNNING,
-        )
-    # Forcing while the old process may still run: a StatefulSet gets two copies of one identity
-    # (split brain, data loss); a Job or unknown owner may run its work twice.
-    return _free_it(node, kind, holds_rwo, "", terminating=True)
-
-
-def for_waiting_pod(
-    holder: NodeFinding, outlook: str, users: list[str], *, all_terminating: bool
-) -> Action:
-    """A pod elsewhere waiting for a volume still attached to the failed node `holder`;
-    `outlook` says when the controller detaches it, `users` are the pod objects on `holder`
-    still using it (nothing removes them while the node is down)."""
-    one = len(users) == 1
-    if holder.out_of_service:
-        if not users:
-            then = ""
-        elif all_terminating:
-            then = f"PodGC force-deletes {', '.join(users)}, then "
-        else:
-            then = (
-                f"once {', '.join(users)} {'is' if one else 'are'} evicted by the taint (never, "
-                "for a pod that tolerates it) PodGC force-deletes the Terminating objects, then "
-            )
-        return Action(
-            "wait",
-            f"the out-of-service taint is on {holder.name}: {then}the volume is detached at once",
-            "none",
-        )
-    if users:
-        lead = (
-            f"{', '.join(users)} still {'uses' if one else 'use'} the volume on "
-            f"{holder.name}, and nothing removes {'it' if one else 'them'} while "
-            "the node is down, so waiting does not detach it. To free it"
-        )
-    elif outlook.startswith("overdue"):
-        lead = f"the force-detach is {outlook}. To free it"
-    else:
-        lead = f"wait: {outlook}. To detach now"
-    return _free_it(holder, "statefulset", True, lead, terminating=False)
 
 
 def for_node(
@@ -707,7 +322,7 @@ def _for_node(
 def _automation_wait(node: NodeFinding) -> Action | None:
     """Waiting, when an automation remediates the node now or has a time to (a time known, not
     one resting on settings the API does not show): acting as well would race it (remediate
-    stands back; analysis/automation.py)."""
+    stands back; analysis/automation/)."""
     acting = [
         c
         for c in node.automation
