@@ -411,12 +411,33 @@ def _not_wanted(ctx: Ctx, kind: str) -> None:
     p = ctx.pred
     end = min(ctx.until, ctx.marks.remediated_before_return(p.node) or ctx.until)
     new = _new_pods(ctx, p.at, end, same_name=p.controller == "bare")
+    # A new pod may replace ANOTHER pod of the owner that stopped counting in the window (the
+    # owner's other pod on the node, evicted later: audit 2036/140); it is not this one's.
+    freed = _others_gone(ctx, p.at, end)
     observed = (
-        f"new pod {new[0].name} of the owner at {_fmt(new[0].created)}"
+        f"{len(new)} new pod(s) of the owner (first {new[0].name} at {_fmt(new[0].created)}), "
+        f"{len(freed)} other pod(s) of it deleted or gone meanwhile"
         if new
         else f"no new pod of the owner until {_fmt(end)}"
     )
-    ctx.add(kind, "not wanted: the owner creates none", observed, not new)
+    ctx.add(kind, "not wanted: the owner creates none for it", observed, len(new) <= len(freed))
+
+
+def _others_gone(ctx: Ctx, start: datetime, end: datetime) -> list[PodView]:
+    """The owner's other pods, live (not deleted) at `start`, deleted or gone by `end`."""
+    owner = _owner_uid(ctx)
+    if not owner:
+        return []
+    at_start = ctx.history.at(start).pods
+    at_end = ctx.history.at(end).pods
+    return [
+        v
+        for uid, v in at_start.items()
+        if uid != ctx.pred.uid
+        and v.owner_uid == owner
+        and v.deletion is None
+        and (uid not in at_end or at_end[uid].deletion is not None)
+    ]
 
 
 def _not_needed(ctx: Ctx, kind: str) -> None:

@@ -439,6 +439,15 @@ def test_not_wanted_is_wrong_once_the_owner_creates_a_pod() -> None:
     other = replace(created, owner_uid="another-replicaset")
     h = history([(20, [pod()]), (60, [evicted(pod(), 40), other]), (150, [other])])
     assert verdicts([pred], h, "replacement:not-wanted") == [True]
+    # the owner's OTHER pod on the node, evicted meanwhile, is what the new pod replaces
+    # (audit 2036/140: scaled 2 -> 1, one pod deleted by the scale-down, the other evicted)
+    sibling = pod(name="w-9", uid="sibling")
+    gone = [evicted(pod(), 40), evicted(sibling, 50)]
+    h = history([(20, [pod(), sibling]), (60, [*gone, created]), (150, [created])])
+    assert verdicts([pred], h, "replacement:not-wanted") == [True]
+    twins = [created, replace(created, uid="new-2", name="w-2")]  # but not two new ones
+    h = history([(20, [pod(), sibling]), (60, [*gone, *twins])])
+    assert verdicts([pred], h, "replacement:not-wanted") == [False]
     # after the window the prediction speaks of (the late change at 80), it says nothing
     later = replace(created, created=at(100))
     h = history([(20, [pod()]), (110, [evicted(pod(), 40), later]), (150, [later])])
