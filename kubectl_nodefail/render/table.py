@@ -95,7 +95,7 @@ def table(
                 row.insert(5, ", ".join(f"{t.key}:{t.effect}" for t in n.taints) or "-")
                 row.insert(6, str(n.pod_count))
             rows.append(row)
-        out += ["", _table(NODE_COLUMNS, rows, wide, width, extra={5: ["TAINTS", "PODS"]})]
+        out += ["", _node_table(rows, wide, width)]
     covered = [(n.name, c) for n in report.nodes for c in n.automation]
     if covered:
         out += ["", "AUTOMATION (who else acts on these nodes)"]
@@ -129,7 +129,7 @@ def table(
             rows.append(row)
         for group in summary.elsewhere_groups(report):
             rows.append(_group_row(group, report.captured_at, wide))
-        out += ["", _table(POD_COLUMNS, rows, wide, width, extra={5: ["READY", "REPLACEMENT"]})]
+        out += ["", _pod_table(rows, wide, width)]
     held = _held_lines(report)
     if held:
         out += ["", "HELD BY FINALIZERS (not a node failure)"]
@@ -143,6 +143,18 @@ def table(
             if p.category != summary.ELSEWHERE:
                 evidence = "; ".join(p.evidence + p.storage)
                 out += fit.prose(f"pod {p.namespace}/{p.name}: {evidence}", width)
+    widest = max(len(line) for chunk in out for line in chunk.split("\n"))
+    if wide and width is not None and widest > width:
+        # -o wide is not fitted (its prose wraps inside cells): say so rather than let the
+        # terminal fold its rows into ragged blocks unannounced
+        out += [
+            "",
+            *fit.prose(
+                f"note: -o wide needs {widest} columns and this terminal has {width}: its rows "
+                "wrap. Widen the terminal, or read one object with --explain NAME, or -o json.",
+                width,
+            ),
+        ]
     actions = _node_suggestions(report, width)
     if actions:
         out += ["", "SUGGESTED", *actions]
@@ -156,6 +168,94 @@ def table(
         ),
     ]
     return "\n".join(out) + "\n"
+
+
+def _node_table(rows: list[list[str]], wide: bool, width: int | None) -> str:
+    """The node table; narrower than its natural width, without ZONE when every node listed is
+    in the same zone (the zone line below names it), before any cell is cut."""
+    extra = {5: ["TAINTS", "PODS"]}
+    zones = {row[3] for row in rows}
+    if wide or width is None or fit.natural(NODE_COLUMNS, rows) <= width or len(zones) > 1:
+        return _table(NODE_COLUMNS, rows, wide, width, extra=extra)
+    columns = [c for c in NODE_COLUMNS if c.header != "ZONE"]
+    return fit.table(columns, [row[:3] + row[4:] for row in rows], width)
+
+
+def _pod_table(rows: list[list[str]], wide: bool, width: int | None) -> str:
+    """The pod table; narrower than its natural width, the narrow view (`_narrow_pods`)."""
+    if wide or width is None or fit.natural(POD_COLUMNS, rows) <= width:
+        return _table(POD_COLUMNS, rows, wide, width, extra={5: ["READY", "REPLACEMENT"]})
+    return _narrow_pods(rows, width)
+
+
+# kubectl's short names of the owners' kinds (`kubectl api-resources`), for a narrow screen
+SHORT_KINDS = {
+    **{"Deployment": "deploy", "StatefulSet": "sts", "DaemonSet": "ds", "ReplicaSet": "rs"},
+    **{"ReplicationController": "rc", "Job": "job", "CronJob": "cj", "ConfigMap": "cm"},
+    **{"Pod": "po", "Node": "no", "Service": "svc", "PersistentVolumeClaim": "pvc"},
+}
+INDENT = "  "  # a narrow view's rows, under their namespace and node's line
+POD_NAME = fit.Col("POD", middle=True)  # cut only as the last resort (below ~60 columns)
+NARROW_VIEWS = (  # tried in order: the first that fits whole is shown
+    ("OWNER", "STUCK"),
+    ("OWNER",),
+    ("KIND",),
+    (),
+)
+
+
+def _short_owner(owner: str, kind_only: bool) -> str:
+    """`StatefulSet/db` as `sts/db` (or `sts`); `(none)` and other words as they are."""
+    kind, slash, name = owner.partition("/")
+    if not slash:
+        return owner
+    short = SHORT_KINDS.get(kind, kind.lower())
+    return short if kind_only else f"{short}/{name}"
+
+
+def _narrow_pods(rows: list[list[str]], width: int) -> str:
+    """The pods on a screen narrower than their table: each namespace and node a line of its
+    own over its pods' rows, and the columns that say least go before a pod name or a NEXT is
+    cut: OWNER as kubectl's short kind (`sts/db`), then STUCK, then OWNER's name (`sts`), then
+    OWNER (each is in -o wide and --explain). Names are cut only when even POD STATUS NEXT
+    ACTION does not fit (about 60 columns)."""
+    groups: dict[tuple[str, str], list[list[str]]] = {}
+    for name, status, node, owner, stuck, nxt, action in rows:
+        namespace, _, pod = name.partition("/")
+        groups.setdefault((namespace, node), []).append([pod, status, owner, stuck, nxt, action])
+    room = width - len(INDENT)
+    for shown in NARROW_VIEWS:
+        columns = [POD_NAME, fit.Col("STATUS")]
+        columns += [fit.Col("OWNER")] if shown[:1] in (("OWNER",), ("KIND",)) else []
+        columns += [fit.Col("STUCK")] if "STUCK" in shown else []
+        columns += [fit.Col("NEXT"), fit.Col("ACTION")]
+        cells = {
+            key: [
+                [
+                    pod,
+                    status,
+                    *([_short_owner(owner, shown[0] == "KIND")] if shown else []),
+                    *([stuck] if "STUCK" in shown else []),
+                    nxt,
+                    action,
+                ]
+                for pod, status, owner, stuck, nxt, action in members
+            ]
+            for key, members in groups.items()
+        }
+        every = [row for members in cells.values() for row in members]
+        if fit.natural(columns, every) <= room:
+            break
+    header, *lines = fit.lines(columns, every, room)
+    out, at = [INDENT + header], 0
+    for (namespace, node), members in cells.items():
+        where = (
+            "not scheduled" if node == "-" else f"on {node}" if " " in node else f"on node {node}"
+        )
+        out += fit.prose(f"namespace {namespace}, {where}", width, indent="    ")
+        out += [INDENT + line for line in lines[at : at + len(members)]]
+        at += len(members)
+    return "\n".join(out)
 
 
 def _notes(gaps: list[str], width: int | None) -> list[str]:

@@ -136,6 +136,17 @@ def widths(cols: list[Col], rows: list[list[str]], limit: int | None) -> list[in
 def table(cols: list[Col], rows: list[list[Any]], limit: int | None) -> str:
     """A plain table (tabulate's "plain" layout), one line per row, within `limit` columns
     when the tiers allow it."""
+    return "\n".join(lines(cols, rows, limit))
+
+
+def natural(cols: list[Col], rows: list[list[Any]]) -> int:
+    """The width of the table uncut: what `table` needs to cut nothing."""
+    cells = [[" ".join(str(v).split()) for v in row] for row in rows]
+    return sum(widths(cols, cells, None)) + GAP * (len(cols) - 1)
+
+
+def lines(cols: list[Col], rows: list[list[Any]], limit: int | None) -> list[str]:
+    """`table`'s lines: the header's, then one per row."""
     cells = [[" ".join(str(v).split()) for v in row] for row in rows]
     sizes = widths(cols, cells, limit)
     lines = []
@@ -149,7 +160,7 @@ def table(cols: list[Col], rows: list[list[Any]], limit: int | None) -> str:
             )
             .rstrip()
         )
-    return "\n".join(lines)
+    return lines
 
 
 def prose(text: str, limit: int | None, indent: str = "  ", first: str = "") -> list[str]:

@@ -35,14 +35,18 @@ def _report(path: Path) -> tuple[Report, outage.Outage | None]:
 
 
 def _rows(text: str, header: str) -> list[str]:
-    """The lines of the table whose header line starts with `header`, up to its blank line."""
+    """The rows of the table whose header line starts with `header` (indented: the narrow
+    view), up to its blank line; in the narrow view, without its namespace-and-node lines (the
+    rows are indented by two, those lines not, their continuations by four)."""
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith(header))
     rows = []
     for line in lines[start + 1 :]:
         if not line.strip():
             break
         rows.append(line)
+    if lines[start].startswith(" "):
+        return [r for r in rows if r.startswith("  ") and not r.startswith("   ")]
     return rows
 
 
@@ -66,21 +70,54 @@ def test_every_line_fits_and_each_object_is_one_row(path: Path, width: int) -> N
         for row, node in zip(rows, report.nodes):
             assert row.split()[1] == node.status  # STATUS is whole whenever the tiers suffice
     if _listed_pods(report):
-        assert len(_rows(text, "POD ")) == _listed_pods(report)
+        rows = _rows(text, "POD ")
+        assert len(rows) == _listed_pods(report)
+        # a pod's name and its NEXT are never cut at these widths (a group row of "N more" may)
+        whole = [r for r in rows if " more " not in r]
+        assert not any(fit.ELLIPSIS in r for r in whole), "\n".join(whole)
 
 
-def test_the_demo_at_80_columns_keeps_every_column_and_cuts_with_an_ellipsis() -> None:
+def test_the_demo_at_80_columns_cuts_no_pod_name_and_no_next() -> None:
+    """Narrower than the pod table: the namespace and node become lines of their own, OWNER and
+    STUCK go (they are in -o wide and --explain), and every pod name, NEXT and code is whole;
+    the node table drops ZONE (one zone, named by the zone line) before it cuts its prose."""
     report, _ = _report(FIXTURES / "node-down-after-eviction.json")
     text = render.table(report, width=80)
     pods = _rows(text, "POD ")
-    header = text.splitlines()[text.splitlines().index(_header_of(text, "POD "))]
-    assert header.split() == ["POD", "STATUS", "NODE", "OWNER", "STUCK", "NEXT", "ACTION"]
-    assert any(fit.ELLIPSIS in row for row in pods)
-    db = next(row for row in pods if "/db-0" in row)  # the name's end, the pod's identity, stays
+    header = _header_of(text, "  POD ")
+    assert header.split() == ["POD", "STATUS", "NEXT", "ACTION"]
+    assert not any(fit.ELLIPSIS in row for row in pods)
+    for pod in report.pods:
+        row = next(r for r in pods if r.split()[0] == pod.name)
+        assert row.split()[-1] == pod.action.code
+    assert "namespace scenario-down, on node flaky-a" in text.splitlines()
+    db = next(row for row in pods if row.split()[0] == "db-0")
     assert "BLOCKED" in db and db.split()[-1] == "out-of-service"
+    node_header = _header_of(text, "NODE ")
+    assert "ZONE" not in node_header
     node = _rows(text, "NODE ")[0]
     assert node.startswith("flaky-a  NotReady") and node.endswith(fit.ELLIPSIS)
     assert "Details: -o wide, or --explain NAME" in text.replace("\n  ", " ")
+
+
+@pytest.mark.parametrize("width", [100, 120])
+def test_a_narrow_view_drops_what_says_least_first(width: int) -> None:
+    """Between the natural width and 80: OWNER as kubectl's short kind, then STUCK, then the
+    kind alone, then nothing, each only when the one before does not fit."""
+    report, _ = _report(FIXTURES / "node-down-after-eviction.json")
+    header = _header_of(render.table(report, width=width), "  POD ").split()
+    assert header[:3] == ["POD", "STATUS", "OWNER"] and header[-2:] == ["NEXT", "ACTION"]
+    rows = _rows(render.table(report, width=width), "POD ")
+    db = next(r for r in rows if r.split()[0] == "db-0")
+    assert "sts/db" in db.split() or "sts" in db.split()
+
+
+def test_wide_says_when_the_terminal_is_too_narrow_for_it() -> None:
+    report, _ = _report(FIXTURES / "node-down-after-eviction.json")
+    narrow = render.table(report, wide=True, width=120).replace("\n  ", " ")
+    assert "note: -o wide needs" in narrow and "this terminal has 120" in narrow
+    assert "note: -o wide needs" not in render.table(report, wide=True, width=None)
+    assert "note: -o wide needs" not in render.table(report, wide=True, width=10_000)
 
 
 def _header_of(text: str, start: str) -> str:
