@@ -1,10 +1,13 @@
-"""The only module that talks to the API server.
+"""The one client that talks to the API server (Cluster): its requests, retries and time bounds.
 
 It connects as the kubeconfig says (kubeconfig.py: file, context, credentials; the official
 client only for exec and auth-provider users), then sends plain HTTP requests and returns raw
 JSON dicts: bulk lists are never deserialised into client models
 (20,000 pods: 5.0 s through the models vs 0.7 s with json.loads, measured). Every failure is
 mapped onto the tool's own errors (errors.py) with a one-line message.
+
+Cluster's list reads are in paging.py, what its answers mean (decoding, error mapping) in
+answers.py, the API paths and `trim` in resources.py; their names stay importable from here.
 """
 
 from __future__ import annotations
@@ -16,35 +19,59 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from typing import Any, TypeVar
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
-from kubectl_nodefail.cluster.netfail import Failure, connection_failure
+from kubectl_nodefail.cluster.answers import (
+    ErrorAnswers,
+    _decode,
+    _Retryable,
+    _seconds,
+    _status_kw,
+    answer_field,
+    decode_json,
+)
+from kubectl_nodefail.cluster.netfail import connection_failure
+from kubectl_nodefail.cluster.paging import NODE_PAGE_SIZE, ListReads
+from kubectl_nodefail.cluster.resources import (
+    Obj,
+    node_path,
+    owner_api_version,
+    owner_path,
+    pod_path,
+    trim,
+)
 from kubectl_nodefail.common.errors import (
-    ApiError,
     AuthError,
-    Conflict,
-    DeadlineExceeded,
-    Forbidden,
-    Gone,
     MalformedResponse,
     NodefailError,
-    NotFound,
-    ServerError,
     UnreachableError,
     short,
 )
 from kubectl_nodefail.snapshot import dumpschema
 
-Obj = dict[str, Any]
+# What the package, the tests and the tools import from here (a few names now live in the
+# modules above).
+__all__ = [
+    "BACKOFF_SECONDS",
+    "MAX_ANSWER_BYTES",
+    "NODE_PAGE_SIZE",
+    "RETRIES",
+    "WORKERS",
+    "Cluster",
+    "answer_field",
+    "node_path",
+    "owner_api_version",
+    "owner_path",
+    "parallel",
+    "pod_path",
+    "thread_pool",
+    "trim",
+]
+
 T = TypeVar("T")
-# A row of a Table read with its objects' metadata: (cells, metadata, or None without it).
-Row = tuple[list[Any], "Obj | None"]
 R = TypeVar("R")
-PAGE_SIZE = 500
 WORKERS = 8
 RETRIES = 2  # more tries for a GET that was refused, dropped or told to come back later
 BACKOFF_SECONDS = 0.5  # doubled on each retry; a Retry-After may ask for longer
@@ -59,68 +86,12 @@ READ_CHUNK = 1 << 20
 # that ignores `limit` and sends 60,000 pods ~0.4 GiB. Past it the answer is malformed (exit 14)
 # rather than the process's memory: a compressed body can inflate a thousandfold.
 MAX_ANSWER_BYTES = 1 << 30
-METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
-# A server-side Table (the columns `kubectl get` prints) with rows only, no objects: ~150 bytes a
-# pod instead of ~5 KB of PartialObjectMetadata (managedFields, labels, annotations).
-TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1,application/json"
-# Bigger pages for the two scans every diagnosis makes: each page costs the API server a fixed
-# ~0.1 s on top (5,000 nodes: 1.3-1.9 s in pages of 500, 0.7 s in pages of 2,000, measured).
-NODE_PAGE_SIZE = 2000
-TABLE_PAGE_SIZE = 10000  # rows are small: fewer round trips, bounded server memory
-# A list that breaks mid-way (410 Gone: the continue token expired; the API server restarting)
-# is read again from the start, once.
-LIST_RETRIES = 1
-RETRIED_STATUSES = {410, 500, 502, 503, 504}
 
-try:  # optional: a faster decoder (pip install kubectl-nodefail[fast]); json is the fallback
-    import orjson as _orjson
-
-    def decode_json(data: bytes) -> Any:
-        """Decode a JSON body (orjson when installed, else json)."""
-        return _orjson.loads(data)
-
-except ImportError:  # pragma: no cover - exercised when orjson is absent
-
-    def decode_json(data: bytes) -> Any:
-        """Decode a JSON body (orjson when installed, else json)."""
-        return json.loads(data)
-
-
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # The objects `get_object` holds to their kind's schema, by the resource in their path.
 CHECKED_KINDS = {"nodes": "Node", "pods": "Pod", "leases": "Lease"}
-Keep = Callable[[Obj], "Obj | None"]
 
 
-def answer_field(doc: Obj, *keys: str) -> Any:
-    """A field of an API answer read outside the dump schema (an access or identity review),
-    or None where a level on the way is missing or not an object: an answer of the wrong
-    shape reads as the field absent, never as a traceback."""
-    value: Any = doc
-    for key in keys:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
-
-
-def trim(obj: Obj) -> Obj:
-    """Drop what no analysis reads and what weighs most: managedFields (often half an object's
-    JSON), kubectl's last-applied copy of the object, and a node's image list. Trimmed objects
-    stay valid Kubernetes JSON."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)
-        annotations = meta.get("annotations")
-        if isinstance(annotations, dict):
-            annotations.pop(LAST_APPLIED, None)
-    status = obj.get("status")
-    if isinstance(status, dict) and obj.get("kind") == "Node":
-        status.pop("images", None)
-    return obj
-
-
-class Cluster:
+class Cluster(ListReads, ErrorAnswers):
     """A connection to one API server, chosen by kubeconfig and context.
 
     `timeout` is kubectl's --request-timeout: the longest one request may take (None: no
@@ -372,21 +343,6 @@ class Cluster:
             Cluster.bytes_read += len(data)
         return data
 
-    def _unreachable(self, failure: Failure, timeout: float | None) -> UnreachableError:
-        """A failed connection as kubectl words it (netfail), our hint added."""
-        where = f"context {self.context!r}" if self.context else "no context: kubectl's default"
-        hint = f"{where}; {failure.hint}"
-        if failure.kind == "timeout":
-            hint = f"no connection within {_seconds(timeout)}; {hint}"
-        return UnreachableError(failure.message, hint=hint)
-
-    def _deadline_error(self, what: str) -> DeadlineExceeded:
-        return DeadlineExceeded(
-            f"{what}: the overall deadline ran out waiting for the API server at {self.host}",
-            hint=f"context {self.context!r}; raise --deadline, or check the network and the "
-            "cluster",
-        )
-
     def _read_body(self, resp: Any, timeout: float | None, what: str) -> bytes:
         """The whole body, chunk by chunk, never reading past the deadline."""
         chunks: list[bytes] = []
@@ -412,59 +368,6 @@ class Cluster:
                 chunks.append(chunk)
         finally:
             resp.release_conn()
-
-    def _api_error(self, status: int | None, body: Any, method: str, path: str) -> NodefailError:
-        """An error answer, as the tool's error for its status (one line, the server's word)."""
-        what = f"{method} {path}"
-        message, bare = "", False
-        causes: tuple[str, ...] = ()
-        try:
-            doc = json.loads(body) if body else {}
-            if isinstance(doc, dict):
-                message = str(doc.get("message", ""))
-                details = doc.get("details")
-                told = ("kind", "name", "causes")
-                bare = doc.get("kind") == "Status" and not (
-                    isinstance(details, dict) and any(details.get(k) for k in told)
-                )
-                found = details.get("causes") if isinstance(details, dict) else None
-                if isinstance(found, list):
-                    causes = tuple(str(c.get("reason")) for c in found if isinstance(c, dict))
-        except (ValueError, RecursionError):
-            pass
-        if not message and body:
-            text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
-            message = short(text) if text.strip() else ""
-        error = self._error_for(status, message, what, bare)
-        error.causes = causes
-        return error
-
-    def _error_for(self, status: int | None, message: str, what: str, bare: bool) -> NodefailError:
-        if status == 401:
-            return AuthError(
-                f"the API server rejected the credentials of context {self.context!r} "
-                "(401 Unauthorized)",
-                hint="expired token or certificate? log in again",
-            )
-        if status == 403:
-            return Forbidden(
-                f"forbidden: {what}: {message}",
-                hint="ask for the roles `kubectl nodefail rbac` prints" + self._acting_as,
-            )
-        if status == 404:
-            return NotFound(f"not found: {what}", status=404)
-        if status == 409:
-            return Conflict(f"conflict: {what}: {message}", status=409)
-        if status == 410:
-            return Gone(f"gone: {what}: {message}", status=410)
-        if status is not None and (status >= 500 or status == 429):
-            return ServerError(
-                f"{what} failed ({status} {_reason_phrase(status)}): {message}".rstrip(": "),
-                status=status,
-            )
-        return ApiError(
-            f"{what} failed ({status}): {message}".rstrip(": "), status=status, bare=bare
-        )
 
     def get(self, path: str, **query: Any) -> Obj:
         return self.request("GET", path, query)
@@ -498,148 +401,6 @@ class Cluster:
         """GET and decode (orjson when installed); a body that is not a JSON object of the
         expected shape is a MalformedResponse (exit 14; a gap for optional reads)."""
         return _decode(self.get_bytes(path, query, accept), f"GET {path}", decode_json)
-
-    def list_pages(
-        self, path: str, accept: str = "", limit: int = PAGE_SIZE, **query: Any
-    ) -> Iterator[Obj]:
-        """The pages of one list, in order (each a decoded list or Table document)."""
-        cont: str | None = None
-        while True:
-            page = self.get_json(path, {**query, "limit": limit, "continue": cont}, accept)
-            yield page
-            cont = (page.get("metadata") or {}).get("continue")
-            if not cont:
-                return
-
-    def _read_list(self, read: Callable[[list[int]], T]) -> T:
-        """Run one whole paginated read; if it breaks after its first page (410 Gone on an
-        expired continue token, the API server restarting), run it again from the start once.
-        A second failure raises the error with `mid_list = True` set on it."""
-        attempt = 0
-        while True:
-            progress = [0]
-            try:
-                return read(progress)  # read counts the pages it got in progress[0]
-            except (ApiError, UnreachableError) as exc:
-                status = getattr(exc, "status", None)
-                retriable = isinstance(exc, UnreachableError) or status in RETRIED_STATUSES
-                if not retriable or progress[0] == 0:
-                    raise
-                if attempt >= LIST_RETRIES:
-                    setattr(exc, "mid_list", True)  # noqa: B010 (read by gather's optional reads)
-                    raise
-                attempt += 1
-
-    def list_all(
-        self,
-        path: str,
-        kind: str,
-        accept: str = "application/json",
-        keep: Keep | None = None,
-        limit: int = PAGE_SIZE,
-        **query: Any,
-    ) -> list[Obj]:
-        """All items of a list, page by page; each item gets its `kind` (lists omit it) and is
-        trimmed (see `trim`) and shaped (`self.shape`) as its page arrives. `keep` may drop items
-        (return None) or slim them, so memory follows what is kept, not the list. Retried as
-        `_read_list` says."""
-
-        shape = self.shape.get(kind)
-
-        def read(pages: list[int]) -> list[Obj]:
-            items: list[Obj] = []
-            for page in self.list_pages(path, accept, limit, **query):
-                pages[0] += 1
-                for item in page.get("items") or []:
-                    if not isinstance(item, dict):
-                        continue
-                    item.setdefault("kind", kind)
-                    item = shape(trim(item)) if shape else trim(item)
-                    kept = keep(item) if keep else item
-                    if kept is not None:
-                        items.append(kept)
-            return items
-
-        return self._read_list(read)
-
-    def list_metadata(self, path: str, keep: Keep | None = None, **query: Any) -> list[Obj]:
-        """A cheap list: metadata only (PartialObjectMetadataList)."""
-        return self.list_all(
-            path, "PartialObjectMetadata", accept=METADATA_ONLY, keep=keep, **query
-        )
-
-    def list_table(
-        self,
-        path: str,
-        keep: Callable[[list[str], list[Any]], bool] | None = None,
-        **query: Any,
-    ) -> tuple[list[str], list[list[Any]]]:
-        """A server-side Table without objects: (column names, rows of cells), the rows
-        filtered by keep(columns, cells) as pages arrive. The cheapest way to scan a big
-        collection (~150 bytes a pod); rows carry no namespace. Retried as `_read_list` says."""
-
-        def read(pages: list[int]) -> tuple[list[str], list[list[Any]]]:
-            columns: list[str] = []
-            rows: list[list[Any]] = []
-            for page in self.list_pages(
-                path, TABLE, TABLE_PAGE_SIZE, includeObject="None", **query
-            ):
-                pages[0] += 1
-                if not columns:
-                    columns = [str(c.get("name", "")) for c in page.get("columnDefinitions") or []]
-                for row in page.get("rows") or []:
-                    cells = row.get("cells") if isinstance(row, dict) else None
-                    if isinstance(cells, list) and (keep is None or keep(columns, cells)):
-                        rows.append(cells)
-            return columns, rows
-
-        return self._read_list(read)
-
-    def list_rows(
-        self,
-        path: str,
-        kind: str,
-        keep: Callable[[Obj], bool] | None = None,
-        **query: Any,
-    ) -> tuple[list[str], list[Row], list[Obj]]:
-        """A server-side Table whose rows carry their objects' metadata (includeObject=Metadata):
-        (column names, rows, items). A row is (cells, [] where they are not a list; metadata
-        trimmed as `trim` trims, or None where the row has no object with metadata): no row is
-        dropped unseen; `keep(metadata)` may drop rows as pages arrive. A server may answer with
-        a plain list instead (the Accept header allows it): its items, trimmed and shaped as
-        `list_all` does (keep applied to their metadata), come back as `items`, with no rows.
-        Retried as `_read_list` says."""
-        shape = self.shape.get(kind)
-
-        def read(pages: list[int]) -> tuple[list[str], list[Row], list[Obj]]:
-            columns: list[str] = []
-            rows: list[Row] = []
-            items: list[Obj] = []
-            for page in self.list_pages(path, TABLE, PAGE_SIZE, includeObject="Metadata", **query):
-                pages[0] += 1
-                if not columns:
-                    columns = [str(c.get("name", "")) for c in page.get("columnDefinitions") or []]
-                for row in page.get("rows") or []:
-                    if not isinstance(row, dict):
-                        rows.append(([], None))
-                        continue
-                    cells = row.get("cells")
-                    cells = cells if isinstance(cells, list) else []  # decides nothing
-                    obj = row.get("object")
-                    meta = obj.get("metadata") if isinstance(obj, dict) else None
-                    if isinstance(meta, dict) and isinstance(meta.get("name"), str):
-                        meta = trim({"metadata": meta})["metadata"]
-                        if keep is None or keep(meta):
-                            rows.append((cells, meta))
-                    else:
-                        rows.append((cells, None))
-                for item in page.get("items") or []:
-                    if isinstance(item, dict) and (keep is None or keep(item["metadata"])):
-                        item.setdefault("kind", kind)
-                        items.append(shape(trim(item)) if shape else trim(item))
-            return columns, rows, items
-
-        return self._read_list(read)
 
     def server_version(self) -> str:
         return str(self.get("/version").get("gitVersion", ""))
@@ -688,119 +449,6 @@ def _without_password(url: str) -> str:
 
     parts = urlsplit(url)
     return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
-
-
-def _seconds(timeout: float | None) -> str:
-    return "the time allowed" if timeout is None else f"{timeout:g}s"
-
-
-def _reason_phrase(status: int) -> str:
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "error"
-
-
-def _status_kw(error: NodefailError) -> dict[str, Any]:
-    return {"status": error.status} if isinstance(error, ApiError) else {}
-
-
-class _Retryable(Exception):  # a signal inside request(); never leaves it
-    """A failure worth trying a GET again for; `error` is what to raise when out of tries."""
-
-    def __init__(self, error: NodefailError, retry_after: str | None = None) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.retry_after_text = retry_after
-        self.retry_after = _parse_retry_after(retry_after)
-        # told to come back (429, or a Retry-After): retried while the deadline allows
-        self.throttled = getattr(error, "status", None) == 429 or self.retry_after is not None
-
-
-def _parse_retry_after(value: str | None) -> float | None:
-    """Retry-After as seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
-    if value is None:
-        return None
-    text = value.strip()
-    if text.isdigit():
-        return float(text)
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-
-
-def _decode(data: bytes, what: str, loads: Callable[[bytes], Any] = json.loads) -> Obj:
-    """A 2xx body as a JSON object of the expected shape, or MalformedResponse (exit 14)."""
-    try:
-        doc = loads(data or b"{}")
-    except RecursionError as exc:
-        raise MalformedResponse(f"{what}: the API server's answer is nested too deeply") from exc
-    except ValueError as exc:
-        raise MalformedResponse(f"{what}: the API server sent something that is not JSON") from exc
-    if not isinstance(doc, dict):
-        raise MalformedResponse(
-            f"{what}: the API server sent a JSON {type(doc).__name__}, not an object"
-        )
-    problem = _shape_problem(doc)
-    if problem:
-        raise MalformedResponse(f"{what}: malformed answer from the API server: {problem}")
-    return doc
-
-
-def _shape_problem(doc: Obj) -> str | None:
-    """What the readers rely on in every answer: metadata objects; lists of named objects."""
-    if "metadata" in doc and not isinstance(doc["metadata"], dict):
-        return "metadata is not an object"
-    if "rows" in doc and not isinstance(doc["rows"], list):
-        return "rows is not a list"
-    if "items" not in doc:
-        return None
-    items = doc["items"]
-    if items is None:
-        doc["items"] = []
-        return None
-    if not isinstance(items, list):
-        return "items is not a list"
-    for i, item in enumerate(items):
-        meta = item.get("metadata") if isinstance(item, dict) else None
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-            return f"items[{i}] is not an object with metadata.name"
-    return None
-
-
-def pod_path(namespace: str, name: str = "") -> str:
-    base = f"/api/v1/namespaces/{quote(namespace)}/pods"
-    return f"{base}/{quote(name)}" if name else base
-
-
-def node_path(name: str = "") -> str:
-    return f"/api/v1/nodes/{quote(name)}" if name else "/api/v1/nodes"
-
-
-OWNER_PATHS = {
-    "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets/{name}",
-    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments/{name}",
-    "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets/{name}",
-    "DaemonSet": "/apis/apps/v1/namespaces/{ns}/daemonsets/{name}",
-    "Job": "/apis/batch/v1/namespaces/{ns}/jobs/{name}",
-    "CronJob": "/apis/batch/v1/namespaces/{ns}/cronjobs/{name}",
-    "ReplicationController": "/api/v1/namespaces/{ns}/replicationcontrollers/{name}",
-}
-
-
-def owner_api_version(kind: str) -> str:
-    """The apiVersion an owner kind is read at: "apps/v1", "v1" (the core group)."""
-    path = OWNER_PATHS[kind]
-    return "v1" if path.startswith("/api/v1/") else "/".join(path.split("/")[2:4])
-
-
-def owner_path(kind: str, namespace: str, name: str) -> str | None:
-    template = OWNER_PATHS.get(kind)
-    return template.format(ns=quote(namespace), name=quote(name)) if template else None
 
 
 def parallel(fn: Callable[[T], R], args: Iterable[T]) -> Iterator[R]:

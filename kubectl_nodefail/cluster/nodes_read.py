@@ -1,0 +1,105 @@
+"""What gather.py reads for the examined nodes besides the node list: their leases (and those of
+Ready nodes whose kubelet stopped renewing: NotReady is coming) and their events.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis.nodes import is_ready, lease_late
+from kubectl_nodefail.cluster import kube
+from kubectl_nodefail.cluster.reads import _per_node, _Reader
+from kubectl_nodefail.snapshot.model import Obj, parse_time
+
+NODE_LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{facts.NODE_LEASE_NAMESPACE}/leases"
+
+
+def _lease_kept(obj: Obj) -> Obj:
+    """A lease as the analysis reads it: name, renewTime and duration (no managedFields)."""
+    kube.trim(obj)
+    return obj
+
+
+def _leases_needed(
+    listed: list[Obj] | None,
+    nodes: list[Obj],
+    focus: list[str],
+    now: datetime,
+    cluster: kube.Cluster,
+    reader: _Reader,
+) -> list[Obj]:
+    """The examined nodes' leases, and those of Ready nodes whose kubelet stopped renewing (the
+    node lifecycle controller has not acted yet: NotReady is coming). From one list of every
+    node lease; where that list is refused, one GET per examined node."""
+    if listed is None:
+        return _leases(cluster, reader, focus)
+    wanted = set(focus)
+    ready = {n["metadata"]["name"] for n in nodes if is_ready(n)}
+    out = []
+    for lease in listed:
+        name = lease["metadata"].get("name")
+        if name in wanted or (name in ready and _late(lease, now)):
+            out.append(lease)
+    return out
+
+
+def _late(lease: Obj, now: datetime) -> bool:
+    spec = lease.get("spec") or {}
+    renewed = parse_time(spec.get("renewTime")) if isinstance(spec.get("renewTime"), str) else None
+    duration = spec.get("leaseDurationSeconds")
+    return renewed is not None and lease_late(
+        now, renewed, duration if isinstance(duration, int) else None
+    )
+
+
+def _leases(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> list[Obj]:
+    """The examined nodes' leases: one GET each, or one list when there are many."""
+
+    def lease(name: str) -> list[Obj]:
+        obj = reader.optional("node leases", lambda: cluster.get(f"{NODE_LEASES}/{name}"), None)
+        if obj is None:
+            return []
+        obj.setdefault("kind", "Lease")
+        kube.trim(obj)
+        return [obj]
+
+    return _per_node(
+        reader,
+        "node leases",
+        focus,
+        lambda wanted: cluster.list_all(
+            NODE_LEASES, "Lease", keep=lambda o: o if o["metadata"].get("name") in wanted else None
+        ),
+        lease,
+    )
+
+
+def _node_events(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> list[Obj]:
+    """The events of each examined node (one list for all node events when there are many)."""
+
+    def node_events(name: str) -> list[Obj]:
+        return list(
+            reader.optional(
+                "events",
+                lambda: cluster.list_all(
+                    "/api/v1/events",
+                    "Event",
+                    fieldSelector=f"involvedObject.kind=Node,involvedObject.name={name}",
+                ),
+                [],
+            )
+        )
+
+    return _per_node(
+        reader,
+        "events",
+        focus,
+        lambda wanted: cluster.list_all(
+            "/api/v1/events",
+            "Event",
+            keep=lambda e: e if (e.get("involvedObject") or {}).get("name") in wanted else None,
+            fieldSelector="involvedObject.kind=Node",
+        ),
+        node_events,
+    )

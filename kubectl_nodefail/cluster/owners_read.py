@@ -1,0 +1,133 @@
+"""The owners of the pods read, up the chain (Pod -> ReplicaSet -> Deployment, Pod -> Job ->
+CronJob), each once and in as few requests as labels and namespaces allow; then their other pods
+(siblings_read.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kubectl_nodefail.cluster import kube
+from kubectl_nodefail.cluster.reads import Progress, _Reader, _selector_chunks
+from kubectl_nodefail.cluster.siblings_read import RowRules, _siblings
+from kubectl_nodefail.common.errors import (
+    Forbidden,
+    MalformedResponse,
+    NodefailError,
+    NotFound,
+    ServerError,
+)
+from kubectl_nodefail.snapshot import kinds
+from kubectl_nodefail.snapshot.model import Obj
+
+
+def _owner_refs(obj: Obj) -> Iterable[tuple[str, str, str]]:
+    """The owners to read: references to the built-in owner kinds (one of the same name from
+    another group, OpenKruise's StatefulSet, is not at the built-in kind's path)."""
+    ns = obj["metadata"].get("namespace", "")
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        kind = ref.get("kind", "")
+        if kinds.is_builtin(kind, ref.get("apiVersion")):
+            yield (kind, ns, ref.get("name", ""))
+
+
+def _collection(kind: str, namespace: str) -> str | None:
+    """The namespaced collection path of an owner kind (its item path minus the name)."""
+    path = kube.owner_path(kind, namespace, "x")
+    return path[: -len("/x")] if path else None
+
+
+def _read_owners(
+    cluster: kube.Cluster,
+    reader: _Reader,
+    todo: set[tuple[str, str, str]],
+    hashes: dict[tuple[str, str, str], str],
+    cluster_wide: bool,
+) -> dict[tuple[str, str, str], Obj]:
+    """Each wanted owner once, in as few requests as the labels and namespaces allow:
+    ReplicaSets by their pods' pod-template-hash across namespaces (when cluster_wide), then
+    per kind and namespace one list where several are wanted, else one GET."""
+    found: dict[tuple[str, str, str], Obj] = {}
+
+    def key_of(obj: Obj) -> tuple[str, str, str]:
+        return (obj.get("kind", ""), obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+
+    def keep_wanted(obj: Obj) -> Obj | None:
+        return obj if key_of(obj) in todo else None
+
+    hashed = sorted({h for key, h in hashes.items() if key in todo})
+    if cluster_wide and hashed:
+        try:
+            for batch in kube.parallel(
+                lambda selector: cluster.list_all(
+                    "/apis/apps/v1/replicasets",
+                    "ReplicaSet",
+                    keep=keep_wanted,
+                    labelSelector=selector,
+                ),
+                _selector_chunks("pod-template-hash", hashed),
+            ):
+                found.update((key_of(obj), obj) for obj in batch)
+        except (Forbidden, NotFound, ServerError, MalformedResponse):
+            pass  # a namespaced role, no such list, a broken answer: per namespace below
+        except NodefailError as exc:
+            if not getattr(exc, "mid_list", False):  # the list broke twice: per namespace too
+                raise
+    groups: dict[tuple[str, str], list[str]] = {}
+    for kind, ns, name in sorted(todo):
+        if (kind, ns, name) not in found and kube.owner_path(kind, ns, name):
+            groups.setdefault((kind, ns), []).append(name)
+
+    def read(group: tuple[tuple[str, str], list[str]]) -> list[Obj]:
+        (kind, ns), names = group
+        if len(names) == 1:
+            path = kube.owner_path(kind, ns, names[0]) or ""
+            obj = reader.optional(f"{kind} objects", lambda: cluster.get(path), None)
+            if obj is None:
+                return []
+            obj.setdefault("kind", kind)
+            return [kube.trim(obj)]
+        path = _collection(kind, ns) or ""
+        return list(
+            reader.optional(
+                f"{kind} objects", lambda: cluster.list_all(path, kind, keep=keep_wanted), []
+            )
+        )
+
+    for batch in kube.parallel(read, sorted(groups.items())):
+        found.update((key_of(obj), obj) for obj in batch)
+    for (kind, _, _), obj in found.items():  # list items carry none: the dump keeps the group
+        obj.setdefault("apiVersion", kube.owner_api_version(kind))
+    return found
+
+
+def _owners_and_siblings(
+    cluster: kube.Cluster,
+    reader: _Reader,
+    pods: list[Obj],
+    rules: RowRules,
+    progress: Progress,
+    cluster_wide: bool = True,
+) -> tuple[list[Obj], list[Obj]]:
+    """Owner objects up the chain, and the other pods of each owner (to find replacements)."""
+    owners: dict[tuple[str, str, str], Obj] = {}
+    wanted: set[tuple[str, str, str]] = set()
+    hashes: dict[tuple[str, str, str], str] = {}
+    for pod in pods:
+        for key in _owner_refs(pod):
+            wanted.add(key)
+            label = (pod["metadata"].get("labels") or {}).get("pod-template-hash")
+            if key[0] == "ReplicaSet" and label:
+                hashes[key] = label
+    for _ in range(3):  # Pod -> ReplicaSet -> Deployment, Pod -> Job -> CronJob
+        todo = {k for k in wanted if k not in owners and kube.owner_path(*k)}
+        if not todo:
+            break
+        got = _read_owners(cluster, reader, todo, hashes, cluster_wide)
+        for key in todo:
+            owners[key] = got.get(key) or {}
+        for obj in got.values():
+            wanted.update(_owner_refs(obj))
+    found = [o for o in owners.values() if o]
+    progress(f"{len(found)} owners read; looking for replacements")
+    return found, _siblings(cluster, reader, found, rules, cluster_wide)

@@ -1,0 +1,202 @@
+"""The pods gather.py reads besides the owners' other pods: those on the examined nodes, the
+Terminating ones (found by a Table scan of every pod and a metadata scan of the finished ones,
+then read whole), unscheduled Pending pods pinned to failed nodes and pods waiting for a volume
+attachment; and the claims and volumes of the pods read.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Collection
+from typing import Any
+
+from kubectl_nodefail.analysis.pods import pinned_to
+from kubectl_nodefail.analysis.storage import claim_names
+from kubectl_nodefail.cluster import kube
+from kubectl_nodefail.cluster.reads import _pod_paths, _Reader
+from kubectl_nodefail.snapshot.model import Obj
+
+TERMINAL = "status.phase!=Running,status.phase!=Pending,status.phase!=Unknown"
+
+
+def _pods_on(cluster: kube.Cluster, namespaces: Collection[str], node: str) -> list[Obj]:
+    out: list[Obj] = []
+    for _, path in _pod_paths(namespaces):
+        out += cluster.list_all(path, "Pod", fieldSelector=f"spec.nodeName={node}")
+    return out
+
+
+# A Terminating pod still to read: (namespace or None when only its name is known, name, node).
+Candidate = tuple["str | None", str, str]
+
+
+def _table_columns(columns: list[str]) -> tuple[int, int, int]:
+    """Where NAME, STATUS and NODE are in the pods Table (kubectl's printer columns)."""
+    col = {name.lower(): i for i, name in enumerate(columns)}
+    return col.get("name", 0), col.get("status", 2), col.get("node", 6)
+
+
+def _deleting_row(columns: list[str], cells: list[Any]) -> bool:
+    """A pods Table row printed Terminating, or Unknown (a deleted pod of the NodeLost era)."""
+    i_status = columns.index("Status") if "Status" in columns else 2
+    return len(cells) == len(columns) and cells[i_status] in ("Terminating", "Unknown")
+
+
+def _terminating_rows(
+    cluster: kube.Cluster, namespaces: Collection[str], skip: bool
+) -> list[Candidate]:
+    """Pods whose deletion was requested, from a Table scan of every pod: STATUS prints
+    Terminating (or Unknown, for the pre-1.27 NodeLost era) for any unfinished pod with a
+    deletionTimestamp. The finished ones print Completed/Error: see `_deleted_finished`."""
+    if skip:
+        return []
+    found: list[Candidate] = []
+    for ns, path in _pod_paths(namespaces):
+        columns, rows = cluster.list_table(path, keep=_deleting_row)
+        i_name, _, i_node = _table_columns(columns)
+        for cells in rows:
+            node = str(cells[i_node] or "")
+            found.append((ns, str(cells[i_name]), "" if node == "<none>" else node))
+    return found
+
+
+def _deleted_finished(
+    cluster: kube.Cluster, namespaces: Collection[str], skip: bool
+) -> list[Candidate]:
+    """Finished (Succeeded/Failed) pods whose deletion was requested, from a metadata scan of
+    the finished pods only (the few a Table cannot tell apart)."""
+    if skip:
+        return []
+    found: list[Candidate] = []
+    for _, path in _pod_paths(namespaces):
+        for meta_obj in cluster.list_metadata(
+            path,
+            keep=lambda o: o if o["metadata"].get("deletionTimestamp") else None,
+            fieldSelector=TERMINAL,
+        ):
+            meta = meta_obj["metadata"]
+            found.append((meta.get("namespace", ""), meta.get("name", ""), ""))
+    return found
+
+
+def _full_pods(
+    cluster: kube.Cluster,
+    candidates: list[Candidate],
+    focus: set[str],
+    known: dict[str, Obj],
+) -> list[Obj]:
+    """Full objects of the Terminating pods not already read with their node's pods. A name
+    without its namespace is looked up across namespaces by name (and node: the API server's
+    cache indexes pods by node)."""
+    todo = [c for c in candidates if not (c[2] and c[2] in focus)]
+
+    def read(cand: Candidate) -> list[Obj]:
+        ns, name, node = cand
+        fields = f"metadata.name={name}" + (f",spec.nodeName={node}" if node else "")
+        path = kube.pod_path(ns) if ns else "/api/v1/pods"
+        return cluster.list_all(
+            path,
+            "Pod",
+            keep=lambda p: (
+                p
+                if p["metadata"].get("deletionTimestamp") and p["metadata"].get("uid") not in known
+                else None
+            ),
+            fieldSelector=fields,
+        )
+
+    out: list[Obj] = []
+    for batch in kube.parallel(read, todo):
+        out += batch
+    return out
+
+
+def _pinned_pending(
+    cluster: kube.Cluster, reader: _Reader, namespaces: Collection[str], failed: list[str]
+) -> list[Obj]:
+    """Unscheduled Pending pods that may run only on failed nodes (pinned by hostname): one
+    list of the cluster's unscheduled pods, read only when a node failed."""
+    if not failed:
+        return []
+
+    def pinned(pod: Obj) -> Obj | None:
+        return pod if pinned_to(pod, failed) else None
+
+    def read(path: str) -> list[Obj]:
+        return cluster.list_all(
+            path, "Pod", fieldSelector="spec.nodeName=,status.phase=Pending", keep=pinned
+        )
+
+    out: list[Obj] = []
+    for _, path in _pod_paths(namespaces):
+        out += reader.optional("pending pods", functools.partial(read, path), [])
+    return out
+
+
+def _waiting_for_attach(
+    cluster: kube.Cluster,
+    reader: _Reader,
+    events: list[Obj],
+    namespaces: Collection[str],
+    known: dict[str, Obj],
+) -> dict[str, Obj]:
+    """Pods with a FailedAttachVolume event (Multi-Attach: a volume still on another node):
+    they may wait for a failed node's volume. Few, so read one by one."""
+    seen = {(p["metadata"].get("namespace", ""), p["metadata"]["name"]) for p in known.values()}
+    wanted = sorted(
+        {
+            (obj.get("namespace", ""), obj.get("name", ""))
+            for e in events
+            if e.get("reason") == "FailedAttachVolume"
+            and (obj := e.get("involvedObject") or {}).get("kind") == "Pod"
+            and (not namespaces or obj.get("namespace") in namespaces)
+        }
+        - seen
+    )
+
+    def read(key: tuple[str, str]) -> Obj | None:
+        pod = reader.optional("pods", lambda: cluster.get(kube.pod_path(*key)), None)
+        if pod is not None:
+            pod.setdefault("kind", "Pod")
+            shape = cluster.shape.get("Pod")  # as the listed pods are (kube.Cluster.shape)
+            pod = shape(kube.trim(pod)) if shape else pod
+        return pod
+
+    return {p["metadata"]["uid"]: p for p in kube.parallel(read, wanted) if p}
+
+
+def _claims(
+    cluster: kube.Cluster, reader: _Reader, pods: list[Obj], attached_pvs: set[str]
+) -> tuple[list[Obj], list[Obj]]:
+    """The pods' PVCs, and the PVs bound to them or attached to an examined node (a
+    VolumeAttachment whose pod is gone still needs its PV: its CSI source names the volume in
+    the node's status.volumesInUse)."""
+    keys = {(p["metadata"].get("namespace", ""), claim) for p in pods for claim in claim_names(p)}
+
+    def pvc(key: tuple[str, str]) -> Obj | None:
+        obj = reader.optional(
+            "persistentvolumeclaims",
+            lambda: cluster.get(f"/api/v1/namespaces/{key[0]}/persistentvolumeclaims/{key[1]}"),
+            None,
+        )
+        if obj is not None:
+            obj.setdefault("kind", "PersistentVolumeClaim")
+            kube.trim(obj)
+        return obj
+
+    claims = [c for c in kube.parallel(pvc, sorted(keys)) if c]
+    names = sorted(
+        {c["spec"]["volumeName"] for c in claims if (c.get("spec") or {}).get("volumeName")}
+        | attached_pvs
+    )
+
+    def pv(name: str) -> Obj | None:
+        obj = reader.optional(
+            "persistentvolumes", lambda: cluster.get(f"/api/v1/persistentvolumes/{name}"), None
+        )
+        if obj is not None:
+            obj.setdefault("kind", "PersistentVolume")
+            kube.trim(obj)
+        return obj
+
+    return claims, [v for v in kube.parallel(pv, names) if v]

@@ -1,0 +1,322 @@
+"""The other pods of the owners read (replacements), found in few label-selector lists and
+kept only where an owner of interest owns them, read as Table rows with metadata where a row may
+stand for the pod (RowRules, podrows.py) and whole otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kubectl_nodefail.analysis.nodes import is_ready, ready_condition
+from kubectl_nodefail.cluster import kube, podrows
+from kubectl_nodefail.cluster.reads import _Reader, _selector_chunks
+from kubectl_nodefail.common.errors import MalformedResponse
+from kubectl_nodefail.snapshot.model import Obj, parse_time
+
+# Owner kinds whose pods the analysis looks through for replacements (a DaemonSet has one pod
+# per node: other nodes' pods are not replacements).
+SIBLING_KINDS = ("ReplicaSet", "StatefulSet", "Job", "ReplicationController")
+# Pod labels naming their owner uniquely across the cluster (set by the controllers), so one
+# label-selector list finds the pods (and ReplicaSets) of many owners in every namespace.
+UNIQUE_LABELS = ("pod-template-hash", "batch.kubernetes.io/controller-uid", "controller-uid")
+
+
+def _label_selector(selector: Obj | None) -> str | None:
+    """matchLabels/matchExpressions -> the query string form."""
+    if not selector:
+        return None
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if op == "In":
+            parts.append(f"{key} in ({','.join(values)})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(values)})")
+        elif op == "Exists":
+            parts.append(str(key))
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts) or None
+
+
+def _row_rules(
+    nodes: list[Obj], focus: Collection[str], leases: list[Obj], pods: list[Obj]
+) -> RowRules:
+    """Which owners' other pods a Table row may stand for (RowRules), from the nodes, the
+    leases read and the pods read whole."""
+    # Every failed node, not only the examined ones: a dump of some nodes may be diagnosed for
+    # all of them, and each listed node's timeline looks for its own replacements.
+    since, whole_nodes = _replacements_since(
+        [n for n in nodes if n["metadata"]["name"] in focus or not is_ready(n)]
+    )
+    # Ready nodes listed for a lease their kubelet stopped renewing: their timelines too take
+    # every pod of their pods' controllers (no failure time yet).
+    whole_nodes |= {
+        name
+        for lease in leases
+        if isinstance(name := (lease.get("metadata") or {}).get("name"), str)
+    } - set(focus)
+    return RowRules(
+        ready={n["metadata"]["name"] for n in nodes if is_ready(n)} - whole_nodes,
+        since=since,
+        whole_nodes=whole_nodes,
+        whole_owners=_whole_owners(pods, whole_nodes),
+        known={p["metadata"].get("uid") for p in pods},
+    )
+
+
+def _replacements_since(examined: list[Obj]) -> tuple[datetime | None, set[str]]:
+    """Where the examined nodes' timelines look for replacements (analysis/timeline.py: pods of
+    the same controllers created since the node's Ready condition turned): the earliest such
+    time, and the nodes without one (a Ready node, or no transition time: their timelines take
+    every pod of the controllers)."""
+    times: list[datetime] = []
+    without: set[str] = set()
+    for node in examined:
+        ready = ready_condition(node) or {}
+        at = parse_time(ready.get("lastTransitionTime")) if ready.get("status") != "True" else None
+        if at is None:
+            without.add(node["metadata"]["name"])
+        else:
+            times.append(at)
+    return min(times, default=None), without
+
+
+def _whole_owners(pods: list[Obj], whole_nodes: Collection[str]) -> frozenset[str]:
+    """UIDs of the owners whose other pods are read whole: owners of a pod that mounts a claim
+    (persistentVolumeClaim or ephemeral: the storage analysis reads their volumes), and owners
+    of a pod on a node whose timeline takes every pod of its controllers."""
+    return frozenset(
+        ref.get("uid", "")
+        for pod in pods
+        if (
+            isinstance(node := (pod.get("spec") or {}).get("nodeName"), str) and node in whole_nodes
+        )
+        or any(
+            "persistentVolumeClaim" in v or "ephemeral" in v
+            for v in (pod.get("spec") or {}).get("volumes") or []
+        )
+        for ref in pod["metadata"].get("ownerReferences") or []
+    )
+
+
+@dataclass(frozen=True)
+class RowRules:
+    """Which sibling pods a Table row may stand for: on a `ready` node (the node lifecycle
+    controller rewrites a not-Ready node's pods' Ready condition, which the row cannot show);
+    created before `since` (a pod created since is a replacement in a failed node's timeline,
+    which reads when it was scheduled and became Ready: not in a row); not of `whole_owners`
+    (see `_whole_owners`), nor of an owner with a pod on one of `whole_nodes` (the nodes whose
+    timelines take every pod of their pods' controllers: examined without a failure time, or
+    Ready and listed for a lease their kubelet stopped renewing); not already read whole
+    (`known` UIDs: left out)."""
+
+    ready: Collection[str]
+    since: datetime | None = None
+    whole_nodes: Collection[str] = frozenset()
+    whole_owners: Collection[str] = frozenset()
+    known: Collection[str | None] = frozenset()
+
+    def stands_for(self, pod: Obj | None) -> bool:
+        """Whether a pod built from a row (podrows.from_row) may stand for the pod."""
+        if pod is None or pod["spec"]["nodeName"] not in self.ready:
+            return False
+        created = _time(pod["metadata"].get("creationTimestamp"))
+        return created is not None and (self.since is None or created < self.since)
+
+
+def _time(value: Any) -> datetime | None:
+    """An RFC 3339 time read before the object is held to the dump schema (None for anything
+    else: the pod is then read whole, or the node taken as having no failure time)."""
+    return parse_time(value) if isinstance(value, str) else None
+
+
+# Owners whose pods are always read whole: a StatefulSet's pods each mount their own claims.
+WHOLE_PODS_KINDS = ("StatefulSet",)
+# Rows of one sibling list that a row cannot stand for (Pending, finished, Terminating, not
+# Ready) are read one by one up to this many; past it, the list is read again as full objects.
+ROWS_READ_ONE_BY_ONE = 30
+
+
+def _siblings(
+    cluster: kube.Cluster,
+    reader: _Reader,
+    owners: list[Obj],
+    rows: RowRules,
+    cluster_wide: bool = True,
+) -> list[Obj]:
+    """The pods of the given owners, in few lists (see `_sibling_lists`); only pods an owner of
+    interest owns are kept. Where the owner's pods mount no claim, a list is read as Table rows
+    with metadata (a third of the bytes) and a row stands for a pod Running and Ready on a Ready
+    node (podrows.py); the other rows are read whole, except pods already read, which are left
+    out (`RowRules`)."""
+    uids = {o["metadata"].get("uid") for o in owners}
+
+    def owned(meta: Obj) -> bool:
+        return any(uid in uids for uid in _owner_uids(meta))
+
+    def whole(owner: Obj) -> bool:
+        return (
+            owner.get("kind") in WHOLE_PODS_KINDS
+            or owner["metadata"].get("uid") in rows.whole_owners
+        )
+
+    lists = [
+        (item, False) for item in _sibling_lists([o for o in owners if whole(o)], cluster_wide)
+    ]
+    lists += [
+        (item, True) for item in _sibling_lists([o for o in owners if not whole(o)], cluster_wide)
+    ]
+
+    def read(spec: tuple[tuple[str, str], bool]) -> list[Obj]:
+        (path, selector), by_rows = spec
+        return list(
+            reader.optional(
+                "pods of the same owner",
+                lambda: (
+                    _sibling_rows(cluster, reader, path, selector, owned, rows)
+                    if by_rows
+                    else cluster.list_all(
+                        path,
+                        "Pod",
+                        keep=lambda p: p if owned(p["metadata"]) else None,
+                        labelSelector=selector,
+                    )
+                ),
+                [],
+            )
+        )
+
+    out: list[Obj] = []
+    for batch in kube.parallel(read, lists):
+        out += batch
+    return out
+
+
+def _sibling_rows(
+    cluster: kube.Cluster,
+    reader: _Reader,
+    path: str,
+    selector: str,
+    owned: Callable[[Obj], bool],
+    rules: RowRules,
+) -> list[Obj]:
+    """One sibling list as Table rows: the pods rows stand for, and the others read whole (one
+    by one, or the list again past ROWS_READ_ONE_BY_ONE or when a row lacks its metadata), in the
+    list's order; rows of pods already read are left out."""
+    columns, rows, items = cluster.list_rows(
+        path,
+        "Pod",
+        keep=lambda m: owned(m) and _uid(m) not in rules.known,
+        labelSelector=selector,
+    )
+    if items or not rows:
+        return items
+    shape = cluster.shape.get("Pod")
+    # an owner with a pod on a node whose timeline takes all its pods: every row of it whole
+    at = columns.index("Node") if "Node" in columns else None
+    on_whole_nodes = {
+        uid
+        for cells, meta in rows
+        if meta is not None
+        and at is not None
+        and len(cells) == len(columns)
+        and isinstance(node := cells[at], str)
+        and node in rules.whole_nodes
+        for uid in _owner_uids(meta)
+    }
+
+    def standing(cells: list[Any], meta: Obj | None) -> Obj | None:
+        pod = podrows.from_row(columns, cells, meta)
+        if pod is None or not rules.stands_for(pod):
+            return None
+        uids = _owner_uids(pod["metadata"])
+        return None if any(u in rules.whole_owners or u in on_whole_nodes for u in uids) else pod
+
+    pods = [standing(cells, meta) for cells, meta in rows]
+    todo = [i for i, pod in enumerate(pods) if pod is None]
+    if len(todo) > ROWS_READ_ONE_BY_ONE or any(
+        not isinstance(ns := (rows[i][1] or {}).get("namespace"), str) or not ns for i in todo
+    ):
+        return cluster.list_all(
+            path, "Pod", keep=lambda p: p if owned(p["metadata"]) else None, labelSelector=selector
+        )
+
+    def whole(i: int) -> Obj | None:
+        meta = rows[i][1] or {}
+        at = kube.pod_path(meta.get("namespace", ""), meta.get("name", ""))
+        pod = reader.optional("pods of the same owner", lambda: cluster.get(at), None)
+        if pod is None or not owned(pod.get("metadata") or {}):
+            return None  # gone since the list, or no longer owned
+        pod.setdefault("kind", "Pod")
+        return kube.trim(pod)
+
+    for i, pod in zip(todo, kube.parallel(whole, todo)):
+        pods[i] = pod
+    return [shape(p) if shape else p for p in pods if p is not None]
+
+
+def _owner_uids(meta: Obj) -> list[str]:
+    """The owners' UIDs a pod's metadata names, read before the pod is held to the dump schema:
+    MalformedResponse (a stated gap for an optional read) where they are not what the API
+    sends, never a traceback."""
+    refs = meta.get("ownerReferences") or []
+    if not isinstance(refs, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("uid", ""), str) for r in refs
+    ):
+        raise MalformedResponse(
+            f"pod {meta.get('name')!r}: metadata.ownerReferences is not a list of owner references"
+        )
+    return [r.get("uid", "") for r in refs]
+
+
+def _uid(meta: Obj) -> str | None:
+    uid = meta.get("uid")
+    if uid is not None and not isinstance(uid, str):
+        raise MalformedResponse(f"pod {meta.get('name')!r}: metadata.uid is not a string")
+    return uid
+
+
+def _sibling_lists(owners: list[Obj], cluster_wide: bool = True) -> list[tuple[str, str]]:
+    """(path, label selector) lists that find the pods of the given owners: owners whose
+    selectors share a label that names them uniquely (pod-template-hash, a Job's controller-uid)
+    in one list across namespaces (per namespace when only some namespaces are read); the rest
+    grouped by namespace and selector keys into one `key in (...)` list each. Such a list may
+    match more than asked: the caller keeps only pods an owner of interest owns."""
+    unique: dict[tuple[str, str], set[str]] = {}  # (label, namespace or "" for all): values
+    grouped: dict[tuple[str, tuple[str, ...]], dict[str, set[str]]] = {}
+    single: list[tuple[str, str]] = []  # selectors with expressions: one list each
+    for owner in owners:
+        kind = owner.get("kind")
+        if kind not in SIBLING_KINDS:
+            continue
+        sel = (owner.get("spec") or {}).get("selector")
+        if kind == "ReplicationController":
+            sel = {"matchLabels": sel} if sel else None
+        if not isinstance(sel, dict):
+            continue
+        labels = sel.get("matchLabels") or {}
+        ns = owner["metadata"].get("namespace", "")
+        key = next((k for k in UNIQUE_LABELS if k in labels), None)
+        if key is not None:
+            unique.setdefault((key, "" if cluster_wide else ns), set()).add(str(labels[key]))
+        elif labels and not sel.get("matchExpressions"):
+            group = grouped.setdefault((ns, tuple(sorted(labels))), {})
+            for k, v in labels.items():
+                group.setdefault(k, set()).add(str(v))
+        else:
+            selector = _label_selector(sel)
+            if selector:
+                single.append((kube.pod_path(ns), selector))
+    lists: list[tuple[str, str]] = []
+    for (label, ns), values in sorted(unique.items()):
+        path = kube.pod_path(ns) if ns else "/api/v1/pods"
+        lists += [(path, chunk) for chunk in _selector_chunks(label, values)]
+    for (ns, keys), by_key in sorted(grouped.items()):
+        lists.append(
+            (kube.pod_path(ns), ",".join(f"{k} in ({','.join(sorted(by_key[k]))})" for k in keys))
+        )
+    return lists + single
