@@ -13,9 +13,15 @@ import os
 import sys
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import click
-from click.shell_completion import CompletionItem, ShellComplete, add_completion_class
+from click.shell_completion import (
+    CompletionItem,
+    ShellComplete,
+    add_completion_class,
+    get_completion_class,
+)
 
 COMPLETE_VAR = "_KUBECTL_NODEFAIL_COMPLETE"
 COMMAND = "kubectl-nodefail"
@@ -81,8 +87,6 @@ def explain_targets(
 ) -> list[CompletionItem]:
     """--explain takes a node or NAMESPACE/POD: nodes and namespaces first, then the pods of
     the namespace typed before the slash (one namespace's pods, never the whole cluster's)."""
-    from urllib.parse import quote
-
     if "/" in incomplete:
         ns = incomplete.split("/", 1)[0]
         pods = _read(ctx, lambda c: _names(c.list_metadata(f"/api/v1/namespaces/{quote(ns)}/pods")))
@@ -151,8 +155,6 @@ add_completion_class(KubectlComplete)
 def script(cli: click.Command, shell: str) -> str:
     """The completion script for `shell`, for the command kubectl-nodefail (never for
     `kubectl` itself, whose own completion it must not replace)."""
-    from click.shell_completion import get_completion_class
-
     cls = get_completion_class(shell)
     if cls is None:
         raise click.BadParameter(f"unknown shell {shell!r}")

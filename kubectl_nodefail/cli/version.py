@@ -1,4 +1,4 @@
-"""What `kubectl nodefail version` reports: the plugin, the Python running it, and the
+"""`kubectl nodefail version`, and what it reports: the plugin, the Python running it, and the
 Kubernetes version of the server the kubeconfig points at, or why there is none.
 
 Asking the server is best effort: the command is used to check an installation, so a missing
@@ -11,8 +11,15 @@ import platform
 from dataclasses import dataclass
 from typing import Any
 
+import click
+
 from kubectl_nodefail import __version__
-from kubectl_nodefail.common.errors import NodefailError
+from kubectl_nodefail.cli.flags import Connection, connection_options
+from kubectl_nodefail.cli.helptext import SUMMARIES, VERSION_EXAMPLES
+from kubectl_nodefail.cli.running import handle_errors
+from kubectl_nodefail.cli.usage import NodefailCommand
+from kubectl_nodefail.common import exitcodes
+from kubectl_nodefail.common.errors import Exit, NodefailError
 
 
 @dataclass
@@ -46,7 +53,7 @@ class VersionInfo:
 
 
 def describe(conn: Any | None) -> VersionInfo:
-    """The versions; `conn` (cli.Connection) None: the plugin's only."""
+    """The versions; `conn` (flags.Connection) None: the plugin's only."""
     info = VersionInfo(__version__, platform.python_version(), asked=conn is not None)
     if conn is None:
         return info
@@ -63,3 +70,31 @@ def describe(conn: Any | None) -> VersionInfo:
     finally:
         cluster.close()
     return info
+
+
+@click.command(
+    cls=NodefailCommand,
+    short_help=SUMMARIES["version"],
+    epilog=VERSION_EXAMPLES + exitcodes.help_text("version"),
+)
+@connection_options
+@click.option("--client", is_flag=True, help="The plugin's version only; no cluster read.")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
+@handle_errors
+def version(
+    kubeconfig: str | None,
+    context: str | None,
+    request_timeout: float,
+    verbose: int,
+    client: bool,
+    output: str,
+) -> int:
+    """Print the plugin's version and the Kubernetes version of the server it sees.
+
+    Without a reachable cluster it says why, and still exits 0. The server is asked for at
+    most 5 seconds unless --request-timeout says less.
+    """
+    conn = Connection(kubeconfig, context, min(request_timeout, 5.0), verbose)
+    info = describe(None if client else conn)
+    click.echo(info.json() if output == "json" else info.text(), nl=False)
+    return Exit.OK

@@ -14,9 +14,18 @@ from typing import Any
 
 import click
 
-from kubectl_nodefail.common import attestation
+from kubectl_nodefail.cli.live import gathered
+from kubectl_nodefail.cli.outfiles import open_trail
+from kubectl_nodefail.cli.planning import attester, check_permissions, cluster_binding
+from kubectl_nodefail.cli.running import WATCHDOG_KEY, reporter, sigterm_interrupts
+from kubectl_nodefail.common import attestation, outpath, selector
 from kubectl_nodefail.common.errors import BadOptionError, Exit, InterruptedRun, NameNotFound
-from kubectl_nodefail.term import progress
+from kubectl_nodefail.remediate import zoneplan, zonerun
+from kubectl_nodefail.remediate.actions import Executor, Stop, restate, summary, whoami
+from kubectl_nodefail.remediate.plan import MUTATING
+from kubectl_nodefail.render import render, zoneview
+from kubectl_nodefail.snapshot import model as snapshot
+from kubectl_nodefail.term import color, progress
 
 
 @dataclass
@@ -41,9 +50,6 @@ class ZoneArgs:
 
 def check(args: ZoneArgs) -> Any:
     """Every flag checked before the cluster is read; the parsed selector (or None)."""
-    from kubectl_nodefail.common import selector
-    from kubectl_nodefail.remediate import zoneplan
-
     if args.nodes or args.plan_in or args.plan_out:
         raise click.UsageError(
             "--zone/--selector plan a whole scope: give no node names, --plan-in or --plan-out "
@@ -70,13 +76,6 @@ def check(args: ZoneArgs) -> Any:
 
 
 def remediate(args: ZoneArgs, conn: Any, verbose: int) -> int:
-    from kubectl_nodefail.cli import main as cli
-    from kubectl_nodefail.common import outpath
-    from kubectl_nodefail.remediate import zoneplan
-    from kubectl_nodefail.remediate.actions import summary
-    from kubectl_nodefail.render import render, zoneview
-    from kubectl_nodefail.snapshot import model as snapshot
-
     parsed = check(args)
     outpath.check_writable("--log-file", args.log_file)
     progress.machine_output(args.output)
@@ -85,13 +84,13 @@ def remediate(args: ZoneArgs, conn: Any, verbose: int) -> int:
     stopped = False
     try:
         try:
-            with cli._sigterm_interrupts(args.confirm):
+            with sigterm_interrupts(args.confirm):
                 if args.from_file:
                     snap = snapshot.load_dump(args.from_file)
                 else:
                     cluster = conn.cluster()
                     try:
-                        snap = cli.gathered(cluster, progress=cli._progress(verbose))
+                        snap = gathered(cluster, progress=reporter(verbose))
                     finally:
                         progress.done()
                 scope = zoneplan.in_scope(snap.nodes, args.zone, parsed)
@@ -116,7 +115,7 @@ def remediate(args: ZoneArgs, conn: Any, verbose: int) -> int:
                         (args.zone_confirmed or args.selector_confirmed) is not None,
                         args.max_nodes,
                         args.allow_disruption,
-                        cli._attester(cluster)
+                        attester(cluster)
                         if args.attested or args.zone_confirmed or args.selector_confirmed
                         else "",
                     ),
@@ -124,15 +123,15 @@ def remediate(args: ZoneArgs, conn: Any, verbose: int) -> int:
                 uids = {
                     n["metadata"]["name"]: str(n["metadata"].get("uid") or "") for n in snap.nodes
                 }
-                live = cli._binding(cluster, snap, args.from_file, False, uids)
+                live = cluster_binding(cluster, snap, args.from_file, False, uids)
                 planned = {s.node for s in plan.steps}
                 plan.bound_to = replace(
                     live, node_uids={n: u for n, u in uids.items() if n in planned}
                 )
                 if cluster is not None:
-                    cli._check_permissions(cluster, plan, args.confirm)
+                    check_permissions(cluster, plan, args.confirm)
                 if args.confirm and args.log_file:
-                    log = cli._open_trail(args.log_file)
+                    log = open_trail(args.log_file)
         except KeyboardInterrupt:
             progress.done()
             raise InterruptedRun("interrupted before any change: nothing was done") from None
@@ -149,14 +148,10 @@ def remediate(args: ZoneArgs, conn: Any, verbose: int) -> int:
         data["zone"] = zoneview.data(view)
         render.write_data(data, args.output, sys.stdout)
     else:
-        from kubectl_nodefail.term import color
-
         body = zoneview.text(plan, view, args.confirm, stopped, wide=args.output == "wide")
         click.echo(color.style_for_terminal(body), nl=False)
     code = plan.exit_code() if not args.confirm else plan.result_code(interrupted=stopped)
     if code == Exit.INTERRUPTED:
-        from kubectl_nodefail.remediate.plan import MUTATING
-
         acting = [s for s in plan.steps if s.action in MUTATING]
         sent = {s.node for s in acting if s.result in ("done", "unconfirmed", "interrupted")}
         left = {s.node for s in acting if s.result == "not started"} - sent
@@ -171,14 +166,10 @@ def remediate(args: ZoneArgs, conn: Any, verbose: int) -> int:
 
 
 def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: int) -> bool:
-    """As cli._execute, with the nodes run a few at a time (zonerun). True when a signal
-    stopped the run."""
-    from kubectl_nodefail.cli import main as cli
-    from kubectl_nodefail.remediate import zonerun
-    from kubectl_nodefail.remediate.actions import Executor, Stop, restate, whoami
-
+    """As remediate_run._execute, with the nodes run a few at a time (zonerun). True when a
+    signal stopped the run."""
     ctx = click.get_current_context(silent=True)
-    watchdog = ctx.meta.get(cli.WATCHDOG_KEY) if ctx is not None else None
+    watchdog = ctx.meta.get(WATCHDOG_KEY) if ctx is not None else None
     if watchdog is not None:
         watchdog.cancel()
     cluster.deadline = None
@@ -186,7 +177,7 @@ def _execute(cluster: Any, plan: Any, log: Any, wait_timeout: float, verbose: in
         steps_log = progress.lines if verbose else (lambda _: None)
         executor = Executor(cluster, whoami(cluster), log, wait_timeout, steps_log)
         executor.stop = stop
-        status = cli._progress(verbose) if not verbose else progress.lines
+        status = reporter(verbose) if not verbose else progress.lines
         try:
             zonerun.run(executor, plan, status)
             restate(cluster, plan)  # "these stay stuck" only from the state now

@@ -22,7 +22,7 @@ def _watchdog_stays_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     2026-12-02, test_bad_servers' TLS handshake test). Here it says its line and leaves the
     exit to the command's own path; the tests that run the real entry point in a process of
     its own keep os._exit."""
-    from kubectl_nodefail.cli import main as cli
+    from kubectl_nodefail.cli import running as cli
 
     monkeypatch.setattr(cli._Watchdog, "leave", staticmethod(lambda code: None))
 

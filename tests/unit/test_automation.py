@@ -83,7 +83,7 @@ RECORDED = {
 def _as_read(doc: dict[str, Any], captured: Any) -> Any:
     """The snapshot of a generated document as a live read holds it: every object cut to the
     dump schema (cli.checked), so a field the schema drops is dropped here too."""
-    from kubectl_nodefail.cli.main import checked
+    from kubectl_nodefail.cli.live import checked
 
     return checked(from_items(copy.deepcopy(doc["items"]), captured, source="g"))
 

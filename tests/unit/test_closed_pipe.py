@@ -244,10 +244,10 @@ def test_an_incomplete_output_changes_only_the_codes_that_only_report_an_outcome
 ) -> None:
     """A remediate that ended partial (4), interrupted (6) or unconfirmed (7) keeps its code:
     a runbook branches on it; the line about the output is said either way."""
-    from kubectl_nodefail.cli import main as cli
+    from kubectl_nodefail.cli import running as cli
 
     monkeypatch.setattr(closedpipe, "_failed", {1: "No space left on device"})
-    assert cli._with_output_checked(code) == final
+    assert cli.with_output_checked(code) == final
     assert "the output is incomplete" in capsys.readouterr().err
     monkeypatch.setattr(closedpipe, "_failed", {})
-    assert cli._with_output_checked(code) == code
+    assert cli.with_output_checked(code) == code

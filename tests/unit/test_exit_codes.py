@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail.cli.main import EXIT_CODES_HELP, main
+from kubectl_nodefail.cli.helptext import EXIT_CODES_HELP
+from kubectl_nodefail.cli.main import main
 from kubectl_nodefail.common import errors, exitcodes
 
 README = Path(__file__).resolve().parents[2] / "README.md"

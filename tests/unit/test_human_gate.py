@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.cli.main import _explain, main
+from kubectl_nodefail.cli.diagnose_run import _explain
+from kubectl_nodefail.cli.main import main
 from kubectl_nodefail.common import attestation
 from kubectl_nodefail.remediate.actions import summary
 from kubectl_nodefail.remediate.plan import STRATEGIES, Options, make_plan

@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from kubectl_nodefail.cli import main as cli
+from kubectl_nodefail.cli import remediate_run as cli
+from kubectl_nodefail.cli.main import main
 from kubectl_nodefail.common.errors import NotFound
 from kubectl_nodefail.remediate.plan import Plan, Step
 from tests.unit.fakeapi import kubeconfig, serve
@@ -152,7 +153,7 @@ def _run(
     monkeypatch.setattr(cli, "_make_plan", lambda *args, **kwargs: plan)
     monkeypatch.setattr(cli.Connection, "cluster", lambda self: fake)
     return CliRunner().invoke(
-        cli.main, ["remediate", *nodes, "--confirm", "--wait-timeout", "60", "-o", output]
+        main, ["remediate", *nodes, "--confirm", "--wait-timeout", "60", "-o", output]
     )
 
 
@@ -209,7 +210,7 @@ def test_the_status_line_is_shown_while_waiting_and_erased_before_the_result(
         progress._active = line
         return line
 
-    monkeypatch.setattr(cli, "_progress", status_line)
+    monkeypatch.setattr(cli, "reporter", status_line)
     result = _run(monkeypatch, FakeCluster(signal_on="wait"), ["n1"], output="table")
     assert result.exit_code == 6 and result.stdout.startswith("Executed until interrupted.")
     shown = stderr.getvalue()

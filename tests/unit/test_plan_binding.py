@@ -188,7 +188,7 @@ def test_every_step_names_the_pods_it_is_for_even_refused(after_eviction: Report
 
 
 def test_plan_out_prints_the_next_command_with_the_placeholder(after_eviction: Report) -> None:
-    from kubectl_nodefail.cli.main import _next_command
+    from kubectl_nodefail.cli.remediate_run import _next_command
 
     attested = _planned(after_eviction, attested=[NODE])
     text = _next_command(attested, "p.json", None, None)
@@ -228,7 +228,7 @@ def test_a_taint_names_the_pods_it_leaves_stuck() -> None:
 def test_binding_a_saved_plan_needs_the_cluster_identity() -> None:
     """Without `get namespaces/kube-system` a plan is shown ("cluster identity not read") but
     not saved or replayed: exit 12, naming the permission."""
-    from kubectl_nodefail.cli.main import _binding
+    from kubectl_nodefail.cli.planning import cluster_binding as _binding
     from kubectl_nodefail.common.errors import AuthError, Exit, Forbidden
 
     class NoNamespaces:

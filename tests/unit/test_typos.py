@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubectl_nodefail.cli.main import Duration, main
+from kubectl_nodefail.cli.flags import Duration
+from kubectl_nodefail.cli.main import main
 from kubectl_nodefail.cluster.gather import unknown_namespaces
 from kubectl_nodefail.common.errors import Forbidden, NotFound, ServerError, UnreachableError
 

@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from kubectl_nodefail import __version__
-from kubectl_nodefail.cli.main import main, program_name
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.cli.usage import program_name
 from kubectl_nodefail.term import color, progress
 from tests.unit.conftest import FIXTURES
 

@@ -181,7 +181,7 @@ def test_sigint_mid_run_starts_no_node_more_and_records_what_was_sent() -> None:
 
 def test_one_status_line_on_a_terminal_erased_before_the_result(monkeypatch: Any) -> None:
     """zonecmd's execution: the progress is one line rewritten in place, erased at the end."""
-    from kubectl_nodefail.cli import main as cli
+    from kubectl_nodefail.cli import zone as cli
     from kubectl_nodefail.cli import zone as zonecmd
     from kubectl_nodefail.term import progress
 
@@ -196,7 +196,7 @@ def test_one_status_line_on_a_terminal_erased_before_the_result(monkeypatch: Any
         progress._active = line
         return line
 
-    monkeypatch.setattr(cli, "_progress", status_line)
+    monkeypatch.setattr(cli, "reporter", status_line)
     fake = ZoneCluster(pods_left_until=time.monotonic() + 0.5)
     plan = _plan(12)
     stopped = zonecmd._execute(fake, plan, None, 30, 0)
