@@ -67,7 +67,7 @@ def phases(path: str) -> dict[str, Any]:
     does for `-o json`)."""
     from kubectl_nodefail.analysis.diagnose import diagnose
     from kubectl_nodefail.cli import main as cli
-    from kubectl_nodefail.render import incident, render
+    from kubectl_nodefail.render import render
     from kubectl_nodefail.snapshot.model import load_dump
 
     gc.set_threshold(*getattr(cli, "GC_THRESHOLD", gc.get_threshold()))  # as the command runs
@@ -75,9 +75,9 @@ def phases(path: str) -> dict[str, Any]:
     marks = [(time.perf_counter(), time.process_time())]
     snap = load_dump(path)
     marks.append((time.perf_counter(), time.process_time()))
-    report = diagnose(snap, snap.captured_at)
+    report = diagnose(snap, snap.captured_at, timelines=True)
     marks.append((time.perf_counter(), time.process_time()))
-    data = incident.report_with_timelines(report, snap)
+    data = render.report_data(report)
     marks.append((time.perf_counter(), time.process_time()))
     text = render.as_json(data)
     marks.append((time.perf_counter(), time.process_time()))
@@ -88,7 +88,7 @@ def phases(path: str) -> dict[str, Any]:
         "cpu": dict(zip(PHASES, cpu)),
         "bytes": len(text),
         "summary": data["summary"],
-        "package": str(Path(incident.__file__).parent),
+        "package": str(Path(render.__file__).parents[1]),
     }
 
 
@@ -205,7 +205,8 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
         "Target (issue 19): `--from-file` <= 1 s per 10,000 stuck pods. The command's wall and "
         "CPU time (user + system) and peak RSS are medians of its runs; read dump (load and "
-        "check), `diagnose()`, timelines + report (report data with each node's timeline) and "
+        "check), `diagnose()` (each node's timeline included since 2026-12-05), the report data "
+        "and "
         "JSON text are the CPU seconds of the same work done in one process, phase by phase "
         "(medians). On this shared machine compare CPU times: wall times include waiting for "
         "a core (see each run's load average).",

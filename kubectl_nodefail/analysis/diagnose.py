@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from kubectl_nodefail.analysis import advice, automation, brake, versions
+from kubectl_nodefail.analysis import advice, automation, brake, timeline, versions
 from kubectl_nodefail.analysis.claims import Claim, claim, fact
-from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
+from kubectl_nodefail.analysis.findings import NodeFinding, NodeTimeline, PodFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node
 from kubectl_nodefail.analysis.pods import (
     analyse_orphan_pod,
@@ -57,7 +57,10 @@ def diagnose(
     now: datetime,
     only_nodes: Collection[str] = (),
     namespaces: Collection[str] = (),
+    timelines: bool = False,
 ) -> Report:
+    """`timelines`: also each listed node's incident timeline (Report.timelines), for the
+    outputs that show them."""
     minor = snap.server_minor
     node_findings = {n["metadata"]["name"]: analyse_node(n, snap, now) for n in snap.nodes}
     zones, master_disruption = analyse_zones(snap.nodes)
@@ -108,6 +111,7 @@ def diagnose(
         finding.action = advice.for_node(finding, minor, on_failed.get(finding.name, []), braked)
     notes = _cluster_notes(snap, zones, len(failed), master_disruption, minor, pods)
     return Report(
+        timelines=_timelines(snap, listed, now) if timelines else None,
         captured_at=snap.captured_at,
         source=snap.source,
         server_version=snap.server_version,
@@ -130,6 +134,21 @@ def diagnose(
             *brake.cluster_counts(snap.nodes),
         ),
     )
+
+
+def _timelines(snap: Snapshot, listed: list[NodeFinding], now: datetime) -> dict[str, NodeTimeline]:
+    """Each listed node's timeline, with the automation the diagnosis found for a failed one
+    (found once; the timeline reads it at the snapshot's time, as the diagnosis did when `now`
+    is that time)."""
+    return {
+        f.name: NodeTimeline(
+            timeline.node_timeline(
+                snap, f.name, f.automation if f.failed and now == snap.captured_at else None
+            ),
+            timeline.untimed_taints(snap, f.name),
+        )
+        for f in listed
+    }
 
 
 def _cluster_notes(

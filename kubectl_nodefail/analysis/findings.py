@@ -10,6 +10,8 @@ from datetime import datetime
 
 from kubectl_nodefail.analysis.automation import Coverage
 from kubectl_nodefail.analysis.claims import Claim, Premise
+from kubectl_nodefail.analysis.timeline import Entry
+from kubectl_nodefail.snapshot.data import DATA
 
 
 @dataclass
@@ -163,6 +165,15 @@ class PodFinding:
     stays_under_out_of_service: bool = False
 
 
+@dataclass(frozen=True)
+class NodeTimeline:
+    """A node's incident timeline (analysis/timeline.py) and its NoExecute taints that carry no
+    time (they cannot be placed in it)."""
+
+    entries: list[Entry]
+    untimed_taints: list[str]
+
+
 @dataclass
 class Report:
     captured_at: datetime
@@ -187,6 +198,10 @@ class Report:
     cluster_claims: list[Claim] = field(default_factory=list)
     # the headline's node counts ("N of M nodes not Ready"), counted over every node
     headline: Claim | None = None
+    # Each listed node's incident timeline, when the diagnosis was asked for them (the outputs
+    # that show them: JSON, YAML, Markdown, --explain); computed once, with the node's
+    # automation as the diagnosis found it. Placed in the JSON by render (nodes[].timeline).
+    timelines: dict[str, NodeTimeline] | None = field(default=None, metadata={DATA: False})
 
     @property
     def problems(self) -> bool:

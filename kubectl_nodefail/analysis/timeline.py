@@ -423,16 +423,20 @@ def _event_entries(snap: Snapshot, refs: dict[tuple[str, str, str], str]) -> lis
     return out
 
 
-def _automation_entries(node: Obj, snap: Snapshot) -> list[Entry]:
+def _automation_entries(
+    node: Obj, snap: Snapshot, coverage: list[automation.Coverage] | None
+) -> list[Entry]:
     """When the node's automation started remediating it, or when its timeout fell due (and,
-    overdue, passed without it acting)."""
+    overdue, passed without it acting). `coverage`: as the diagnosis found it (else found
+    here)."""
     words_of = {
         automation.ACTING: "remediation started",
         automation.DUE: "timeout passed",
         automation.OVERDUE: "timeout passed; it has not acted since",
     }
     out = []
-    for cov in automation.covering(node, snap, snap.captured_at):
+    found = automation.covering(node, snap, snap.captured_at) if coverage is None else coverage
+    for cov in found:
         words = words_of.get(cov.state)
         if cov.at is None or words is None:
             continue
@@ -442,9 +446,12 @@ def _automation_entries(node: Obj, snap: Snapshot) -> list[Entry]:
     return out
 
 
-def node_timeline(snap: Snapshot, node_name: str) -> list[Entry]:
+def node_timeline(
+    snap: Snapshot, node_name: str, coverage: list[automation.Coverage] | None = None
+) -> list[Entry]:
     """Everything the snapshot records about the failure of `node_name`, oldest first.
-    Empty when the snapshot has no such node."""
+    Empty when the snapshot has no such node. `coverage`: the node's automation as the
+    diagnosis found it at the snapshot's time (None: found here)."""
     node = snap.node(node_name)
     if node is None:
         return []
@@ -482,7 +489,7 @@ def node_timeline(snap: Snapshot, node_name: str) -> list[Entry]:
     entries += _volume_entries(snap, node_name, pv_names)
     for kind, namespace, name in automation.timeline_objects(node, snap):
         refs[(kind, namespace, name)] = "/".join(x for x in (kind.lower(), namespace, name) if x)
-    entries += _automation_entries(node, snap)
+    entries += _automation_entries(node, snap, coverage)
     entries += _event_entries(snap, refs)
     rank = {kind: i for i, kind in enumerate(ORDER)}
     return sorted(

@@ -76,25 +76,31 @@ def diagnose(
         connection flags every suggested command carries (pastable.py); by default this run's
         own, for a live cluster."""
         require_nodes(snap, nodes)
-        report = run_diagnosis(snap, snap.captured_at, only_nodes=nodes, namespaces=namespaces)
+        report = run_diagnosis(
+            snap,
+            snap.captured_at,
+            only_nodes=nodes,
+            namespaces=namespaces,
+            timelines=output in ("json", "yaml", "markdown") or bool(explain),
+        )
         pastable.carry(report, here if where is None else where)
         if not on_screen:  # the watch's screen shows them as notes; stderr would scroll it
             for gap in report.gaps:
                 click.echo(printable.text(f"warning: {gap}"), err=True)
         code = Exit.PROBLEMS_FOUND if report.problems else Exit.OK
         if output in ("json", "yaml", "markdown"):
-            data = incident.report_with_timelines(report, snap)
+            data = render.report_data(report)
             if explain:
                 data = incident.explained(data, explain)
             if output == "markdown":
-                return printable.text(incident.markdown(data, snap)), code
+                return printable.text(incident.markdown(data, report)), code
             if output == "json" and to is not None:
                 render.write_json(data, to)
                 return "", code
             return (render.as_json(data) if output == "json" else render.as_yaml(data)), code
         width = fit.width(sys.stdout)  # read again at each refresh of --watch: a resize counts
         if explain:
-            text = _explain(report, explain, width) + incident.timeline_text(snap, explain)
+            text = _explain(report, explain, width) + incident.timeline_text(report, explain)
             return color.style_for_terminal(text), code
         wide = output == "wide" or verbose > 0
         view = outage.summarise(report, snap) if not wide and outage.is_outage(report) else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from kubectl_nodefail.analysis import summary
+from kubectl_nodefail.analysis import summary, timeline
 from kubectl_nodefail.analysis.findings import Report
 from kubectl_nodefail.remediate import planfile
 from kubectl_nodefail.render import jsonindent
@@ -32,6 +32,10 @@ def report_data(report: Report) -> dict[str, Any]:
         "heldByFinalizers": c.held_by_finalizers,
         "onDeletedNodes": c.on_deleted_nodes,
     }
+    if report.timelines is not None:  # diagnosed with them: under each node listed
+        for node in data["nodes"]:
+            entries = report.timelines[node["name"]].entries
+            node["timeline"] = timeline.to_data(entries, report.captured_at)
     return {"apiVersion": API_VERSION, "kind": "Diagnosis", "summary": totals, **data}
 
 

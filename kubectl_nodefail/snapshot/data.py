@@ -19,6 +19,8 @@ def _camel(name: str) -> str:
 # dataclass. Found once per type, not once per object (a big outage has ~100 objects per pod).
 _FIELDS: dict[type, tuple[tuple[str, str], ...] | None] = {}
 _PLAIN = (str, int, bool, type(None))
+# A dataclass field with metadata {DATA: False} is not data (the JSON places it itself).
+DATA = "data"
 
 
 def _fields(value: Any) -> tuple[tuple[str, str], ...] | None:
@@ -26,7 +28,13 @@ def _fields(value: Any) -> tuple[tuple[str, str], ...] | None:
     if kind not in _FIELDS:
         is_data = dataclasses.is_dataclass(value) and not isinstance(value, type)
         _FIELDS[kind] = (
-            tuple((f.name, _camel(f.name)) for f in dataclasses.fields(value)) if is_data else None
+            tuple(
+                (f.name, _camel(f.name))
+                for f in dataclasses.fields(value)
+                if f.metadata.get(DATA, True)
+            )
+            if is_data
+            else None
         )
     return _FIELDS[kind]
 

@@ -354,8 +354,8 @@ def check(report: Report) -> list[Violation]:
 
 # --- the incident timeline (nodes[].timeline of the JSON output) against the report ---
 #
-# The Report holds no timeline (incident.report_with_timelines adds it to the output), so
-# these checks take the report and each node's timeline entries as the JSON carries them.
+# The checks take the report and each node's timeline entries as the JSON carries them
+# (nodes[].timeline: Report.timelines, placed by render/data.py).
 
 Timelines = dict[str, list[dict[str, Any]]]
 TimelineCheck = Callable[[_View, Timelines], Iterator[Violation]]

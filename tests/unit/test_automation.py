@@ -245,15 +245,15 @@ def test_generated_node_health_checks_state_only_what_holds(
 
 
 def test_every_output_names_the_automation() -> None:
-    from kubectl_nodefail.render import incident
+    from kubectl_nodefail.render import incident, render
 
     snap = _recorded("automation-karpenter-acting.json")
-    report = diagnose(snap, snap.captured_at)
-    data = incident.report_with_timelines(report, snap)
+    report = diagnose(snap, snap.captured_at, timelines=True)
+    data = render.report_data(report)
     karp = next(n for n in data["nodes"] if n["name"] == "auto-karp")
     (cov,) = karp["automation"]
     assert "being deleted since" in cov["summary"]
-    assert f"- `auto-karp` (acting): {cov['summary']}" in incident.markdown(data, snap)
+    assert f"- `auto-karp` (acting): {cov['summary']}" in incident.markdown(data, report)
     table = render.table(report)
     assert "AUTOMATION (who else acts on these nodes)" in table
     assert "Karpenter is replacing it" in table

@@ -223,7 +223,6 @@ def test_the_analysis_reads_no_annotation_the_redaction_drops() -> None:
     is one redact keeps (each object given a map that is never empty, so `or {}` is not taken)."""
     from kubectl_nodefail.analysis.diagnose import diagnose
     from kubectl_nodefail.remediate.plan import Options, make_plan
-    from kubectl_nodefail.render import incident
     from kubectl_nodefail.snapshot.model import LISTS, load_dump
 
     _Recording.seen = set()
@@ -236,8 +235,7 @@ def test_the_analysis_reads_no_annotation_the_redaction_drops() -> None:
                     meta["annotations"] = _Recording(
                         {"example.com/unread": "", **(meta.get("annotations") or {})}
                     )
-        report = diagnose(snap, snap.captured_at)
-        incident.report_with_timelines(report, snap)
+        report = diagnose(snap, snap.captured_at, timelines=True)
         failed = attestable(report)
         make_plan(report, Options(attested=failed, max_nodes=max(1, len(failed))))
     assert _Recording.seen, "no annotation looked up: the recording is not seen"

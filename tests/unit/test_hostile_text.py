@@ -144,18 +144,18 @@ def _fitted_rows(text: str) -> list[str]:
 
 def text_outputs(snap: Snapshot) -> dict[str, str]:
     """Every text output the diagnosis has, in-process (no color: not a terminal)."""
-    report: Report = diagnose(snap, snap.captured_at)
+    report: Report = diagnose(snap, snap.captured_at, timelines=True)
     out = {f"table at {w}": render.table(report, width=w) for w in (None, 40, 80, 120, 200)}
     out["wide"] = render.table(report, wide=True)
     out["wide at 100"] = render.table(report, wide=True, width=100)
     out["outage view"] = render.outage_table(report, outage.summarise(report, snap), 120)
     for n in report.nodes:
         out[f"explain {n.name!r}"] = render.explain_node(n, report, 80) + incident.timeline_text(
-            snap, n.name
+            report, n.name
         )
     for p in report.pods:
         out[f"explain {p.name!r}"] = render.explain_pod(p, report.captured_at, 80)
-    out["markdown"] = incident.markdown(incident.report_with_timelines(report, snap), snap)
+    out["markdown"] = incident.markdown(render.report_data(report), report)
     failed = attestable(report)
     for confirmed in (False, True):
         plan = make_plan(report, Options(attested=failed, max_nodes=len(failed) or 1))

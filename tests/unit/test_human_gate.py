@@ -81,18 +81,18 @@ def test_the_scan_can_fail() -> None:
 def _outputs(path: Path) -> dict[str, str]:
     """Every rendering of one fixture, by name."""
     snap = load_dump(str(path))
-    report = diagnose(snap, snap.captured_at)
-    data = incident.report_with_timelines(report, snap)
+    report = diagnose(snap, snap.captured_at, timelines=True)
+    data = render.report_data(report)
     out = {
         "table": render.table(report),
         "wide": render.table(report, wide=True),
         "json": render.as_json(data),
         "yaml": render.as_yaml(data),
-        "markdown": incident.markdown(data, snap),
+        "markdown": incident.markdown(data, report),
     }
     names = [n.name for n in report.nodes] + [f"{p.namespace}/{p.name}" for p in report.pods]
     for name in names:
-        out[f"explain {name}"] = _explain(report, name) + incident.timeline_text(snap, name)
+        out[f"explain {name}"] = _explain(report, name) + incident.timeline_text(report, name)
         out[f"explain {name} json"] = render.as_json(incident.explained(data, name))
     failed = attestable(report)
     for strategy in STRATEGIES:

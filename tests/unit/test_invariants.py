@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import Action, PodFinding, Report
-from kubectl_nodefail.render import incident, render
+from kubectl_nodefail.render import render
 from kubectl_nodefail.snapshot.model import Snapshot, format_time, from_items, parse_time
 from tests.oracles.invariants import (
     CHECKS,
@@ -32,9 +32,10 @@ def _as_json(report: Report) -> dict[str, Any]:
     return dict(json.loads(render.as_json(render.report_data(report))))
 
 
-def _with_timelines(report: Report, snap: Snapshot) -> dict[str, Any]:
+def _with_timelines(snap: Snapshot, now: datetime | None = None) -> dict[str, Any]:
     """The JSON `diagnose -o json` prints: the report with each node's incident timeline."""
-    return dict(json.loads(render.as_json(incident.report_with_timelines(report, snap))))
+    report = diagnose(snap, now or snap.captured_at, timelines=True)
+    return dict(json.loads(render.as_json(render.report_data(report))))
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
@@ -42,7 +43,7 @@ def test_every_recorded_fixture_is_consistent(name: str) -> None:
     report = report_of(name)
     assert [str(v) for v in check(report)] == []
     assert [str(v) for v in check_data(_as_json(report))] == []
-    data = _with_timelines(report, load(name))
+    data = _with_timelines(load(name))
     assert any(n.get("timeline") for n in data["nodes"]) or not report.nodes
     assert [str(v) for v in check_data(data)] == []
 
@@ -367,7 +368,7 @@ def test_every_timeline_invariant_has_a_broken_timeline() -> None:
 )
 def test_timeline_invariant_fails_on_a_broken_timeline(code: str, index: int) -> None:
     name, edit = BROKEN_TIMELINES[code][index]
-    data = _with_timelines(report_of(name), load(name))
+    data = _with_timelines(load(name))
     assert [str(v) for v in check_data(data)] == []  # the real timeline agrees
     edit(data)
     assert code in {v.code for v in check_data(data)}
@@ -467,4 +468,5 @@ def test_generated_reports_are_consistent(
     report = diagnose(snap, captured + timedelta(seconds=later))
     assert [str(v) for v in check(report)] == []
     assert [str(v) for v in check_data(_as_json(report))] == []
-    assert [str(v) for v in check_data(_with_timelines(report, snap))] == []
+    later_now = captured + timedelta(seconds=later)
+    assert [str(v) for v in check_data(_with_timelines(snap, later_now))] == []

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.render import incident, jsonindent
+from kubectl_nodefail.render import jsonindent, render
 from kubectl_nodefail.snapshot.model import load_dump
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -60,7 +60,7 @@ def test_same_text_as_json_dumps(value: object) -> None:
 def test_every_recorded_diagnosis_encodes_the_same() -> None:
     for path in sorted(FIXTURES.glob("*.json")):
         snap = load_dump(str(path))
-        data = incident.report_with_timelines(diagnose(snap, snap.captured_at), snap)
+        data = render.report_data(diagnose(snap, snap.captured_at, timelines=True))
         assert jsonindent.dumps(data) == json.dumps(data, indent=2), path.name
 
 
@@ -91,7 +91,7 @@ def test_dump_writes_the_same_text_in_chunks(value: object, spill_at: int) -> No
 
 def test_dump_of_a_recorded_diagnosis_is_written_in_many_chunks_of_bounded_size() -> None:
     snap = load_dump(str(DEMO))
-    data = incident.report_with_timelines(diagnose(snap, snap.captured_at), snap)
+    data = render.report_data(diagnose(snap, snap.captured_at, timelines=True))
     chunks: list[str] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(jsonindent, "SPILL_AT", 64)

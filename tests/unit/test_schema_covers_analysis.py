@@ -13,7 +13,7 @@ import pytest
 
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.remediate.plan import Options, make_plan
-from kubectl_nodefail.render import incident, render
+from kubectl_nodefail.render import render
 from kubectl_nodefail.snapshot.model import from_items, load_dump, parse_time
 from tests.unit.conftest import attestable
 
@@ -36,7 +36,7 @@ def _uncut(path: Path):  # type: ignore[no-untyped-def]
 
 
 def _outputs(snap) -> tuple[str, str]:  # type: ignore[no-untyped-def]
-    report = diagnose(snap, snap.captured_at)
+    report = diagnose(snap, snap.captured_at, timelines=True)
     failed = attestable(report)
     opts = Options(
         attested=tuple(failed),
@@ -46,7 +46,7 @@ def _outputs(snap) -> tuple[str, str]:  # type: ignore[no-untyped-def]
     )
     plan = make_plan(report, opts)
     return (
-        render.as_json(incident.report_with_timelines(report, snap)),
+        render.as_json(render.report_data(report)),
         render.as_json(render.plan_data(plan, False, {})),
     )
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from kubectl_nodefail.analysis import summary
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.timeline import node_timeline
-from kubectl_nodefail.render import incident
+from kubectl_nodefail.render import render
 from kubectl_nodefail.render.timeline_view import grouped, text
 from kubectl_nodefail.snapshot.model import Snapshot, format_time, load_dump
 from tests.oracles.invariants import check_data
@@ -60,8 +60,8 @@ def test_no_moment_is_told_in_the_wrong_tense(data: st.DataObject, name: str) ->
     snap = _neighbour(load_dump(str(FIXTURES / f"{name}.json")), data.draw)
     now = snap.captured_at
     assert now is not None
-    report = diagnose(snap, now)
-    doc = incident.report_with_timelines(report, snap)
+    report = diagnose(snap, now, timelines=True)
+    doc = render.report_data(report)
     found = [v for v in check_data(doc) if "time" in v.code]
     assert not found, found
     for node in doc["nodes"]:
