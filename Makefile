@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: diagnose test unit e2e lint record controlplane clean test-matrix record-matrix controlplane-matrix bench release release-check audit
+.PHONY: diagnose test unit e2e lint layout record controlplane clean test-matrix record-matrix controlplane-matrix bench release release-check audit
 
 # (setuptools' "Editable installation ... be careful with folders" note is not for the user of
 # `make diagnose`: ignored, as a warning of that module only)
@@ -64,6 +64,7 @@ lint: $(STAMP)
 	$(BIN)/vermin --quiet --no-tips --violations -t=3.9- kubectl_nodefail
 	$(BIN)/vermin --quiet --no-tips --violations -t=2.7- -t=3.0- release/zipapp_main.py
 	$(BIN)/python hack/oldest_python.py kubectl_nodefail
+	$(BIN)/python hack/layers.py
 
 ## Everything: lint, types, unit tests and the end-to-end scenarios on the real control plane
 ## of the newest minor, and the core scenarios on each older minor of the matrix, in one
@@ -97,6 +98,10 @@ N ?= 40
 AUDIT_ARGS ?=
 audit: $(STAMP) controlplane
 	$(BIN)/python -m tests.audit --seed $(SEED) --n $(N) $(AUDIT_ARGS)
+
+## Redraw docs/layout.svg (the package's floors) from the code.
+layout: $(STAMP)
+	$(BIN)/python hack/layout_svg.py > docs/layout.svg
 
 ## Re-record the snapshots in tests/fixtures/ (and the bundled demo) from the real control plane.
 record: $(STAMP) controlplane

@@ -1,6 +1,6 @@
 """A real terminal for tests: a tmux server of its own (`tmux -L <unique socket> -f /dev/null`),
 one pane of a given size running a command; keys typed with send-keys, the screen read with
-capture-pane. Used by tests/unit/test_tmux_screen.py and tests/e2e/test_watch_screen.py."""
+capture-pane. Used by tests/unit/watch/test_tmux_screen.py and tests/e2e/test_watch_screen.py."""
 
 from __future__ import annotations
 

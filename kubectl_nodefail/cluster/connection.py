@@ -48,7 +48,7 @@ class SharedContext(ssl.SSLContext):
     new connection's ClientHello then carries a garbled ALPN extension, and the API server
     answers with a decode_error alert. That was the intermittent `[SSL:
     TLSV1_ALERT_DECODE_ERROR]` under load (issue 18; reproduced and tested in
-    tests/unit/test_tls_race.py). Here the list is set once, before the context is shared;
+    tests/unit/cluster/test_tls_race.py). Here the list is set once, before the context is shared;
     setting the same list again does nothing.
     """
 

@@ -22,8 +22,8 @@ the context chosen here (its merger lets the last current-context win where kube
 first); what it cannot do as kubectl does (a proxy, connection flags other than --as*) is
 refused.
 
-kubectl is the reference (tests/unit/test_kubectl_oracle.py compares what both send): a token
-file's surrounding whitespace is trimmed, a readable `tokenFile` wins over `token` (and
+kubectl is the reference (tests/unit/cluster/test_kubectl_oracle.py compares what both send):
+a token file's surrounding whitespace is trimmed, a readable `tokenFile` wins over `token` (and
 --token), basic-auth credentials are UTF-8, a cluster without `server` is an error rather than
 http://localhost, credentials go to https servers only, and what kubectl refuses (a CA with
 insecure-skip-tls-verify, a certificate without its key, a token with username/password, a file

@@ -7,7 +7,7 @@ dump schema (dumpschema.py) already names every field the analysis reads, and `-
 cuts each object to it as it loads; the dump is cut the same way before it is written
 (dumpschema.take_live, so it follows the schema as it changes), and of the annotations only
 those the analysis reads are kept (kept_annotations). A redacted dump diagnoses exactly as the
-whole one (tests/unit/test_dump_redaction.py). `dump --no-redact` writes whole objects.
+whole one (tests/unit/cluster/test_dump_redaction.py). `dump --no-redact` writes whole objects.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ them): diagnose.yaml (read-only: diagnose, dump, remediate's plan) and remediate
 of remediate --confirm, bound together with the first).
 
 These files are the source; deploy/rbac/ in the repository is a copy a unit test holds equal
-(tests/unit/test_rbac.py). Read through importlib.resources, so they load from the krew
+(tests/unit/cli/test_rbac.py). Read through importlib.resources, so they load from the krew
 zipapp and the wheel alike."""
 
 from __future__ import annotations

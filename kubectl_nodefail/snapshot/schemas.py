@@ -221,9 +221,9 @@ SCHEMAS["NodeClaim"] = obj(
     status=obj(nodeName=STR, providerID=STR),
 )
 # The owner kinds the analysis has rules for, each with the fields it reads, typed as that
-# kind's own API type declares them (tests/unit/test_openapi_schemas.py holds each to the API
-# server's OpenAPI of every supported minor). Fields of the same name differ between kinds: a
-# Job's status.active is a count, a CronJob's a list of references.
+# kind's own API type declares them (tests/unit/snapshot/test_openapi_schemas.py holds each to
+# the API server's OpenAPI of every supported minor). Fields of the same name differ between
+# kinds: a Job's status.active is a count, a CronJob's a list of references.
 OWNER_CONDITIONS = obj(conditions=ListOf(CONDITION))
 
 

@@ -1,0 +1,2 @@
+"""`diagnose --watch`: the screen redrawn from each fresh diagnosis, and the change log between
+two reads."""

@@ -824,7 +824,7 @@ def test_karpenter(crds: ControlPlane, plugin: Plugin) -> None:
     step = _node_step(plan, node)
     assert step["allowed"] and "despite Karpenter" in step["gate"]
     # the refusal, as the on-call reads it, hands over neither attestation nor override
-    from tests.unit.test_human_gate import violations
+    from tests.unit.remediate.test_human_gate import violations
 
     refusal = plugin.run("remediate", node)
     assert refusal.returncode == 4 and "Karpenter" in refusal.stdout

@@ -177,8 +177,8 @@ def matrix(control_plane: ControlPlane, minor: str | None) -> Matrix:
 
 
 def test_the_recorded_openapi_is_the_servers(control_plane: ControlPlane) -> None:
-    """tests/recorded-openapi/v1.MINOR.json (what tests/unit/test_openapi_schemas.py holds the
-    dump schema to) is this minor's API server's own OpenAPI v3 for the kinds the analysis
+    """tests/recorded-openapi/v1.MINOR.json (what tests/unit/snapshot/test_openapi_schemas.py
+    holds the dump schema to) is this minor's API server's own OpenAPI v3 for the kinds the analysis
     reads; NODEFAIL_RECORD=1 writes it."""
     cp = control_plane
     served = openapi.record(lambda path: json.loads(cp.kubectl("get", "--raw", path)))

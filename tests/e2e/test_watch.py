@@ -16,7 +16,7 @@ from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
 from tests.e2e.helpers import service_account_kubeconfig, wait_node_ready, wait_running_on
-from tests.unit.fakeapi import ctrl_c_default
+from tests.support.fakeapi import ctrl_c_default
 
 pytestmark = pytest.mark.e2e
 NS = "scenario-watch"

@@ -1,0 +1,384 @@
+"""`diagnose --watch`'s loop (watch.py) over recorded snapshots: into a pipe a new block only
+when what matters changed, one warning per outage; on a terminal the alternate screen, redrawn
+line by line, with a change log and an outage banner; Ctrl-C ends it with the last diagnosis's
+code. In a real terminal: tests/unit/watch/test_tmux_screen.py; the live test (a node dying and
+returning during the watch) is tests/e2e/test_watch.py."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from click.testing import CliRunner
+
+from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.cli.main import main
+from kubectl_nodefail.common.errors import AuthError, Forbidden, ServerError, UnreachableError
+from kubectl_nodefail.render.render import table
+from kubectl_nodefail.snapshot.model import Snapshot, load_dump
+from kubectl_nodefail.watch.watch import CLEAR, ENTER, LEAVE, Screen, fingerprint, frame, run
+from tests.unit.conftest import FIXTURES
+
+
+def _snap(name: str) -> Snapshot:
+    return load_dump(str(FIXTURES / f"{name}.json"))
+
+
+def _show(snap: Snapshot) -> tuple[str, int]:
+    report = diagnose(snap, snap.captured_at)
+    return table(report), 3 if report.problems else 0
+
+
+class Stop:
+    """sleep() that raises KeyboardInterrupt (Ctrl-C) after `n` polls."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __call__(self, _: float) -> None:
+        self.n -= 1
+        if self.n <= 0:
+            raise KeyboardInterrupt
+
+
+def _loader(items: list[Snapshot | Exception]):  # type: ignore[no-untyped-def]
+    queue = list(items)
+
+    def load() -> Snapshot:
+        item = queue.pop(0) if len(queue) > 1 else queue[0]
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    return load
+
+
+def test_heartbeats_are_not_changes_but_a_failure_and_recovery_are() -> None:
+    before, after, recovered = (
+        _snap("node-down-before-eviction"),
+        _snap("node-down-after-eviction"),
+        _snap("node-down-recovered"),
+    )
+    assert fingerprint(before) != fingerprint(after) != fingerprint(recovered)
+    again = _snap("node-down-after-eviction")
+    for node in again.nodes:
+        for cond in node["status"]["conditions"]:
+            cond["lastHeartbeatTime"] = "2026-11-30T10:00:00Z"
+        node["metadata"]["resourceVersion"] = "999999"
+    assert fingerprint(again) == fingerprint(after)
+
+
+def test_a_block_per_change_and_ctrl_c_returns_the_last_code() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    load = _loader(
+        [
+            _snap("node-down-before-eviction"),
+            _snap("node-down-after-eviction"),
+            _snap("node-down-after-eviction"),
+            _snap("node-down-recovered"),
+        ]
+    )
+    code = run(load, _show, 1.0, out, err, tty=False, title="t", sleep=Stop(5))
+    blocks = out.getvalue().split("--- ")[1:]
+    assert len(blocks) == 3  # the unchanged third read printed nothing
+    assert "1 of 6 nodes not Ready" in blocks[0] and "1 of 6 nodes not Ready" in blocks[1]
+    body = blocks[2].split("\n", 1)[1]
+    assert body.startswith(
+        "change: flaky-a Ready again after about 44s\n"
+    )  # the changes first, then the table
+    assert next(line for line in body.splitlines() if not line.startswith("change: ")).startswith(
+        "All 6 nodes Ready"
+    )
+    assert code == 0 and err.getvalue() == "" and CLEAR not in out.getvalue()
+
+
+def test_an_outage_is_reported_once_and_the_watch_goes_on() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    down = UnreachableError("cannot reach the API server at https://x: refused")
+    load = _loader([down, down, down, _snap("node-down-after-eviction")])
+    code = run(load, _show, 0.5, out, err, tty=False, title="t", sleep=Stop(6))
+    assert err.getvalue().count("cannot reach the API server") == 1
+    assert "the API server answers again (unreachable for" in err.getvalue()
+    assert code == 3 and "1 of 6 nodes not Ready" in out.getvalue()
+
+
+def test_a_passing_refusal_is_a_failed_read_the_watch_rides_out() -> None:
+    """Right after an API server restart it answers 403 for a moment (RBAC not loaded yet), and
+    a binding may be removed for seconds: the watch says so and goes on, as for an outage; a
+    401 likewise (a rotated token is read on the next try)."""
+    out, err = io.StringIO(), io.StringIO()
+    refused = Forbidden('pods is forbidden: User "x" cannot list resource "pods"')
+    unauthorized = AuthError("the server has asked for the client to provide credentials")
+    snap = _snap("node-down-after-eviction")
+    load = _loader([snap, refused, unauthorized, refused, snap])
+    code = run(load, _show, 0.5, out, err, tty=False, title="t", sleep=Stop(6))
+    said = err.getvalue()
+    assert "pods is forbidden" in said and "provide credentials" in said
+    assert "the API server answers again (refusing the watch's reads for" in said
+    assert code == 3  # the last diagnosis's
+
+
+@pytest.mark.parametrize(
+    ("failure", "code"),
+    [
+        (UnreachableError("The connection to the server x:6443 was refused"), 11),
+        (Forbidden("nodes is forbidden"), 12),
+        (ServerError("GET /api/v1/nodes failed (503 Service Unavailable)", status=503), 14),
+    ],
+)
+def test_a_watch_that_never_read_ends_with_the_failures_code(failure: Exception, code: int) -> None:
+    """Ctrl-C on a watch that never read the cluster: not 0 (no diagnosis said all clear), the
+    failed read's own code, as a plain diagnose would have exited."""
+    out, err = io.StringIO(), io.StringIO()
+    load = _loader([failure] * 5)
+    for tty in (False, True):
+        got = run(
+            load, _show, 0.5, out, err, tty=tty, title="t", sleep=Stop(3), size=lambda: (80, 24)
+        )
+        assert got == code
+
+
+class Clock:
+    """time.time() for a watch: each sleep moves it on by the interval."""
+
+    def __init__(self) -> None:
+        self.now = 1_780_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _tty_run(items: list[Snapshot | Exception], polls: int, size=(120, 60)):  # type: ignore[no-untyped-def]
+    out, err = io.StringIO(), io.StringIO()
+    clock = Clock()
+    code = run(
+        _loader(items),
+        _show,
+        2.0,
+        out,
+        err,
+        tty=True,
+        title="kubectl nodefail diagnose",
+        max_polls=polls,
+        sleep=clock.sleep,
+        clock=clock,
+        size=lambda: size,
+    )
+    return out.getvalue(), err.getvalue(), code
+
+
+def test_on_a_terminal_the_alternate_screen_is_left_and_unchanged_lines_not_rewritten() -> None:
+    text, err, code = _tty_run([_snap("node-down-after-eviction")], polls=3)
+    assert text.startswith(ENTER) and LEAVE in text and text.index(LEAVE) > text.rindex("\x1b[1;1H")
+    assert text.count(CLEAR) == 2  # the first frame (entering) only: never a clear per refresh
+    first, *later = text.split("\x1b[1;1H")[1:]
+    assert "kubectl nodefail diagnose   (every 2s;" in first
+    for frame_text in later:  # the same cluster: only the title's clock line is written again
+        assert frame_text.count("\x1b[") <= 3, frame_text
+    assert code == 3 and err == ""
+
+
+def test_the_change_log_says_what_changed_and_the_outage_banner_its_age() -> None:
+    after = _snap("node-down-after-eviction")
+    back = _snap("node-down-after-eviction")
+    node = next(n for n in back.nodes if n["metadata"]["name"] == "flaky-a")
+    ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+    ready.update(status="True", lastTransitionTime="2026-11-30T09:47:14Z")  # 28s after Unknown
+    node["spec"]["taints"] = []
+    db = next(p for p in back.pods if p["metadata"]["name"] == "db-0")
+    db["metadata"]["uid"] = "new-uid"
+    down = UnreachableError(
+        "cannot reach the API server at https://10.0.0.1:6443: HTTPSConnection(host='10.0.0.1', "
+        "port=6443): Failed to establish a new connection: [Errno 111] Connection refused"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    clock = Clock()
+    items: list[Snapshot | Exception] = [after, down, down, back]
+    screens: list[list[str]] = []
+
+    def show(snap: Snapshot) -> tuple[str, int]:
+        return _show(snap)
+
+    state_frames = []
+    load = _loader(items)
+
+    def recording_sleep(seconds: float) -> None:
+        state_frames.append(out.getvalue())
+        clock.sleep(seconds)
+
+    run(
+        load,
+        show,
+        2.0,
+        out,
+        err,
+        tty=True,
+        title="t",
+        max_polls=4,
+        sleep=recording_sleep,
+        clock=clock,
+        size=lambda: (100, 50),
+    )
+    screens = [_screen(f) for f in state_frames]
+    outage = screens[2]
+    assert outage[1].startswith("!! API server unreachable for 2s (since ")
+    banner = " ".join(line.strip() for line in outage[1:5])
+    assert "Below: the cluster as read at " in banner and ", 4s ago." in banner
+    assert "HTTPSConnection" not in banner and "Errno" not in banner
+    assert "!! cannot reach the API server at https://10.0.0.1:6443: " in banner
+    assert "Connection refused" in banner
+    assert any("1 of 6 nodes not Ready" in line for line in outage)  # the last data, kept
+    last = screens[3]
+    assert last[1].startswith("API server answering again since ")
+    log = "\n".join(last[-6:])
+    assert "API server unreachable" in log and "API server answering again after 4s" in log
+    assert "flaky-a Ready again after 28s" in log
+    assert "scenario-down/db-0 replaced (on flaky-a)" in log
+    assert all(len(line) <= 100 for line in last) and len(last) == 50
+    after_watch = out.getvalue().rsplit(LEAVE, 1)[1]
+    assert (
+        after_watch.startswith("Changes seen by the watch") and "flaky-a Ready again" in after_watch
+    )
+
+
+def _screen(text: str) -> list[str]:
+    """What a terminal shows after `text` (cursor moves to a line's start, erase to its end)."""
+    import re
+
+    lines: dict[int, str] = {}
+    body = text.split(ENTER, 1)[1]
+    for match in re.finditer(r"\x1b\[(\d+);1H(.*?)\x1b\[K", body, re.S):
+        lines[int(match[1]) - 1] = match[2]
+    return [lines.get(i, "") for i in range(max(lines) + 1)]
+
+
+def test_a_frame_is_cut_to_the_terminal() -> None:
+    from kubectl_nodefail.watch.watch import State
+
+    state = State(text="\n".join(f"line {i} " + "x" * 200 for i in range(100)))
+    lines = frame(state, "t", 2.0, 1_780_000_000.0, (80, 24), paint=False)
+    assert len(lines) == 24 and all(len(line) <= 80 for line in lines)
+    assert any("more lines: a taller terminal shows them" in line for line in lines)
+    assert lines[-2:] == ["CHANGES", "none seen yet"]
+
+
+def test_a_screen_writes_only_the_lines_that_differ() -> None:
+    out = io.StringIO()
+    screen = Screen(out)
+    assert screen.paint(["a", "b", "c"], (80, 24)) == 3
+    assert screen.paint(["a", "B", "c"], (80, 24)) == 1
+    assert out.getvalue().endswith("\x1b[2;1HB\x1b[K")
+    assert screen.paint(["a"], (80, 24)) == 2  # the two lines gone are erased
+    assert screen.paint(["a"], (100, 24)) == 1 and out.getvalue().count(CLEAR) == 2  # resized
+
+
+def test_json_lines_with_watch() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    load = _loader([_snap("node-down-after-eviction")])
+    run(
+        load,
+        lambda s: ('{\n  "a": 1\n}\n', 3),
+        2.0,
+        out,
+        err,
+        tty=False,
+        title="t",
+        one_line=True,
+        max_polls=2,
+        sleep=lambda _: None,
+    )
+    assert out.getvalue() == '{"a":1}\n'
+
+
+def test_watch_is_not_for_the_demo() -> None:
+    result = CliRunner().invoke(main, ["diagnose", "--watch", "--demo"])
+    assert result.exit_code == 2 and "--watch follows a live cluster or a dump" in result.stderr
+
+
+def test_watch_reads_a_dump_again_into_a_pipe(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """--watch --from-file: the file read at every refresh (Ctrl-C after two reads)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "dump.json"
+    path.write_bytes((FIXTURES / "node-down-after-eviction.json").read_bytes())
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kubectl_nodefail",
+            "diagnose",
+            "--watch",
+            "--interval",
+            "0.5",
+            "--from-file",
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # Each step waits for what the watch printed, never for a fixed time (a loaded machine
+    # may take seconds to start Python).
+    import threading
+
+    lines: list[str] = []
+    assert proc.stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))
+    reader.start()
+
+    def blocks_seen(n: int) -> bool:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if "".join(lines).count("--- ") >= n:
+                return True
+            time.sleep(0.1)
+        return False
+
+    try:
+        assert blocks_seen(1), "".join(lines)
+        recovered = tmp_path / "next.json"
+        recovered.write_bytes((FIXTURES / "node-down-recovered.json").read_bytes())
+        recovered.replace(path)
+        assert blocks_seen(2), "".join(lines)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=30)
+        stderr = proc.stderr.read() if proc.stderr else ""
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe:
+                pipe.close()
+    stdout = "".join(lines)
+    blocks = stdout.split("--- ")[1:]
+    assert len(blocks) == 2, stdout
+    assert "change: flaky-a Ready again" in blocks[1] and "All 6 nodes Ready" in blocks[1]
+    assert proc.returncode == 0, stderr
+
+
+def test_changes_between_recorded_reads() -> None:
+    """The real control plane's reads of one failure (before, after eviction) and another
+    run's recovery: what the change log says about them."""
+    from kubectl_nodefail.watch.changes import between
+
+    before, after = _snap("node-down-before-eviction"), _snap("node-down-after-eviction")
+    recovered = _snap("node-down-recovered")
+    assert between(before, after) == [
+        "8 pods Terminating: scenario-down/batch-pfp-h74wl, scenario-down/batch-sm65f and 6 more"
+    ]
+    said = between(after, recovered)
+    # kwok (the recordings' kubelet) keeps an old Ready transition time: counted from the
+    # NotReady transition (09:46:46) to the read that saw it Ready (09:47:30)
+    assert said[0] == "flaky-a Ready again after about 44s"
+    assert said[1].startswith("flaky-a untainted node.kubernetes.io/unreachable:NoExecute")
+    assert said[2].startswith("8 pods deleted: ")
+    assert between(recovered, after)[0] == "flaky-a NotReady"
+    assert between(after, after) == []
