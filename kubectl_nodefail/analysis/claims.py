@@ -61,7 +61,7 @@ KINDS = {
     "deletion": "the deletion already asked: when its grace period ends and what keeps the object",
     "volume": "a volume that keeps the pod or its replacement from starting: its claim, its "
     "volume's node affinity, its attachment and when that detaches",
-    # a node's remediation automation (analysis/automation.py, docs/automation.md)
+    # a node's remediation automation (analysis/automation/, docs/automation.md)
     "covered-by": "an automation that replaces or fences the node covers it",
     "automation-acting": "the automation is remediating the node now",
     "automation-due": "its timeout has passed and it records no remediation yet",

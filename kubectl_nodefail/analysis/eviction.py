@@ -27,8 +27,9 @@ def tolerates(toleration: Obj, taint: TaintView) -> bool:
     return (toleration.get("value") or "") == taint.value
 
 
-# The out-of-service taint as remediate applies it (actions.py): a pod that tolerates it with no
-# time limit stays under it, and PodGC force-deletes only Terminating pods there.
+# The out-of-service taint as remediate applies it (remediate/mutations.py): a pod that
+# tolerates it with no time limit stays under it, and PodGC force-deletes only Terminating pods
+# there.
 OUT_OF_SERVICE = TaintView(facts.TAINT_OUT_OF_SERVICE, "NoExecute", "nodeshutdown")
 
 

@@ -1,4 +1,4 @@
-"""The analysis results: plain dataclasses that render.py shows and plan.py decides on.
+"""The analysis results: plain dataclasses that render/ shows and remediate/ decides on.
 
 Field names are the JSON output's keys (camelCased by render.to_data); they are a stable interface.
 """
@@ -68,7 +68,7 @@ class NodeFinding:
     lease_stale: bool | None = None  # lease not renewed within its duration; None: no lease read
     # how long the out-of-service taint has been on the node (its timeAdded), when it is
     out_of_service_seconds: float | None = None
-    # remediation automation covering the node, and what it does next (analysis/automation.py)
+    # remediation automation covering the node, and what it does next (analysis/automation/)
     automation: list[Coverage] = field(default_factory=list)
 
 

@@ -15,7 +15,7 @@ Sources, each entry naming its own (so a reader can check it):
   VolumeAttachment                          attach requested (creationTimestamp), detach
                                             requested (deletionTimestamp)
   Events about the node and these pods      e.g. NodeNotReady, Multi-Attach error, attached
-  Remediation automation (automation.py)    remediation started (Machine OwnerRemediated,
+  Remediation automation (automation/)     remediation started (Machine OwnerRemediated,
                                             deletionTimestamp; NodeHealthCheck remediations[]
                                             started), due at its timeout; and the events of
                                             its Machine, MachineHealthCheck, NodeHealthCheck
@@ -35,7 +35,7 @@ from typing import Any
 
 from kubectl_nodefail.analysis import automation
 from kubectl_nodefail.analysis.facts import TAINT_OUT_OF_SERVICE
-from kubectl_nodefail.snapshot.model import Snapshot, parse_time, shifted
+from kubectl_nodefail.snapshot.model import Snapshot, format_time, parse_time, shifted
 
 Obj = dict[str, Any]
 OUT_OF_SERVICE_BY = "kubectl-nodefail.io/out-of-service-by"
@@ -500,8 +500,6 @@ def node_timeline(
 
 def to_data(entries: list[Entry], now: datetime) -> list[Obj]:
     """JSON-ready entries: times in RFC 3339 (UTC) and seconds before `now`."""
-    from kubectl_nodefail.snapshot.model import format_time
-
     return [
         {
             "time": format_time(e.time),

@@ -1,6 +1,6 @@
 """The remediation automation that may cover a failed examined node (Cluster API
 MachineHealthChecks and Machines, Karpenter NodeClaims, Medik8s NodeHealthChecks: read for
-analysis/automation.py), and the events about those objects.
+analysis/automation/), and the events about those objects.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from kubectl_nodefail.cluster.reads import _Reader
 from kubectl_nodefail.common.errors import NotFound
 from kubectl_nodefail.snapshot.model import Obj, Snapshot
 
-# Remediation automation (analysis/automation.py): collection paths (the newest API version
+# Remediation automation (analysis/automation/): collection paths (the newest API version
 # first: Cluster API v1.11+ serves v1beta2 and still v1beta1; an older one only v1beta1), kind,
 # and what a gap names. A 404 on every version (CRD not installed) is simply absent; a 403 a
 # stated gap.

@@ -14,7 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kubectl_nodefail.cluster.kube import thread_pool
+from kubectl_nodefail.cluster.kubeconfig import load
 from kubectl_nodefail.common.errors import ConfigError, NodefailError
+from kubectl_nodefail.term import printable
 
 WORKERS = 4
 
@@ -29,8 +32,6 @@ class ClusterResult:
 
 def kubeconfig_contexts(kubeconfig: str | None) -> list[str]:
     """The context names of the merged kubeconfig, in kubectl's order."""
-    from kubectl_nodefail.cluster.kubeconfig import load
-
     merged = load(kubeconfig)
     names = merged.context_names()
     if not names:
@@ -47,8 +48,6 @@ def run_many(contexts: list[str], one: Callable[[str], tuple[str, int]]) -> list
             return ClusterResult(context, int(code), text)
         except NodefailError as exc:
             return ClusterResult(context, int(exc.exit_code), error=exc.line())
-
-    from kubectl_nodefail.cluster.kube import thread_pool
 
     with thread_pool(min(WORKERS, len(contexts))) as pool:
         return list(pool.map(attempt, contexts))
@@ -83,8 +82,6 @@ def render(results: list[ClusterResult], output: str) -> str:
             if "diagnosis" in entry:
                 entry["diagnosis"] = yaml.safe_load(entry["diagnosis"])
         return str(yaml.safe_dump(data, sort_keys=False))
-    from kubectl_nodefail.term import printable
-
     out = []
     for r in results:  # the text is escaped by its renderer; the name and error here
         head = f"=== context {printable.escape(r.context)}: "

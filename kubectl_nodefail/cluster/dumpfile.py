@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import IO, Any
 
+from kubectl_nodefail.cluster import redact as redaction
 from kubectl_nodefail.snapshot.model import Snapshot
 
 
@@ -24,8 +25,6 @@ def write_dump(snap: Snapshot, out: IO[str], redact: bool = True) -> int:
     what the analysis reads (redact.py), said in the notes; else whole objects."""
     doc = snap.to_dump()
     if redact:
-        from kubectl_nodefail.cluster import redact as redaction
-
         doc["items"] = redaction.items(doc["items"])
         doc["notes"] = {**(doc.get("notes") or {}), redaction.NOTE_KEY: redaction.note()}
     items = doc["items"]

@@ -21,8 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from http import HTTPStatus
 from typing import Any, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
+from kubectl_nodefail import __version__
 from kubectl_nodefail.cluster.answers import (
     ErrorAnswers,
     _decode,
@@ -32,6 +33,7 @@ from kubectl_nodefail.cluster.answers import (
     answer_field,
     decode_json,
 )
+from kubectl_nodefail.cluster.kubeconfig import NO_OVERRIDES, connect
 from kubectl_nodefail.cluster.netfail import connection_failure
 from kubectl_nodefail.cluster.paging import NODE_PAGE_SIZE, ListReads
 from kubectl_nodefail.cluster.resources import (
@@ -113,9 +115,6 @@ class Cluster(ListReads, ErrorAnswers):
         deadline: float | None = None,
         overrides: Any = None,
     ) -> None:
-        from kubectl_nodefail import __version__
-        from kubectl_nodefail.cluster.kubeconfig import NO_OVERRIDES, connect
-
         self.timeout = timeout or None
         self.deadline = deadline
         self._conn = connect(
@@ -135,8 +134,8 @@ class Cluster(ListReads, ErrorAnswers):
         # where one line for the user goes (the throttling notice); None: nowhere
         self.notice: Callable[[str], None] | None = None
         # Per kind, what each listed item of it goes through as its page arrives (after trim,
-        # before keep): the analysis cuts pods to the fields it reads here (cli.gathered), so
-        # a big outage's pods are never held whole; a dump keeps them as they are.
+        # before keep): the analysis cuts pods to the fields it reads here (cli/live.py
+        # gathered), so a big outage's pods are never held whole; a dump keeps them as they are.
         self.shape: dict[str, Callable[[Obj], Obj]] = {}
         self._pool = self._conn.pool
         _quiet_insecure_warning()
@@ -405,7 +404,7 @@ class Cluster(ListReads, ErrorAnswers):
     def server_version(self) -> str:
         return str(self.get("/version").get("gitVersion", ""))
 
-    # --- mutations (used by actions.py only) ---
+    # --- mutations (used by remediate/ only: mutations.py, nodepatch.py, lock.py) ---
 
     def delete(
         self,
@@ -445,8 +444,6 @@ def _quiet_insecure_warning() -> None:
 
 def _without_password(url: str) -> str:
     """A proxy URL as messages show it: user info dropped."""
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url)
     return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 

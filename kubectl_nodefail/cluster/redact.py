@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubectl_nodefail.analysis import automation, controllers, facts, timeline
 from kubectl_nodefail.snapshot import dumpschema
 
 Obj = dict[str, Any]
@@ -21,8 +22,6 @@ Obj = dict[str, Any]
 
 def kept_annotations() -> frozenset[str]:
     """The annotations the analysis reads, by the analysis modules' own names for them."""
-    from kubectl_nodefail.analysis import automation, controllers, facts, timeline
-
     return frozenset(
         {
             facts.ANNOTATION_MIRROR,  # a static pod's mirror

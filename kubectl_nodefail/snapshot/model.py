@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from functools import cached_property, lru_cache
 from typing import Any, TypeVar
 
-from kubectl_nodefail.common.errors import BadInputError
+from kubectl_nodefail.common.errors import BadInputError, NameNotFound, closest
 from kubectl_nodefail.snapshot import dumpschema, jsonstream, kinds
 
 UTC = timezone.utc
@@ -25,7 +25,7 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 DUMP_KIND = "NodefailDump"
 DUMP_API_VERSION = "kubectl-nodefail/v1"
-# Kinds of remediation automation objects (analysis/automation.py; their apiVersion's group is
+# Kinds of remediation automation objects (analysis/automation/; their apiVersion's group is
 # checked there): a Machine is not an owner of pods.
 AUTOMATION_KINDS = ("Machine", "MachineHealthCheck", "NodeHealthCheck", "NodeClaim")
 MAX_DUMP_BYTES = 1 << 30  # 1 GiB of JSON (a 60,000-pod dump is 0.2-0.3 GiB)
@@ -96,7 +96,7 @@ class Snapshot:
         return new
 
     def __setattr__(self, name: str, value: Any) -> None:
-        """A list given a new value (a test reorders the pods, `cli.checked` cuts a live
+        """A list given a new value (a test reorders the pods, `cli.live.checked` cuts a live
         snapshot) drops the indexes built from the old one."""
         super().__setattr__(name, value)
         if name in _INDEXED:
@@ -260,7 +260,7 @@ class Snapshot:
 
 
 # The snapshot's lists of objects: each indexed (a new list gets new indexes), each held to the
-# dump schema when read live (cli.checked).
+# dump schema when read live (cli/live.py checked).
 LISTS = (
     "nodes",
     "leases",
@@ -286,8 +286,6 @@ def _positions(objs: list[Obj], key: Callable[[Obj], Any]) -> dict[Any, list[int
 
 def require_nodes(snap: Snapshot, names: Iterable[str]) -> None:
     """Every node the user named exists here, or one NameNotFound line (with close names)."""
-    from kubectl_nodefail.common.errors import NameNotFound, closest
-
     known = [n["metadata"]["name"] for n in snap.nodes]
     present = set(known)
     missing = [name for name in names if name not in present]

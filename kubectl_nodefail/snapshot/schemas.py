@@ -151,7 +151,7 @@ SCHEMAS: dict[str, Object] = {
         series=obj(count=INT, lastObservedTime=TIME),
     ),
 }
-# Remediation automation (analysis/automation.py): the fields it reads, per kind.
+# Remediation automation (analysis/automation/): the fields it reads, per kind.
 SELECTOR = obj(
     matchLabels=STR_MAP,
     matchExpressions=ListOf(obj(key=STR, operator=STR, values=STR_LIST)),

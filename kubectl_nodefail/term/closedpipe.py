@@ -14,7 +14,7 @@ A write that fails otherwise (a full disk: `diagnose > /mnt/full/out.txt`) is no
 choice: the rest is dropped the same way (no traceback, no half-done run: remediate carries
 on with what it was doing, its trail records it), and the command ends with one line saying
 so and the usage code 2 ("an output that cannot be written") in place of a code that only
-reports an outcome (cli._with_output_checked); standard error failing that way changes
+reports an outcome (cli/running.py with_output_checked); standard error failing that way changes
 nothing but its own lines.
 """
 

@@ -16,6 +16,8 @@ from typing import Any, TextIO
 
 import click
 
+from kubectl_nodefail.term import printable
+
 RESET = "\x1b[0m"
 BOLD = "\x1b[1m"
 RED = "\x1b[31m"
@@ -87,6 +89,4 @@ def style_for_terminal(text: str) -> str:
     """Color for stdout when it is a terminal and color is allowed; first, whatever control
     character is left in the text is escaped (printable.text: the renderers escaped the
     cluster's strings already), so the only escape sequences on stdout are these styles."""
-    from kubectl_nodefail.term import printable
-
     return paint(printable.text(text), enabled())

@@ -3,7 +3,7 @@
 The width comes from `width()`: on a terminal, COLUMNS when set (as shutil reads it), else the
 terminal's own size; into a pipe or a file, no width at all (None), as `kubectl get`: a runbook
 gets the same full rows whatever terminal started it. With no width nothing is cut or wrapped
-here (the prose keeps its own limits in render.py).
+here (the prose keeps its own limits in render/).
 
 A fitted table keeps every column and its name; when the natural widths do not fit, cells are
 cut with an ellipsis, in tiers (Col.cuts, each column down to a width per tier, widest first):

@@ -5,7 +5,7 @@ each stated by claims (claims.py) whose premises premises.py re-reads from the r
 each automation does, its defaults and the fields read are cited in docs/automation.md; the
 short citations here name the source file the fact comes from.
 
-One module per automation (CRDs read by gather.py): capi.py (Cluster API
+One module per automation (CRDs read by cluster/automation_read.py): capi.py (Cluster API
 MachineHealthCheck), medik8s.py (Medik8s NodeHealthCheck), karpenter.py (Karpenter's node
 repair), autoscaler.py (cluster-autoscaler and the cloud node lifecycle controller); coverage.py
 holds the Coverage each returns and the readers they share. Here: every automation covering a

@@ -1,6 +1,6 @@
-"""Karpenter (karpenter.sh NodeClaims, read by gather.py): whether its node repair replaces a
-failed node of a NodePool, and when, under the repair policies and the feature gate the API
-does not show (each time computed from them says it assumes them)."""
+"""Karpenter (karpenter.sh NodeClaims, read by cluster/automation_read.py): whether its node
+repair replaces a failed node of a NodePool, and when, under the repair policies and the feature
+gate the API does not show (each time computed from them says it assumes them)."""
 
 from __future__ import annotations
 
