@@ -1,7 +1,8 @@
 """The incident timeline of one node: what happened, in order, with times, from what the API
 already holds. Pure: a Snapshot and `now` in, entries out.
 
-Sources, each entry naming its own (so a reader can check it):
+Sources, each entry naming its own (`source`; its fields and values, which the premise checker
+re-reads, in `because`):
   Lease spec.renewTime                      the kubelet's last heartbeat
   Node Ready condition                      lastHeartbeatTime (last status posted) and
                                             lastTransitionTime (became Unknown/False, or back)
@@ -12,13 +13,10 @@ Sources, each entry naming its own (so a reader can check it):
   Pod Ready condition on the failed node    marked not ready by the node lifecycle controller
   sibling pods (same controller) elsewhere  replacement created (creationTimestamp), scheduled
                                             (PodScheduled), ready (Ready)
-  VolumeAttachment                          attach requested (creationTimestamp), detach
-                                            requested (deletionTimestamp)
+  VolumeAttachment                          attach (creationTimestamp), detach requested
   Events about the node and these pods      e.g. NodeNotReady, Multi-Attach error, attached
-  Remediation automation (automation/)     remediation started (Machine OwnerRemediated,
-                                            deletionTimestamp; NodeHealthCheck remediations[]
-                                            started), due at its timeout; and the events of
-                                            its Machine, MachineHealthCheck, NodeHealthCheck
+  Remediation automation (automation/)      remediation started (Machine OwnerRemediated, an
+                                            NHC's remediations[]) or due; its objects' events
 
 The API keeps no history: a transition later overwritten (a node that flapped twice) shows only
 its last occurrence, and events expire (1 h by default). The timeline says what the objects
@@ -34,6 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from kubectl_nodefail.analysis import automation
+from kubectl_nodefail.analysis.claims import Premise, fact, read
 from kubectl_nodefail.analysis.facts import TAINT_OUT_OF_SERVICE
 from kubectl_nodefail.snapshot.model import Snapshot, format_time, parse_time, shifted
 
@@ -73,6 +72,8 @@ class Entry:
     # A moment still to come when the snapshot was read (a deadline the API set), worded as
     # such; every other entry is a moment past (invariants: timeline-time-as-time).
     due: bool = False
+    # the fields its time (and words) are read from, as the premise checker re-reads them
+    because: tuple[Premise, ...] = ()
 
 
 def _condition(obj: Obj, ctype: str) -> Obj | None:
@@ -152,6 +153,7 @@ def _node_entries(node: Obj, snap: Snapshot) -> list[Entry]:
                 f"kubelet renewed its lease for the last time{note}",
                 ref,
                 f"Lease kube-node-lease/{name} spec.renewTime",
+                because=(fact("Lease", lease or {}, "spec.renewTime"),),
             )
         )
     heartbeat = parse_time(ready.get("lastHeartbeatTime"))
@@ -163,6 +165,7 @@ def _node_entries(node: Obj, snap: Snapshot) -> list[Entry]:
                 "kubelet posted node status for the last time",
                 ref,
                 "Node Ready condition lastHeartbeatTime",
+                because=_ready(node, "lastHeartbeatTime"),
             )
         )
     transition = parse_time(ready.get("lastTransitionTime"))
@@ -176,6 +179,7 @@ def _node_entries(node: Obj, snap: Snapshot) -> list[Entry]:
                     f"node Ready again{f' ({why})' if why else ''}",
                     ref,
                     "Node Ready condition lastTransitionTime",
+                    because=_ready(node, "lastTransitionTime"),
                 )
             )
         else:
@@ -186,6 +190,7 @@ def _node_entries(node: Obj, snap: Snapshot) -> list[Entry]:
                     f"Ready became {status}{f' ({why})' if why else ''}",
                     ref,
                     "Node Ready condition lastTransitionTime",
+                    because=_ready(node, "lastTransitionTime"),
                 )
             )
     for taint in (node.get("spec") or {}).get("taints") or []:
@@ -196,8 +201,29 @@ def _node_entries(node: Obj, snap: Snapshot) -> list[Entry]:
         if taint["key"] == TAINT_OUT_OF_SERVICE:
             by = (node["metadata"].get("annotations") or {}).get(OUT_OF_SERVICE_BY)
             summary += f" (by {by.split(' at ')[0]})" if by else ""
-        out.append(Entry(added, "taint-added", summary, ref, source))
+        out.append(
+            Entry(added, "taint-added", summary, ref, source, because=_taint_facts(node, taint))
+        )
     return out
+
+
+def _ready(node: Obj, time_field: str) -> tuple[Premise, ...]:
+    """The Node's Ready condition: the time read and its status."""
+    return (
+        fact("Node", node, f"status.conditions[type=Ready].{time_field}"),
+        fact("Node", node, "status.conditions[type=Ready].status"),
+    )
+
+
+def _taint_facts(node: Obj, taint: Obj) -> tuple[Premise, ...]:
+    """Where a taint's time is read: its timeAdded, else remediate's annotation."""
+    if taint.get("timeAdded"):
+        return (
+            fact(
+                "Node", node, f"spec.taints[key={taint['key']},effect={taint['effect']}].timeAdded"
+            ),
+        )
+    return (fact("Node", node, f"metadata.annotations[{OUT_OF_SERVICE_BY}]"),)
 
 
 def _taint_name(taint: Obj) -> str:
@@ -233,6 +259,14 @@ def untimed_taints(snap: Snapshot, node_name: str) -> list[str]:
     ]
 
 
+def _cond(pod: Obj, ctype: str) -> tuple[Premise, ...]:
+    """A pod condition's time and status."""
+    return (
+        fact("Pod", pod, f"status.conditions[type={ctype}].lastTransitionTime"),
+        fact("Pod", pod, f"status.conditions[type={ctype}].status"),
+    )
+
+
 def _pod_entries(pod: Obj, since: datetime | None, now: datetime | None) -> list[Entry]:
     ref = _pod_ref(pod)
     out: list[Entry] = []
@@ -246,6 +280,7 @@ def _pod_entries(pod: Obj, since: datetime | None, now: datetime | None) -> list
                 "marked not ready (its node is not Ready)",
                 ref,
                 "Pod Ready condition",
+                because=_cond(pod, "Ready"),
             )
         )
     target = _condition(pod, "DisruptionTarget") or {}
@@ -259,12 +294,20 @@ def _pod_entries(pod: Obj, since: datetime | None, now: datetime | None) -> list
                 f"evicted: {why}",
                 ref,
                 "Pod DisruptionTarget condition",
+                because=(
+                    *_cond(pod, "DisruptionTarget"),
+                    fact("Pod", pod, "status.conditions[type=DisruptionTarget].reason"),
+                ),
             )
         )
     meta = pod["metadata"]
     deadline = parse_time(meta.get("deletionTimestamp"))
     if deadline:
         grace = int(meta.get("deletionGracePeriodSeconds") or 0)
+        deletion = (
+            fact("Pod", pod, "metadata.deletionTimestamp"),
+            fact("Pod", pod, "metadata.deletionGracePeriodSeconds"),
+        )
         out.append(
             Entry(
                 shifted(deadline, -grace),
@@ -272,6 +315,7 @@ def _pod_entries(pod: Obj, since: datetime | None, now: datetime | None) -> list
                 f"deletion requested (grace period {grace}s)",
                 ref,
                 "Pod deletionTimestamp - deletionGracePeriodSeconds",
+                because=deletion,
             )
         )
         if grace and now is not None and deadline > now:  # a grace of minutes or hours
@@ -283,6 +327,7 @@ def _pod_entries(pod: Obj, since: datetime | None, now: datetime | None) -> list
                     ref,
                     "Pod deletionTimestamp",
                     due=True,
+                    because=deletion[:1],
                 )
             )
         elif grace:
@@ -293,6 +338,7 @@ def _pod_entries(pod: Obj, since: datetime | None, now: datetime | None) -> list
                     "grace period over: the object stays until its kubelet confirms",
                     ref,
                     "Pod deletionTimestamp",
+                    because=deletion[:1],
                 )
             )
     return out
@@ -310,6 +356,7 @@ def _replacement_entries(pod: Obj, replaced: str) -> list[Entry]:
                 f"replacement created (for {replaced})",
                 ref,
                 "Pod metadata.creationTimestamp",
+                because=(fact("Pod", pod, "metadata.creationTimestamp"),),
             )
         )
     scheduled = _condition(pod, "PodScheduled") or {}
@@ -323,6 +370,7 @@ def _replacement_entries(pod: Obj, replaced: str) -> list[Entry]:
                 f"replacement scheduled on {node}",
                 ref,
                 "Pod PodScheduled condition",
+                because=(*_cond(pod, "PodScheduled"), fact("Pod", pod, "spec.nodeName")),
             )
         )
     elif when:
@@ -334,13 +382,21 @@ def _replacement_entries(pod: Obj, replaced: str) -> list[Entry]:
                 f"replacement cannot be scheduled{f' ({why})' if why else ''}",
                 ref,
                 "Pod PodScheduled condition",
+                because=_cond(pod, "PodScheduled"),
             )
         )
     ready = _condition(pod, "Ready") or {}
     ready_at = parse_time(ready.get("lastTransitionTime"))
     if ready_at and ready.get("status") == "True":
         out.append(
-            Entry(ready_at, "replacement-ready", "replacement ready", ref, "Pod Ready condition")
+            Entry(
+                ready_at,
+                "replacement-ready",
+                "replacement ready",
+                ref,
+                "Pod Ready condition",
+                because=_cond(pod, "Ready"),
+            )
         )
     return out
 
@@ -363,6 +419,7 @@ def _volume_entries(snap: Snapshot, node_name: str, pv_names: set[str]) -> list[
                     f"detach of {pv or 'a volume'} from {node_name} requested",
                     ref,
                     "VolumeAttachment deletionTimestamp",
+                    because=(fact("VolumeAttachment", va, "metadata.deletionTimestamp"),),
                 )
             )
         created = parse_time(va["metadata"].get("creationTimestamp"))
@@ -376,6 +433,10 @@ def _volume_entries(snap: Snapshot, node_name: str, pv_names: set[str]) -> list[
                     f"attach of {pv} to {spec.get('nodeName')} requested ({state})",
                     ref,
                     "VolumeAttachment creationTimestamp",
+                    because=(
+                        fact("VolumeAttachment", va, "metadata.creationTimestamp"),
+                        fact("VolumeAttachment", va, "status.attached"),
+                    ),
                 )
             )
     return out
@@ -394,18 +455,23 @@ def _events_by_object(snap: Snapshot) -> dict[tuple[str, str, str], list[int]]:
     return table
 
 
+# where an event's time is read, first found first (core/v1, then events.k8s.io)
+EVENT_TIMES = (
+    "lastTimestamp",
+    "eventTime",
+    "series.lastObservedTime",
+    "metadata.creationTimestamp",
+)
+
+
 def _event_entries(snap: Snapshot, refs: dict[tuple[str, str, str], str]) -> list[Entry]:
     out: list[Entry] = []
     index = snap.memo("timeline.events", _events_by_object)
     for at in sorted(i for key in refs for i in index.get(key, [])):
         ev = snap.events[at]
         key = _event_key(ev)
-        when = parse_time(
-            ev.get("lastTimestamp")
-            or ev.get("eventTime")
-            or (ev.get("series") or {}).get("lastObservedTime")
-            or ev["metadata"].get("creationTimestamp")
-        )
+        path = next((p for p in EVENT_TIMES if read(ev, p)), EVENT_TIMES[0])
+        when = parse_time(read(ev, path))
         if not when:
             continue
         count = int(ev.get("count") or (ev.get("series") or {}).get("count") or 1)
@@ -418,6 +484,7 @@ def _event_entries(snap: Snapshot, refs: dict[tuple[str, str, str], str]) -> lis
                 f"event {ev.get('reason', '')}: {message}{times}",
                 refs[key],
                 f"Event {ev['metadata'].get('name', '')} ({ev.get('type', 'Normal')})",
+                because=(fact("Event", ev, path), fact("Event", ev, "reason")),
             )
         )
     return out
@@ -442,7 +509,16 @@ def _automation_entries(
             continue
         last = cov.claims[-1]
         source = ", ".join(f"{p.object} {p.field}" for p in last.because[:1])
-        out.append(Entry(cov.at, "automation", f"{cov.automation}: {words}", cov.object, source))
+        out.append(
+            Entry(
+                cov.at,
+                "automation",
+                f"{cov.automation}: {words}",
+                cov.object,
+                source,
+                because=tuple(last.because[:1]),
+            )
+        )
     return out
 
 
@@ -509,6 +585,9 @@ def to_data(entries: list[Entry], now: datetime) -> list[Obj]:
             "object": e.object,
             "source": e.source,
             **({"due": True} if e.due else {}),
+            "because": [
+                {"object": p.object, "field": p.field, "value": p.value} for p in e.because
+            ],
         }
         for e in entries
     ]

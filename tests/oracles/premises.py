@@ -169,6 +169,11 @@ def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
         stated.append(
             (f"{pod.get('namespace')}/{pod.get('name')}", [_action_claim(pod.get("action"))])
         )
+    for node in diagnosis.get("nodes") or []:  # each timeline entry: where its time is read
+        for entry in node.get("timeline") or []:
+            stated.append(
+                (f"node {node.get('name')}", [{**entry, "kind": f"timeline:{entry.get('kind')}"}])
+            )
     for zone in diagnosis.get("zones") or []:
         stated.append((f"zone {zone.get('zone')}", zone.get("claims") or []))
     stated.append(("cluster", diagnosis.get("clusterClaims") or []))

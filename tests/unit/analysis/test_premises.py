@@ -40,7 +40,7 @@ def _report(doc: Obj) -> Report:
         gaps=list(doc.get("gaps") or []),
         source="generated",
     )
-    return diagnose(snap, captured)
+    return diagnose(snap, captured, timelines=True)
 
 
 def _false(doc: Obj, report: Report) -> list[str]:
@@ -75,6 +75,18 @@ def test_every_premise_holds_on_the_recorded_fixtures(path: Path) -> None:
     assert report.headline.text.startswith(f"{report.nodes_total - ready} of ")
     for node in report.nodes:  # a node's suggestion rests on facts the checker re-reads
         assert node.action is not None and node.action.because, node.name
+    for name, found in (report.timelines or {}).items():  # so does every timeline entry
+        for entry in found.entries:
+            assert entry.because, f"{name}: {entry.kind} {entry.summary}"
+
+
+def test_the_checker_catches_a_false_timeline_entry() -> None:
+    doc = _raw(FIXTURES / "node-down-after-eviction.json")
+    data = render.report_data(_report(doc))
+    entry = next(e for n in data["nodes"] for e in n["timeline"] if e["kind"] == "taint-added")
+    entry["because"][0]["value"] = "2020-01-01T00:00:00Z"
+    (found,) = premises.check(doc, data)
+    assert found.kind == "timeline:taint-added" and "timeAdded" in found.field
 
 
 def test_the_checker_catches_a_false_premise() -> None:

@@ -129,8 +129,10 @@ def test_json_entries_have_times_ages_and_sources() -> None:
     snap = load_dump(str(AFTER))
     data = to_data(node_timeline(snap, NODE), snap.captured_at)
     assert all(
-        set(d) == {"time", "secondsAgo", "kind", "summary", "object", "source"} for d in data
+        set(d) == {"time", "secondsAgo", "kind", "summary", "object", "source", "because"}
+        for d in data
     )
+    assert all(d["because"] for d in data)  # each names the fields its time is read from
     assert all(d["kind"] in ORDER for d in data)
     assert data[0]["secondsAgo"] >= data[-1]["secondsAgo"] >= 0
 
