@@ -42,7 +42,11 @@ TOP_FIELDS |= {"attested", "digest", "boundTo", "attestations"}
 STEP_FIELDS = {f.name: f for f in fields(Step)}
 BINDING_FIELDS = {"context", "server", "clusterUid", "capturedAt", "source", "nodeUids"}
 ATTESTATION_FIELDS = {"node", "nodeUid", "by", "at"}
-UNSIGNED = ("result", "detail")  # filled in by a run; not part of the digest, reset on load
+# Not part of the digest, reset on load: what a run fills in (result, detail), and the facts a
+# step's words about pods rest on (because): words, never inputs; a replayed plan states the
+# live plan's (plan.narrow), and a plan saved before they existed still loads.
+UNSIGNED = ("result", "detail", "because")
+OPTIONAL = ("because",)
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS_LABEL = re.compile(rf"^{_LABEL}$")
@@ -61,11 +65,7 @@ PREMISE_FIELDS = {"object", "field", "value"}
 
 
 def _step_data(step: Step) -> dict[str, Any]:
-    data = {_camel(name): getattr(step, name) for name in STEP_FIELDS if name not in UNSIGNED}
-    data["because"] = [
-        {"object": p.object, "field": p.field, "value": p.value} for p in step.because
-    ]
-    return data
+    return {_camel(name): getattr(step, name) for name in STEP_FIELDS if name not in UNSIGNED}
 
 
 def digest(plan: Plan) -> str:
@@ -205,11 +205,13 @@ def _step(where: str, raw: Any) -> Step:
     unknown = sorted(set(raw) - set(known))
     if unknown:
         raise BadInputError(f"{where} has unknown field {unknown[0]!r}")
-    missing = sorted(set(known) - set(raw))
+    missing = sorted(set(known) - set(raw) - {_camel(n) for n in OPTIONAL})
     if missing:
         raise BadInputError(f"{where} lacks the field {missing[0]!r}")
     args: dict[str, Any] = {}
     for key, name in known.items():
+        if key not in raw:
+            continue
         value = raw[key]
         if name == "allowed":
             args[name] = _need(f"{where}.{key}", value, bool, "true or false")
@@ -219,7 +221,7 @@ def _step(where: str, raw: Any) -> Step:
             args[name] = _premises(f"{where}.{key}", value)
         else:
             args[name] = _need(f"{where}.{key}", value, str, "a string")
-    args["result"], args["detail"] = "", ""
+    args["result"], args["detail"], args["because"] = "", "", []
     step = Step(**args)
     problem = step_problem(step)
     if problem:

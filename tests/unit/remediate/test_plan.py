@@ -117,7 +117,9 @@ def test_saved_plan_round_trips(after_eviction: Report) -> None:
     plan = make_plan(after_eviction, Options(attested=[NODE], strategy="force-delete"))
     data = json.loads(render.as_json(render.plan_document(plan, summary(plan))))
     again = planfile.load(data)
-    assert again.steps == plan.steps and again.strategy == plan.strategy
+    # everything but the facts of the steps' words, which a replay takes from the live plan
+    assert again.steps == [replace(s, because=[]) for s in plan.steps]
+    assert again.strategy == plan.strategy
 
 
 def test_a_replacement_not_there_yet_is_not_cosmetic(before_eviction: Report) -> None:

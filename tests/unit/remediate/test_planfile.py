@@ -52,6 +52,25 @@ def test_a_saved_plan_loads_back_exactly() -> None:
     assert all(s.result == "" for s in plan.steps)
 
 
+def test_a_steps_facts_are_words_never_read_back() -> None:
+    """`because` (the facts a step's words about pods rest on) is saved but outside the digest
+    and dropped on load: a replayed plan states the live plan's facts (plan.narrow), a changed
+    one is not an edit, and a plan saved before the field existed still loads."""
+    data = copy.deepcopy(SAVED)
+    step = next(s for s in data["steps"] if s["because"])
+    step["because"] = [{"object": "Pod/x/y", "field": "spec.nodeName", "value": "elsewhere"}]
+    assert all(s.because == [] for s in planfile.load(data).steps)
+    for raw in data["steps"]:
+        raw.pop("because")
+    assert [s.target for s in planfile.load(data).steps] == [s["target"] for s in SAVED["steps"]]
+    step = next(s for s in copy.deepcopy(SAVED)["steps"] if s["because"])
+    step["because"] = [{"object": 1, "field": "f", "value": None}]  # still held to its shape
+    broken = copy.deepcopy(SAVED)
+    broken["steps"] = [step if s["target"] == step["target"] else s for s in broken["steps"]]
+    with pytest.raises(BadInputError, match="object must be a string"):
+        planfile.load(broken)
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
