@@ -232,6 +232,6 @@ def test_mutated_plans_are_valid_or_bad_input(
     for step in plan.steps:
         assert isinstance(step.allowed, bool) and planfile.step_problem(step) is None
         assert all(isinstance(e, str) for e in step.evidence)
-    unchanged = data == base or (where is not None and key in ("result", "detail"))
+    unchanged = data == base or (where is not None and key in planfile.UNSIGNED)
     summary_only = where is None and key in ("summary", "refusals", "confirmed")
     assert resign or unchanged or summary_only, f"an edit of {key} was not noticed"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kubectl_nodefail.analysis.claims import Premise
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.common.errors import ServerError
 from kubectl_nodefail.remediate.actions import restate
@@ -52,11 +53,14 @@ def test_a_replayed_step_refused_live_carries_the_live_releases() -> None:
 
 
 class _Cluster:
-    """What restate reads: one list of a node's pods per node (`pods`: node -> names, or an
-    error to raise)."""
+    """What restate reads: the node, and one list of its pods per node (`pods`: node ->
+    names, or an error to raise; `ready`: the nodes Ready again)."""
 
-    def __init__(self, pods: dict[str, Any]) -> None:
-        self.pods, self.reads = pods, []
+    def __init__(self, pods: dict[str, Any], ready: tuple[str, ...] = ()) -> None:
+        self.pods, self.reads, self.ready = pods, [], ready
+
+    def get_object(self, path: str) -> Any:
+        return _node(path.rsplit("/", 1)[1], path.rsplit("/", 1)[1] in self.ready)
 
     def list_all(self, path: str, kind: str, **params: str) -> Any:
         node = params["fieldSelector"].removeprefix("spec.nodeName=")
@@ -65,6 +69,15 @@ class _Cluster:
         if isinstance(found, Exception):
             raise found
         return [_pod(n, node) for n in found]
+
+
+def _node(name: str, ready: bool) -> dict[str, Any]:
+    status = "True" if ready else "Unknown"
+    return {
+        "kind": "Node",
+        "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1"},
+        "status": {"conditions": [{"type": "Ready", "status": status}]},
+    }
 
 
 def _pod(name: str, node: str) -> dict[str, Any]:
@@ -84,18 +97,35 @@ def test_after_the_run_only_pods_still_on_the_node_stay_named() -> None:
     cluster = _Cluster({"flaky-a": ["web-1", "lonely"]})  # db-0 recreated elsewhere
     restate(cluster, plan)  # type: ignore[arg-type]
     assert step.releases == [WEB] and other.releases == ["data/lonely (bare)"]
-    assert "no longer on flaky-a when re-read (gone, or recreated elsewhere): data/db-0" in (
-        step.detail
+    assert (
+        "no longer on flaky-a when re-read (gone, or recreated elsewhere or under its name): "
+        "data/db-0" in step.detail
     )
     assert cluster.reads == ["flaky-a"]  # one list for the node, not a read per pod
     # what the result says of them rests on the re-read: those objects, on that node, now
-    dump = {"items": [_pod("web-1", "flaky-a"), _pod("lonely", "flaky-a")]}
+    dump = {"items": [_pod("web-1", "flaky-a"), _pod("lonely", "flaky-a"), _node("flaky-a", False)]}
     assert premises.check_plan(dump, render.plan_data(plan, True, {})) == []
-    assert {p.object for p in step.because} == {"Pod/data/web-1"}
+    assert {p.object for p in step.because} == {"Pod/data/web-1", "Node/flaky-a"}
     dump["items"][0]["spec"]["nodeName"] = "healthy-b"  # the checker does check them
     assert premises.check_plan(dump, render.plan_data(plan, True, {}))
     text = render.plan_table(plan, True, wide=True)
     assert "db-0 (statefulset)" not in text
+
+
+def test_a_pod_recreated_under_its_name_or_on_a_node_back_is_not_said_stuck() -> None:
+    """The plan named db-0 by its UID: a db-0 of another UID on the node is another object; and
+    on a node Ready again, the kubelet finishes every pod the step named."""
+    step = _taint([DB, WEB])
+    step.because = [Premise("Pod/data/db-0", "metadata.uid", "the-old-one")]
+    step.result = "refused"
+    restate(_Cluster({"flaky-a": ["db-0", "web-1"]}), _plan(step))  # type: ignore[arg-type]
+    assert step.releases == [WEB] and "data/db-0" in step.detail
+    back = _taint([DB, WEB])
+    back.result = "skipped"
+    restate(_Cluster({"flaky-a": ["db-0", "web-1"]}, ready=("flaky-a",)), _plan(back))  # type: ignore[arg-type]
+    assert back.releases == [] and back.because == []
+    assert "flaky-a is Ready again when re-read" in back.detail and "data/web-1" in back.detail
+    assert "stay stuck" not in render.plan_table(_plan(back), True, wide=True)
 
 
 def test_a_failed_re_read_marks_the_names() -> None:
