@@ -283,23 +283,18 @@ def multi_attach_notes(pod: Obj, snap: Snapshot, now: datetime, label: str) -> l
     return [c.text for c in multi_attach_claims(pod, snap, now, label)]
 
 
-def node_name(va: Obj) -> str:
-    return str((va.get("spec") or {}).get("nodeName") or "")
-
-
 def detach_facts(va: Obj, snap: Snapshot) -> list[Premise]:
     """What `detach_outlook` reads: the attachment, the pod objects there that still use it,
     and its node's taints and mounted volumes."""
     spec = va.get("spec") or {}
-    node = snap.node(spec.get("nodeName") or "")
+    name = spec.get("nodeName") or ""
+    node = snap.node(name)
     pv = (spec.get("source") or {}).get("persistentVolumeName") or ""
     out = [
         fact("VolumeAttachment", va, "spec.nodeName"),
         fact("VolumeAttachment", va, "metadata.deletionTimestamp"),
     ]
-    out += [
-        fact("Pod", p, "spec.nodeName") for p in (users_of(snap, node_name(va), pv) if pv else [])
-    ]
+    out += [fact("Pod", p, "spec.nodeName") for p in (users_of(snap, name, pv) if pv else [])]
     if node is not None:
         out += [fact("Node", node, "spec.taints"), fact("Node", node, "status.volumesInUse")]
     return out

@@ -5,8 +5,9 @@ plan is bound to this cluster at all.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+from kubectl_nodefail.analysis.claims import Premise
 from kubectl_nodefail.common import attestation
 from kubectl_nodefail.remediate.steps import MUTATING, Attestation, Binding, Plan, Step
 
@@ -30,17 +31,40 @@ def _missing(old: Step, fresh: Plan) -> str:
     )
 
 
-def _live_words(old: Step, fresh: Plan) -> Step:
+def _live_words(old: Step, live: _LiveWords) -> Step:
     """What a saved step not in the live plan may still say of pods: only those the live plan
     finds stuck (the same entry in one of its steps), with the live plan's facts about them.
     A saved file's words about pods are never shown as they were written."""
-    said = {r: s for s in fresh.steps for r in s.releases}
-    held = {r: s for s in fresh.steps for r in s.leaves_stuck}
-    releases = [r for r in old.releases if r in said]
-    leaves = [r for r in old.leaves_stuck if r in held]
-    refs = {"Pod/" + r.split(" ", 1)[0] for r in releases + leaves}
-    facts = {(p.object, p.field): p for s in fresh.steps for p in s.because if p.object in refs}
-    return replace(old, releases=releases, leaves_stuck=leaves, because=list(facts.values()))
+    releases = [r for r in old.releases if r in live.releases]
+    leaves = [r for r in old.leaves_stuck if r in live.leaves_stuck]
+    because = [p for r in releases + leaves for p in live.facts.get(_pod_ref(r), [])]
+    return replace(old, releases=releases, leaves_stuck=leaves, because=because)
+
+
+@dataclass
+class _LiveWords:
+    """The live plan's entries of stuck pods, and its facts about each pod, found once."""
+
+    releases: set[str]
+    leaves_stuck: set[str]
+    facts: dict[str, list[Premise]]
+
+    @classmethod
+    def of(cls, fresh: Plan) -> _LiveWords:
+        facts: dict[str, dict[tuple[str, str], Premise]] = {}
+        for s in fresh.steps:
+            for p in s.because:
+                facts.setdefault(p.object, {}).setdefault((p.object, p.field), p)
+        return cls(
+            {r for s in fresh.steps for r in s.releases},
+            {r for s in fresh.steps for r in s.leaves_stuck},
+            {pod: list(found.values()) for pod, found in facts.items()},
+        )
+
+
+def _pod_ref(entry: str) -> str:
+    """`Pod/NS/NAME` of a step's entry `NS/NAME (…)`."""
+    return "Pod/" + entry.split(" ", 1)[0]
 
 
 def narrow(saved: Plan, fresh: Plan) -> Plan:
@@ -52,6 +76,7 @@ def narrow(saved: Plan, fresh: Plan) -> Plan:
     the reason. Steps only the fresh plan has are not added: a saved plan narrows, never widens.
     """
     now = {step_key(s): s for s in fresh.steps}
+    words = _LiveWords.of(fresh)
     # a refused saved step names only the pods the live plan still finds stuck (a pod
     # recreated elsewhere, or on a node back, is not left stuck by it): _live_words
     steps: list[Step] = []
@@ -59,7 +84,7 @@ def narrow(saved: Plan, fresh: Plan) -> Plan:
         live = now.get(step_key(old))
         if not old.allowed:
             steps.append(
-                _live_words(replace(old, gate=f"refused in the saved plan: {old.gate}"), fresh)
+                _live_words(replace(old, gate=f"refused in the saved plan: {old.gate}"), words)
             )
         elif live is None and old.action not in MUTATING:
             steps.append(replace(old, why=f"{old.why} (no such step in the live plan now)"))
@@ -67,7 +92,7 @@ def narrow(saved: Plan, fresh: Plan) -> Plan:
             steps.append(
                 _live_words(
                     replace(old, allowed=False, gate=f"not allowed now ({_missing(old, fresh)})"),
-                    fresh,
+                    words,
                 )
             )
         elif not live.allowed and old.node in set(saved.attested) - set(fresh.attested):
