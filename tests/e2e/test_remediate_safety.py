@@ -199,6 +199,10 @@ def test_tampered_saved_plans_change_nothing(
         "unknown action": (edited("allowed", True, action="evict-pod"), "unknown action"),
         "target a number": (edited("allowed", True, target=5), "target must be a string"),
         "target not a pod": (edited("allowed", True, target="pod/broken"), "is not a pod name"),
+        "facts of the wrong shape": (
+            edited("allowed", True, because=[{"object": 1, "field": "f", "value": None}]),
+            "object must be a string",
+        ),
         "digest mismatch": (
             edited("allowed", False, uid=bystander["metadata"]["uid"]),
             "edited after it was saved",
@@ -213,6 +217,18 @@ def test_tampered_saved_plans_change_nothing(
     widening = {
         "switched on by hand": (
             edited("refused", True, allowed=True),
+            "not allowed now (no evidence the machine is down",
+        ),
+        # a step's facts are words, never read back: naming the bystander changes nothing
+        "switched on, its facts naming the bystander": (
+            edited(
+                "refused",
+                True,
+                allowed=True,
+                because=[
+                    {"object": f"Pod/{NS}/bystander", "field": "spec.nodeName", "value": node}
+                ],
+            ),
             "not allowed now (no evidence the machine is down",
         ),
         "retargeted to a pod on a Ready node": (
@@ -239,12 +255,13 @@ def test_tampered_saved_plans_change_nothing(
     }
     for case, (path, message) in widening.items():
         # the attestation in an attested file counts only typed again at the replay
-        again = () if case == "switched on by hand" else ("--node-shutdown-confirmed", node)
+        again = () if case.startswith("switched on") else ("--node-shutdown-confirmed", node)
         proc = plugin.run("remediate", "--plan-in", str(path), *again, "--confirm", "-o", "json")
         assert proc.returncode == 4, (case, proc.stdout, proc.stderr)
         steps = [s for s in _json(proc)["steps"] if s["action"] == "force-delete-pod"]
         assert [s["result"] for s in steps] == ["refused"], (case, steps)
         assert steps[0]["detail"].startswith(message), (case, steps[0]["detail"])
+        assert "bystander" not in json.dumps(steps[0]["because"]), (case, steps[0])
     assert _writes_between(cp, start, _now()) == []
     assert pod_on(cp, NS, f"db-{node}", node)["metadata"]["uid"] == victim["metadata"]["uid"]  # type: ignore[index]
     assert (
