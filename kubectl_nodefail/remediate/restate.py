@@ -40,10 +40,11 @@ def restate(cluster: kube.Cluster, plan: Plan) -> None:
     """Before the result speaks of pods that stay stuck (a step refused, skipped or not
     started), read the node and its pods again (one read and one list per node): a pod stays
     named only if it is still bound to that step's node, is the object the plan named (its UID,
-    where the plan stated it), and the node is still not Ready; the step's facts become those of
-    the re-read (its UID, its node, the node's Ready status). A pod that is not (gone, recreated
-    elsewhere or under its name, or its node Ready again) is said so instead (in place). A read
-    that fails leaves the names, marked as not re-read, with no facts."""
+    where the plan stated it), and (but for a pod finalizers hold) the node is still not Ready;
+    the step's facts become those of the re-read (its UID, its node, the node's Ready status).
+    A pod that is not (gone, recreated elsewhere or under its name, or its node Ready again) is
+    said so instead (in place). A read that fails leaves the names, marked as not re-read, with
+    no facts."""
     on_node: dict[str, dict[str, Obj] | None] = {}
     nodes: dict[str, Obj | None] = {}
     for step in plan.steps:
@@ -68,26 +69,29 @@ def restate(cluster: kube.Cluster, plan: Plan) -> None:
             step.because = []
             continue
         node = nodes[step.node] or {}
-        if is_ready(node):
-            back = [_named(e) for e in step.releases + step.leaves_stuck]
-            step.releases, step.leaves_stuck, step.because = [], [], []
-            step.detail = (step.detail + "; " if step.detail else "") + (
-                f"{step.node} is Ready again when re-read: its kubelet finishes " + ", ".join(back)
-            )
-            continue
         planned = {p.object: p.value for p in step.because if p.field == "metadata.uid"}
         moved = [
             _named(e) for e in step.releases + step.leaves_stuck if not _same(e, here, planned)
         ]
-        step.releases = [e for e in step.releases if _same(e, here, planned)]
+        kept = [e for e in step.releases if _same(e, here, planned)]
+        # on a node Ready again its kubelet handles its pods again: none waits for this step;
+        # a pod held by finalizers stays held whatever the node
+        back = [_named(e) for e in kept] if is_ready(node) else []
+        step.releases = [] if back else kept
         step.leaves_stuck = [e for e in step.leaves_stuck if _same(e, here, planned)]
         step.because = [
             fact("Pod", here[_named(e)], path)
             for e in step.releases + step.leaves_stuck
             for path in ("metadata.uid", "spec.nodeName")
         ] + [fact("Pod", here[_named(e)], "metadata.finalizers") for e in step.leaves_stuck]
-        if step.releases or step.leaves_stuck:
+        if step.releases:  # stuck only while the node is not Ready
             step.because.append(fact("Node", node, "status.conditions[type=Ready].status"))
+        if back:
+            step.detail = (step.detail + "; " if step.detail else "") + (
+                f"{step.node} is Ready again when re-read: its kubelet handles "
+                + ", ".join(back)
+                + " again"
+            )
         if moved:
             step.detail = (step.detail + "; " if step.detail else "") + (
                 f"no longer on {step.node} when re-read (gone, or recreated elsewhere or under "
