@@ -84,7 +84,7 @@ def restate(cluster: kube.Cluster, plan: Plan) -> None:
             for e in step.releases + step.leaves_stuck
             for path in ("metadata.uid", "spec.nodeName")
         ] + [fact("Pod", here[_named(e)], "metadata.finalizers") for e in step.leaves_stuck]
-        if step.releases:  # stuck only while the node is not Ready
+        if step.releases or back:  # stuck only while the node is not Ready; handled once it is
             step.because.append(fact("Node", node, "status.conditions[type=Ready].status"))
         if back:
             step.detail = (step.detail + "; " if step.detail else "") + (

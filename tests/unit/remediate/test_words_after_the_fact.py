@@ -125,7 +125,7 @@ def test_a_pod_recreated_under_its_name_or_on_a_node_back_is_not_said_stuck() ->
     back.result = "skipped"
     restate(_Cluster({"flaky-a": ["db-0", "web-1", "held"]}, ready=("flaky-a",)), _plan(back))  # type: ignore[arg-type]
     assert back.releases == [] and back.leaves_stuck == ["data/held (x)"]
-    assert {p.object for p in back.because} == {"Pod/data/held"}
+    assert {p.object for p in back.because} == {"Pod/data/held", "Node/flaky-a"}
     assert "flaky-a is Ready again when re-read: its kubelet handles data/db-0, data/web-1" in (
         back.detail
     )
