@@ -28,10 +28,15 @@ class ZoneCluster:
     host = "https://fake:6443"
     deadline = None
 
-    def __init__(self, signal_on_taint: int = 0, pods_left_until: float = 0.0) -> None:
+    def __init__(
+        self, signal_on_taint: int = 0, pods_left_until: float = 0.0, gone_after: int = 0
+    ) -> None:
         self.lock = threading.Lock()
         self.signal_on_taint = signal_on_taint
         self.pods_left_until = pods_left_until  # monotonic time the pods are gone at
+        # or, given `gone_after` taints: the pods go 0.5 s after that many taints were sent
+        # (not at a fixed time, which a loaded machine's slow requests could outrun)
+        self.gone_after = gone_after
         self.calls: list[tuple[str, str]] = []  # (what, node), in order
         self.events: list[str] = []
         self.flying = 0
@@ -80,6 +85,8 @@ class ZoneCluster:
             self.flying += 1
             self.most = max(self.most, self.flying)
             count = sum(1 for what, _ in self.calls if what == "taint")
+            if taint and count == self.gone_after:
+                self.pods_left_until = time.monotonic() + 0.5
         try:
             time.sleep(0.03)  # a request takes a while: others run meanwhile
             if taint and count == self.signal_on_taint:
@@ -91,7 +98,8 @@ class ZoneCluster:
         return {}
 
     def list_all(self, path: str, kind: str, **query: Any) -> list[dict[str, Any]]:
-        if kind == "Pod" and time.monotonic() < self.pods_left_until:
+        waiting = self.gone_after and self.pods_left_until == 0.0  # not all taints sent yet
+        if kind == "Pod" and (waiting or time.monotonic() < self.pods_left_until):
             meta = {
                 "name": "db-0",
                 "namespace": "shop",
@@ -197,7 +205,7 @@ def test_one_status_line_on_a_terminal_erased_before_the_result(monkeypatch: Any
         return line
 
     monkeypatch.setattr(cli, "reporter", status_line)
-    fake = ZoneCluster(pods_left_until=time.monotonic() + 0.5)
+    fake = ZoneCluster(gone_after=12)
     plan = _plan(12)
     stopped = zonecmd._execute(fake, plan, None, 30, 0)
     assert stopped is False and [s.result for s in plan.steps] == ["done"] * 12
