@@ -270,6 +270,8 @@ SCHEMAS.update(
                 suspend=BOOL,
                 podReplacementPolicy=STR,
                 podFailurePolicy=ANY,
+                # another controller than the built-in one manages the Job
+                managedBy=STR,
                 selector=ANY,
             ),
             # Complete / Failed (a finished Job replaces nothing), and its counts

@@ -99,6 +99,64 @@ def _job_held_open(ctx: Context, job_obj: Obj, name: str, rep: Replacement) -> E
     )
 
 
+# spec.managedBy (JobManagedBy: beta and on by default from 1.32, GA in 1.35): the built-in Job
+# controller syncs only Jobs whose field is absent or this value (job_controller.go
+# isJobManagedByJobController); any other names a controller of its own, which alone creates,
+# counts and finishes the Job's pods. Servers where the gate is off drop the field.
+JOB_CONTROLLER = "kubernetes.io/job-controller"
+
+
+def managed_by(job_obj: Obj | None) -> str | None:
+    """The controller a Job names in spec.managedBy, when it is not the built-in one."""
+    value = ((job_obj or {}).get("spec") or {}).get("managedBy")
+    return str(value) if value and value != JOB_CONTROLLER else None
+
+
+def _managed_elsewhere(ctx: Context, job_obj: Obj, by: str, cron: str) -> Explained:
+    """A Job another controller manages: the built-in Job controller does nothing for it (no
+    replacement, no failure count, no backoff, no terminal condition), so none of that is said;
+    a pod of it that exists is still named as what it is."""
+    name = job_obj["metadata"]["name"]
+    managed = ctx.owner_fact(0, "spec.managedBy")
+    found = (
+        _replacements(ctx, job_obj["metadata"]["uid"], finished_too=True) if ctx.terminating else []
+    )
+    if found:
+        rep, rep_claim = _found(found, ctx.node, "replacement")
+    else:
+        rep = Replacement(
+            "unknown",
+            f"up to {by}: Job {name} is not managed by the built-in Job controller",
+        )
+        rep_claim = claim("replacement", "replacement", rep.summary, managed)
+    returns = (
+        f"kubelet removes the old pod; what Job {name} does then is up to {by}."
+        if ctx.terminating
+        else "the pod carries on in place."
+    )
+    return Explained(
+        [
+            claim(
+                "unknown-owner",
+                "why",
+                f"Job {name}{cron} is managed by {by} (spec.managedBy), not by the built-in "
+                "Job controller, which leaves it alone: whether and when this pod is replaced, "
+                f"counted as failed or waited for is up to {by}.",
+                managed,
+            ),
+            rep_claim,
+            claim(
+                "if-node-returns",
+                "returns",
+                returns,
+                managed,
+                ctx.pod_fact("metadata.deletionTimestamp"),
+            ),
+        ],
+        rep,
+    )
+
+
 def _ignores_disruption(spec: Obj, pod: Obj) -> bool:
     """The Job's podFailurePolicy has an Ignore rule on the DisruptionTarget condition, and the
     pod carries it: its failure is not counted (the taint manager sets it when it evicts)."""
@@ -181,6 +239,9 @@ def job(ctx: Context) -> Explained:
     )
     name = job_obj["metadata"]["name"] if job_obj else "?"
     cron = f" (CronJob {ctx.owners[1]['metadata']['name']})" if len(ctx.owners) > 1 else ""
+    by = managed_by(job_obj)
+    if job_obj is not None and by is not None:
+        return _managed_elsewhere(ctx, job_obj, by, cron)
     policy_facts = (
         [ctx.owner_fact(0, "spec.podReplacementPolicy"), ctx.owner_fact(0, "spec.podFailurePolicy")]
         if job_obj is not None

@@ -142,6 +142,9 @@ def neighbours(draw: st.DrawFn) -> Obj:
             if draw(st.booleans()):
                 spec.pop("podFailurePolicy", None)
                 spec["podReplacementPolicy"] = "TerminatingOrFailed"
+            managed = draw(st.sampled_from([None, "kubernetes.io/job-controller", "example.com/q"]))
+            if managed is not None:
+                spec["managedBy"] = managed
             owner["status"]["conditions"] = draw(
                 st.sampled_from(
                     [
@@ -383,6 +386,34 @@ def test_a_live_jobs_missing_pod_is_coming_or_not_wanted() -> None:
     again = [p for p in _report(doc).pods if p.namespace == "au-2026-184"]
     assert [p.replacement.state for p in again] == ["not-wanted", "not-wanted"]
     assert all("wants 2 active pod(s) and has 2" in p.replacement.summary for p in again)
+
+
+@pytest.mark.parametrize("managed_by", ["example.com/queue", "kubernetes.io/job-controller"])
+def test_a_job_another_controller_manages_gets_no_job_controller_story(managed_by: str) -> None:
+    """spec.managedBy naming another controller: the built-in Job controller leaves the Job
+    alone (job_controller.go isJobManagedByJobController), so neither its backoff, its failure
+    count nor a replacement of its making is said; the field naming the built-in one changes
+    nothing."""
+    doc = _raw(FIXTURES / "audit" / "seed2026-184-d1.json")
+    job = next(i for i in doc["items"] if i.get("kind") == "Job")
+    job["spec"]["managedBy"] = managed_by
+    report = _report(doc)
+    stuck = [p for p in report.pods if p.namespace == "au-2026-184"]
+    assert len(stuck) == 2
+    if managed_by == "kubernetes.io/job-controller":
+        assert all(p.replacement.state == "not-yet" for p in stuck)
+        return
+    for p in stuck:
+        assert p.replacement.state == "unknown"
+        assert p.replacement.expected_by is None
+        assert "up to example.com/queue" in p.replacement.summary
+        assert "managed by example.com/queue (spec.managedBy)" in p.explanation
+        words = " ".join([p.explanation, p.replacement.summary, p.if_node_returns])
+        for said in ("backoff", "counts it as failed", "creates the replacement", "Complete"):
+            assert said not in words
+        assert p.if_node_returns.startswith("kubelet removes the old pod")
+        assert p.action.code != "wait"  # nothing of the built-in controller is coming
+    assert _false(doc, report) == []
 
 
 @pytest.mark.parametrize(
