@@ -260,7 +260,9 @@ def _after_eviction(kind: str, replacement: Replacement, holds_rwo: bool) -> str
         )
     if replacement.state == "blocked":
         return "it then stays Terminating: its owner waits for it to fail before replacing it"
-    if kind in REPLICA_KINDS or kind in JOBS:
+    if (kind in REPLICA_KINDS or kind in JOBS) and replacement.state == "not-yet":
+        # only where its owner's rule said the eviction brings one (a Job another controller
+        # manages, an owner not read: not said)
         return "the controller then creates a replacement"
     return "what follows depends on its owner"
 

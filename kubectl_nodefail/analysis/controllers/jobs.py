@@ -310,7 +310,22 @@ def job(ctx: Context) -> Explained:
     out = [
         claim("counts-as", "why", text, ctx.pod_fact("metadata.deletionTimestamp"), *policy_facts)
     ]
-    if not ctx.terminating:
+    if not ctx.terminating and policy == "Failed" and job_obj is not None:
+        # evicted, it stays Terminating and this policy waits for phase Failed: no replacement
+        # comes with the eviction either
+        rep = Replacement(
+            "blocked",
+            "none yet: the pod still counts as active; once evicted, podReplacementPolicy "
+            "Failed waits for it to fail",
+        )
+        rep_claim = claim(
+            "replacement",
+            "replacement",
+            rep.summary,
+            ctx.pod_fact("metadata.deletionTimestamp"),
+            *policy_facts,
+        )
+    elif not ctx.terminating:
         rep = Replacement("not-yet", "none yet: the pod still counts as active")
         rep_claim = claim(
             "replacement", "replacement", rep.summary, ctx.pod_fact("metadata.deletionTimestamp")
