@@ -7,7 +7,7 @@ that hold it, the remediate command a suggestion shows (with the attestation), t
 from __future__ import annotations
 
 from kubectl_nodefail.analysis import automation, brake, versions
-from kubectl_nodefail.analysis.claims import Claim, Premise
+from kubectl_nodefail.analysis.claims import Claim, Premise, once
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding
 from kubectl_nodefail.analysis.nodes import kubelet_alive, machine_ran
 from kubectl_nodefail.common import attestation
@@ -183,19 +183,11 @@ def for_node(
 CAUSE = "cause"  # in an action's rests_on: its node's cause (nodes[].cause, with its facts)
 
 
-def _once(premises: list[Premise]) -> list[Premise]:
-    """Each premise once, in order (values may be lists: keyed by their text)."""
-    seen: dict[tuple[str, str, str], Premise] = {}
-    for premise in premises:
-        seen.setdefault((premise.object, premise.field, repr(premise.value)), premise)
-    return list(seen.values())
-
-
 def _node_facts(node: NodeFinding, action: Action) -> list[Premise]:
     """What a node's suggestion rests on: the facts of its cause (Ready, the lease, the taints
     and annotations that say it is shut down or out of service, problem conditions) and its own
     (the claim of the automation it waits for); each once."""
-    return _once([*node.cause.because, *action.because])
+    return once([*node.cause.because, *action.because])
 
 
 def rests_on(action: Action, claims: list[Claim], node: NodeFinding | None = None) -> Action:

@@ -170,6 +170,14 @@ def claim(kind: str, section: str, text: str, *because: Premise) -> Claim:
     return Claim(kind, section, text, list(because))
 
 
+def once(premises: list[Premise]) -> list[Premise]:
+    """Each premise once, in order (values may be lists: keyed by their text)."""
+    seen: dict[tuple[str, str, str], Premise] = {}
+    for premise in premises:
+        seen.setdefault((premise.object, premise.field, repr(premise.value)), premise)
+    return list(seen.values())
+
+
 def text_of(claims: list[Claim], section: str) -> str:
     """A section's sentence(s): its claims' texts in order."""
     return " ".join(c.text for c in claims if c.section == section and c.text)

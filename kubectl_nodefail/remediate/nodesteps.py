@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from kubectl_nodefail.analysis import advice, automation, versions
 from kubectl_nodefail.analysis import brake as brakes
 from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER
-from kubectl_nodefail.analysis.claims import Premise
+from kubectl_nodefail.analysis.claims import Premise, once
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.analysis.nodes import out_of_service_overdue
 from kubectl_nodefail.common import attestation
@@ -86,7 +86,14 @@ def _pods_on(report: Report, node: str) -> list[PodFinding]:
     return [p for p in report.pods if p.node == node and p.node_failed]
 
 
-def _wait_step(node: NodeFinding, pod: PodFinding, why: str) -> Step:
+def _said(pod: PodFinding, *sections: str) -> list[Premise]:
+    """The facts of what the diagnosis said of the pod in these sections (its claims'
+    premises): what a step's words about the pod are worded from."""
+    return [f for c in pod.claims if c.section in sections for f in c.because]
+
+
+def _wait_step(node: NodeFinding, pod: PodFinding, why: str, *sections: str) -> Step:
+    """A pod no step acts on, and why, worded from its claims in `sections`."""
     return Step(
         "wait",
         node.name,
@@ -95,15 +102,20 @@ def _wait_step(node: NodeFinding, pod: PodFinding, why: str) -> Step:
         True,
         "nothing to do",
         uid=pod.uid,
+        because=once([*pod_facts(pod), *_said(pod, *sections)]),
     )
 
 
-def _cosmetic_why(pod: PodFinding) -> str:
+def _cosmetic_why(pod: PodFinding) -> tuple[str, str]:
+    """Why a stuck pod needs nothing, and the section of its claims that says so."""
     if pod.phase in ("Succeeded", "Failed"):
-        return f"finished ({pod.phase}) before its deletion: nothing waits on it"
+        return f"finished ({pod.phase}) before its deletion: nothing waits on it", "why"
     if pod.replacement.state == "not-wanted":
-        return f"not wanted by its owner ({pod.replacement.summary}); the stuck object is cosmetic"
-    return "replaceable: the replacement already runs; the stuck object is cosmetic"
+        return (
+            f"not wanted by its owner ({pod.replacement.summary}); the stuck object is cosmetic",
+            "replacement",
+        )
+    return "replaceable: the replacement already runs; the stuck object is cosmetic", "replacement"
 
 
 def _finalizer_step(node: NodeFinding, pod: PodFinding, holders: list[str]) -> Step:
@@ -120,6 +132,7 @@ def _finalizer_step(node: NodeFinding, pod: PodFinding, holders: list[str]) -> S
         evidence=[f"finalizers: {', '.join(pod.finalizers)}"],
         uid=pod.uid,
         resource_version=pod.resource_version,
+        because=pod_facts(pod, held=True),
     )
 
 
@@ -169,6 +182,7 @@ def _node_steps(
                 evidence=[f"node {node.status}"],
                 uid=node_uid,
                 lease_renewed=lease,
+                because=list(node.cause.because),
             )
         ]
     if not node.failed:
@@ -196,11 +210,15 @@ def _node_steps(
         if what == advice.RESUMES:
             steps.append(
                 _wait_step(
-                    node, pod, f"{pod.controller} pod: never acted on; it resumes with the node"
+                    node,
+                    pod,
+                    f"{pod.controller} pod: never acted on; it resumes with the node",
+                    "why",
                 )
             )
         elif what == advice.COSMETIC:
-            steps.append(_wait_step(node, pod, _cosmetic_why(pod)))
+            why, section = _cosmetic_why(pod)
+            steps.append(_wait_step(node, pod, why, section))
         elif what == advice.FINALIZER_HELD:
             steps.append(_finalizer_step(node, pod, held))
             held_here.append((pod, held))
@@ -210,6 +228,7 @@ def _node_steps(
                     node,
                     pod,
                     f"replaced, but {pod.replacement.summary}: freeing this pod does not help",
+                    "replacement",
                 )
             )
         elif not pod.terminating and pod.eviction_at is not None and not gate_ok:
@@ -218,6 +237,8 @@ def _node_steps(
                     node,
                     pod,
                     f"eviction due {format_time(pod.eviction_at)}; then: {pod.replacement.summary}",
+                    "eviction",
+                    "replacement",
                 )
             )
             blocked.append(pod)
@@ -261,6 +282,7 @@ def _node_steps(
                 "nothing to do",
                 uid=node_uid,
                 lease_renewed=lease,
+                because=once([*node.cause.because, *[f for p in left for f in pod_facts(p)]]),
             )
         )
         forced += [
@@ -334,7 +356,14 @@ def _force_step(
         resource_version=pod.resource_version,
         lease_renewed=lease,
         releases=[f"{pod.namespace}/{pod.name} ({pod.controller})"],
-        because=pod_facts(pod),
+        # the pod as read, what its why is worded from, and what its gate rests on
+        because=once(
+            [
+                *pod_facts(pod),
+                *_said(pod, "replacement", "eviction"),
+                *node.cause.because,
+            ]
+        ),
     )
 
 
@@ -374,5 +403,6 @@ def _taint_step(
         because=[
             *[f for p in pods for f in pod_facts(p)],
             *[f for p, _ in held_here for f in pod_facts(p, held=True)],
+            *node.cause.because,  # what the gate rests on (the node's state, its shutdown)
         ],
     )

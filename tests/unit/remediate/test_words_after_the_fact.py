@@ -174,6 +174,19 @@ def test_every_pod_a_plan_names_rests_on_facts_that_hold(path: Path) -> None:
         for entry in step.releases + step.leaves_stuck:
             pod = "Pod/" + entry.split(" ", 1)[0]
             assert {(pod, "metadata.uid"), (pod, "spec.nodeName")} <= stated, (step, entry)
+        # its why and gate are worded from facts it states too: the pod it is about, what the
+        # diagnosis said of that pod, and, for a gated step, the node's state
+        assert step.because, step
+        if step.target.startswith("pod/"):
+            assert (f"Pod/{step.target[4:]}", "metadata.uid") in stated, step
+        if step.action in ("taint-out-of-service", "force-delete-pod", "delete-node"):
+            ready = "status.conditions[type=Ready].status"
+            assert (f"Node/{step.node}", ready) in stated, step
+        pod = next((p for p in report.pods if f"pod/{p.namespace}/{p.name}" == step.target), None)
+        if pod is not None and pod.replacement.summary in step.why:
+            said = {(f.object, f.field) for c in pod.claims if c.section == "replacement"
+                    for f in c.because}  # fmt: skip
+            assert said <= stated, step
 
 
 def test_a_step_that_ran_is_not_read_again() -> None:
