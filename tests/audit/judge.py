@@ -194,6 +194,15 @@ def judge_eviction(ctx: Ctx) -> None:
         elif actual is None:
             if when + LATE < window_end:
                 ctx.add(kind, predicted, f"not evicted by {_fmt(window_end)}", False)
+            elif kind == "eviction-time" and window_end < when - EARLY:
+                # a toleration of minutes to hours: the window ends long before; what is judged
+                # is the half of the prediction it covers (no eviction before that time)
+                ctx.add(
+                    "eviction-not-before",
+                    f"not evicted before {_fmt(when)}",
+                    f"not evicted by {_fmt(window_end)}",
+                    True,
+                )
             else:
                 ctx.add(kind, predicted, "window ended before the predicted time", None)
         else:

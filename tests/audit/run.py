@@ -9,7 +9,8 @@ Phases of a batch (History.marks):
           late changes are made
   d2      second diagnosis (pods now Terminating): replacement states, what happens on return
   remediate, remediated  (odd batches) `remediate NODE --node-shutdown-confirmed NODE
-          --strategy out-of-service --confirm` on the first failable node, still down: the
+          --strategy out-of-service --confirm` (force-delete on even seeds from 2037:
+          scenarios.remedy) on the first failable node, still down: the
           harness killed its kubelet, so it is the human who knows the node is off. Its report
           (steps' results, releases, leavesStuck, exit code) is judged against the polls; the
           taint is removed before the return.
@@ -36,7 +37,7 @@ from tests.audit import limits
 from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, audit_pods, now, parse_time
 from tests.audit.predictions import PodPrediction, node_predictions, pod_predictions
-from tests.audit.scenarios import Scenario, manifests
+from tests.audit.scenarios import LONG_TOLERATION, Scenario, managed_pods, manifests, remedy
 from tests.e2e.controlplane import HEALTHY_ZONE, ControlPlane
 
 Obj = dict[str, Any]
@@ -180,7 +181,7 @@ class Batch:
             "--node-shutdown-confirmed",
             node,
             "--strategy",
-            "out-of-service",
+            remedy(self.scenarios[0].seed),
             "--confirm",
             "-o",
             "json",
@@ -193,7 +194,12 @@ class Batch:
         except ValueError:
             doc = None
             self.errors.append(f"remediate: exit {proc.returncode}: {proc.stderr.strip()}")
-        self.remediation = {"node": node, "exit": proc.returncode, "file": str(path)}
+        self.remediation = {
+            "node": node,
+            "strategy": remedy(self.scenarios[0].seed),
+            "exit": proc.returncode,
+            "file": str(path),
+        }
         self.remediate_report = doc
         log(f"batch {self.batch}: remediate --confirm on {node}: exit {proc.returncode}")
         self.watch(AFTER_REMEDIATE)
@@ -253,9 +259,15 @@ class Batch:
         namespaces = [o for o in objs if o["kind"] == "Namespace"]
         self.cp.apply(*namespaces)
         self.cp.apply(*[o for o in objs if o["kind"] != "Namespace"])
+        managed = []
         for s in self.scenarios:
             if s.kind == "cronjob":
                 self.cp.kubectl("create", "job", "w-manual", "--from=cronjob/w", "-n", s.namespace)
+            elif s.kind == "job-managed":  # the harness is the controller spec.managedBy names
+                job = self.cp.get("job", s.app, namespace=s.namespace)
+                managed += managed_pods(s, self.node_of(s), job["metadata"]["uid"])
+        if managed:
+            self.cp.apply(*managed)
 
         def placed() -> dict[int, bool]:
             poll = self.history.polls[-1]
@@ -290,6 +302,13 @@ class Batch:
             ),
         )
         run = self.cp.kubectl
+        if s.strategy == "paused":  # paused at the change, and with a rollout in the same patch
+            spec: Obj = {"paused": True}
+            if s.change == "rollout":
+                spec["template"] = {"metadata": {"annotations": {"audit.nodefail/rollout": "1"}}}
+            run("patch", kind, "w", "-n", ns, "--type=merge", "-p", json.dumps({"spec": spec}))
+            if s.change == "rollout":
+                return
         if s.change == "scale-up":
             run("scale", kind, "w", "-n", ns, f"--replicas={s.replicas + 2}")
         elif s.change == "scale-down":
@@ -304,12 +323,17 @@ class Batch:
             run("delete", kind, "w", "-n", ns, "--wait=false")
         elif s.change == "suspend":
             run("patch", "job", "w", "-n", ns, "--type=merge", "-p", '{"spec":{"suspend":true}}')
+        elif s.change == "deadline":  # long past: the Job controller sets FailureTarget at once
+            patch = '{"spec":{"activeDeadlineSeconds":1}}'
+            run("patch", "job", "w", "-n", ns, "--type=merge", "-p", patch)
         elif s.change == "delete-pod":
             run("delete", "pod", "w", "-n", ns, "--wait=false")
 
     def changes(self, when: str, placed: dict[int, bool]) -> None:
         for s in self.scenarios:
-            if s.change_at == when and placed.get(s.index):
+            # a paused Deployment without a change is paused with the early ones
+            at = "early" if s.strategy == "paused" and s.change == "none" else s.change_at
+            if at == when and placed.get(s.index):
                 try:
                     self.change(s)
                 except subprocess.CalledProcessError as exc:
@@ -404,9 +428,16 @@ class Batch:
         preds = pod_predictions(d1, "d1", self.prefix)
         nodes_pred = [{"moment": "d1", **n} for n in node_predictions(d1, set(self.nodes))]
         tainted = max(self.noexec_times(), default=marks["kill"])
-        finite = [s.toleration_seconds for s in self.scenarios if s.toleration_seconds is not None]
+        # a toleration of minutes to a day is not waited for (LONG_TOLERATION): its eviction
+        # is judged as not happening before the window ends
+        finite = [
+            s.toleration_seconds
+            for s in self.scenarios
+            if s.toleration_seconds is not None and s.toleration != "long"
+        ]
+        horizon = tainted + timedelta(seconds=min(LONG_TOLERATION) - 60)
         due = max(
-            [p.eviction_at for p in preds if p.eviction_at]
+            [p.eviction_at for p in preds if p.eviction_at and p.eviction_at < horizon]
             + [tainted + timedelta(seconds=max(finite, default=0))]
         )
         wait = max((due - now()).total_seconds() + AFTER_WINDOW, AFTER_WINDOW)

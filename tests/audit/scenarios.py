@@ -77,6 +77,39 @@ STRATEGIES: dict[str, tuple[str, ...]] = {
     "sts-parallel": ("RollingUpdate", "OnDelete", "partition"),
 }
 
+# From seed 2037 on (each from a Random of its own, so earlier seeds still make the scenarios they
+# made), the map's rows that were not drawn before (docs/audit.md):
+MAP_SEED = 2037
+# - time at other scales: grace periods and tolerations of minutes to a day (row 27). A toleration
+#   this long is not waited for: its eviction is judged as not happening before the window ends.
+LONG_GRACE = (900, 3600)
+LONG_TOLERATION = (900, 3600, 86400)
+LONG_SHARE = 0.25
+# - a paused Deployment (row 8: its ReplicaSet still replaces an evicted pod, a rollout does not
+#   progress) and a StatefulSet rolling update with maxUnavailable (row 11)
+MORE_STRATEGIES: dict[str, tuple[str, ...]] = {
+    "deployment": ("paused",),
+    "sts-ordered": ("maxUnavailable",),
+    "sts-parallel": ("maxUnavailable",),
+}
+# - a Job's activeDeadlineSeconds reached while its pod is on the dead node (row 17: FailureTarget,
+#   the pod deleted, the Job held open), drawn as a change;
+JOB_KINDS = ("job", "job-failed", "job-pfp")
+DEADLINE_SHARE = 0.3
+# - a Job another controller manages (row 18: spec.managedBy; the built-in Job controller leaves
+#   it alone). The harness plays that controller: it creates the Job's pods and nothing else.
+MANAGED_BY = "audit.nodefail/external"
+MANAGED_SHARE = 0.08
+
+ALL_KINDS = (*KINDS, "job-managed")
+
+
+def remedy(seed: int) -> str:
+    """The strategy remediate is judged with on a seed's odd batches: the out-of-service taint;
+    from MAP_SEED on, force deletion on even seeds (each remedy is a prediction of its own)."""
+    return "force-delete" if seed >= MAP_SEED and seed % 2 == 0 else "out-of-service"
+
+
 # The situations Kubernetes' e2e tests check (network_partition.go, taints.go, job.go):
 # a ReplicaSet, StatefulSet or Job pod on a node that stops, nothing changed afterwards.
 KUBERNETES_E2E = (
@@ -96,7 +129,7 @@ class Scenario:
     kind: str
     replicas: int
     completions: int  # Jobs only
-    toleration: str  # default | short | forever | zero
+    toleration: str  # default | short | forever | zero | long
     toleration_seconds: int | None  # the seconds it means (None: forever)
     finalizer: bool
     placement: str  # prefer | pin-selector | pin-affinity | anti
@@ -177,7 +210,24 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
         change, change_at = "rollout", rollout.choice(("early", "late"))
     strategy = "-"
     if kind in STRATEGIES:
-        strategy = random.Random(f"{seed}/{index}/{profile}/strategy").choice(STRATEGIES[kind])
+        strategies = STRATEGIES[kind] + (MORE_STRATEGIES[kind] if seed >= MAP_SEED else ())
+        strategy = random.Random(f"{seed}/{index}/{profile}/strategy").choice(strategies)
+    grace = rng.choice((0, 5, 30))
+    finalizer = kind != "daemonset" and rng.random() < 0.25
+    if seed >= MAP_SEED:
+        more = random.Random(f"{seed}/{index}/{profile}/map")
+        if more.random() < MANAGED_SHARE:
+            kind, change = "job-managed", more.choice(("none", "delete-owner"))
+            change_at = more.choice(("early", "late")) if change != "none" else "-"
+            # its pods all on the failable node: nothing recreates one that finishes elsewhere
+            placement, replicas = "pin-selector", min(replicas, 3)
+            completions, strategy = replicas, "-"
+        elif kind in JOB_KINDS and more.random() < DEADLINE_SHARE:
+            change, change_at = "deadline", more.choice(("early", "late"))
+        if more.random() < LONG_SHARE:
+            grace = more.choice(LONG_GRACE)
+        if kind != "daemonset" and more.random() < LONG_SHARE:
+            toleration, seconds = "long", more.choice(LONG_TOLERATION)
     return Scenario(
         seed=seed,
         index=index,
@@ -187,9 +237,9 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
         completions=completions,
         toleration=toleration,
         toleration_seconds=seconds,
-        finalizer=kind != "daemonset" and rng.random() < 0.25,
+        finalizer=finalizer,
         placement=placement,
-        grace=rng.choice((0, 5, 30)),
+        grace=grace,
         change=change,
         change_at=change_at,
         node_slot=index % node_slots,
@@ -263,6 +313,40 @@ def _template(s: Scenario, node: str, job: bool = False) -> Obj:
     return {"metadata": meta, "spec": _pod_spec(s, node, job)}
 
 
+def managed_pods(s: Scenario, node: str, job_uid: str) -> list[Obj]:
+    """The pods the harness creates for a Job another controller manages (MANAGED_BY), as such a
+    controller does: owned by the Job (controller: true), with the labels its selector asks."""
+    meta = _template(s, node, job=True)["metadata"]
+    labels = {
+        **meta["labels"],
+        "batch.kubernetes.io/controller-uid": job_uid,
+        "batch.kubernetes.io/job-name": s.app,
+    }
+    owner = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": s.app,
+        "uid": job_uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{s.app}-managed-{i}",
+                "namespace": s.namespace,
+                "labels": labels,
+                "ownerReferences": [owner],
+                **({"finalizers": [FINALIZER]} if s.finalizer else {}),
+            },
+            "spec": _pod_spec(s, node, job=True),
+        }
+        for i in range(s.replicas)
+    ]
+
+
 def manifests(s: Scenario, node: str) -> list[Obj]:
     """The namespace and the workload of one scenario, its pods aimed at `node`."""
     ns, name = s.namespace, s.app
@@ -286,6 +370,7 @@ def manifests(s: Scenario, node: str) -> list[Obj]:
                     "selector": selector,
                     "template": _template(s, node),
                     **({"strategy": {"type": "Recreate"}} if s.strategy == "Recreate" else {}),
+                    # "paused": paused at the change, with it (run.Batch.change)
                 },
             }
         )
@@ -346,6 +431,8 @@ def manifests(s: Scenario, node: str) -> list[Obj]:
 def _sts_strategy(s: Scenario) -> Obj:
     if s.strategy == "OnDelete":
         return {"updateStrategy": {"type": "OnDelete"}}
+    if s.strategy == "maxUnavailable":  # a rolling update may take two pods down at once
+        return {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}}
     if s.strategy == "partition":  # every ordinal below the partition keeps its revision
         return {
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": s.replicas}}
@@ -362,6 +449,8 @@ def _job_spec(s: Scenario, node: str) -> Obj:
     }
     if s.kind == "job-failed":
         spec["podReplacementPolicy"] = "Failed"
+    if s.kind == "job-managed":
+        spec["managedBy"] = MANAGED_BY
     if s.kind == "job-pfp":
         spec["podFailurePolicy"] = {
             "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]

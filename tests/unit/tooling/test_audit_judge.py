@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from tests.audit.judge import EARLY, LATE, judge
 from tests.audit.observe import History, PodView, Poll, parse_time
 from tests.audit.predictions import PodPrediction
-from tests.audit.scenarios import KINDS, generate, manifests
+from tests.audit.scenarios import ALL_KINDS, MAP_SEED, generate, manifests
 
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc)
 NS = "au-1-0"
@@ -107,6 +107,18 @@ def test_eviction_time_is_judged_within_its_tolerance(actual: float, ok: bool) -
 def test_an_eviction_that_never_came_is_wrong() -> None:
     h = history([(20, [pod()]), (79, [pod()]), (150, [pod()])])
     assert verdicts([prediction()], h, "eviction-time") == [False]
+
+
+def test_an_eviction_hours_away_is_judged_on_the_window_it_covers() -> None:
+    """A toleration of an hour: the window ends first, so what is judged is that no eviction
+    came before it; an eviction inside the window is wrong."""
+    pred = prediction(eviction_at=at(3600), action_until=at(3600))
+    quiet = history([(20, [pod()]), (79, [pod()]), (150, [pod()])])
+    assert verdicts([pred], quiet, "eviction-not-before") == [True]
+    assert verdicts([pred], quiet, "eviction-time") == []
+    early = history([(20, [pod()]), (60, [evicted(pod(), 50)]), (150, [])])
+    assert verdicts([pred], early, "eviction-time") == [False]
+    assert verdicts([pred], early, "eviction-not-before") == []
 
 
 def test_never_evicted_is_wrong_when_the_taint_manager_evicts() -> None:
@@ -227,9 +239,27 @@ def test_an_inferred_taint_cause_the_scheduler_did_not_give_is_wrong() -> None:
 def test_a_scenario_is_rebuilt_from_its_seed_and_index(seed: int, index: int) -> None:
     first, again = generate(seed, index), generate(seed, index)
     assert first == again
-    assert first.kind in KINDS
+    assert first.kind in ALL_KINDS
     assert manifests(first, "n0") == manifests(again, "n0")
     assert first.namespace == f"au-{seed}-{index}"
+
+
+def test_the_maps_new_rows_are_drawn_from_their_seed_on_and_never_before() -> None:
+    """Seeds before MAP_SEED make the scenarios they made (their runs stay reproducible); from
+    it on, each new row of the map is drawn."""
+
+    def new_rows(seed: int) -> set[str]:
+        rows = set()
+        for index in range(300):
+            s = generate(seed, index)
+            rows |= {s.kind} & {"job-managed"} | {s.change} & {"deadline"}
+            rows |= {s.strategy} & {"paused", "maxUnavailable"} | {s.toleration} & {"long"}
+            rows |= {"long-grace"} if s.grace > 30 else set()
+        return rows
+
+    assert new_rows(MAP_SEED - 1) == set()
+    expected = {"job-managed", "deadline", "paused", "maxUnavailable", "long", "long-grace"}
+    assert new_rows(MAP_SEED) == expected
 
 
 def test_parse_time_keeps_microseconds() -> None:
