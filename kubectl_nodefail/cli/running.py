@@ -71,9 +71,20 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
         finally:
             if watchdog is not None:
                 watchdog.cancel()
+            if verbose:
+                _print_budget()
         sys.exit(int(code))
 
     return wrapper
+
+
+def _print_budget() -> None:
+    """-v: what the run asked of the API server, per resource (cluster/budget.py), on stderr
+    after everything else; nothing for a run that sent no request."""
+    from kubectl_nodefail.cluster.kube import Cluster
+
+    for line in Cluster.budget.lines():
+        click.echo(printable.text(line), err=True)  # paths are ours, names may not be
 
 
 def _print_traceback() -> None:

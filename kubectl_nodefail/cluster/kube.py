@@ -33,6 +33,7 @@ from kubectl_nodefail.cluster.answers import (
     answer_field,
     decode_json,
 )
+from kubectl_nodefail.cluster.budget import Budget
 from kubectl_nodefail.cluster.kubeconfig import NO_OVERRIDES, connect
 from kubectl_nodefail.cluster.netfail import connection_failure
 from kubectl_nodefail.cluster.paging import NODE_PAGE_SIZE, ListReads
@@ -101,11 +102,9 @@ class Cluster(ListReads, ErrorAnswers):
     every connect, TLS handshake, read, retry and Retry-After wait is cut to what is left of it.
     """
 
-    # Counted by every request (bulk reads and single GETs), for the benchmark and -v.
-    requests = 0
-    bytes_read = 0
     throttle_said = False  # the run said once that the server throttles it
-    _stats_lock = threading.Lock()
+    _said_lock = threading.Lock()
+    budget = Budget()  # per resource: requests, bytes, seconds (-v)
 
     def __init__(
         self,
@@ -224,7 +223,7 @@ class Cluster(ListReads, ErrorAnswers):
 
     def _throttled(self, retry: _Retryable, wait: float) -> None:
         """Say once per run (on stderr, through `notice`) that the server throttles us."""
-        with self._stats_lock:
+        with self._said_lock:
             if Cluster.throttle_said:
                 return
             Cluster.throttle_said = True
@@ -293,6 +292,32 @@ class Cluster(ListReads, ErrorAnswers):
                 f"could not get credentials for context {self.context!r}: {short(exc)}",
                 hint="log in again",
             ) from exc
+        started, got, status = time.monotonic(), 0, None
+        try:
+            resp, data = self._exchange(method, url_path, body, headers, timeout, what)
+            got, status = len(data), resp.status
+            if resp.status in RETRY_STATUSES:
+                raw = resp.headers.get("Retry-After")
+                raise _Retryable(self._api_error(resp.status, data, method, path), raw)
+            if not 200 <= resp.status <= 299:
+                raise self._api_error(resp.status, data, method, path)
+            return data
+        finally:  # every request sent counts, answered or not (-v: cluster/budget.py)
+            Cluster.budget.record(method, path, got, time.monotonic() - started, status)
+
+    def _exchange(
+        self,
+        method: str,
+        url_path: str,
+        body: Any,
+        headers: Any,
+        timeout: float | None,
+        what: str,
+    ) -> tuple[Any, bytes]:
+        """One request sent and its whole answer read; a failure to get one becomes the
+        tool's error (a reset or dropped connection: retryable)."""
+        import urllib3
+
         try:
             resp = self._pool.request(
                 method,
@@ -332,15 +357,7 @@ class Cluster(ListReads, ErrorAnswers):
             if failure.retry:  # reset or dropped: a GET is sent again, as client-go does
                 raise _Retryable(self._unreachable(failure, timeout)) from exc
             raise self._unreachable(failure, timeout) from exc
-        if resp.status in RETRY_STATUSES:
-            raw = resp.headers.get("Retry-After")
-            raise _Retryable(self._api_error(resp.status, data, method, path), raw)
-        if not 200 <= resp.status <= 299:
-            raise self._api_error(resp.status, data, method, path)
-        with self._stats_lock:
-            Cluster.requests += 1
-            Cluster.bytes_read += len(data)
-        return data
+        return resp, data
 
     def _read_body(self, resp: Any, timeout: float | None, what: str) -> bytes:
         """The whole body, chunk by chunk, never reading past the deadline."""
