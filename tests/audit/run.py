@@ -38,6 +38,7 @@ from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, audit_pods, now, parse_time
 from tests.audit.predictions import PodPrediction, node_predictions, pod_predictions
 from tests.audit.scenarios import LONG_TOLERATION, Scenario, managed_pods, manifests, remedy
+from tests.audit.sentences import check_moment
 from tests.e2e.controlplane import HEALTHY_ZONE, ControlPlane
 
 Obj = dict[str, Any]
@@ -114,6 +115,7 @@ class Batch:
         self.history = History()
         self.env = {**cp.env, "KUBECONFIG": str(cp.kubeconfig)}
         self.errors: list[str] = []
+        self.sentences: list[Verdict] = []  # sentences.check_moment's, per diagnosis
 
     # --- the cluster ---
 
@@ -156,6 +158,11 @@ class Batch:
             raise RuntimeError(f"diagnose failed ({proc.returncode}): {proc.stderr.strip()}")
         data: Obj = json.loads(proc.stdout)
         (self.outdir / f"batch{self.batch}-{moment}.diagnosis.json").write_text(proc.stdout)
+        if dumped.returncode == 0:  # every sentence, not only the predictions judged below
+            seed = self.scenarios[0].seed
+            self.sentences += check_moment(
+                seed, f"b{self.batch}-{moment}", path, data, self.nodefail
+            )
         return data
 
     def start_kubelet(self, node: str) -> None:
@@ -475,6 +482,7 @@ class Batch:
                 continue
             mine = [p for p in preds if p.namespace == s.namespace]
             verdicts += judge(s, mine, self.history, limits.known_limit)
+        verdicts += self.sentences
         verdicts += self.judge_nodes(nodes_pred)
         verdicts += self.judge_remediation()
         stray = {p.namespace for p in preds} - set(by_ns)
