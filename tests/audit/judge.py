@@ -28,6 +28,7 @@ LATE = timedelta(seconds=5)
 # is judged against what existed this long after it was captured.
 SETTLE = timedelta(seconds=15)
 TERMINAL = ("Succeeded", "Failed")
+ACTIVE_READ = timedelta(seconds=6)  # a Job's status read this soon after a diagnosis
 FAILED_NODE_TAINTS = {"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"}
 
 
@@ -494,6 +495,9 @@ def _not_yet(ctx: Ctx, kind: str) -> None:
         ok: bool | None = bool(new) if new or ctx.until >= end else None
         ctx.add(kind, f"created by {_fmt(p.expected_by)} (the Job's backoff)", observed, ok)
         return
+    if p.controller in ("job", "cronjob") and not p.terminating:
+        _counts_as_active(ctx, kind)
+        return
     if p.controller not in ("deployment", "replicaset", "replicationcontroller"):
         ctx.add(
             kind,
@@ -516,9 +520,24 @@ def _not_yet(ctx: Ctx, kind: str) -> None:
         )
         return
     if evicted is None or evicted > ctx.until:
-        ctx.add(
-            kind, "created when evicted", "not evicted by the taint manager in the window", None
+        # "nothing replaces it until it is evicted": judged while it stood undeleted in the
+        # window (a grace-0 eviction removes it between two polls: up to the last that saw it,
+        # less the poll's own slack)
+        end = ctx.until
+        asked = first.deletion_requested if first is not None else None
+        vanished = ctx.history.vanished(p.uid)
+        for stop in (asked, vanished[0] if vanished else None):
+            if stop is not None and stop - EARLY < end:
+                end = stop - EARLY  # a poll's time is when it started: the read comes later
+        # a new pod of the owner may replace a sibling deleted meanwhile (its own eviction)
+        new = _new_pods(ctx, p.at, end)
+        freed = _others_gone(ctx, p.at, end)
+        observed = (
+            f"{len(new)} pod(s) of the owner created while it stood undeleted (to {_fmt(end)}), "
+            f"{len(freed)} of its others deleted meanwhile"
         )
+        ok = len(new) <= len(freed)
+        ctx.add(kind, "nothing replaces it until it is evicted", observed, ok)
         return
     new = _new_pods(ctx, evicted - timedelta(seconds=2), evicted + SETTLE)
     observed = (
@@ -527,6 +546,36 @@ def _not_yet(ctx: Ctx, kind: str) -> None:
         else f"no pod of the owner created within {SETTLE.seconds}s of the eviction"
     )
     ctx.add(kind, "replacement created when the pod is evicted", observed, bool(new))
+
+
+def _counts_as_active(ctx: Ctx, kind: str) -> None:
+    """A Job's pod not evicted yet, "none yet: the pod still counts as active": the Job's
+    status.active read right after the diagnosis counts every pod of the Job not deleted and
+    not finished at that moment, this one among them."""
+    p = ctx.pred
+    owner = _owner_uid(ctx)
+    read = [
+        (at, status)
+        for at, status in ctx.history.jobs.get(p.namespace, [])
+        if p.at <= at <= p.at + ACTIVE_READ
+    ]
+    poll = ctx.history.at(p.at)
+    live = [
+        v
+        for v in poll.pods.values()
+        if owner and v.owner_uid == owner and v.deletion is None and v.phase not in TERMINAL
+    ]
+    if not read or p.uid not in {v.uid for v in live}:
+        ctx.add(kind, "counts as active", "no Job status read with the pod live", None)
+        return
+    at, status = read[0]
+    active = int(status.get("active") or 0)
+    ctx.add(
+        kind,
+        "counts as active (no replacement while it does)",
+        f"status.active {active} at {_fmt(at)}, {len(live)} live pod(s) of the Job",
+        active >= len(live),
+    )
 
 
 def _missing(ctx: Ctx, kind: str) -> None:

@@ -121,6 +121,44 @@ def test_an_eviction_hours_away_is_judged_on_the_window_it_covers() -> None:
     assert verdicts([pred], early, "eviction-not-before") == []
 
 
+def test_a_replica_not_evicted_in_the_window_is_not_replaced_meanwhile() -> None:
+    """ "nothing replaces it until it is evicted", the eviction an hour away: judged on the
+    window (no pod of its owner created while it stands), wrong when one came."""
+    pred = prediction(
+        controller="deployment",
+        replacement_state="not-yet",
+        eviction_at=at(3600),
+        action_until=at(3600),
+    )
+    quiet = history([(20, [pod(owner_kind="ReplicaSet")]), (79, [pod(owner_kind="ReplicaSet")])])
+    assert verdicts([pred], quiet, "replacement:not-yet") == [True]
+    twin = pod(name="w-1", uid="new", node="healthy-0", created=at(50), owner_kind="ReplicaSet")
+    busy = history(
+        [(20, [pod(owner_kind="ReplicaSet")]), (60, [pod(owner_kind="ReplicaSet"), twin])]
+    )
+    assert verdicts([pred], busy, "replacement:not-yet") == [False]
+    # the new pod stands in for a sibling deleted meanwhile: not for this one
+    sibling = pod(name="w-2", uid="sib", owner_kind="ReplicaSet")
+    swapped = history(
+        [
+            (20, [pod(owner_kind="ReplicaSet"), sibling]),
+            (60, [pod(owner_kind="ReplicaSet"), twin]),
+        ]
+    )
+    assert verdicts([pred], swapped, "replacement:not-yet") == [True]
+
+
+def test_a_job_pod_not_evicted_counts_as_active_in_the_jobs_status() -> None:
+    pred = prediction(controller="job", replacement_state="not-yet", eviction_at=at(3600))
+    h = history([(20, [pod(owner_kind="Job")]), (79, [pod(owner_kind="Job")])])
+    h.jobs[NS] = [(at(22), {"active": 1})]
+    assert verdicts([pred], h, "replacement:not-yet") == [True]
+    h.jobs[NS] = [(at(22), {"active": 0})]
+    assert verdicts([pred], h, "replacement:not-yet") == [False]
+    h.jobs[NS] = [(at(40), {"active": 0})]  # no status read right after: not judged
+    assert verdicts([pred], h, "replacement:not-yet") == [None]
+
+
 def test_never_evicted_is_wrong_when_the_taint_manager_evicts() -> None:
     pred = prediction(eviction_at=None, action_until=None, eviction_text="never evicted")
     h = history([(20, [pod()]), (60, [evicted(pod(), 50)]), (150, [])])
