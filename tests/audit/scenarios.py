@@ -101,6 +101,13 @@ DEADLINE_SHARE = 0.3
 MANAGED_BY = "audit.nodefail/external"
 MANAGED_SHARE = 0.08
 
+# - what a pod tolerates beyond the two keys (from seed 2038): every taint (`operator: Exists`,
+#   no key), so the out-of-service taint too, and the NoSchedule taints of a NotReady node: it is
+#   never evicted, a replacement may be scheduled onto the dead node, and remediate's
+#   out-of-service taint does not release it (force deletion does)
+WILDCARD_SEED = 2038
+WILDCARD_SHARE = 0.15
+
 ALL_KINDS = (*KINDS, "job-managed")
 
 
@@ -129,7 +136,7 @@ class Scenario:
     kind: str
     replicas: int
     completions: int  # Jobs only
-    toleration: str  # default | short | forever | zero | long
+    toleration: str  # default | short | forever | zero | long | wildcard
     toleration_seconds: int | None  # the seconds it means (None: forever)
     finalizer: bool
     placement: str  # prefer | pin-selector | pin-affinity | anti
@@ -228,6 +235,9 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
             grace = more.choice(LONG_GRACE)
         if kind != "daemonset" and more.random() < LONG_SHARE:
             toleration, seconds = "long", more.choice(LONG_TOLERATION)
+    wildcard = random.Random(f"{seed}/{index}/{profile}/tolerate")
+    if seed >= WILDCARD_SEED and kind != "daemonset" and wildcard.random() < WILDCARD_SHARE:
+        toleration, seconds = "wildcard", None
     return Scenario(
         seed=seed,
         index=index,
@@ -252,6 +262,8 @@ def _tolerations(s: Scenario) -> list[Obj]:
         return []  # the admission plugin adds 300 s
     if s.toleration == "forever":
         return w.forever_tolerations()
+    if s.toleration == "wildcard":
+        return [{"operator": "Exists"}]
     return w.tolerations(s.toleration_seconds)
 
 

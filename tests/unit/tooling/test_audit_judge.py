@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from tests.audit.judge import EARLY, LATE, judge
 from tests.audit.observe import History, PodView, Poll, parse_time
 from tests.audit.predictions import PodPrediction
-from tests.audit.scenarios import ALL_KINDS, MAP_SEED, generate, manifests
+from tests.audit.scenarios import ALL_KINDS, MAP_SEED, WILDCARD_SEED, generate, manifests
 
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc)
 NS = "au-1-0"
@@ -291,13 +291,15 @@ def test_the_maps_new_rows_are_drawn_from_their_seed_on_and_never_before() -> No
         for index in range(300):
             s = generate(seed, index)
             rows |= {s.kind} & {"job-managed"} | {s.change} & {"deadline"}
-            rows |= {s.strategy} & {"paused", "maxUnavailable"} | {s.toleration} & {"long"}
+            rows |= {s.strategy} & {"paused", "maxUnavailable"}
+            rows |= {s.toleration} & {"long", "wildcard"}
             rows |= {"long-grace"} if s.grace > 30 else set()
         return rows
 
     assert new_rows(MAP_SEED - 1) == set()
     expected = {"job-managed", "deadline", "paused", "maxUnavailable", "long", "long-grace"}
     assert new_rows(MAP_SEED) == expected
+    assert new_rows(WILDCARD_SEED) == expected | {"wildcard"}
 
 
 def test_parse_time_keeps_microseconds() -> None:
