@@ -13,6 +13,7 @@ from kubectl_nodefail.analysis.controllers.context import (
     _until_kubelet,
 )
 from kubectl_nodefail.analysis.controllers.replacement import _found, _replacements
+from kubectl_nodefail.analysis.controllers.simple import owner_decides
 from kubectl_nodefail.analysis.findings import Replacement
 from kubectl_nodefail.snapshot.model import Obj, shifted
 
@@ -129,31 +130,15 @@ def _managed_elsewhere(ctx: Context, job_obj: Obj, by: str, cron: str) -> Explai
             f"up to {by}: Job {name} is not managed by the built-in Job controller",
         )
         rep_claim = claim("replacement", "replacement", rep.summary, managed)
-    returns = (
-        f"kubelet removes the old pod; what Job {name} does then is up to {by}."
-        if ctx.terminating
-        else "the pod carries on in place."
-    )
-    return Explained(
-        [
-            claim(
-                "unknown-owner",
-                "why",
-                f"Job {name}{cron} is managed by {by} (spec.managedBy), not by the built-in "
-                "Job controller, which leaves it alone: whether and when this pod is replaced, "
-                f"counted as failed or waited for is up to {by}.",
-                managed,
-            ),
-            rep_claim,
-            claim(
-                "if-node-returns",
-                "returns",
-                returns,
-                managed,
-                ctx.pod_fact("metadata.deletionTimestamp"),
-            ),
-        ],
+    return owner_decides(
+        ctx,
+        f"Job {name}{cron} is managed by {by} (spec.managedBy), not by the built-in Job "
+        "controller, which leaves it alone: whether and when this pod is replaced, counted as "
+        f"failed or waited for is up to {by}.",
         rep,
+        rep_claim,
+        f"kubelet removes the old pod; what Job {name} does then is up to {by}.",
+        managed,
     )
 
 

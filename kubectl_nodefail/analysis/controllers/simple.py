@@ -6,7 +6,7 @@ a controller kind not known here (it depends on that controller).
 from __future__ import annotations
 
 from kubectl_nodefail.analysis import facts
-from kubectl_nodefail.analysis.claims import claim
+from kubectl_nodefail.analysis.claims import Claim, Premise, claim
 from kubectl_nodefail.analysis.controllers.context import Context, Explained
 from kubectl_nodefail.analysis.findings import Replacement
 
@@ -95,30 +95,45 @@ def bare(ctx: Context) -> Explained:
     )
 
 
+def owner_decides(
+    ctx: Context,
+    why: str,
+    rep: Replacement,
+    rep_claim: Claim,
+    after_deletion: str,
+    owner: Premise,
+) -> Explained:
+    """A pod whose fate another controller decides (a kind not known here, a Job managed by
+    another controller): why, what stands in for it, and what follows a return, no more."""
+    returns = after_deletion if ctx.terminating else "the pod carries on in place."
+    return Explained(
+        [
+            claim("unknown-owner", "why", why, owner),
+            rep_claim,
+            claim(
+                "if-node-returns",
+                "returns",
+                returns,
+                owner,
+                ctx.pod_fact("metadata.deletionTimestamp"),
+            ),
+        ],
+        rep,
+    )
+
+
 def other(ctx: Context) -> Explained:
     refs = ctx.owner_ref_fact()
     ref = (ctx.pod["metadata"].get("ownerReferences") or [{}])[0]
     what = f"{ref.get('kind', '?')} {ref.get('name', '?')} ({ref.get('apiVersion', '?')})"
     rep = Replacement("unknown", f"depends on {ref.get('kind', 'the owner')}")
-    returns = (
-        "kubelet finishes the deletion; the owner then does what it does."
-        if ctx.terminating
-        else "the pod carries on in place."
-    )
-    return Explained(
-        [
-            claim(
-                "unknown-owner",
-                "why",
-                f"owned by {what}: what replaces it depends on that controller. Most treat a "
-                "Terminating pod as gone (like ReplicaSets); identity-keeping ones behave like "
-                "StatefulSets and wait for the object to disappear.",
-                refs,
-            ),
-            claim("replacement", "replacement", rep.summary, refs),
-            claim(
-                "if-node-returns", "returns", returns, ctx.pod_fact("metadata.deletionTimestamp")
-            ),
-        ],
+    return owner_decides(
+        ctx,
+        f"owned by {what}: what replaces it depends on that controller. Most treat a "
+        "Terminating pod as gone (like ReplicaSets); identity-keeping ones behave like "
+        "StatefulSets and wait for the object to disappear.",
         rep,
+        claim("replacement", "replacement", rep.summary, refs),
+        "kubelet finishes the deletion; the owner then does what it does.",
+        refs,
     )
