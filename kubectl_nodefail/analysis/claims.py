@@ -35,6 +35,7 @@ SECTIONS = (
     *("meaning", "why", "replacement", "returns", "action", "automation"),
     *("eviction", "storage"),
     *("node", "zone", "cluster"),
+    "versions",  # which behaviour of the server's minor the analysis applied (-o json only)
 )
 
 # The kinds of claim, and what each states. README/docs list them with their proofs.
@@ -75,6 +76,8 @@ KINDS = {
     "brake": "the failure is too wide to trust the machines' deaths (a zone in disruption, or "
     "most nodes not Ready at once): remediate refuses destructive steps",
     "headline": "how many of the cluster's nodes are not Ready (the first line's counts)",
+    "server-behaviour": "which behaviour of the server's Kubernetes minor the analysis applied "
+    "(JSON serverBehaviourClaims; the texts are serverBehaviour)",
     "cluster-note": "a cluster-wide conclusion (master disruption mode, a mass failure, the "
     "NodeLost era)",
     # a node's or pod's suggested action (analysis/advice.py)
@@ -97,6 +100,10 @@ class Claim:
     section: str
     text: str
     because: list[Premise] = field(default_factory=list)
+
+
+# The dump's own envelope as a premise's object: its `serverVersion` (what /version said).
+DUMP_OBJECT = "Dump"
 
 
 def ref(kind: str, obj: Obj) -> str:

@@ -122,6 +122,7 @@ def diagnose(
         cluster=[c.text for c in notes],
         gaps=list(snap.gaps),
         server_behaviour=versions.applied(minor),
+        server_behaviour_claims=versions.applied_claims(snap.server_version, minor),
         scope_nodes=sorted(only_nodes),
         scope_namespaces=sorted(namespaces),
         nodes_not_ready_total=len(failed),

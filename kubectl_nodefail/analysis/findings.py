@@ -187,6 +187,7 @@ class Report:
     gaps: list[str]
     # Which version-dependent behaviour was applied for this server (analysis/versions.py).
     server_behaviour: list[str] = field(default_factory=list)
+    server_behaviour_claims: list[Claim] = field(default_factory=list)  # the same, with premises
     # A filtered view (node names, namespaces): what it shows is not the whole cluster.
     scope_nodes: list[str] = field(default_factory=list)
     scope_namespaces: list[str] = field(default_factory=list)

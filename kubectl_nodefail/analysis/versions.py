@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis.claims import DUMP_OBJECT, Claim, Premise, claim
 
 OLDEST_TESTED_MINOR = 26
 NEWEST_TESTED_MINOR = 36
@@ -124,3 +125,10 @@ def applied(minor: int | None) -> list[str]:
         )
     )
     return notes
+
+
+def applied_claims(server_version: str | None, minor: int | None) -> list[Claim]:
+    """`applied` as claims: each rests on the server's version as it was read (/version, or a
+    dump's serverVersion), which alone picks the behaviour."""
+    read = Premise(DUMP_OBJECT, "serverVersion", server_version)
+    return [claim("server-behaviour", "versions", text, read) for text in applied(minor)]

@@ -35,6 +35,10 @@ class FalsePremise:
         )
 
 
+# The dump's envelope as a premise's object (the server's version is read from there).
+DUMP = "Dump"
+
+
 def _key(item: Obj) -> str:
     meta = item.get("metadata") or {}
     namespace = meta.get("namespace")
@@ -145,6 +149,7 @@ def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
     """Every premise of every claim in `diagnosis` that the raw `dump` does not bear out."""
     items = [item for item in dump.get("items") or [] if isinstance(item, dict)]
     objects = {_key(item): item for item in items}
+    objects[DUMP] = {k: v for k, v in dump.items() if k != "items"}  # its serverVersion
     stated = [
         (f"{pod.get('namespace')}/{pod.get('name')}", pod.get("claims") or [])
         for pod in diagnosis.get("pods") or []
@@ -177,6 +182,7 @@ def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
     for zone in diagnosis.get("zones") or []:
         stated.append((f"zone {zone.get('zone')}", zone.get("claims") or []))
     stated.append(("cluster", diagnosis.get("clusterClaims") or []))
+    stated.append(("server", diagnosis.get("serverBehaviourClaims") or []))
     for key in ("brake", "headline"):
         if diagnosis.get(key):
             stated.append(("cluster", [diagnosis[key]]))

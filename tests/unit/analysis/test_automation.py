@@ -27,6 +27,11 @@ from tests.unit.conftest import FIXTURES
 UNITS = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
 
 
+def _version(doc: dict) -> str | None:  # type: ignore[type-arg]
+    """The dump's serverVersion: what the analysis' version sentences rest on."""
+    return doc.get("serverVersion")
+
+
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(sorted(UNITS))), min_size=1))
 def test_go_durations_sum_their_parts(parts: list[tuple[int, str]]) -> None:
     text = "".join(f"{n}{unit}" for n, unit in parts)
@@ -85,7 +90,9 @@ def _as_read(doc: dict[str, Any], captured: Any) -> Any:
     dump schema (cli.checked), so a field the schema drops is dropped here too."""
     from kubectl_nodefail.cli.live import checked
 
-    return checked(from_items(copy.deepcopy(doc["items"]), captured, source="g"))
+    return checked(
+        from_items(copy.deepcopy(doc["items"]), captured, source="g", server_version=_version(doc))
+    )
 
 
 def _recorded(name: str):  # type: ignore[no-untyped-def]
@@ -218,7 +225,9 @@ def test_generated_node_health_checks_state_only_what_holds(
     doc = _nhc_neighbour(raw, limit, observed, min(healthy, observed), phase, seconds, started)
     captured = parse_time(doc["capturedAt"])
     assert captured is not None
-    snap = from_items(copy.deepcopy(doc["items"]), captured, source="generated")
+    snap = from_items(
+        copy.deepcopy(doc["items"]), captured, source="generated", server_version=_version(doc)
+    )
     report = diagnose(snap, captured)
     finding = next(n for n in report.nodes if n.name == "auto-nhc")
     (cov,) = finding.automation
@@ -393,7 +402,9 @@ def test_generated_karpenter_claims_state_only_what_holds(
     doc = _karpenter_neighbour(raw, down, peers, pool_label, group, linked, deleting, blocked_ago)
     captured = parse_time(doc["capturedAt"])
     assert captured is not None
-    snap = from_items(copy.deepcopy(doc["items"]), captured, source="generated")
+    snap = from_items(
+        copy.deepcopy(doc["items"]), captured, source="generated", server_version=_version(doc)
+    )
     report = diagnose(snap, captured)
     finding = next(n for n in report.nodes if n.name == KARP_NODE)
     (cov,) = finding.automation

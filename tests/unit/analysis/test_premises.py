@@ -100,6 +100,26 @@ def test_the_checker_catches_a_false_premise() -> None:
     assert not premises.check(doc, data)[0].found
 
 
+def test_the_server_behaviour_applied_rests_on_the_servers_version() -> None:
+    """The version sentences (serverBehaviour) are claims on the dump's serverVersion: another
+    version in the dump makes them false; a dump without one (a kubectl List) says so."""
+    from kubectl_nodefail.analysis.claims import DUMP_OBJECT
+
+    assert premises.DUMP == DUMP_OBJECT
+    doc = _raw(FIXTURES / "node-down-after-eviction.json")
+    data = render.report_data(_report(doc))
+    said = data["serverBehaviourClaims"]
+    assert [c["text"] for c in said] == data["serverBehaviour"] and said
+    assert premises.check(doc, data) == []
+    other = {**doc, "serverVersion": "v1.26.13"}
+    wrong = premises.check(other, data)
+    assert {w.field for w in wrong} == {"serverVersion"} and len(wrong) == len(said)
+    bare = {k: v for k, v in doc.items() if k != "serverVersion"}
+    again = render.report_data(_report(bare))
+    assert premises.check(bare, again) == []
+    assert again["serverBehaviourClaims"][0]["because"][0]["value"] is None
+
+
 def test_the_checker_reads_selectors_and_bracketed_keys() -> None:
     obj = {
         "metadata": {"annotations": {"kubernetes.io/config.mirror": "abc"}},
