@@ -344,6 +344,13 @@ def _pod_entries(pod: Obj, since: datetime | None, now: datetime | None) -> list
     return out
 
 
+def _replaced(pod: Obj, on_node: list[Obj]) -> str:
+    """The pod here a new pod of its controller stands in for: by name, the only one, or none."""
+    same = [p for p in on_node if p["metadata"]["name"] == pod["metadata"]["name"]] or on_node
+    many = f"one of the {len(on_node)} pods its controller has on this node"
+    return _pod_ref(same[0]) if len(same) == 1 else many
+
+
 def _replacement_entries(pod: Obj, replaced: str) -> list[Entry]:
     ref = _pod_ref(pod)
     out: list[Entry] = []
@@ -536,14 +543,14 @@ def node_timeline(
     on_node = snap.pods_on(node_name)
     refs: dict[tuple[str, str, str], str] = {("Node", "", node_name): f"node/{node_name}"}
     pv_names: set[str] = set()
-    replaced_uids: dict[str, str] = {}
+    mine: dict[str, list[Obj]] = {}  # a controller -> its pods on the node
     for pod in on_node:
         entries += _pod_entries(pod, failed_at, snap.captured_at)
         meta = pod["metadata"]
         refs[("Pod", meta.get("namespace", ""), meta["name"])] = _pod_ref(pod)
         owner = _controller_uid(pod)
         if owner and _controller_kind(pod) not in NEVER_REPLACED_ELSEWHERE:
-            replaced_uids.setdefault(owner, _pod_ref(pod))
+            mine.setdefault(owner, []).append(pod)
         for vol in (pod.get("spec") or {}).get("volumes") or []:
             claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
             pvc = snap.pvc(meta.get("namespace", ""), claim) if claim else None
@@ -551,7 +558,7 @@ def node_timeline(
                 pv_names.add(pvc["spec"]["volumeName"])
     # replacements: pods of the same controllers, elsewhere, created since the node failed
     on_node_uids = {p["metadata"].get("uid") for p in on_node}
-    for at in _created_since(snap, replaced_uids, failed_at):
+    for at in _created_since(snap, mine, failed_at):
         pod = snap.pods[at]
         meta = pod["metadata"]
         if meta.get("uid") in on_node_uids:
@@ -560,7 +567,7 @@ def node_timeline(
             p["metadata"]["name"] == meta["name"] for p in on_node
         ):
             continue  # a StatefulSet replaces a pod only under its own name (a new ordinal is not)
-        entries += _replacement_entries(pod, replaced_uids[str(_controller_uid(pod))])
+        entries += _replacement_entries(pod, _replaced(pod, mine[str(_controller_uid(pod))]))
         refs[("Pod", meta.get("namespace", ""), meta["name"])] = _pod_ref(pod)
     entries += _volume_entries(snap, node_name, pv_names)
     for kind, namespace, name in automation.timeline_objects(node, snap):

@@ -229,3 +229,43 @@ def test_a_new_pod_elsewhere_is_a_replacement_only_where_one_can_be(tmp_path: Pa
     ]
     assert any(o.endswith("web-7f776b487b-jxzws") for o in created), created
     assert not any("agent-new01" in o or "db-1" in o for o in created), created
+
+
+GRACE_900 = FIXTURES / "deployment-grace-900-evicted.json"  # recorded: audit 2037/144
+
+
+def test_a_grace_period_of_minutes_is_told_as_still_to_come() -> None:
+    """Issue 33 item 1 on the real control plane: three pods evicted with a grace period of
+    900 s, diagnosed 5 minutes later. Their grace period ends in the future and is said so, in
+    the node's timeline (due, negative age), the pods' own timelines and the STUCK column."""
+    snap = load_dump(str(GRACE_900))
+    node = "au2037-b1-n0"
+    data = to_data(node_timeline(snap, node), snap.captured_at)
+    ends = [d for d in data if d["kind"] == "pod-grace-ends"]
+    assert len(ends) == 3 and not [d for d in data if d["kind"] == "pod-grace-ended"]
+    for entry in ends:
+        assert entry["secondsAgo"] < 0 and entry["summary"].startswith("grace period ends")
+        assert parse_time(entry["time"]) == parse_time(
+            "2026-12-05T21:47:04Z"
+        )  # the deletionTimestamp
+    assert all(d["secondsAgo"] >= 0 for d in data if d not in ends)
+    result = CliRunner().invoke(main, ["diagnose", "--from-file", str(GRACE_900), "-o", "json"])
+    pods = json.loads(result.stdout)["pods"]
+    assert len(pods) == 3
+    assert all("grace period ends in 9m54s" in p["timeline"] for p in pods)
+    table = CliRunner().invoke(main, ["diagnose", "--from-file", str(GRACE_900)]).stdout
+    assert table.count("in grace") == 3
+
+
+def test_a_replacement_is_said_to_stand_in_for_a_pod_only_when_it_does() -> None:
+    """Three pods of one ReplicaSet on the node, three new ones elsewhere: a ReplicaSet replaces
+    a count, so no new pod is said to be for one of them in particular."""
+    snap = load_dump(str(GRACE_900))
+    created = [e for e in node_timeline(snap, "au2037-b1-n0") if e.kind == "replacement-created"]
+    assert len(created) == 3
+    assert {e.summary for e in created} == {
+        "replacement created (for one of the 3 pods its controller has on this node)"
+    }
+    alone = load_dump(str(AFTER))
+    said = [e.summary for e in node_timeline(alone, NODE) if e.kind == "replacement-created"]
+    assert said and all("(for pod/" in s for s in said)
