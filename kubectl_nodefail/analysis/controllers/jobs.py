@@ -142,21 +142,26 @@ def _managed_elsewhere(ctx: Context, job_obj: Obj, by: str, cron: str) -> Explai
     )
 
 
-def _ignores_disruption(spec: Obj, pod: Obj) -> bool:
-    """The Job's podFailurePolicy has an Ignore rule on the DisruptionTarget condition, and the
-    pod carries it: its failure is not counted (the taint manager sets it when it evicts)."""
-    disrupted = any(
-        c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+def _failure_rule(spec: Obj, pod: Obj) -> str | None:
+    """What the Job's podFailurePolicy does with this pod once it is Failed: the action of the
+    first rule that matches (pod_failure_policy.go matchPodFailurePolicy: rules in order, an
+    onPodConditions pattern matching a condition of that type and status, True by default),
+    "exit-codes" when an onExitCodes rule comes first (the exit codes are not known until its
+    kubelet reports them), None when no rule matches (it counts toward backoffLimit)."""
+    conditions = {
+        (c.get("type"), c.get("status"))
         for c in (pod.get("status") or {}).get("conditions") or []
-    )
-    if not disrupted:
-        return False
-    for rule in ((spec.get("podFailurePolicy") or {}).get("rules")) or []:
-        if rule.get("action") != "Ignore":
+        if isinstance(c, dict)
+    }
+    for rule in (spec.get("podFailurePolicy") or {}).get("rules") or []:
+        if not isinstance(rule, dict):
             continue
-        if any(c.get("type") == "DisruptionTarget" for c in rule.get("onPodConditions") or []):
-            return True
-    return False
+        if rule.get("onExitCodes"):
+            return "exit-codes"
+        patterns = rule.get("onPodConditions") or []
+        if any((p.get("type"), p.get("status") or "True") in conditions for p in patterns):
+            return str(rule.get("action") or "")
+    return None
 
 
 # The Job controller's pod-failure backoff (pkg/controller/job/job_controller.go
@@ -234,10 +239,11 @@ def job(ctx: Context) -> Explained:
     )
     done = _job_finished(job_obj) if job_obj is not None else None
     suspended = bool(spec.get("suspend"))
-    ignored = _ignores_disruption(spec, ctx.pod)
+    rule = _failure_rule(spec, ctx.pod)
+    ignored = rule == "Ignore"
     if suspended:
         policy_facts.append(ctx.owner_fact(0, "spec.suspend"))
-    if ignored:
+    if rule is not None:
         policy_facts.append(ctx.pod_fact("status.conditions[type=DisruptionTarget].status"))
     found = (
         _replacements(ctx, job_obj["metadata"]["uid"], finished_too=True)
@@ -347,6 +353,15 @@ def job(ctx: Context) -> Explained:
         # Whether a suspended Job counts the pod it deleted as failed is not said: KEP-2232
         # says it does, the v1.36 control plane did not (audit 2026/153).
         returns = "kubelet removes the old pod; the Job, suspended, creates no replacement."
+    elif ctx.terminating and rule in ("FailJob", "FailIndex", "exit-codes"):
+        returns = "kubelet stops it and sets it Failed; " + {
+            "FailJob": f"a FailJob rule of its podFailurePolicy matches, so Job {name} fails "
+            "(its other pods are deleted) and nothing replaces it.",
+            "FailIndex": "a FailIndex rule of its podFailurePolicy matches, so its index fails "
+            "and is not run again.",
+            "exit-codes": f"what Job {name} does then depends on the containers' exit codes "
+            "(its podFailurePolicy has an onExitCodes rule first).",
+        }[rule]
     elif ctx.terminating:
         returns = f"kubelet removes the old pod; {counted}" + (
             " and then creates the replacement." if policy == "Failed" else "."

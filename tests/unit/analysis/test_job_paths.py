@@ -4,11 +4,14 @@ the eviction brings is said from the Job's own rule, not assumed from its kind."
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import pytest
 
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import PodFinding
 from kubectl_nodefail.render import render
-from kubectl_nodefail.snapshot.model import load_dump
+from kubectl_nodefail.snapshot.model import from_items, load_dump, parse_time
 from tests.oracles import premises
 from tests.unit.conftest import FIXTURES
 
@@ -46,3 +49,67 @@ def test_a_job_another_controller_manages_is_not_said_to_be_replaced() -> None:
         assert pod.action.code == "wait"
         assert "creates a replacement" not in pod.action.summary
         assert "depends on its owner" in pod.action.summary
+
+
+@pytest.mark.parametrize(
+    ("rules", "says", "never"),
+    [
+        (  # recorded as it is: the Ignore rule
+            None,
+            "does not count it as failed (its podFailurePolicy ignores DisruptionTarget) and then "
+            "creates the replacement",
+            "fails",
+        ),
+        (
+            [{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget"}]}],
+            "a FailJob rule of its podFailurePolicy matches, so Job batch-pfp fails",
+            "creates the replacement",
+        ),
+        (
+            [{"action": "Count", "onPodConditions": [{"type": "DisruptionTarget"}]}],
+            "the Job counts it as failed and then creates the replacement",
+            "fails",
+        ),
+        (
+            [{"action": "FailIndex", "onPodConditions": [{"type": "DisruptionTarget"}]}],
+            "its index fails and is not run again",
+            "creates the replacement",
+        ),
+        (
+            [
+                {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+            ],
+            "depends on the containers' exit codes",
+            "creates the replacement",
+        ),
+        (  # a rule on another condition, or on DisruptionTarget False, does not match
+            [
+                {"action": "FailJob", "onPodConditions": [{"type": "ConfigIssue"}]},
+                {
+                    "action": "FailJob",
+                    "onPodConditions": [{"type": "DisruptionTarget", "status": "False"}],
+                },
+            ],
+            "the Job counts it as failed and then creates the replacement",
+            "fails",
+        ),
+    ],
+)
+def test_what_a_jobs_pod_failure_policy_does_when_the_node_returns(
+    rules: Any, says: str, never: str
+) -> None:
+    """The evicted pod of a Job with a podFailurePolicy, once its kubelet sets it Failed: the
+    first rule that matches decides (Ignore, Count, FailJob, FailIndex; an onExitCodes rule
+    first leaves it to the exit codes; no match counts it)."""
+    doc = json.loads((FIXTURES / "node-down-after-eviction.json").read_text())
+    if rules is not None:
+        job = next(i for i in doc["items"] if i["metadata"]["name"] == "batch-pfp")
+        job["spec"]["podFailurePolicy"]["rules"] = rules
+    snap = from_items(doc["items"], parse_time(doc["capturedAt"]), server_version="v1.36.1")
+    report = diagnose(snap, snap.captured_at)
+    (pod,) = [p for p in report.pods if p.name.startswith("batch-pfp-")]
+    assert says in pod.if_node_returns and never not in pod.if_node_returns
+    assert pod.replacement.state == "blocked"  # podReplacementPolicy Failed, whatever the rule
+    raw = {**doc, "serverVersion": "v1.36.1"}
+    assert premises.check(raw, render.report_data(report)) == []
