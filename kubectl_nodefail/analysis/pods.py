@@ -70,6 +70,25 @@ def _node_clause(node: NodeFinding, now: datetime) -> str:
     return f"its real state is unknown{since}"
 
 
+def _bound_after_last_report(pod: Obj, node: NodeFinding) -> datetime | None:
+    """When a Pending pod no kubelet ever reported on (no start time) was bound to the node, if
+    that was after the node's kubelet last reported (its lease, else Ready's heartbeat): that
+    kubelet never saw it (a pod tolerating the node's taints is scheduled there all the same)."""
+    status = pod.get("status") or {}
+    if status.get("phase") != "Pending" or status.get("startTime"):
+        return None
+    bound = next(
+        (
+            parse_time(c.get("lastTransitionTime"))
+            for c in status.get("conditions") or []
+            if c.get("type") == "PodScheduled" and c.get("status") == "True"
+        ),
+        None,
+    )
+    last = node.lease_renewed or (node.ready.last_heartbeat if node.ready else None)
+    return bound if bound is not None and last is not None and bound > last else None
+
+
 def _node_facts(node: NodeFinding, snap: Snapshot) -> list[Premise]:
     """The node signals _node_clause reads: Ready's status and last heartbeat, the lease."""
     raw = snap.node(node.name)
@@ -136,6 +155,19 @@ def _meaning(
                     f"'{status}' is what the kubelet last reported: {clause}. Its containers "
                     "may still run; no new pod is scheduled there while it is not Ready." + held,
                     *deletion,
+                    *signals,
+                    *held_by,
+                )
+            late = _bound_after_last_report(pod, node)
+            if late is not None:
+                return says(
+                    f"'{status}': bound to this node {ago((now - late).total_seconds())}, after "
+                    f"its kubelet last reported; no kubelet has reported on it (no start time), "
+                    "so its containers have not started here as far as the API knows, and do "
+                    "not while the node is down." + held,
+                    fact("Pod", pod, "status.phase"),
+                    fact("Pod", pod, "status.startTime"),
+                    fact("Pod", pod, "status.conditions[type=PodScheduled].lastTransitionTime"),
                     *signals,
                     *held_by,
                 )
