@@ -69,16 +69,22 @@ def default_strategy(server_minor: int | None) -> str:
     return "out-of-service" if versions.out_of_service_usable(server_minor) else "force-delete"
 
 
-def holding_finalizers(finalizers: list[str], terminating: bool, strategy: str) -> list[str]:
+def holding_finalizers(
+    finalizers: list[str], terminating: bool, strategy: str, waits_for_failed: bool = False
+) -> list[str]:
     """The finalizers that keep a pod's object after this strategy's (force) deletion.
 
     Every finalizer holds a force-deleted object until whoever added it removes it, with one
     exception: the Job controller's tracking finalizer. It goes once the Job counts the pod as
     failed: at its deletion under podReplacementPolicy TerminatingOrFailed (the default), so a
-    pod still carrying it while Terminating belongs to a Job that waits for phase Failed; PodGC
-    (out-of-service, delete-node) sets phase Failed before force-deleting, which releases both.
+    pod still carrying it while Terminating belongs to a Job that waits for phase Failed, as
+    does one whose Job has podReplacementPolicy Failed (`waits_for_failed`; audit 2038/140:
+    force-deleted, it stayed until its node returned); PodGC (out-of-service, delete-node) sets
+    phase Failed before force-deleting, which releases both.
     """
-    releasing = strategy in ("out-of-service", "delete-node") or not terminating
+    releasing = strategy in ("out-of-service", "delete-node") or not (
+        terminating or waits_for_failed
+    )
     return [f for f in finalizers if not (f == JOB_TRACKING_FINALIZER and releasing)]
 
 
@@ -99,7 +105,7 @@ def disposition(pod: PodFinding, strategy: str) -> tuple[str, list[str]]:
     """(what becomes of the pod, the finalizers that hold it under `strategy`)."""
     if pod.controller in ("daemonset", "mirror"):
         return RESUMES, []
-    held = holding_finalizers(pod.finalizers, pod.terminating, strategy)
+    held = holding_finalizers(pod.finalizers, pod.terminating, strategy, pod.waits_for_failed)
     finished = pod.terminating and pod.phase in ("Succeeded", "Failed")
     if finished:
         return (FINALIZER_HELD, held) if held else (COSMETIC, [])

@@ -163,6 +163,9 @@ class PodFinding:
     # tolerates the out-of-service taint with no time limit: the taint does not release it
     # unless it is Terminating (eviction.stays_under_out_of_service)
     stays_under_out_of_service: bool = False
+    # its Job replaces it only once it is Failed (podReplacementPolicy Failed): the Job's
+    # tracking finalizer outlasts a force delete (advice.holding_finalizers)
+    waits_for_failed: bool = False
 
 
 @dataclass(frozen=True)

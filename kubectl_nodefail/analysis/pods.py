@@ -16,6 +16,7 @@ from kubectl_nodefail.analysis import (
     storage,
 )
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, text_of
+from kubectl_nodefail.analysis.controllers.jobs import replaces_only_failed
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, ZoneFinding
 from kubectl_nodefail.analysis.nodes import kubelet_alive
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES, kubectl_status, ready_column
@@ -368,6 +369,8 @@ def analyse_pod(
         claims=said,
         phase=str((pod.get("status") or {}).get("phase") or ""),
         stays_under_out_of_service=eviction.stays_under_out_of_service(pod),
+        waits_for_failed=kind in advice.JOBS
+        and replaces_only_failed(owner_objs[0] if owner_objs else None),
     )
     finding.action = advice.rests_on(
         pod_advice.for_pod(

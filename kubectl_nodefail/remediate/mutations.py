@@ -5,8 +5,11 @@ force delete and a Node's delete (both with the UID and resourceVersion precondi
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from kubectl_nodefail import __version__
 from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER
 from kubectl_nodefail.cluster import kube
 from kubectl_nodefail.common.errors import NotFound
 from kubectl_nodefail.remediate.execbase import _now, _pod_ref
@@ -16,6 +19,7 @@ from kubectl_nodefail.remediate.steps import Step
 from kubectl_nodefail.snapshot.model import Obj, format_time
 
 ANNOTATION_TAINTED_BY = facts.ANNOTATION_TAINTED_BY
+JOB_TRACKING_WAIT = 10.0  # seconds a force-deleted pod's Job may take to count it
 ANNOTATION_UNTAINTED_BY = "kubectl-nodefail.io/out-of-service-removed-by"
 
 
@@ -73,13 +77,21 @@ class Mutations(NodePatch, Release):
             resource_version=step.resource_version,
         )
         done = "force-deleted (grace 0, UID and resourceVersion preconditions)"
-        try:
-            left = self.cluster.get_object(kube.pod_path(ns, name))
-        except NotFound:
-            return done + "; the pod is gone"
-        if left["metadata"].get("uid") != step.uid:
-            return done + "; the pod is gone (a new pod of that name exists)"
-        holders = list(left["metadata"].get("finalizers") or [])
+        # The Job controller removes its tracking finalizer once it has counted the pod: a
+        # moment after the delete (audit 2038/116: gone within a second of a single look).
+        # Only that wait, and within --wait-timeout; any other finalizer is not waited for.
+        until = _now() + timedelta(seconds=min(self.wait_timeout, JOB_TRACKING_WAIT))
+        while True:
+            try:
+                left = self.cluster.get_object(kube.pod_path(ns, name))
+            except NotFound:
+                return done + "; the pod is gone"
+            if left["metadata"].get("uid") != step.uid:
+                return done + "; the pod is gone (a new pod of that name exists)"
+            holders = list(left["metadata"].get("finalizers") or [])
+            if holders != [JOB_TRACKING_FINALIZER] or _now() >= until or self.stop.is_set():
+                break
+            self.stop.wait(0.5)
         raise NotConfirmed(
             f"{done}, but the pod is still there"
             + (f": held by finalizers {', '.join(holders)}" if holders else "")

@@ -113,6 +113,19 @@ def managed_by(job_obj: Obj | None) -> str | None:
     return str(value) if value and value != JOB_CONTROLLER else None
 
 
+def replaces_only_failed(job_obj: Obj | None) -> bool:
+    """The built-in Job controller, running this Job, replaces a pod (and removes its tracking
+    finalizer) only once the pod is Failed: podReplacementPolicy Failed, set or implied by a
+    podFailurePolicy. A finished Job or one managed elsewhere: not said."""
+    if job_obj is None or managed_by(job_obj) is not None or _job_finished(job_obj):
+        return False
+    spec = job_obj.get("spec") or {}
+    policy = spec.get("podReplacementPolicy") or (
+        "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"
+    )
+    return policy == "Failed"
+
+
 def _managed_elsewhere(ctx: Context, job_obj: Obj, by: str, cron: str) -> Explained:
     """A Job another controller manages: the built-in Job controller does nothing for it (no
     replacement, no failure count, no backoff, no terminal condition), so none of that is said;
@@ -354,14 +367,17 @@ def job(ctx: Context) -> Explained:
         # says it does, the v1.36 control plane did not (audit 2026/153).
         returns = "kubelet removes the old pod; the Job, suspended, creates no replacement."
     elif ctx.terminating and rule in ("FailJob", "FailIndex", "exit-codes"):
-        returns = "kubelet stops it and sets it Failed; " + {
-            "FailJob": f"a FailJob rule of its podFailurePolicy matches, so Job {name} fails "
-            "(its other pods are deleted) and nothing replaces it.",
-            "FailIndex": "a FailIndex rule of its podFailurePolicy matches, so its index fails "
-            "and is not run again.",
-            "exit-codes": f"what Job {name} does then depends on the containers' exit codes "
-            "(its podFailurePolicy has an onExitCodes rule first).",
-        }[rule]
+        returns = (
+            "kubelet stops it and sets it Failed; "
+            + {
+                "FailJob": f"a FailJob rule of its podFailurePolicy matches, so Job {name} fails "
+                "(its other pods are deleted) and nothing replaces it.",
+                "FailIndex": "a FailIndex rule of its podFailurePolicy matches, so its index fails "
+                "and is not run again.",
+                "exit-codes": f"what Job {name} does then depends on the containers' exit codes "
+                "(its podFailurePolicy has an onExitCodes rule first).",
+            }[rule]
+        )
     elif ctx.terminating:
         returns = f"kubelet removes the old pod; {counted}" + (
             " and then creates the replacement." if policy == "Failed" else "."
