@@ -221,6 +221,33 @@ def _meaning(
     return says(f"{deleter}; within its grace period", *deletion)
 
 
+REPLACED_KINDS = (*advice.REPLICA_KINDS, "statefulset", "job", "cronjob")
+
+
+def _placement(pod: Obj, node: NodeFinding, node_obj: Obj | None, kind: str) -> list[Claim]:
+    """A pod that tolerates every NoSchedule taint on its failed node: those taints, which keep
+    other pods off a NotReady node, do not keep a pod of its template off (the scheduler's
+    TaintToleration filter), so its replacement may be bound there again, and not start."""
+    taints = [t for t in node.taints if t.effect == "NoSchedule"]
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    if kind not in REPLACED_KINDS or node_obj is None or not taints:
+        return []
+    if not all(any(eviction.tolerates(t, taint) for t in tolerations) for taint in taints):
+        return []
+    keys = ", ".join(sorted({t.key for t in taints}))
+    return [
+        claim(
+            "placement",
+            "why",
+            f"It tolerates this node's NoSchedule taints ({keys}), which keep other pods off a "
+            "node that is not Ready: a pod with its tolerations is not kept off, so its "
+            "replacement may be bound here again and not start while the node is down.",
+            fact("Pod", pod, "spec.tolerations"),
+            *[fact("Node", node_obj, f"spec.taints[key={t.key}].effect") for t in taints],
+        )
+    ]
+
+
 def _finalizers_outlast(pod: Obj, node_failed: bool) -> list[Claim]:
     """The claim that leads "if the node returns" when finalizers outlast the kubelet: the
     object stays until they are removed, and only then does the rest happen."""
@@ -302,6 +329,8 @@ def analyse_pod(
         never_evicted=ev is not None and ev.state == "never",
     )
     explained = controllers.explain(ctx)
+    if node_failed and node is not None:
+        explained.claims += _placement(pod, node, node_obj, kind)
     replacement = explained.replacement
     rep_pods = [p for p in (snap.pod(namespace, n) for n in replacement.pods) if p]
     notes = storage.blockers(pod, node_name, rep_pods, snap, now) if node_failed else []

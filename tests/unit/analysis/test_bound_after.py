@@ -25,10 +25,26 @@ def test_a_pod_bound_after_the_last_report_is_said_never_started() -> None:
         assert "after its kubelet last reported" in pods[name].meaning
         assert "have not started here" in pods[name].meaning
         assert "may still be running" not in pods[name].meaning
+    # each tolerates every taint: its replacement may land here again, as w-1 and w-2 did
+    for pod in pods.values():
+        assert "a pod with its tolerations is not kept off" in pod.explanation
     # the pod that ran before the node died: its last report is all the API has
     assert "only the last report" in pods["w-0"].meaning
     raw = json.loads(PATH.read_text())
     assert premises.check(raw, render.report_data(report)) == []
+
+
+def test_a_pod_kept_off_by_a_taint_is_not_said_to_land_here() -> None:
+    raw = json.loads(PATH.read_text())
+    for item in raw["items"]:
+        if item["kind"] == "Pod":  # the not-ready/unreachable NoExecute keys only
+            item["spec"]["tolerations"] = [
+                {"key": k, "operator": "Exists", "effect": "NoExecute"}
+                for k in ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+            ]
+    snap = from_items(raw["items"], parse_time(raw["capturedAt"]), server_version="v1.36.1")
+    pods = diagnose(snap, snap.captured_at).pods
+    assert pods and not any("is not kept off" in p.explanation for p in pods)
 
 
 def test_a_pod_bound_before_the_last_report_is_not() -> None:
