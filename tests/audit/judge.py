@@ -786,6 +786,14 @@ def _deleted_before(ctx: Ctx, when: datetime) -> bool:
     return gone is not None and gone[1] <= when
 
 
+def _deleted_by_remediate(ctx: Ctx) -> bool:
+    """The pod's deletion was first asked while remediate ran on its node (before the return)."""
+    started = ctx.marks.remediated_before_return(ctx.pred.node)
+    first = ctx.history.first_deletion(ctx.pred.uid)
+    asked = first.deletion_requested if first is not None else None
+    return started is not None and asked is not None and started - EARLY <= asked <= ctx.marks.back
+
+
 def _gone_before(ctx: Ctx, when: datetime) -> bool:
     """The pod's object was gone (no poll saw it) before `when`."""
     seen = ctx.history.last_seen(ctx.pred.uid)
@@ -844,6 +852,10 @@ def judge(
             why = "a late change came after this prediction"
         elif marks.remediated_before_return(pred.node) and _gone_before(ctx, marks.back):
             why = "remediate released it before the node returned"
+        elif _deleted_by_remediate(ctx):
+            # its delete was sent, and a finalizer kept the object until the return: what the
+            # prediction spoke of (the node left alone) did not happen (audit 2038/140)
+            why = "remediate deleted it before the node returned"
         elif pred.moment == "d1" and not pred.terminating and _deleted_before(ctx, marks.back):
             # "If the node returns" spoke of a return before the eviction; the node came back
             # after it (the pod was deleted since, and no later diagnosis listed it).

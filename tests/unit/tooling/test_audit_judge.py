@@ -522,3 +522,16 @@ def test_not_wanted_is_wrong_once_the_owner_creates_a_pod() -> None:
     later = replace(created, created=at(100))
     h = history([(20, [pod()]), (110, [evicted(pod(), 40), later]), (150, [later])])
     assert verdicts([pred], h, "replacement:not-wanted") == [True]
+
+
+def test_a_return_prediction_is_superseded_for_a_pod_remediate_deleted() -> None:
+    """d2 said the pod carries on if the node returns; remediate force-deleted it, and a
+    finalizer kept the object until the return (audit 2038/140): the node was not left alone,
+    so the prediction is not judged."""
+    pred = prediction(moment="d2", at=at(85), if_node_returns="the pod carries on in place.")
+    deleted = replace(pod(), deletion=at(101), grace=0, finalizers=("x/hold",))
+    h = _remediated([(85, [pod()]), (102, [deleted]), (111, [deleted]), (150, [])])
+    assert verdicts([pred], h, "if-node-returns:superseded") == [None]
+    assert verdicts([pred], h, "if-node-returns:carries-on") == []
+    left_alone = history([(85, [pod()]), (111, [pod()]), (150, [])])
+    assert verdicts([pred], left_alone, "if-node-returns:carries-on") == [False]
