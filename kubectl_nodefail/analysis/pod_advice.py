@@ -4,6 +4,8 @@ attached to a failed node (`for_waiting_pod`)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from kubectl_nodefail.analysis.advice import (
     COSMETIC,
     FINALIZER_HELD,
@@ -22,7 +24,14 @@ from kubectl_nodefail.analysis.claims import Claim
 from kubectl_nodefail.analysis.eviction import EvictionTime
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Replacement
 from kubectl_nodefail.analysis.nodes import kubelet_alive, out_of_service_overdue
+from kubectl_nodefail.analysis.text import duration
 from kubectl_nodefail.common import attestation
+from kubectl_nodefail.snapshot.model import format_time
+
+# An eviction further away than this is not waited for: the suggestion is to free the pod (once
+# the machine is confirmed off), with the eviction's time said. The default toleration (300 s)
+# is waited for.
+LONG_WAIT_SECONDS = 900
 
 
 def _with_finalizers(action: Action, finalizers: list[str]) -> Action:
@@ -39,10 +48,11 @@ def for_pod(
     holds_rwo: bool,
     strategy: str,
     brake_claim: Claim | None = None,
+    now: datetime | None = None,
 ) -> Action:
     """The pod's suggestion (`_for_pod`), under the brake when it holds: any command of it
     that plans for a pod on a failed node that only a destructive step releases is refused."""
-    action = _for_pod(pod, node, eviction, holds_rwo, strategy)
+    action = _for_pod(pod, node, eviction, holds_rwo, strategy, now)
     releases = bool(node and node.failed) and disposition(pod, strategy)[0] == RELEASE
     # (a wait, say for the eviction, stays what it is: waiting takes no step)
     takes_step = releases and bool(action.remediate) and action.code != "wait"
@@ -55,6 +65,7 @@ def _for_pod(
     eviction: EvictionTime | None,
     holds_rwo: bool,
     strategy: str,
+    now: datetime | None = None,
 ) -> Action:
     kind, namespace, name = pod.controller, pod.namespace, pod.name
     terminating, replacement, finalizers = pod.terminating, pod.replacement, pod.finalizers
@@ -129,7 +140,7 @@ def _for_pod(
         return _replacement_problem(namespace, name, replacement)
     if not terminating:
         action = _not_evicted(
-            kind, node, replacement, eviction, holds_rwo, pod.stays_under_out_of_service
+            kind, node, replacement, eviction, holds_rwo, pod.stays_under_out_of_service, now
         )
     else:
         action = _terminating(kind, namespace, name, node, holds_rwo)
@@ -186,10 +197,30 @@ def _not_evicted(
     eviction: EvictionTime | None,
     holds_rwo: bool,
     stays: bool = False,
+    now: datetime | None = None,
 ) -> Action:
     """A pod still counted as a live replica on a failed node: what frees it, if anything.
-    `stays`: it tolerates the out-of-service taint, which then does not free it."""
+    `stays`: it tolerates the out-of-service taint, which then does not free it. An eviction
+    more than LONG_WAIT_SECONDS away is not waited for: freeing it is suggested, its time said."""
     state = eviction.state if eviction else "not-applicable"
+    far = (
+        eviction is not None
+        and eviction.at is not None
+        and now is not None
+        and (eviction.at - now).total_seconds() > LONG_WAIT_SECONDS
+    )
+    if far and eviction is not None and eviction.at is not None and now is not None:
+        # a toleration of hours: waiting is not a plan at 3 a.m. (audit 2037: 15 min to a day)
+        return _free_it(
+            node,
+            kind,
+            holds_rwo,
+            f"not evicted before {format_time(eviction.at)} (in "
+            f"{duration((eviction.at - now).total_seconds())}: its tolerations), so nothing "
+            "replaces it until then; to have it replaced sooner, free it",
+            terminating=False,
+            stays=stays,
+        )
     if eviction is not None and eviction.at is not None:
         return Action(
             "wait",

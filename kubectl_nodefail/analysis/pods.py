@@ -403,7 +403,7 @@ def analyse_pod(
     )
     finding.action = advice.rests_on(
         pod_advice.for_pod(
-            finding, node, ev, holds_rwo, advice.default_strategy(snap.server_minor), braked
+            finding, node, ev, holds_rwo, advice.default_strategy(snap.server_minor), braked, now
         ),
         said,
         node if node_failed else None,  # elsewhere, its node's state decides nothing
