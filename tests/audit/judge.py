@@ -170,8 +170,11 @@ def judge_eviction(ctx: Ctx) -> None:
     actual = first.deletion_requested if first else None
     by_taint = bool(first and first.disruption_reason == "DeletionByTaintManager")
     window_end = ctx.marks.late
-    if actual is not None and actual > window_end and not by_taint:
-        first, actual = None, None  # deleted by a late change or on the return: no eviction
+    by_remediate = actual is not None and _after_remediate(ctx, actual)
+    if actual is not None and actual > window_end and (not by_taint or by_remediate):
+        # deleted by a late change, on the return, or evicted by the out-of-service taint
+        # remediate applied (2039/142, 186): not the eviction predicted
+        first, actual = None, None
     gone = ctx.history.vanished(p.uid) if first is None else None
     if gone is not None and gone[1] > window_end:
         gone = None  # went away after the window (late change, return): not an eviction
@@ -215,7 +218,7 @@ def judge_eviction(ctx: Ctx) -> None:
             ctx.add("never-evicted", "never evicted", f"object deleted by {_fmt(gone[1])}", False)
             return
         remediated = ctx.marks.remediated_before_return(p.node)
-        if by_taint and remediated is not None and actual is not None and actual >= remediated:
+        if by_taint and remediated is not None and by_remediate:
             # the out-of-service taint remediate applied evicts it, not the not-ready /
             # unreachable taints "never evicted" speaks of (2029/112, 150)
             observed = f"not evicted before remediate ({_fmt(remediated)}); its taint evicted it"
@@ -224,6 +227,13 @@ def judge_eviction(ctx: Ctx) -> None:
         ok = not by_taint
         observed = f"evicted at {_fmt(actual)}" if by_taint else f"not evicted in {_window(ctx)}"
         ctx.add("never-evicted", "never evicted", observed, ok)
+
+
+def _after_remediate(ctx: Ctx, when: datetime) -> bool:
+    """`when` is at or after remediate started on the pod's node, to the second the API keeps
+    (a condition's time is truncated: 22:43:12 for a taint applied at 22:43:12.09; 2039/118)."""
+    started = ctx.marks.remediated_before_return(ctx.pred.node)
+    return started is not None and when >= started - timedelta(seconds=1)
 
 
 def _window(ctx: Ctx) -> str:

@@ -535,3 +535,16 @@ def test_a_return_prediction_is_superseded_for_a_pod_remediate_deleted() -> None
     assert verdicts([pred], h, "if-node-returns:carries-on") == []
     left_alone = history([(85, [pod()]), (111, [pod()]), (150, [])])
     assert verdicts([pred], left_alone, "if-node-returns:carries-on") == [False]
+
+
+def test_an_eviction_by_remediates_taint_is_not_the_one_predicted() -> None:
+    """remediate's out-of-service taint evicts at 100 s (the condition's time truncated to the
+    second, before the mark of 100.5 s): a prediction of an eviction an hour away is judged on
+    the window before it, and "never evicted" holds (audit 2039/118, 142)."""
+    far = prediction(eviction_at=at(3600), action_until=at(3600))
+    never = prediction(eviction_at=None, action_until=None, eviction_text="never evicted")
+    h = _remediated([(20, [pod()]), (99, [pod()]), (106, [evicted(pod(), 100)]), (150, [])])
+    h.marks["remediate"] = at(100.5)
+    assert verdicts([far], h, "eviction-time") == []
+    assert verdicts([far], h, "eviction-not-before") == [True]
+    assert verdicts([never], h, "never-evicted") == [True]
