@@ -56,8 +56,8 @@ KINDS = {
     "static-pod": "the kubelet runs the pod from a manifest on the node",
     "one-per-node": "a DaemonSet pod, never evicted for not-ready/unreachable",
     "unknown-owner": "an owner whose behaviour this tool does not model",
-    "placement": "the pod tolerates its failed node's NoSchedule taints: a pod of its template "
-    "may be bound there again",
+    "placement": "the pod tolerates its failed node's NoSchedule taints: a pod with its "
+    "tolerations (its replacement) may be bound there again",
     # the pod's timeline and volumes (analysis/eviction.py, analysis/storage.py)
     "eviction": "when the taint-eviction controller deletes the pod, if ever: the node's "
     "NoExecute taints, the pod's tolerations and when it reached the node",

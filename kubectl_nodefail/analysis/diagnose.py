@@ -110,6 +110,7 @@ def diagnose(
             finding.automation = automation.covering(node_obj, snap, now)
         finding.action = advice.for_node(finding, minor, on_failed.get(finding.name, []), braked)
     notes = _cluster_notes(snap, zones, len(failed), master_disruption, minor, pods)
+    behaviour = versions.applied_claims(snap.server_version, minor)
     return Report(
         timelines=_timelines(snap, listed, now) if timelines else None,
         captured_at=snap.captured_at,
@@ -121,8 +122,8 @@ def diagnose(
         pods=pods,
         cluster=[c.text for c in notes],
         gaps=list(snap.gaps),
-        server_behaviour=versions.applied(minor),
-        server_behaviour_claims=versions.applied_claims(snap.server_version, minor),
+        server_behaviour=[c.text for c in behaviour],
+        server_behaviour_claims=behaviour,
         scope_nodes=sorted(only_nodes),
         scope_namespaces=sorted(namespaces),
         nodes_not_ready_total=len(failed),

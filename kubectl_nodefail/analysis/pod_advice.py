@@ -203,21 +203,16 @@ def _not_evicted(
     `stays`: it tolerates the out-of-service taint, which then does not free it. An eviction
     more than LONG_WAIT_SECONDS away is not waited for: freeing it is suggested, its time said."""
     state = eviction.state if eviction else "not-applicable"
-    far = (
-        eviction is not None
-        and eviction.at is not None
-        and now is not None
-        and (eviction.at - now).total_seconds() > LONG_WAIT_SECONDS
-    )
-    if far and eviction is not None and eviction.at is not None and now is not None:
+    at = eviction.at if eviction is not None else None
+    left = (at - now).total_seconds() if at is not None and now is not None else None
+    if at is not None and left is not None and left > LONG_WAIT_SECONDS:
         # a toleration of hours: waiting is not a plan at 3 a.m. (audit 2037: 15 min to a day)
         return _free_it(
             node,
             kind,
             holds_rwo,
-            f"not evicted before {format_time(eviction.at)} (in "
-            f"{duration((eviction.at - now).total_seconds())}: its tolerations), so nothing "
-            "replaces it until then; to have it replaced sooner, free it",
+            f"not evicted before {format_time(at)} (in {duration(left)}: its tolerations), so "
+            "nothing replaces it until then; to have it replaced sooner, free it",
             terminating=False,
             stays=stays,
         )

@@ -226,7 +226,7 @@ REPLACED_KINDS = (*advice.REPLICA_KINDS, "statefulset", "job", "cronjob")
 
 def _placement(pod: Obj, node: NodeFinding, node_obj: Obj | None, kind: str) -> list[Claim]:
     """A pod that tolerates every NoSchedule taint on its failed node: those taints, which keep
-    other pods off a NotReady node, do not keep a pod of its template off (the scheduler's
+    other pods off a NotReady node, do not keep a pod with its tolerations off (the scheduler's
     TaintToleration filter), so its replacement may be bound there again, and not start."""
     taints = [t for t in node.taints if t.effect == "NoSchedule"]
     tolerations = (pod.get("spec") or {}).get("tolerations") or []

@@ -19,8 +19,8 @@ from kubectl_nodefail.remediate.steps import Step
 from kubectl_nodefail.snapshot.model import Obj, format_time
 
 ANNOTATION_TAINTED_BY = facts.ANNOTATION_TAINTED_BY
-JOB_TRACKING_WAIT = 10.0  # seconds a force-deleted pod's Job may take to count it
 ANNOTATION_UNTAINTED_BY = "kubectl-nodefail.io/out-of-service-removed-by"
+JOB_TRACKING_WAIT = 10.0  # seconds a force-deleted pod's Job may take to count it
 
 
 class Mutations(NodePatch, Release):

@@ -119,11 +119,16 @@ def replaces_only_failed(job_obj: Obj | None) -> bool:
     podFailurePolicy. A finished Job or one managed elsewhere: not said."""
     if job_obj is None or managed_by(job_obj) is not None or _job_finished(job_obj):
         return False
-    spec = job_obj.get("spec") or {}
-    policy = spec.get("podReplacementPolicy") or (
-        "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"
+    return _replacement_policy(job_obj.get("spec") or {}) == "Failed"
+
+
+def _replacement_policy(spec: Obj) -> str:
+    """podReplacementPolicy as the Job controller applies it: the field, else Failed when a
+    podFailurePolicy is set, else TerminatingOrFailed."""
+    return str(
+        spec.get("podReplacementPolicy")
+        or ("Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
     )
-    return policy == "Failed"
 
 
 def _managed_elsewhere(ctx: Context, job_obj: Obj, by: str, cron: str) -> Explained:
@@ -237,9 +242,7 @@ def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, C
 def job(ctx: Context) -> Explained:
     job_obj = ctx.owners[0] if ctx.owners else None
     spec = (job_obj or {}).get("spec") or {}
-    policy = spec.get("podReplacementPolicy") or (
-        "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"
-    )
+    policy = _replacement_policy(spec)
     name = job_obj["metadata"]["name"] if job_obj else "?"
     cron = f" (CronJob {ctx.owners[1]['metadata']['name']})" if len(ctx.owners) > 1 else ""
     by = managed_by(job_obj)
