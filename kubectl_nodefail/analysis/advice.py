@@ -265,8 +265,8 @@ def _for_node(
         return Action(
             "wait",
             "the machine is shut down, but none of its pods needs the out-of-service taint "
-            "(each is replaced, not wanted, finished or held by finalizers): delete the Node "
-            "object if the machine is gone for good",
+            "(each is replaced, not wanted, finished, held by finalizers or resumes with the "
+            "node): delete the Node object if the machine is gone for good",
             "low",
             remediate=remediate_cmd(node.name, "--strategy delete-node"),
         )
@@ -285,9 +285,9 @@ def _for_node(
         return Action(
             "investigate",
             "check the machine (console, power state). None of its pods needs forcing (each is "
-            "replaced, not wanted, finished, held by finalizers or waits for eviction with a "
-            "replacement to come): wait for the kubelet, or delete the Node object if the "
-            "machine is gone for good",
+            "replaced, not wanted, finished, held by finalizers, resumes with the node or waits "
+            "for eviction with a replacement to come): wait for the kubelet, or delete the Node "
+            "object if the machine is gone for good",
             "none",
         )
     ran = machine_ran(node)

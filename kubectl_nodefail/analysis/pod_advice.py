@@ -80,8 +80,13 @@ def _for_pod(
     if kind == "daemonset":
         return Action(
             "wait",
-            "nothing to do: it resumes when the node returns (delete the Node if "
-            "the machine is gone for good)",
+            (
+                "nothing to do: its deletion was asked, and the kubelet finishes it when the "
+                "node returns"
+                if terminating
+                else "nothing to do: it resumes when the node returns"
+            )
+            + " (delete the Node if the machine is gone for good)",
             "none",
             remediate=remediate_cmd(node.name),
         )

@@ -106,6 +106,35 @@ def _wait_step(node: NodeFinding, pod: PodFinding, why: str, *sections: str) -> 
     )
 
 
+def _evicted_by_taint(pod: PodFinding) -> bool:
+    """The out-of-service taint removes this pod: it does not tolerate the taint, or it is
+    Terminating (PodGC force-deletes those on an out-of-service node)."""
+    return pod.terminating or not pod.stays_under_out_of_service
+
+
+def _resume_step(node: NodeFinding, pod: PodFinding, tainted: bool) -> Step:
+    """A DaemonSet or static pod no step of this plan acts on. `tainted`: the node carries the
+    out-of-service taint already."""
+    kind = f"{pod.controller} pod"
+    if tainted and _evicted_by_taint(pod):
+        why = (
+            f"{kind}: the out-of-service taint on the node removes it (evicted, then "
+            "force-deleted by PodGC); nothing waits on it"
+        )
+    elif pod.terminating:
+        why = (
+            f"{kind}: its deletion was asked; nothing waits on it: the kubelet finishes it "
+            "when the node returns"
+        )
+    elif tainted or pod.stays_under_out_of_service:
+        why = (
+            f"{kind}: tolerates the out-of-service taint, never acted on; it resumes with the node"
+        )
+    else:
+        why = f"{kind}: never acted on; it resumes with the node"
+    return _wait_step(node, pod, why, "why", "eviction")
+
+
 def _cosmetic_why(pod: PodFinding) -> tuple[str, str]:
     """Why a stuck pod needs nothing, and the section of its claims that says so."""
     if pod.phase in ("Succeeded", "Failed"):
@@ -205,20 +234,16 @@ def _node_steps(
         gate = "; ".join([gate, *_raced(node, report, opts)])
     blocked: list[PodFinding] = []  # what only a destructive step releases
     held_here: list[tuple[PodFinding, list[str]]] = []  # what no step releases: finalizers
+    resumes: list[PodFinding] = []  # DaemonSet and static pods: worded once the steps are known
+    harmless: list[PodFinding] = []  # nothing needs them released; a deleted Node removes them
     for pod in pods:
         what, held = advice.disposition(pod, strategy)
         if what == advice.RESUMES:
-            steps.append(
-                _wait_step(
-                    node,
-                    pod,
-                    f"{pod.controller} pod: never acted on; it resumes with the node",
-                    "why",
-                )
-            )
+            resumes.append(pod)
         elif what == advice.COSMETIC:
             why, section = _cosmetic_why(pod)
             steps.append(_wait_step(node, pod, why, section))
+            harmless.append(pod)
         elif what == advice.FINALIZER_HELD:
             steps.append(_finalizer_step(node, pod, held))
             held_here.append((pod, held))
@@ -231,6 +256,7 @@ def _node_steps(
                     "replacement",
                 )
             )
+            harmless.append(pod)
         elif not pod.terminating and pod.eviction_at is not None and not gate_ok:
             steps.append(
                 _wait_step(
@@ -261,6 +287,34 @@ def _node_steps(
         )
         for p in staying
     ]
+    if strategy == "delete-node":
+        # PodGC deletes every pod bound to a Node that no longer exists, whatever it tolerates
+        # or whoever owns it (DaemonSet and static pods too): the step is what was asked for,
+        # also when none of them needs releasing. Refused, it names only what stays stuck.
+        swept = [*blocked, *resumes, *harmless] if gate_ok else blocked
+        steps += [] if gate_ok else [_resume_step(node, p, node.out_of_service) for p in resumes]
+        step = _taint_step(node, node_uid, swept, held_here, gate_ok, gate, evidence, lease)
+        names = ", ".join(step.releases) or "no stuck pod"
+        return [
+            *steps,
+            replace(
+                step,
+                action="delete-node",
+                why=f"the machine is gone for good: PodGC removes every pod bound to it ({names})"
+                + (
+                    "; a DaemonSet or static pod comes back only if the node registers again"
+                    if resumes and gate_ok
+                    else ""
+                ),
+            ),
+        ]
+    # the out-of-service taint evicts a DaemonSet or static pod that does not tolerate it (and
+    # PodGC force-deletes it once Terminating): a taint step planned now releases it too (a
+    # refused one leaves it as it is)
+    tainting = strategy == "out-of-service" and bool(blocked) and gate_ok
+    tainting = tainting and not node.out_of_service
+    swept = [p for p in resumes if tainting and _evicted_by_taint(p)]
+    steps += [_resume_step(node, p, node.out_of_service) for p in resumes if p not in swept]
     if node.out_of_service:
         overdue = out_of_service_overdue(node)
         # past PodGC's time every pod the taint was for should be gone (Terminating ones
@@ -303,24 +357,15 @@ def _node_steps(
         return steps
     if strategy == "out-of-service":
         # the taint also when it releases none of them: it detaches their volumes at once
-        steps.append(_taint_step(node, node_uid, others, held_here, gate_ok, gate, evidence, lease))
-        return steps + forced
-    if strategy == "delete-node":
-        step = _taint_step(node, node_uid, blocked, held_here, gate_ok, gate, evidence, lease)
-        names = ", ".join(step.releases)
         steps.append(
-            replace(
-                step,
-                action="delete-node",
-                why=f"the machine is gone for good: PodGC removes every pod bound to it ({names})",
+            _taint_step(
+                node, node_uid, [*others, *swept], held_here, gate_ok, gate, evidence, lease
             )
         )
-    else:
-        steps += [
-            _force_step(node, p, p.replacement.summary, gate_ok, gate, evidence, lease)
-            for p in blocked
-        ]
-    return steps
+        return steps + forced
+    return steps + [
+        _force_step(node, p, p.replacement.summary, gate_ok, gate, evidence, lease) for p in blocked
+    ]
 
 
 def pod_facts(pod: PodFinding, held: bool = False) -> list[Premise]:

@@ -231,3 +231,21 @@ def test_a_ready_node_whose_kubelet_stopped_renewing_is_not_all_clear() -> None:
     snap.leases[-1]["spec"]["renewTime"] = format_time(snap.captured_at - timedelta(seconds=15))
     again = diagnose(snap, snap.captured_at)
     assert all(n.name != name for n in again.nodes)
+
+
+def test_a_daemonset_pod_whose_deletion_was_asked_is_not_said_to_resume() -> None:
+    """Recorded by the audit (seed 2037 index 21: a DaemonSet rolled out while its pod's node
+    was down; the rollout deleted that pod, grace 3600 s): its action said "it resumes when the
+    node returns" while its if-node-returns said the kubelet finishes deleting it. The action
+    now says the deletion was asked; a plan without a node step says the same (no "resumes")."""
+    from kubectl_nodefail.remediate.plan import Options, make_plan
+
+    report = report_of("daemonset-deleted-on-failed-node")
+    agent = pod(report, "au-2037-21", "w")
+    assert agent.controller == "daemonset" and agent.terminating
+    assert "resumes" not in agent.action.summary
+    assert "deletion was asked" in agent.action.summary
+    assert "finishes deleting it" in agent.if_node_returns
+    plan = make_plan(report, Options(strategy="force-delete", server_minor=36))
+    (step,) = [s for s in plan.steps if s.target == f"pod/au-2037-21/{agent.name}"]
+    assert step.action == "wait" and "resumes" not in step.why and "deletion was asked" in step.why

@@ -79,14 +79,14 @@ def test_the_plan_output_is_what_remediate_prints(monkeypatch: pytest.MonkeyPatc
 def test_with_the_node_named_the_step_releases_what_the_readme_quotes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    quoted = re.search(r'step 6 becomes `ok`: "(.+?)"', README, flags=re.DOTALL)
-    assert quoted, "the README no longer quotes step 6 with the node's name typed"
+    quoted = re.search(r'now step 4, becomes `ok`: "(.+?)"', README, flags=re.DOTALL)
+    assert quoted, "the README no longer quotes step 4 with the node's name typed"
     assert "With the node's name typed in place of the placeholder (exit 0)" in README
     monkeypatch.chdir(ROOT)
     result = CliRunner().invoke(
         main, ["remediate", "--from-file", DEMO, "--node-shutdown-confirmed", "flaky-a"]
     )
     assert result.exit_code == 0
-    step6 = result.stdout.split("\n  6  ", 1)[1]
-    assert step6.split()[:3] == ["taint-out-of-service", "node/flaky-a", "ok"]
-    assert " ".join(quoted.group(1).split()) in " ".join(step6.split())
+    step4 = result.stdout.split("\n  4  ", 1)[1]
+    assert step4.split()[:3] == ["taint-out-of-service", "node/flaky-a", "ok"]
+    assert " ".join(quoted.group(1).split()) in " ".join(step4.split())

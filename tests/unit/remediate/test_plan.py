@@ -36,15 +36,57 @@ def test_without_attestation_the_destructive_step_is_refused(after_eviction: Rep
     assert "--node-shutdown-confirmed <NODE-YOU-VERIFIED-IS-POWERED-OFF>" in step.gate
     assert plan.exit_code() == Exit.PARTIAL
     waits = {s.target for s in _by_action(plan, "wait")}
-    assert any("/agent-" in t for t in waits) and any("/web-" in t for t in waits)
+    assert any("/web-" in t for t in waits)
 
 
 def test_attestation_unlocks_only_that_node(after_eviction: Report) -> None:
     plan = make_plan(after_eviction, Options(attested=[NODE], server_minor=36))
     step = _by_action(plan, "taint-out-of-service")[0]
     assert step.allowed and "attested" in step.gate and step.lease_renewed
-    assert "db-0 (statefulset)" in step.why and "agent" not in step.why
+    assert "db-0 (statefulset)" in step.why
     assert plan.exit_code() == Exit.OK
+
+
+def test_a_daemonset_pod_the_taint_evicts_is_released_by_it_not_said_to_resume(
+    after_eviction: Report,
+) -> None:
+    """DaemonSet pods tolerate not-ready/unreachable, not the out-of-service taint: the taint
+    evicts them (audit 2039 batch 1: gone with the rest while the plan said "never acted on; it
+    resumes with the node"). The taint's step names them; no step says they stay."""
+    plan = make_plan(after_eviction, Options(attested=[NODE], server_minor=36))
+    taint = _by_action(plan, "taint-out-of-service")[0]
+    agents = [p for p in after_eviction.pods if p.controller == "daemonset" and p.node == NODE]
+    assert agents and all(not p.stays_under_out_of_service for p in agents)
+    for pod in agents:
+        assert f"{pod.namespace}/{pod.name} (daemonset)" in taint.releases
+        assert not any(s.target.endswith(f"/{pod.name}") for s in _by_action(plan, "wait"))
+    # without a taint step (force deletion) nothing touches them: they resume with the node
+    forced = make_plan(after_eviction, Options(strategy="force-delete", attested=[NODE]))
+    said = {s.target: s.why for s in _by_action(forced, "wait")}
+    for pod in agents:
+        assert "resumes with the node" in said[f"pod/{pod.namespace}/{pod.name}"]
+
+
+def test_delete_node_releases_every_pod_on_it_and_is_planned_when_none_needs_it(
+    after_eviction: Report,
+) -> None:
+    """PodGC deletes every pod of a deleted Node, DaemonSet ones and replaced ones too: the
+    step names them all (but those finalizers hold), and it is planned even when none of them
+    needs releasing (the suggestion "delete the Node object" once planned nothing, exit 5)."""
+    plan = make_plan(after_eviction, Options(strategy="delete-node", attested=[NODE]))
+    step = _by_action(plan, "delete-node")[0]
+    here = [p for p in after_eviction.pods if p.node == NODE and p.node_failed]
+    held = {e.split(" ", 1)[0] for e in step.leaves_stuck}
+    named = {e.split(" ", 1)[0] for e in step.releases}
+    assert named | held == {f"{p.namespace}/{p.name}" for p in here} and not named & held
+    assert not any("resumes" in s.why for s in plan.steps)
+    needless = replace(
+        after_eviction,
+        pods=[p for p in after_eviction.pods if p.controller == "daemonset" or p.node != NODE],
+    )
+    alone = make_plan(needless, Options(strategy="delete-node", attested=[NODE]))
+    (only,) = _by_action(alone, "delete-node")
+    assert only.allowed and only.releases and alone.exit_code() == Exit.OK
 
 
 def test_force_delete_strategy_spares_daemonsets_and_replaced_pods(after_eviction: Report) -> None:

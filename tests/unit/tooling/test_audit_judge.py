@@ -302,6 +302,19 @@ def test_the_maps_new_rows_are_drawn_from_their_seed_on_and_never_before() -> No
     assert new_rows(WILDCARD_SEED) == expected | {"wildcard"}
 
 
+def test_older_seeds_keep_their_remedy_and_newer_ones_take_each_in_turn() -> None:
+    from tests.audit.scenarios import REMEDIES, REMEDY_SEED, remedy
+
+    assert [remedy(s) for s in (2036, 2037, 2038, 2039, 2040)] == [
+        "out-of-service",
+        "out-of-service",
+        "force-delete",
+        "out-of-service",
+        "force-delete",
+    ]
+    assert {remedy(REMEDY_SEED + k) for k in range(3)} == set(REMEDIES)
+
+
 def test_parse_time_keeps_microseconds() -> None:
     assert parse_time("2026-12-01T12:00:00.123456789Z") == T0 + timedelta(microseconds=123456)
 
@@ -386,6 +399,29 @@ def test_remediate_leaves_stuck_is_judged_on_the_pod_staying() -> None:
     assert _remediate_verdicts(doc, 0, stays, "remediate:leaves-stuck") == [True]
     went = _remediated([(99, [held]), (106, []), (108, [])])
     assert _remediate_verdicts(doc, 0, went, "remediate:leaves-stuck") == [False]
+
+
+def test_a_pod_said_to_resume_with_the_node_is_judged_on_staying_until_the_return() -> None:
+    """A wait step "never acted on; it resumes with the node" (audit 2039 batch 1: said of
+    DaemonSet pods the plan's own taint then evicted): the same object stays until the return."""
+    agent = pod(name="w-abc", uid="ds")
+    doc = {
+        "steps": [
+            {
+                "action": "wait",
+                "target": f"pod/{NS}/w-abc",
+                "allowed": True,
+                "result": "waited",
+                "why": "daemonset pod: never acted on; it resumes with the node",
+            }
+        ]
+    }
+    stays = _remediated([(99, [agent]), (106, [agent]), (109, [agent])])
+    assert _remediate_verdicts(doc, 0, stays, "remediate:resumes") == [True]
+    went = _remediated([(99, [agent]), (106, [agent]), (109, [])])
+    assert _remediate_verdicts(doc, 0, went, "remediate:resumes") == [False]
+    other = {"steps": [dict(doc["steps"][0], why="replaceable: the stuck object is cosmetic")]}
+    assert _remediate_verdicts(other, 0, went, "remediate:resumes") == []
 
 
 def test_a_remediated_pods_return_prediction_is_not_judged() -> None:
