@@ -1038,6 +1038,24 @@ def judge_remediation(
                 f"still there at {_fmt(last[-1])}" if last else "gone",
                 bool(last),
             )
+    # a pod no step acts on, said to resume with the node (a DaemonSet's or static pod under a
+    # force-delete plan, or one tolerating the taint): the same object stays until the return
+    for step in steps:
+        target = str(step.get("target") or "")
+        if step.get("action") != "wait" or "resumes with the node" not in str(step.get("why")):
+            continue
+        for _entry, pod, _ns, _name, uid in _step_pods(
+            [target.removeprefix("pod/")], history, prefix, started
+        ):
+            polls = [poll for poll in history.polls if ended < poll.at <= back]
+            missing = [poll.at for poll in polls if uid not in poll.pods]
+            add(
+                "remediate:resumes",
+                pod,
+                "never acted on; it resumes with the node",
+                f"gone at {_fmt(missing[0])}" if missing else "still there at the return",
+                not missing if polls else None,
+            )
     # exit 4: some step refused, skipped, failed or blocked (a finalizer nothing here removes)
     not_done = [
         str(step.get("target"))

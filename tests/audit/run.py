@@ -9,12 +9,13 @@ Phases of a batch (History.marks):
           late changes are made
   d2      second diagnosis (pods now Terminating): replacement states, what happens on return
   remediate, remediated  (odd batches) `remediate NODE --node-shutdown-confirmed NODE
-          --strategy out-of-service --confirm` (force-delete on even seeds from 2037:
-          scenarios.remedy) on the first failable node, still down: the
-          harness killed its kubelet, so it is the human who knows the node is off. Its report
-          (steps' results, releases, leavesStuck, exit code) is judged against the polls; the
+          --strategy out-of-service --confirm` (force-delete on even seeds from 2037; from
+          2041 the taint, force deletion and deleting the Node in turn: scenarios.remedy) on
+          the first failable node, still down: the harness killed its kubelet, so it is the
+          human who knows the node is off. Its report (steps' results, releases, leavesStuck,
+          the pods said to resume with the node, exit code) is judged against the polls; the
           taint is removed before the return.
-  return  the kubelets start again
+  return  the kubelets start again (a deleted Node registered again first, as a kubelet does)
   end     last poll, 30 s after every node is Ready again
 """
 
@@ -467,6 +468,8 @@ class Batch:
         marks["return"] = now()
         log(f"batch {self.batch}: nodes back")
         for node in self.nodes:
+            if self.cp.get("node", node) is None:  # remediate deleted it: the kubelet registers
+                self.cp.add_node(node, HEALTHY_ZONE, managed_by=node)
             self.start_kubelet(node)
         self.wait_until(
             "the nodes Ready again",

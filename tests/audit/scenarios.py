@@ -111,9 +111,19 @@ WILDCARD_SHARE = 0.15
 ALL_KINDS = (*KINDS, "job-managed")
 
 
+# From this seed on the three remedies take turns (seed % 3): the out-of-service taint, force
+# deletion, deleting the Node (PodGC removes every pod of it; the harness registers the Node
+# again when its kubelet returns, as a kubelet does).
+REMEDY_SEED = 2041
+REMEDIES = ("out-of-service", "force-delete", "delete-node")
+
+
 def remedy(seed: int) -> str:
     """The strategy remediate is judged with on a seed's odd batches: the out-of-service taint;
-    from MAP_SEED on, force deletion on even seeds (each remedy is a prediction of its own)."""
+    from MAP_SEED on, force deletion on even seeds; from REMEDY_SEED on, each of REMEDIES in
+    turn (each remedy is a prediction of its own)."""
+    if seed >= REMEDY_SEED:
+        return REMEDIES[seed % len(REMEDIES)]
     return "force-delete" if seed >= MAP_SEED and seed % 2 == 0 else "out-of-service"
 
 
