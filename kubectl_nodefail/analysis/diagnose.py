@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from kubectl_nodefail.analysis import advice, automation, brake, timeline, versions
+from kubectl_nodefail.analysis import advice, automation, brake, summary, timeline, versions
 from kubectl_nodefail.analysis.claims import Claim, claim, fact
 from kubectl_nodefail.analysis.findings import NodeFinding, NodeTimeline, PodFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node
@@ -129,6 +129,7 @@ def diagnose(
         nodes_not_ready_total=len(failed),
         brake=braked,
         cluster_claims=notes,
+        held_claims=summary.held_claims(pods),
         headline=claim(
             "headline",
             "cluster",

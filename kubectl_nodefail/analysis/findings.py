@@ -202,6 +202,8 @@ class Report:
     cluster_claims: list[Claim] = field(default_factory=list)
     # the headline's node counts ("N of M nodes not Ready"), counted over every node
     headline: Claim | None = None
+    # the "HELD BY FINALIZERS" lines: pods finalizers hold on nodes that did not fail, by group
+    held_claims: list[Claim] = field(default_factory=list)
     # Each listed node's incident timeline, when the diagnosis was asked for them (the outputs
     # that show them: JSON, YAML, Markdown, --explain); computed once, with the node's
     # automation as the diagnosis found it. Placed in the JSON by render (nodes[].timeline).

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from kubectl_nodefail.analysis import eviction
+from kubectl_nodefail.analysis.advice import finalizer_owner
+from kubectl_nodefail.analysis.claims import Claim, Premise, claim, once
 from kubectl_nodefail.analysis.findings import PodFinding, Report
-from kubectl_nodefail.analysis.text import ago
+from kubectl_nodefail.analysis.text import ago, plural
 
 ON_FAILED = ("on-failed-node", "terminating-on-failed-node")
 WAITING_FOR_VOLUME = "waiting-for-volume"
@@ -118,10 +120,47 @@ def owner_of(pod: PodFinding) -> str:
 def elsewhere_groups(report: Report) -> list[PodGroup]:
     """Pods Terminating on nodes that did not fail, grouped by namespace, finalizers and owner
     (in the order first seen)."""
+    return _groups(report.pods)
+
+
+def _groups(pods: list[PodFinding]) -> list[PodGroup]:
     groups: dict[tuple[str, tuple[str, ...], str], PodGroup] = {}
-    for pod in report.pods:
+    for pod in pods:
         if pod.category != ELSEWHERE:
             continue
         key = (pod.namespace, tuple(pod.finalizers), owner_of(pod))
         groups.setdefault(key, PodGroup(*key)).pods.append(pod)
     return list(groups.values())
+
+
+# what a held group's line rests on, from each of its pods' claims: the deletion asked and the
+# finalizers (status-meaning), and who owns it (its owner's claims, or that none does)
+_HELD_FROM = ("status-meaning", "no-owner", "owner-wants", "static-pod", "unknown-owner")
+
+
+def held_claims(pods: list[PodFinding]) -> list[Claim]:
+    """One claim per group of pods finalizers hold on nodes that did not fail: how many, where,
+    whose, which finalizers and who removes them (the "HELD BY FINALIZERS" lines)."""
+    out = []
+    for group in _groups(pods):
+        if not group.finalizers:
+            continue
+        who = "; ".join(f"{f}: {finalizer_owner(f)}" for f in group.finalizers)
+        because = [
+            *[
+                Premise(f"Pod/{p.namespace}/{p.name}", "spec.nodeName", p.node or None)
+                for p in group.pods
+            ],
+            *[f for p in group.pods for c in p.claims if c.kind in _HELD_FROM for f in c.because],
+        ]
+        out.append(
+            claim(
+                "held-by-finalizers",
+                "cluster",
+                f"{plural(len(group.pods), 'pod')} in {group.namespace} owned by {group.owner}, "
+                f"on {plural(len(group.nodes), 'node')}: finalizers {', '.join(group.finalizers)} "
+                f"(removed by {who})",
+                *once(because),
+            )
+        )
+    return out

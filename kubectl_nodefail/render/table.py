@@ -12,9 +12,9 @@ from typing import Any
 
 from tabulate import tabulate
 
-from kubectl_nodefail.analysis import advice, outage, summary
+from kubectl_nodefail.analysis import outage, summary
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
-from kubectl_nodefail.analysis.text import duration, plural
+from kubectl_nodefail.analysis.text import duration
 from kubectl_nodefail.render.outageview import outage_table
 from kubectl_nodefail.render.words import _lease, headline, risk_label
 from kubectl_nodefail.term import fit
@@ -309,17 +309,7 @@ def _group_row(group: summary.PodGroup, now: datetime, wide: bool) -> list[str]:
 
 def _held_lines(report: Report) -> list[str]:
     """Pods held by finalizers on nodes that did not fail: counted per finalizer and owner."""
-    lines = []
-    for group in summary.elsewhere_groups(report):
-        if not group.finalizers:
-            continue
-        who = "; ".join(f"{f}: {advice.finalizer_owner(f)}" for f in group.finalizers)
-        lines.append(
-            f"- {plural(len(group.pods), 'pod')} in {group.namespace} owned by {group.owner}, "
-            f"on {plural(len(group.nodes), 'node')}: finalizers {', '.join(group.finalizers)} "
-            f"(removed by {who})"
-        )
-    return lines
+    return [f"- {c.text}" for c in report.held_claims]
 
 
 # -o wide: the prose columns' width (a longer word, such as a taint, keeps its whole width)

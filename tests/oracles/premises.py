@@ -182,6 +182,7 @@ def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
     for zone in diagnosis.get("zones") or []:
         stated.append((f"zone {zone.get('zone')}", zone.get("claims") or []))
     stated.append(("cluster", diagnosis.get("clusterClaims") or []))
+    stated.append(("held elsewhere", diagnosis.get("heldClaims") or []))
     stated.append(("server", diagnosis.get("serverBehaviourClaims") or []))
     for key in ("brake", "headline"):
         if diagnosis.get(key):
