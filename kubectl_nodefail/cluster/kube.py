@@ -42,6 +42,7 @@ from kubectl_nodefail.cluster.resources import (
     node_path,
     owner_api_version,
     owner_path,
+    owners_path,
     pod_path,
     trim,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "node_path",
     "owner_api_version",
     "owner_path",
+    "owners_path",
     "parallel",
     "pod_path",
     "thread_pool",

@@ -5,9 +5,10 @@ CronJob), each once and in as few requests as labels and namespaces allow; then 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from kubectl_nodefail.cluster import kube
+from kubectl_nodefail.cluster.paging import METADATA_ONLY, PAGE_SIZE
 from kubectl_nodefail.cluster.reads import Progress, _Reader, _selector_chunks
 from kubectl_nodefail.cluster.siblings_read import RowRules, _siblings
 from kubectl_nodefail.common.errors import (
@@ -19,6 +20,65 @@ from kubectl_nodefail.common.errors import (
 )
 from kubectl_nodefail.snapshot import kinds
 from kubectl_nodefail.snapshot.model import Obj
+
+# Owners of one kind wanted in many namespaces: a GET (or a list) per namespace, or one
+# cluster-wide list, whichever the numbers favour (docs/scale.md, "Owners: narrow or wide").
+# Below WIDE_FROM narrow reads nothing is asked; from it, one metadata-only request of one item
+# tells how many objects of the kind the cluster has (metadata.remainingItemCount), and the
+# wide list is read when it takes fewer requests than the narrow reads and brings at most
+# ITEMS_PER_READ objects per narrow read it replaces (a GET costs the API server about what
+# encoding ten objects does: APF counts a list of up to 100 objects as one seat).
+WIDE_FROM = 8
+ITEMS_PER_READ = 10
+
+
+def wide_pays(narrow_reads: int, total: int | None, page: int = PAGE_SIZE) -> bool:
+    """One cluster-wide list of `total` objects (None: unknown) instead of `narrow_reads`."""
+    if total is None or narrow_reads < WIDE_FROM:
+        return False
+    pages = max(1, -(-total // page))
+    return pages + 1 < narrow_reads and total <= ITEMS_PER_READ * narrow_reads
+
+
+def _count(cluster: kube.Cluster, path: str) -> int | None:
+    """How many objects the collection holds, from one metadata-only item: None when the
+    server does not say (no remainingItemCount while more remain)."""
+    page = cluster.get_json(path, {"limit": 1}, METADATA_ONLY)
+    meta = page.get("metadata") or {}
+    items = page.get("items") or []
+    remaining = meta.get("remainingItemCount")
+    if isinstance(remaining, int) and not isinstance(remaining, bool) and remaining >= 0:
+        return len(items) + remaining
+    return None if meta.get("continue") else len(items)
+
+
+def _wide(
+    cluster: kube.Cluster,
+    groups: dict[tuple[str, str], list[str]],
+    keep: Callable[[Obj], Obj | None],
+) -> list[Obj]:
+    """The owners read by one cluster-wide list per kind where that pays (wide_pays); their
+    groups are removed from `groups`. A refusal or a broken answer leaves them to the narrow
+    reads."""
+    found: list[Obj] = []
+    for kind in sorted({k for k, _ in groups}):
+        mine = [g for g in groups if g[0] == kind]
+        path = kube.owners_path(kind)
+        if path is None or len(mine) < WIDE_FROM:
+            continue
+        try:
+            if not wide_pays(len(mine), _count(cluster, path)):
+                continue
+            found += cluster.list_all(path, kind, keep=keep)
+        except (Forbidden, NotFound, ServerError, MalformedResponse):
+            continue  # a namespaced role, no such list, a broken answer: narrow reads
+        except NodefailError as exc:
+            if not getattr(exc, "mid_list", False):
+                raise
+            continue
+        for group in mine:
+            del groups[group]
+    return found
 
 
 def _owner_refs(obj: Obj) -> Iterable[tuple[str, str, str]]:
@@ -77,6 +137,8 @@ def _read_owners(
     for kind, ns, name in sorted(todo):
         if (kind, ns, name) not in found and kube.owner_path(kind, ns, name):
             groups.setdefault((kind, ns), []).append(name)
+    if cluster_wide:
+        found.update((key_of(obj), obj) for obj in _wide(cluster, groups, keep_wanted))
 
     def read(group: tuple[tuple[str, str], list[str]]) -> list[Obj]:
         (kind, ns), names = group

@@ -57,3 +57,9 @@ def owner_api_version(kind: str) -> str:
 def owner_path(kind: str, namespace: str, name: str) -> str | None:
     template = OWNER_PATHS.get(kind)
     return template.format(ns=quote(namespace), name=quote(name)) if template else None
+
+
+def owners_path(kind: str) -> str | None:
+    """The cluster-wide collection of an owner kind ("/apis/batch/v1/jobs")."""
+    template = OWNER_PATHS.get(kind)
+    return template.replace("/namespaces/{ns}", "").rsplit("/", 1)[0] if template else None
