@@ -106,6 +106,26 @@ def _wait_step(node: NodeFinding, pod: PodFinding, why: str, *sections: str) -> 
     )
 
 
+def _sweep(
+    pods: list[PodFinding], strategy: str
+) -> tuple[list[PodFinding], list[tuple[PodFinding, list[str]]]]:
+    """Pods a node step removes though none needs releasing (DaemonSet and static pods, and
+    under delete-node the harmless ones): (those it releases, those finalizers keep after its
+    delete, with them; audit 2042/158, 170: cosmetic pods with a finalizer, said released by
+    deleting the Node, stayed)."""
+    released: list[PodFinding] = []
+    kept: list[tuple[PodFinding, list[str]]] = []
+    for pod in pods:
+        held = advice.holding_finalizers(
+            pod.finalizers, pod.terminating, strategy, pod.waits_for_failed
+        )
+        if held:
+            kept.append((pod, held))
+        else:
+            released.append(pod)
+    return released, kept
+
+
 def _evicted_by_taint(pod: PodFinding) -> bool:
     """The out-of-service taint removes this pod: it does not tolerate the taint, or it is
     Terminating (PodGC force-deletes those on an out-of-service node)."""
@@ -291,10 +311,13 @@ def _node_steps(
         # PodGC deletes every pod bound to a Node that no longer exists, whatever it tolerates
         # or whoever owns it (DaemonSet and static pods too): the step is what was asked for,
         # also when none of them needs releasing. Refused, it names only what stays stuck.
-        swept = [*blocked, *resumes, *harmless] if gate_ok else blocked
+        extra, kept = _sweep([*resumes, *harmless] if gate_ok else [], strategy)
         steps += [] if gate_ok else [_resume_step(node, p, node.out_of_service) for p in resumes]
-        step = _taint_step(node, node_uid, swept, held_here, gate_ok, gate, evidence, lease)
-        names = ", ".join(step.releases) or "no stuck pod"
+        steps += [_finalizer_step(node, p, held) for p, held in kept if p in resumes]
+        step = _taint_step(
+            node, node_uid, [*blocked, *extra], [*held_here, *kept], gate_ok, gate, evidence, lease
+        )
+        names = ", ".join(step.releases) or "none of its stuck pods"
         return [
             *steps,
             replace(
@@ -313,8 +336,14 @@ def _node_steps(
     # refused one leaves it as it is)
     tainting = strategy == "out-of-service" and bool(blocked) and gate_ok
     tainting = tainting and not node.out_of_service
-    swept = [p for p in resumes if tainting and _evicted_by_taint(p)]
-    steps += [_resume_step(node, p, node.out_of_service) for p in resumes if p not in swept]
+    swept, kept = _sweep([p for p in resumes if tainting and _evicted_by_taint(p)], strategy)
+    held_here += kept
+    steps += [_finalizer_step(node, p, held) for p, held in kept]
+    steps += [
+        _resume_step(node, p, node.out_of_service)
+        for p in resumes
+        if p not in swept and all(p is not k for k, _ in kept)
+    ]
     if node.out_of_service:
         overdue = out_of_service_overdue(node)
         # past PodGC's time every pod the taint was for should be gone (Terminating ones

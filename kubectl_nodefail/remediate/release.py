@@ -128,8 +128,13 @@ class Release(ExecutorBase):
         if not stuck and not vas:
             return (
                 True,
-                f"{len(pods)} pods left on the node (tolerating the taint or held), no "
-                f"Terminating pod released by the taint left, no volume attached{not_waited}",
+                (
+                    f"{len(pods)} pods left on the node (held by finalizers), no other pod "
+                    f"left, no volume attached{not_waited}"
+                    if every_pod
+                    else f"{len(pods)} pods left on the node (tolerating the taint or held), no "
+                    f"Terminating pod released by the taint left, no volume attached{not_waited}"
+                ),
                 0,
                 0,
             )

@@ -310,3 +310,19 @@ def test_a_node_alone_in_its_zone_going_down_is_not_a_zone_brake() -> None:
     plan = make_plan(report, Options(attested=["flaky-f1"], only_nodes=["flaky-f1"]))
     assert plan.refusals == [], plan.refusals
     assert report_of("master-disruption").brake is not None
+
+
+def test_a_pod_a_finalizer_holds_is_never_said_released_by_deleting_the_node() -> None:
+    """Audit 2042/158 and 170 (recorded): cosmetic pods (their owner gone, or scaled to 0) with a
+    finalizer, tolerating every taint, on a node remediate deleted: the step said it released
+    them, and the finalizer kept them until the node returned. They are named as left stuck."""
+    report = report_of("cosmetic-held-delete-node")
+    node = "au2042-b1-n0"
+    opts = Options(strategy="delete-node", attested=[node], only_nodes=[node], server_minor=36)
+    plan = make_plan(report, opts)
+    (step,) = _by_action(plan, "delete-node")
+    held = [p for p in report.pods if p.node == node and p.finalizers]
+    assert len(held) == 5 and step.allowed
+    for pod in held:
+        assert f"{pod.namespace}/{pod.name}" not in {e.split(" ", 1)[0] for e in step.releases}
+        assert any(e.startswith(f"{pod.namespace}/{pod.name} (") for e in step.leaves_stuck)
