@@ -15,6 +15,7 @@ from typing import Any
 from tests.audit.observe import History, PodView
 from tests.audit.predictions import PodPrediction
 from tests.audit.scenarios import Scenario
+from tests.audit.shutdown import judge_shutdown
 
 Obj = dict[str, Any]
 
@@ -876,6 +877,20 @@ def judge(
             continue
         judge_return(ctx)
         verdicts += ctx.verdicts
+    for kind, pod, predicted, observed, ok in judge_shutdown(scenario, preds, history):
+        verdicts.append(
+            Verdict(
+                kind=kind,
+                seed=scenario.seed,
+                index=scenario.index,
+                moment="d1",
+                pod=pod,
+                predicted=predicted,
+                observed=observed,
+                ok=ok,
+                scenario=scenario.describe(),
+            )
+        )
     if limits is not None:
         for v in verdicts:
             if v.ok is False:

@@ -101,6 +101,7 @@ class History:
     jobs: dict[str, list[tuple[datetime, Obj]]] = field(default_factory=dict)  # ns -> statuses
     marks: dict[str, datetime] = field(default_factory=dict)  # kill, d1, late, d2, return, end
     remediated: str = ""  # the node remediate --confirm ran on while down (marks remediate/-d)
+    shut_down: dict[str, str] = field(default_factory=dict)  # uid -> when its status was written
 
     def add(self, at: datetime, pods: list[Obj]) -> None:
         self.polls.append(Poll(at, {p["metadata"]["uid"]: pod_view(p) for p in pods}))

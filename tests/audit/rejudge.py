@@ -47,6 +47,7 @@ def load_history(path: Path) -> History:
     h = History()
     h.marks = {k: _time(v) for k, v in doc["marks"].items()}
     h.remediated = doc.get("remediated", "")
+    h.shut_down = dict(doc.get("shutDown") or {})
     h.jobs = {ns: [(_time(at), st) for at, st in rows] for ns, rows in doc["jobs"].items()}
     for poll in doc["polls"]:
         views = {}

@@ -38,7 +38,15 @@ from tests.audit import limits
 from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, audit_pods, now, parse_time
 from tests.audit.predictions import PodPrediction, node_predictions, pod_predictions
-from tests.audit.scenarios import LONG_TOLERATION, Scenario, managed_pods, manifests, remedy
+from tests.audit.scenarios import (
+    LONG_TOLERATION,
+    SHUTDOWN_MESSAGE,
+    SHUTDOWN_REASON,
+    Scenario,
+    managed_pods,
+    manifests,
+    remedy,
+)
 from tests.audit.sentences import check_moment
 from tests.e2e.controlplane import HEALTHY_ZONE, ControlPlane
 
@@ -336,6 +344,68 @@ class Batch:
             run("patch", "job", "w", "-n", ns, "--type=merge", "-p", patch)
         elif s.change == "delete-pod":
             run("delete", "pod", "w", "-n", ns, "--wait=false")
+        elif s.change == "shutdown":
+            self.shut_down(s)
+
+    def shut_down(self, s: Scenario) -> None:
+        """What a kubelet's graceful node shutdown writes to each of the scenario's pods on its
+        node before the machine goes off (pkg/kubelet/nodeshutdown): phase Failed, reason
+        Terminated, DisruptionTarget TerminationByKubelet; its containers terminated."""
+        node = self.node_of(s)
+        out = self.cp.kubectl("get", "pods", "-n", s.namespace, "-o", "json", check=False)
+        when = now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        for pod in json.loads(out or '{"items":[]}')["items"]:
+            meta, spec = pod["metadata"], pod.get("spec") or {}
+            if spec.get("nodeName") != node or meta.get("deletionTimestamp"):
+                continue
+            cond = {"status": "False", "lastTransitionTime": when}
+            status = {
+                "phase": "Failed",
+                "reason": "Terminated",
+                "message": SHUTDOWN_MESSAGE,
+                "conditions": [
+                    {
+                        "type": "DisruptionTarget",
+                        "status": "True",
+                        "reason": SHUTDOWN_REASON,
+                        "message": SHUTDOWN_MESSAGE,
+                        "lastTransitionTime": when,
+                    },
+                    {"type": "Ready", **cond},
+                    {"type": "ContainersReady", **cond},
+                ],
+                "containerStatuses": [
+                    {
+                        "name": c["name"],
+                        "image": c.get("image", ""),
+                        "imageID": "",
+                        "ready": False,
+                        "restartCount": 0,
+                        "started": False,
+                        "state": {
+                            "terminated": {
+                                "exitCode": 143,
+                                "reason": "Error",
+                                "startedAt": when,
+                                "finishedAt": when,
+                            }
+                        },
+                    }
+                    for c in spec.get("containers") or []
+                ],
+            }
+            self.cp.kubectl(
+                "patch",
+                "pod",
+                meta["name"],
+                "-n",
+                s.namespace,
+                "--subresource=status",
+                "--type=strategic",
+                "-p",
+                json.dumps({"status": status}),
+            )
+            self.history.shut_down[meta["uid"]] = when
 
     def changes(self, when: str, placed: dict[int, bool]) -> None:
         for s in self.scenarios:
@@ -383,6 +453,7 @@ class Batch:
         doc = {
             "marks": {k: v.isoformat() for k, v in self.history.marks.items()},
             "remediated": self.history.remediated,
+            "shutDown": self.history.shut_down,
             "jobs": {
                 ns: [(at.isoformat(), status) for at, status in rows]
                 for ns, rows in self.history.jobs.items()

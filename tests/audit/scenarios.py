@@ -108,6 +108,16 @@ MANAGED_SHARE = 0.08
 WILDCARD_SEED = 2038
 WILDCARD_SHARE = 0.15
 
+# - graceful node shutdown (from seed 2046, map row 24): the kubelet's shutdown manager sets
+#   each pod Failed (reason Terminated, DisruptionTarget TerminationByKubelet) before the machine
+#   goes off. kwok has no shutdown manager, so the harness plays its API effect: the status
+#   written, right after the kubelet stops (change `shutdown`, early). Such a pod holds nothing:
+#   not stuck, and its owner replaces it (a StatefulSet deletes it at once: phase Failed).
+SHUTDOWN_SEED = 2046
+SHUTDOWN_SHARE = 0.1
+SHUTDOWN_REASON = "TerminationByKubelet"
+SHUTDOWN_MESSAGE = "Pod was terminated in response to imminent node shutdown."
+
 ALL_KINDS = (*KINDS, "job-managed")
 
 
@@ -245,6 +255,9 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
             grace = more.choice(LONG_GRACE)
         if kind != "daemonset" and more.random() < LONG_SHARE:
             toleration, seconds = "long", more.choice(LONG_TOLERATION)
+    shutdown = random.Random(f"{seed}/{index}/{profile}/shutdown")
+    if seed >= SHUTDOWN_SEED and kind != "job-managed" and shutdown.random() < SHUTDOWN_SHARE:
+        change, change_at = "shutdown", "early"
     wildcard = random.Random(f"{seed}/{index}/{profile}/tolerate")
     if seed >= WILDCARD_SEED and kind != "daemonset" and wildcard.random() < WILDCARD_SHARE:
         toleration, seconds = "wildcard", None

@@ -315,6 +315,21 @@ def test_older_seeds_keep_their_remedy_and_newer_ones_take_each_in_turn() -> Non
     assert {remedy(REMEDY_SEED + k) for k in range(3)} == set(REMEDIES)
 
 
+def test_the_shutdown_row_is_drawn_from_its_seed_on_and_never_before() -> None:
+    from tests.audit.scenarios import SHUTDOWN_SEED
+
+    def shutdowns(seed: int) -> int:
+        return sum(generate(seed, i).change == "shutdown" for i in range(300))
+
+    assert shutdowns(SHUTDOWN_SEED - 1) == 0
+    assert 10 <= shutdowns(SHUTDOWN_SEED) <= 60
+    assert all(
+        s.change_at == "early" and s.kind != "job-managed"
+        for s in (generate(SHUTDOWN_SEED, i) for i in range(300))
+        if s.change == "shutdown"
+    )
+
+
 def test_parse_time_keeps_microseconds() -> None:
     assert parse_time("2026-12-01T12:00:00.123456789Z") == T0 + timedelta(microseconds=123456)
 
@@ -584,3 +599,26 @@ def test_an_eviction_by_remediates_taint_is_not_the_one_predicted() -> None:
     assert verdicts([far], h, "eviction-time") == []
     assert verdicts([far], h, "eviction-not-before") == [True]
     assert verdicts([never], h, "never-evicted") == [True]
+
+
+def test_a_pod_the_shutdown_wrote_failed_is_judged_on_not_being_listed_and_being_replaced() -> None:
+    """Map row 24 (graceful node shutdown, played by its API effect): the pod is not listed as
+    stuck, and its owner (here a StatefulSet: the same name, another uid) replaces it."""
+    shutdown = replace(SCENARIO, kind="sts-ordered", change="shutdown", change_at="early")
+    failed = replace(pod(), phase="Failed")
+    again = replace(pod(uid="new", node="dead", phase="Pending"), created=at(12))
+
+    def run(polls: list[tuple[float, list[PodView]]], preds: list[PodPrediction]) -> dict:
+        h = history(polls)
+        h.shut_down = {"old": at(5).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        return {v.kind: v.ok for v in judge(shutdown, preds, h) if v.kind.startswith("shutdown:")}
+
+    good = run([(4, [pod()]), (8, [failed]), (14, [again]), (150, [again])], [])
+    assert good == {"shutdown:not-stuck": True, "shutdown:replaced": True}
+    listed = prediction(uid="old", terminating=False)
+    never = run([(4, [pod()]), (8, [failed]), (150, [failed])], [listed])
+    assert never == {"shutdown:not-stuck": False, "shutdown:replaced": False}
+    other = replace(SCENARIO, change="none")
+    h = history([(4, [pod()]), (8, [failed])])
+    h.shut_down = {"old": at(5).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    assert not [v for v in judge(other, [], h) if v.kind.startswith("shutdown:")]

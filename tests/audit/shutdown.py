@@ -1,0 +1,82 @@
+"""Judging a graceful node shutdown's pods (scenarios change `shutdown`, map row 24): the kubelet
+set each Failed before the machine went off. The diagnosis does not list such a pod as stuck
+(it had finished: diagnose._stuck_pod), which rests on the pod holding nothing up: its owner
+replaces it (a StatefulSet deletes it at once, its phase being Failed, and creates the name
+again). Both halves are judged here, from the polls."""
+
+from __future__ import annotations
+
+from tests.audit.observe import History, PodView, parse_time
+from tests.audit.predictions import PodPrediction
+from tests.audit.scenarios import Scenario
+
+# kinds whose owner makes a new pod for a Failed one (a bare pod has none; a Job another
+# controller manages is that controller's business)
+REPLACED_BY_OWNER = (
+    "deployment",
+    "sts-ordered",
+    "sts-parallel",
+    "job",
+    "job-failed",
+    "job-pfp",
+    "cronjob",
+    "daemonset",
+)
+
+
+def judge_shutdown(
+    scenario: Scenario, preds: list[PodPrediction], history: History
+) -> list[tuple[str, str, str, str, bool | None]]:
+    """(kind, pod, predicted, observed, ok) for each pod the scenario's shutdown wrote Failed."""
+    out: list[tuple[str, str, str, str, bool | None]] = []
+    if scenario.change != "shutdown":
+        return out
+    ever = history.ever()
+    back = history.marks.get("return")
+    for uid, when in sorted(history.shut_down.items()):
+        view = ever.get(uid)
+        if view is None or view.namespace != scenario.namespace:
+            continue
+        pod = f"{view.namespace}/{view.name}"
+        listed = [p.moment for p in preds if p.uid == uid and not p.terminating]
+        out.append(
+            (
+                "shutdown:not-stuck",
+                pod,
+                "not listed as stuck: Failed by the kubelet's shutdown before the node went off",
+                f"listed by {', '.join(listed)}" if listed else "not listed",
+                not listed,
+            )
+        )
+        if scenario.kind not in REPLACED_BY_OWNER or back is None:
+            continue
+        since = parse_time(when)
+        new = [
+            v
+            for v in ever.values()
+            if _same_owner(v, view)
+            and v.uid != uid
+            and v.created is not None
+            and since is not None
+            and since <= v.created <= back
+        ]
+        out.append(
+            (
+                "shutdown:replaced",
+                pod,
+                "holds nothing up: its owner makes a new pod"
+                + (f" named {view.name}" if scenario.kind.startswith("sts") else ""),
+                f"{new[0].name} created at {new[0].created:%H:%M:%S}"
+                if new
+                else "none before the return",
+                bool(new),
+            )
+        )
+    return out
+
+
+def _same_owner(other: PodView, pod: PodView) -> bool:
+    """A pod standing in for `pod`: of the same owner; a StatefulSet's, of the same name."""
+    if not pod.owner_uid or other.owner_uid != pod.owner_uid:
+        return False
+    return other.name == pod.name if pod.owner_kind == "StatefulSet" else True
