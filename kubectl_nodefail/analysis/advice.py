@@ -91,6 +91,7 @@ def holding_finalizers(
 # What becomes of a pod on a failed node: the one decision diagnose advises on and remediate
 # plans from (plan.py acts on it; for_pod words it).
 RESUMES = "resumes"  # DaemonSet and static pods: never acted on, back with the node
+RESUMING_KINDS = ("daemonset", "mirror")
 COSMETIC = "cosmetic"  # nothing needs it: replaced, not wanted, or finished
 FINALIZER_HELD = "finalizer-held"  # finalizers keep it whatever this tool does
 REPLACEMENT_PROBLEM = (
@@ -103,7 +104,7 @@ RELEASE = (
 
 def disposition(pod: PodFinding, strategy: str) -> tuple[str, list[str]]:
     """(what becomes of the pod, the finalizers that hold it under `strategy`)."""
-    if pod.controller in ("daemonset", "mirror"):
+    if pod.controller in RESUMING_KINDS:
         return RESUMES, []
     held = holding_finalizers(pod.finalizers, pod.terminating, strategy, pod.waits_for_failed)
     finished = pod.terminating and pod.phase in ("Succeeded", "Failed")

@@ -313,7 +313,11 @@ def _node_steps(
         # also when none of them needs releasing. Refused, it names only what stays stuck.
         extra, kept = _sweep([*resumes, *harmless] if gate_ok else [], strategy)
         steps += [] if gate_ok else [_resume_step(node, p, node.out_of_service) for p in resumes]
-        steps += [_finalizer_step(node, p, held) for p, held in kept if p in resumes]
+        steps += [
+            _finalizer_step(node, p, held)
+            for p, held in kept
+            if p.controller in advice.RESUMING_KINDS
+        ]
         step = _taint_step(
             node, node_uid, [*blocked, *extra], [*held_here, *kept], gate_ok, gate, evidence, lease
         )
@@ -323,7 +327,8 @@ def _node_steps(
             replace(
                 step,
                 action="delete-node",
-                why=f"the machine is gone for good: PodGC removes every pod bound to it ({names})"
+                why=f"the machine is gone for good: PodGC deletes every pod bound to it, which "
+                f"releases {names}"
                 + (
                     "; a DaemonSet or static pod comes back only if the node registers again"
                     if resumes and gate_ok
@@ -339,11 +344,8 @@ def _node_steps(
     swept, kept = _sweep([p for p in resumes if tainting and _evicted_by_taint(p)], strategy)
     held_here += kept
     steps += [_finalizer_step(node, p, held) for p, held in kept]
-    steps += [
-        _resume_step(node, p, node.out_of_service)
-        for p in resumes
-        if p not in swept and all(p is not k for k, _ in kept)
-    ]
+    acted = {id(p) for p in swept} | {id(p) for p, _ in kept}
+    steps += [_resume_step(node, p, node.out_of_service) for p in resumes if id(p) not in acted]
     if node.out_of_service:
         overdue = out_of_service_overdue(node)
         # past PodGC's time every pod the taint was for should be gone (Terminating ones
