@@ -11,16 +11,13 @@ re-reads, in `because`):
   Pod DisruptionTarget condition            eviction decided (taint manager, PodGC, ...)
   Pod deletionTimestamp - grace period      deletion requested; deletionTimestamp: grace ends
   Pod Ready condition on the failed node    marked not ready by the node lifecycle controller
-  sibling pods (same controller) elsewhere  replacement created (creationTimestamp), scheduled
-                                            (PodScheduled), ready (Ready)
+  sibling pods (same controller) elsewhere  replacement created, scheduled, ready
   VolumeAttachment                          attach (creationTimestamp), detach requested
   Events about the node and these pods      e.g. NodeNotReady, Multi-Attach error, attached
-  Remediation automation (automation/)      remediation started (Machine OwnerRemediated, an
-                                            NHC's remediations[]) or due; its objects' events
+  Remediation automation (automation/)      remediation started or due; its objects' events
 
-The API keeps no history: a transition later overwritten (a node that flapped twice) shows only
-its last occurrence, and events expire (1 h by default). The timeline says what the objects
-still record, nothing more.
+The API keeps no history: a transition overwritten (a node that flapped twice) shows only its
+last occurrence; events expire (1 h by default). The timeline says what the objects record.
 """
 
 from __future__ import annotations
@@ -344,14 +341,17 @@ def _pod_entries(pod: Obj, since: datetime | None, now: datetime | None) -> list
     return out
 
 
-def _replaced(pod: Obj, on_node: list[Obj]) -> str:
-    """The pod here a new pod of its controller stands in for: by name, the only one, or none."""
+def _replaced(pod: Obj, on_node: list[Obj]) -> tuple[str, tuple[Premise, ...]]:
+    """The pod here a new pod of its controller stands in for (by name, the only one, or one of
+    N), and the facts that make them its controller's pods on this node."""
     same = [p for p in on_node if p["metadata"]["name"] == pod["metadata"]["name"]] or on_node
+    owned = f"metadata.ownerReferences[uid={_controller_uid(pod)}].name"
+    facts = [f for p in same for f in (fact("Pod", p, "spec.nodeName"), fact("Pod", p, owned))]
     many = f"one of the {len(on_node)} pods its controller has on this node"
-    return _pod_ref(same[0]) if len(same) == 1 else many
+    return (_pod_ref(same[0]) if len(same) == 1 else many), (fact("Pod", pod, owned), *facts)
 
 
-def _replacement_entries(pod: Obj, replaced: str) -> list[Entry]:
+def _replacement_entries(pod: Obj, replaced: tuple[str, tuple[Premise, ...]]) -> list[Entry]:
     ref = _pod_ref(pod)
     out: list[Entry] = []
     created = parse_time(pod["metadata"].get("creationTimestamp"))
@@ -360,10 +360,10 @@ def _replacement_entries(pod: Obj, replaced: str) -> list[Entry]:
             Entry(
                 created,
                 "replacement-created",
-                f"replacement created (for {replaced})",
+                f"replacement created (for {replaced[0]})",
                 ref,
                 "Pod metadata.creationTimestamp",
-                because=(fact("Pod", pod, "metadata.creationTimestamp"),),
+                because=(fact("Pod", pod, "metadata.creationTimestamp"), *replaced[1]),
             )
         )
     scheduled = _condition(pod, "PodScheduled") or {}

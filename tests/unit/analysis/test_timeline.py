@@ -269,3 +269,9 @@ def test_a_replacement_is_said_to_stand_in_for_a_pod_only_when_it_does() -> None
     alone = load_dump(str(AFTER))
     said = [e.summary for e in node_timeline(alone, NODE) if e.kind == "replacement-created"]
     assert said and all("(for pod/" in s for s in said)
+    # "the 3 pods its controller has on this node": each of them, and the new pod, rests on
+    # the controller's reference and (the three) on the node, which the premise checker re-reads
+    for entry in created:
+        on_node = {p.object for p in entry.because if p.field == "spec.nodeName"}
+        owned = {p.object for p in entry.because if p.field.startswith("metadata.ownerReferences")}
+        assert len(on_node) == 3 and on_node < owned and len(owned) == 4
