@@ -540,6 +540,9 @@ def _not_yet(ctx: Ctx, kind: str) -> None:
         for stop in (asked, vanished[0] if vanished else None):
             if stop is not None and stop - EARLY < end:
                 end = stop - EARLY  # a poll's time is when it started: the read comes later
+        # a pod the change at `until` made is stamped to the second: one created in that
+        # second may be the change's (2045/101: scaled up 4 ms after the late mark)
+        end = min(end, ctx.until.replace(microsecond=0) - timedelta(microseconds=1))
         # a new pod of the owner may replace a sibling deleted meanwhile (its own eviction)
         new = _new_pods(ctx, p.at, end)
         freed = _others_gone(ctx, p.at, end)

@@ -146,6 +146,14 @@ def test_a_replica_not_evicted_in_the_window_is_not_replaced_meanwhile() -> None
         ]
     )
     assert verdicts([pred], swapped, "replacement:not-yet") == [True]
+    # a pod the late change made (a scale-up 4 ms after its mark) carries the mark's second:
+    # not counted against the prediction (2045/101)
+    scaled = replace(twin, created=at(80).replace(microsecond=0))
+    late = history(
+        [(20, [pod(owner_kind="ReplicaSet")]), (81, [pod(owner_kind="ReplicaSet"), scaled])]
+    )
+    late.marks["late"] = at(80.004)
+    assert verdicts([pred], late, "replacement:not-yet") == [True]
 
 
 def test_a_job_pod_not_evicted_counts_as_active_in_the_jobs_status() -> None:
