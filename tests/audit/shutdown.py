@@ -8,20 +8,11 @@ from __future__ import annotations
 
 from tests.audit.observe import History, PodView, parse_time
 from tests.audit.predictions import PodPrediction
-from tests.audit.scenarios import Scenario
+from tests.audit.scenarios import KINDS, Scenario
 
 # kinds whose owner makes a new pod for a Failed one (a bare pod has none; a Job another
 # controller manages is that controller's business)
-REPLACED_BY_OWNER = (
-    "deployment",
-    "sts-ordered",
-    "sts-parallel",
-    "job",
-    "job-failed",
-    "job-pfp",
-    "cronjob",
-    "daemonset",
-)
+REPLACED_BY_OWNER = tuple(k for k in KINDS if k != "bare")
 
 
 def judge_shutdown(
