@@ -376,6 +376,9 @@ def _blocked(ctx: Ctx, kind: str) -> None:
         )
         ctx.add(kind, "blocked: the rollout creates no new pod while it stands", observed, not new)
         return
+    if p.controller in ("job", "cronjob") and HELD_OPEN.search(p.replacement_summary):
+        _job_held_open(ctx, kind)
+        return
     if p.controller in ("job", "cronjob"):
         over = _job_over_parallelism(ctx)
         ctx.add(
@@ -387,6 +390,44 @@ def _blocked(ctx: Ctx, kind: str) -> None:
         return
     new = _new_pods(ctx, p.at, ctx.until)
     ctx.add(kind, "blocked", f"{len(new)} new pod(s) of the owner", not new)
+
+
+# "Job J cannot be Failed while this pod exists" (map row 16): the Job is past its success or
+# failure (SuccessCriteriaMet, FailureTarget: a deadline, a backoff limit, a FailJob rule) and is
+# held open by the Terminating pod; it makes no new pod (2046/113: judged by the parallelism
+# rule, it counted the pods its deadline had just deleted).
+HELD_OPEN = re.compile(r"cannot be (Complete|Failed) while this pod exists")
+
+
+def _job_held_open(ctx: Ctx, kind: str) -> None:
+    """The Job records no Complete or Failed condition while the pod stands (to the end of the
+    prediction's window) and makes no new pod meanwhile."""
+    p = ctx.pred
+    seen = ctx.history.last_seen(p.uid)
+    end = min(ctx.until, seen[0]) if seen else ctx.until
+    ended = [
+        at
+        for at, status in ctx.history.jobs.get(p.namespace, [])
+        if p.at <= at <= end
+        and any(
+            c.get("status") == "True" and c.get("type") in ("Complete", "Failed")
+            for c in status.get("conditions") or []
+        )
+    ]
+    new = [v for v in _new_pods(ctx, p.at, end) if v.created and v.created > p.at]
+    observed = (
+        f"the Job finished at {_fmt(ended[0])} while the pod stood"
+        if ended
+        else f"{new[0].name} created at {_fmt(new[0].created)}"
+        if new
+        else "the Job held open, no new pod, while the pod stood"
+    )
+    ctx.add(
+        kind,
+        "blocked: the Job cannot finish while this pod exists",
+        observed,
+        not ended and not new,
+    )
 
 
 def _job_over_parallelism(ctx: Ctx) -> str:

@@ -33,6 +33,7 @@ class PodPrediction:
     finalizers: list[str]
     claims: list[Obj] = field(default_factory=list)  # pods[].claims when the JSON has them
     expected_by: datetime | None = None  # replacement.expectedBy: a not-yet one made by then
+    replacement_summary: str = ""  # replacement.summary (older results lack it)
 
     @property
     def never_evicted(self) -> bool:
@@ -76,6 +77,7 @@ def pod_predictions(diagnosis: Obj, moment: str, prefix: str) -> list[PodPredict
                 finalizers=list(pod.get("finalizers") or []),
                 claims=list(pod.get("claims") or []),
                 expected_by=parse_time(rep.get("expectedBy")),
+                replacement_summary=str(rep.get("summary") or ""),
             )
         )
     return out

@@ -6,6 +6,8 @@ again). Both halves are judged here, from the polls."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from tests.audit.observe import History, PodView, parse_time
 from tests.audit.predictions import PodPrediction
 from tests.audit.scenarios import KINDS, Scenario
@@ -42,6 +44,23 @@ def judge_shutdown(
         if scenario.kind not in REPLACED_BY_OWNER or back is None:
             continue
         since = parse_time(when)
+        if (
+            scenario.kind == "sts-ordered"
+            and since
+            and _lower_not_ready(history, view, since, back)
+        ):
+            # OrderedReady makes ordinal N again only once every lower one runs Ready: one
+            # pinned to the dead node never does (2046/155, 168, 198)
+            out.append(
+                (
+                    "shutdown:replaced",
+                    pod,
+                    f"holds nothing up: its owner makes a new pod named {view.name}",
+                    "not judged: OrderedReady waits for a lower ordinal not Ready",
+                    None,
+                )
+            )
+            continue
         new = [
             v
             for v in ever.values()
@@ -71,3 +90,19 @@ def _same_owner(other: PodView, pod: PodView) -> bool:
     if not pod.owner_uid or other.owner_uid != pod.owner_uid:
         return False
     return other.name == pod.name if pod.owner_kind == "StatefulSet" else True
+
+
+def _lower_not_ready(history: History, pod: PodView, since: datetime, back: datetime) -> bool:
+    """A lower ordinal of the pod's StatefulSet was never Running and Ready between the
+    shutdown and the return."""
+    base, _, tail = pod.name.rpartition("-")
+    if not tail.isdigit():
+        return False
+    ready = {
+        v.name
+        for poll in history.polls
+        if since <= poll.at <= back
+        for v in poll.pods.values()
+        if v.owner_uid == pod.owner_uid and v.ready and v.phase == "Running"
+    }
+    return any(f"{base}-{k}" not in ready for k in range(int(tail)))

@@ -630,3 +630,48 @@ def test_a_pod_the_shutdown_wrote_failed_is_judged_on_not_being_listed_and_being
     h = history([(4, [pod()]), (8, [failed])])
     h.shut_down = {"old": at(5).strftime("%Y-%m-%dT%H:%M:%SZ")}
     assert not [v for v in judge(other, [], h) if v.kind.startswith("shutdown:")]
+
+
+def test_a_job_held_open_is_judged_on_not_finishing_and_making_no_pod() -> None:
+    """ "Job w cannot be Failed while this pod exists" (2046/113: its deadline deleted the other
+    pods, which the parallelism rule counted): judged on the Job's conditions and new pods."""
+    pred = prediction(
+        moment="d2",
+        at=at(85),
+        controller="job",
+        terminating=True,
+        replacement_state="blocked",
+        replacement_summary="Job w cannot be Failed while this pod exists",
+    )
+    old = evicted(pod(owner_kind="Job"), 40)
+    made = [
+        pod(name=f"w-{i}", uid=f"u{i}", node="", phase="Pending", owner_kind="Job")
+        for i in (1, 2, 3)
+    ]
+    deleted = [replace(v, created=at(50), deletion=at(80)) for v in made]
+    held = history([(86, [old, *deleted]), (100, [old]), (150, [])])
+    held.jobs[NS] = [(at(90), {"conditions": [{"type": "FailureTarget", "status": "True"}]})]
+    assert verdicts([pred], held, "replacement:blocked") == [True]
+    failed = history([(86, [old]), (100, [old]), (150, [])])
+    failed.jobs[NS] = [(at(95), {"conditions": [{"type": "Failed", "status": "True"}]})]
+    assert verdicts([pred], failed, "replacement:blocked") == [False]
+    again = replace(made[0], uid="late", created=at(95))
+    more = history([(86, [old]), (100, [old, again]), (150, [])])
+    assert verdicts([pred], more, "replacement:blocked") == [False]
+
+
+def test_a_shut_down_higher_ordinal_waits_for_the_lower_ones_ready() -> None:
+    """OrderedReady makes w-1 again only once w-0 runs Ready (2046/155): not judged while a lower
+    ordinal is not Ready; judged once it is."""
+    shutdown = replace(SCENARIO, kind="sts-ordered", change="shutdown", change_at="early")
+    one = replace(pod(name="w-1", uid="one"), phase="Failed")
+    zero_pending = pod(name="w-0", uid="zero", phase="Pending", node="dead")
+    zero_ready = replace(zero_pending, phase="Running", ready=True)
+
+    def replaced(zero: PodView) -> list[bool | None]:
+        h = history([(8, [zero, one]), (60, [zero, one]), (150, [zero, one])])
+        h.shut_down = {"one": at(5).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        return [v.ok for v in judge(shutdown, [], h) if v.kind == "shutdown:replaced"]
+
+    assert replaced(zero_pending) == [None]
+    assert replaced(zero_ready) == [False]  # w-0 Ready, and still no second w-1: wrong
