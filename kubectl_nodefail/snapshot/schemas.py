@@ -275,7 +275,9 @@ SCHEMAS.update(
                 selector=ANY,
             ),
             # Complete / Failed (a finished Job replaces nothing), and its counts
-            obj(conditions=ListOf(CONDITION), active=INT, succeeded=INT, failed=INT),
+            obj(
+                conditions=ListOf(CONDITION), active=INT, succeeded=INT, failed=INT, terminating=INT
+            ),
         ),
         # read for its name (the chain Pod -> Job -> CronJob), whether it is suspended, and its
         # concurrencyPolicy Forbid: no run while a Job of it is active (not finished)

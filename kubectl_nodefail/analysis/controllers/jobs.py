@@ -221,6 +221,22 @@ def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, C
     ]
     wants = job_wants(job_obj)
     active = (job_obj.get("status") or {}).get("active") or 0
+    # The Job controller counts a pod with a deletionTimestamp as no longer active; a status
+    # written before this pod's deletion still counts it (2046/165: read the second of its
+    # eviction, "wants 1 and has 1", and the Job made the replacement 9 s later). The Job's own
+    # pods say what its next sync counts.
+    live = [
+        p
+        for p in ctx.snap.pods_owned_by(job_obj["metadata"].get("uid", ""))
+        if not p["metadata"].get("deletionTimestamp")
+        and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+    ]
+    if len(live) < active:
+        active = len(live)
+        counts += [
+            ctx.pod_fact("metadata.deletionTimestamp"),
+            ctx.owner_fact(0, "status.terminating"),
+        ]
     if active >= wants:
         rep = Replacement(
             "not-wanted",

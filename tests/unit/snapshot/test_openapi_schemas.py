@@ -34,11 +34,12 @@ def test_every_supported_minor_is_recorded() -> None:
 
 # Fields the analysis reads that an older minor's API does not have yet (they read as absent
 # there, as the API server leaves them out): sidecar containers' restartPolicy and a Job's
-# podReplacementPolicy arrived in 1.28, its managedBy in 1.30.
+# podReplacementPolicy (and status.terminating) arrived in 1.28, its managedBy in 1.30.
 ADDED_AFTER = {
     "1.26": {
         "Job.spec.managedBy",
         "Job.spec.podReplacementPolicy",
+        "Job.status.terminating",
         "Pod.spec.containers[].restartPolicy",
         "Pod.spec.initContainers[].restartPolicy",
     },
