@@ -91,6 +91,11 @@ def prediction(**kw: object) -> PodPrediction:
 SCENARIO = generate(1, 0, "quick", 1)
 
 
+def d2_job_prediction(**kw: object) -> PodPrediction:
+    """The second diagnosis' word about a Terminating pod of a Job."""
+    return prediction(moment="d2", at=at(85), controller="job", terminating=True, **kw)
+
+
 def verdicts(preds: list[PodPrediction], h: History, kind: str) -> list[bool | None]:
     return [v.ok for v in judge(SCENARIO, preds, h) if v.kind == kind]
 
@@ -197,11 +202,7 @@ def test_a_twin_stamped_in_the_second_the_node_returned_is_not_called_wrong() ->
 def test_a_jobs_next_pod_is_judged_against_its_backoff_bound() -> None:
     """not-yet with expectedBy: a pod of the Job made by then (+ settle) is right; none made
     although the window was watched is wrong; a window cut short by a change is not judged."""
-    pred = prediction(
-        moment="d2",
-        at=at(85),
-        controller="job",
-        terminating=True,
+    pred = d2_job_prediction(
         replacement_state="not-yet",
         expected_by=at(95),
     )
@@ -545,11 +546,7 @@ def test_a_recreate_rollout_said_blocked_is_wrong_once_a_new_template_pod_comes(
 def test_a_job_said_to_finish_once_the_pod_goes_is_judged_on_its_condition(
     conditions: list[dict[str, str]], ok: bool
 ) -> None:
-    pred = prediction(
-        moment="d2",
-        at=at(85),
-        controller="job",
-        terminating=True,
+    pred = d2_job_prediction(
         if_node_returns="kubelet removes the old pod; then Job w is Complete.",
     )
     h = history([(85, [evicted(pod(), 40)]), (150, [])])
@@ -635,11 +632,7 @@ def test_a_pod_the_shutdown_wrote_failed_is_judged_on_not_being_listed_and_being
 def test_a_job_held_open_is_judged_on_not_finishing_and_making_no_pod() -> None:
     """ "Job w cannot be Failed while this pod exists" (2046/113: its deadline deleted the other
     pods, which the parallelism rule counted): judged on the Job's conditions and new pods."""
-    pred = prediction(
-        moment="d2",
-        at=at(85),
-        controller="job",
-        terminating=True,
+    pred = d2_job_prediction(
         replacement_state="blocked",
         replacement_summary="Job w cannot be Failed while this pod exists",
     )
