@@ -15,6 +15,7 @@ from kubectl_nodefail.analysis.controllers.context import (
 from kubectl_nodefail.analysis.controllers.replacement import _found, _replacements
 from kubectl_nodefail.analysis.controllers.simple import owner_decides
 from kubectl_nodefail.analysis.findings import Replacement
+from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
 from kubectl_nodefail.snapshot.model import Obj, shifted
 
 
@@ -229,7 +230,7 @@ def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, C
         p
         for p in ctx.snap.pods_owned_by(job_obj["metadata"].get("uid", ""))
         if not p["metadata"].get("deletionTimestamp")
-        and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        and (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
     ]
     if len(live) < active:
         active = len(live)
