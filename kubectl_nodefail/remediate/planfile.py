@@ -184,6 +184,10 @@ def step_problem(step: Step) -> str | None:
             return f"target {step.target!r}: {_what(name)} is not a pod name"
     else:
         return f"target {_what(step.target)} is neither node/NAME nor pod/NAMESPACE/NAME"
+    if step.action == "delete-node" and not UID.match(step.uid):
+        # a Node's delete names the object planned, as a pod's does: the executor compares it
+        # with the Node read live, and a step without it is never sent
+        return f"delete-node {step.target} has no valid node UID ({_what(step.uid)})"
     if step.action in MUTATING and kind == "pod":
         if not UID.match(step.uid):
             return f"{step.action} {step.target} has no valid UID ({_what(step.uid)})"

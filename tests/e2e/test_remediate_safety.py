@@ -576,6 +576,61 @@ def test_the_executor_rechecks_the_live_object(control_plane: ControlPlane, plug
     wait_node_ready(cp, node)
 
 
+def test_a_node_delete_with_hostile_values_deletes_nothing(
+    control_plane: ControlPlane, plugin: Plugin
+) -> None:
+    """delete-node steps handed straight to the executor, each with one hostile value: no node
+    UID, the UID of another object (the name recreated), a lease renewal the node's lease no
+    longer has (its kubelet may be alive), a Ready node. None is sent; the API server's audit
+    log holds no delete of a Node, and both nodes are the objects they were."""
+    from kubectl_nodefail.cluster.kube import Cluster
+    from kubectl_nodefail.remediate.actions import Executor, _lease_second
+    from kubectl_nodefail.remediate.plan import Plan, Step
+
+    cp, node, ready = control_plane, "flaky-t9", "healthy-0"
+    _fail_with_pods(cp, node, 1)
+    uid = cp.get("node", node)["metadata"]["uid"]
+    ready_uid = cp.get("node", ready)["metadata"]["uid"]
+
+    def renewed(name: str) -> str:
+        lease = cp.get("lease", name, namespace="kube-node-lease")
+        return _lease_second(lease["spec"]["renewTime"])
+
+    def delete(name: str, node_uid: str, lease: str) -> Plan:
+        step = Step("delete-node", name, f"node/{name}", "test", True, "test", ["test"], node_uid)
+        step.lease_renewed = lease
+        return Plan("delete-node", [step], [], [name])
+
+    plans = {
+        "no UID": delete(node, "", renewed(node)),
+        "another object": delete(node, "0d6f1c3e-0000-4000-8000-000000000000", renewed(node)),
+        "lease moved": delete(node, uid, "2026-01-01T00:00:00Z"),
+        "Ready node": delete(ready, ready_uid, renewed(ready)),
+    }
+    start = _now()
+    cluster = Cluster(str(cp.kubeconfig))
+    try:
+        for plan in plans.values():
+            Executor(cluster, "e2e-test", wait_timeout=5).run(plan)
+    finally:
+        cluster.close()
+        plugin.runs.append(Run("remediate", True, start, _now()))
+    got = {what: (plan.steps[0].result, plan.steps[0].detail) for what, plan in plans.items()}
+    assert got["no UID"][0] == "refused" and "has no valid node UID" in got["no UID"][1]
+    assert (
+        got["another object"][0] == "skipped" and "another object now" in got["another object"][1]
+    )
+    assert got["lease moved"][0] == "skipped" and "lease changed" in got["lease moved"][1]
+    assert got["Ready node"][0] == "skipped" and "came back (Ready)" in got["Ready node"][1]
+    writes = _writes_between(cp, start, _now())
+    assert not [e for e in writes if e["verb"] == "delete"], writes
+    assert cp.get("node", node)["metadata"]["uid"] == uid
+    assert cp.get("node", ready)["metadata"]["uid"] == ready_uid
+    assert LOCK not in _annotations(cp, node) and LOCK not in _annotations(cp, ready)
+    cp.start_kubelet(node)
+    wait_node_ready(cp, node)
+
+
 class _NodeChangesUnderPatches:
     """A kube.Cluster whose node patches are raced: before the patches numbered in `raced`
     (1-based, in the order sent), someone else (kubectl, another client) writes the node, so the

@@ -235,3 +235,18 @@ def test_mutated_plans_are_valid_or_bad_input(
     unchanged = data == base or (where is not None and key in planfile.UNSIGNED)
     summary_only = where is None and key in ("summary", "refusals", "confirmed")
     assert resign or unchanged or summary_only, f"an edit of {key} was not noticed"
+
+
+def test_a_node_delete_without_the_planned_node_uid_is_malformed() -> None:
+    """A delete-node step names the Node object planned, as a force delete names its pod: the
+    executor compares it with the Node read live (another object of that name is skipped), so a
+    step without it is refused, never sent (it used to be compared only when present)."""
+    from kubectl_nodefail.remediate.planfile import step_problem
+    from kubectl_nodefail.remediate.steps import Step
+
+    def delete(uid: str) -> Step:
+        return Step("delete-node", NODE, f"node/{NODE}", "w", True, "g", uid=uid)
+
+    assert "has no valid node UID" in (step_problem(delete("")) or "")
+    assert "has no valid node UID" in (step_problem(delete("not a uid!")) or "")
+    assert step_problem(delete("0d6f1c3e-0000-4000-8000-000000000000")) is None
