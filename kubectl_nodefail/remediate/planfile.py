@@ -161,6 +161,9 @@ def _is_time(value: str) -> bool:
         return False
 
 
+DESTRUCTIVE_NODE_ACTIONS = ("taint-out-of-service", "delete-node")
+
+
 def step_problem(step: Step) -> str | None:
     """Why this step is malformed (its shape, not its safety), or None. Shared by the loader and
     the executor, which refuses a malformed destructive step instead of sending it."""
@@ -184,10 +187,10 @@ def step_problem(step: Step) -> str | None:
             return f"target {step.target!r}: {_what(name)} is not a pod name"
     else:
         return f"target {_what(step.target)} is neither node/NAME nor pod/NAMESPACE/NAME"
-    if step.action == "delete-node" and not UID.match(step.uid):
-        # a Node's delete names the object planned, as a pod's does: the executor compares it
-        # with the Node read live, and a step without it is never sent
-        return f"delete-node {step.target} has no valid node UID ({_what(step.uid)})"
+    if step.action in DESTRUCTIVE_NODE_ACTIONS and not UID.match(step.uid):
+        # a Node's delete or out-of-service taint names the object planned, as a pod's delete
+        # does: the executor compares it with the Node read live; a step without it is never sent
+        return f"{step.action} {step.target} has no valid node UID ({_what(step.uid)})"
     if step.action in MUTATING and kind == "pod":
         if not UID.match(step.uid):
             return f"{step.action} {step.target} has no valid UID ({_what(step.uid)})"

@@ -88,7 +88,7 @@ def test_a_plan_without_its_binding_is_rejected(after_eviction: Report) -> None:
     unbound_step = copy.deepcopy(data)
     next(s for s in unbound_step["steps"] if s["target"] == f"node/{NODE}")["uid"] = ""
     unbound_step["digest"] = "sha256:" + "0" * 64
-    with pytest.raises(BadInputError, match="has no node UID"):
+    with pytest.raises(BadInputError, match="has no valid node UID"):
         planfile.load(unbound_step)
 
 

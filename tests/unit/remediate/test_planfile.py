@@ -237,16 +237,22 @@ def test_mutated_plans_are_valid_or_bad_input(
     assert resign or unchanged or summary_only, f"an edit of {key} was not noticed"
 
 
-def test_a_node_delete_without_the_planned_node_uid_is_malformed() -> None:
-    """A delete-node step names the Node object planned, as a force delete names its pod: the
-    executor compares it with the Node read live (another object of that name is skipped), so a
-    step without it is refused, never sent (it used to be compared only when present)."""
+def test_a_destructive_node_step_without_the_planned_node_uid_is_malformed() -> None:
+    """A Node's delete or out-of-service taint names the Node object planned, as a force delete
+    names its pod: the executor compares it with the Node read live (another object of that name
+    is skipped), so a step without it is refused, never sent (it used to be compared only when
+    present)."""
     from kubectl_nodefail.remediate.planfile import step_problem
     from kubectl_nodefail.remediate.steps import Step
 
-    def delete(uid: str) -> Step:
-        return Step("delete-node", NODE, f"node/{NODE}", "w", True, "g", uid=uid)
+    for action in ("delete-node", "taint-out-of-service"):
 
-    assert "has no valid node UID" in (step_problem(delete("")) or "")
-    assert "has no valid node UID" in (step_problem(delete("not a uid!")) or "")
-    assert step_problem(delete("0d6f1c3e-0000-4000-8000-000000000000")) is None
+        def step(uid: str, action: str = action) -> Step:
+            return Step(action, NODE, f"node/{NODE}", "w", True, "g", uid=uid)
+
+        assert "has no valid node UID" in (step_problem(step("")) or "")
+        assert "has no valid node UID" in (step_problem(step("not a uid!")) or "")
+        assert step_problem(step("0d6f1c3e-0000-4000-8000-000000000000")) is None
+    # removing a stale taint from a Ready node is gated on the node alone
+    stale = Step("remove-out-of-service", NODE, f"node/{NODE}", "w", True, "g")
+    assert step_problem(stale) is None
