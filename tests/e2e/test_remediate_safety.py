@@ -705,8 +705,10 @@ def test_a_node_changing_under_the_patches(control_plane: ControlPlane, plugin: 
     cp.add_failable_node(node)
     wait_node_ready(cp, node)
 
+    uid = cp.get("node", node)["metadata"]["uid"]  # the Node planned, as a live plan names it
+
     def step(action: str, renewed: str = "") -> Step:
-        return Step(action, node, f"node/{node}", "test", True, "test", ["test"], "", "", renewed)
+        return Step(action, node, f"node/{node}", "test", True, "test", ["test"], uid, "", renewed)
 
     # A Ready node with a stale out-of-service taint: every first attempt is raced (the lock's,
     # the step's and the release's patches are 1, 3 and 5; their retries 2, 4 and 6).
