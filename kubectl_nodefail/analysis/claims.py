@@ -10,7 +10,8 @@ premises.py re-reads every premise from the raw snapshot, without this package's
 whose premise does not hold there is a defect, found on every fixture and every e2e diagnosis.
 
 A premise about a set of objects names the set instead of one object: `Node[LABEL=VALUE]` (the
-Nodes with that label) or `Node[]` (all Nodes), with the field `count` (how many) or
+Nodes with that label), `Node[]` (all Nodes) or `Pod[owner:UID]` (the Pods whose
+ownerReferences name that UID), with the field `count` (how many) or
 `count(PATH=V1|V2 or PATH=V3 ...)` (how many have one of those values at one of those paths).
 
 Field paths: dot-separated keys; `conditions[type=Ready]` picks the list element whose `type` is
@@ -35,6 +36,7 @@ SECTIONS = (
     *("meaning", "why", "replacement", "returns", "action", "automation"),
     *("eviction", "storage"),
     *("node", "zone", "cluster"),
+    "workload",  # an owner's line in the outage view (analysis/outage.py)
     "versions",  # which behaviour of the server's minor the analysis applied (-o json only)
 )
 
@@ -77,6 +79,8 @@ KINDS = {
     "what it does to tainting and eviction there",
     "brake": "the failure is too wide to trust the machines' deaths (a zone in disruption, or "
     "most nodes not Ready at once): remediate refuses destructive steps",
+    "serving": "how many of an owner's pods are Ready on Ready nodes, and how many it wants "
+    "(the outage view's SERVING column)",
     "headline": "how many of the cluster's nodes are not Ready (the first line's counts)",
     "server-behaviour": "which behaviour of the server's Kubernetes minor the analysis applied "
     "(JSON serverBehaviourClaims; the texts are serverBehaviour)",

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from kubectl_nodefail.analysis import advice, automation, brake, summary, timeline, versions
+from kubectl_nodefail.analysis import (
+    advice,
+    automation,
+    brake,
+    outage,
+    summary,
+    timeline,
+    versions,
+)
 from kubectl_nodefail.analysis.claims import Claim, claim, fact
 from kubectl_nodefail.analysis.findings import NodeFinding, NodeTimeline, PodFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node
@@ -130,6 +138,7 @@ def diagnose(
         brake=braked,
         cluster_claims=notes,
         held_claims=summary.held_claims(pods),
+        workloads=outage.owner_groups(pods, snap, snap.captured_at),
         headline=claim(
             "headline",
             "cluster",

@@ -178,6 +178,28 @@ class NodeTimeline:
 
 
 @dataclass
+class OwnerGroup:
+    """The stuck pods of one top owner (Kind/name, or (none) for pods without one): a line of the
+    outage view's WORKLOADS, JSON `workloads[]` (analysis/outage.py owner_groups)."""
+
+    namespace: str
+    owner: str
+    stuck: int
+    blocked: int  # of `stuck`: replacement blocked, or a volume in the way
+    volumes: int  # of `stuck`: waiting for a volume, or with a storage blocker
+    next_steps: dict[str, int]  # NEXT words -> pods
+    ready: int | None = None  # its pods Ready on Ready nodes; None: not a replicated kind
+    wanted: int | None = None  # its spec.replicas; None: not a replicated kind, or not read
+    statefulset: bool = False
+    serving: Claim | None = None  # ready and wanted as a claim (kind `serving`), with both
+
+    @property
+    def first(self) -> bool:
+        """Shown first: a StatefulSet or a volume keeps it from recovering on its own."""
+        return self.blocked > 0 or self.volumes > 0
+
+
+@dataclass
 class Report:
     captured_at: datetime
     source: str
@@ -204,6 +226,8 @@ class Report:
     headline: Claim | None = None
     # the "HELD BY FINALIZERS" lines: pods finalizers hold on nodes that did not fail, by group
     held_claims: list[Claim] = field(default_factory=list)
+    # the stuck pods by namespace and top owner, each replicated owner with the claim `serving`
+    workloads: list[OwnerGroup] = field(default_factory=list)
     # Each listed node's incident timeline, when the diagnosis was asked for them (the outputs
     # that show them: JSON, YAML, Markdown, --explain); computed once, with the node's
     # automation as the diagnosis found it. Placed in the JSON by render (nodes[].timeline).

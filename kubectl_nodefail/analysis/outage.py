@@ -4,17 +4,20 @@ the few kinds of action the report suggests, each counted.
 
 Pure functions over a Report and the Snapshot it came from. They add no sentence of their own
 about a pod or node: they count what the analysis already found. The snapshot is read only for
-what the report does not carry, an owner's wanted replicas and its pods Ready on Ready nodes.
+what the report does not carry, an owner's wanted replicas and its pods Ready on Ready nodes:
+that pair is a claim (kind `serving`) resting on the owner's replicas and every one of its pods.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from kubectl_nodefail.analysis import summary
-from kubectl_nodefail.analysis.findings import Action, PodFinding, Report
-from kubectl_nodefail.analysis.nodes import is_ready
+from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, once
+from kubectl_nodefail.analysis.findings import Action, OwnerGroup, PodFinding, Report
+from kubectl_nodefail.analysis.text import plural
 from kubectl_nodefail.snapshot.model import Obj, Snapshot
 
 # More failed nodes or stuck pods than this and the per-row table no longer fits a screen: the
@@ -48,26 +51,6 @@ class NodeGroup:
 
 
 @dataclass
-class OwnerGroup:
-    """The stuck pods of one top owner (Kind/name, or (none) for pods without one)."""
-
-    namespace: str
-    owner: str
-    stuck: int
-    blocked: int  # of `stuck`: replacement blocked, or a volume in the way
-    volumes: int  # of `stuck`: waiting for a volume, or with a storage blocker
-    next_steps: dict[str, int]  # NEXT words -> pods
-    ready: int | None = None  # its pods Ready on Ready nodes; None: not a replicated kind
-    wanted: int | None = None  # its spec.replicas; None: not a replicated kind, or not read
-    statefulset: bool = False
-
-    @property
-    def first(self) -> bool:
-        """Shown first: a StatefulSet or a volume keeps it from recovering on its own."""
-        return self.blocked > 0 or self.volumes > 0
-
-
-@dataclass
 class ActionGroup:
     """One suggestion (code and words) and how many nodes or pods it is made for."""
 
@@ -86,8 +69,8 @@ class Outage:
     actions: list[ActionGroup]
 
 
-def summarise(report: Report, snap: Snapshot) -> Outage:
-    return Outage(node_groups(report), owner_groups(report, snap), action_groups(report))
+def summarise(report: Report) -> Outage:
+    return Outage(node_groups(report), report.workloads, action_groups(report))
 
 
 def node_groups(report: Report) -> list[NodeGroup]:
@@ -127,12 +110,13 @@ def _volume(pod: PodFinding) -> bool:
     return pod.category == summary.WAITING_FOR_VOLUME or bool(pod.storage)
 
 
-def owner_groups(report: Report, snap: Snapshot) -> list[OwnerGroup]:
-    """Stuck pods by namespace and top owner: blocked ones (StatefulSets, volumes) first, then
-    the most stuck pods; each replicated owner with its pods Ready on Ready nodes vs wanted."""
+def owner_groups(pods: list[PodFinding], snap: Snapshot, now: datetime) -> list[OwnerGroup]:
+    """Stuck pods by namespace and top owner (the report's `workloads`): blocked ones
+    (StatefulSets, volumes) first, then the most stuck pods; each replicated owner with its pods
+    Ready on Ready nodes vs wanted."""
     groups: dict[tuple[str, str], OwnerGroup] = {}
     top: dict[tuple[str, str], PodFinding] = {}
-    for pod in report.pods:
+    for pod in pods:
         key = (pod.namespace, summary.owner_of(pod))
         group = groups.setdefault(key, OwnerGroup(key[0], key[1], 0, 0, 0, {}))
         top.setdefault(key, pod)
@@ -140,13 +124,15 @@ def owner_groups(report: Report, snap: Snapshot) -> list[OwnerGroup]:
         group.blocked += _blocked(pod)
         group.volumes += _volume(pod)
         group.statefulset = group.statefulset or pod.controller == "statefulset"
-        step = summary.next_step(pod, report.captured_at)
+        step = summary.next_step(pod, now)
         group.next_steps[step] = group.next_steps.get(step, 0) + 1
     serving = _Serving(snap)
     for key, group in groups.items():
         chain = top[key].owner_chain
         if chain and chain[-1].kind in REPLICATED:
-            group.ready, group.wanted = serving.of(chain[-1].kind, group.namespace, chain[-1].name)
+            counted = serving.of(chain[-1].kind, group.namespace, chain[-1].name)
+            if counted is not None:
+                group.ready, group.wanted, group.serving = counted
     return sorted(
         groups.values(),
         key=lambda g: (not g.first, not g.statefulset, -g.stuck, g.namespace, g.owner),
@@ -154,39 +140,66 @@ def owner_groups(report: Report, snap: Snapshot) -> list[OwnerGroup]:
 
 
 class _Serving:
-    """Pods Ready on Ready nodes vs spec.replicas, per owner, from indexes built once."""
+    """Pods Ready on Ready nodes vs spec.replicas, per owner, from indexes built once; each count
+    a claim (kind `serving`) resting on every pod of the owner in the snapshot."""
 
     def __init__(self, snap: Snapshot) -> None:
         self.snap = snap
-        self.ready_nodes = {n["metadata"]["name"] for n in snap.nodes if is_ready(n)}
+        self.nodes = {n["metadata"]["name"]: n for n in snap.nodes}
         self.children: dict[str, list[Obj]] = {}
         for o in snap.owners:
             for ref in o["metadata"].get("ownerReferences") or []:
-                if ref.get("controller"):
-                    self.children.setdefault(ref.get("uid", ""), []).append(o)
+                self.children.setdefault(ref.get("uid", ""), []).append(o)
 
-    def of(self, kind: str, namespace: str, name: str) -> tuple[int | None, int | None]:
+    def of(self, kind: str, namespace: str, name: str) -> tuple[int, int, Claim] | None:
+        """An owner's pods Ready on Ready nodes, its replicas wanted, and the two as the claim
+        `serving` (None when the owner or a whole-number spec.replicas is not in the snapshot)."""
         owner = self.snap.owner(kind, namespace, name)
         if owner is None:
-            return None, None
-        uids = [owner["metadata"].get("uid", "")]
+            return None
+        spec_replicas = (owner.get("spec") or {}).get("replicas", 1)
+        if not isinstance(spec_replicas, int) or isinstance(spec_replicas, bool):
+            return None
+        uid = owner["metadata"].get("uid", "")
+        because = [fact(kind, owner, "metadata.uid"), fact(kind, owner, "spec.replicas")]
+        uids = [uid]
         if kind == "Deployment":  # its pods belong to its ReplicaSets
-            uids = [rs["metadata"].get("uid", "") for rs in self.children.get(uids[0], [])]
-        pods = [p for uid in uids for p in self.snap.pods_owned_by(uid)]
-        wanted = (owner.get("spec") or {}).get("replicas", 1)
-        return sum(1 for p in pods if self._serving(p)), wanted if isinstance(wanted, int) else None
+            replicasets = [o for o in self.children.get(uid, []) if o.get("kind") == "ReplicaSet"]
+            because.append(Premise(f"ReplicaSet[owner:{uid}]", "count", len(replicasets)))
+            because += [fact("ReplicaSet", rs, "metadata.uid") for rs in replicasets]
+            uids = [rs["metadata"].get("uid", "") for rs in replicasets]
+        ready = 0
+        for owned in uids:
+            pods = self.snap.pods_owned_by(owned)
+            because.append(Premise(f"Pod[owner:{owned}]", "count", len(pods)))
+            for pod in pods:
+                serving, facts = self._serving(pod)
+                ready += serving
+                because += facts
+        text = f"{kind}/{name}: {plural(ready, 'pod')} Ready on Ready nodes, {spec_replicas} wanted"
+        return ready, spec_replicas, claim("serving", "workload", text, *once(because))
 
-    def _serving(self, pod: Obj) -> bool:
-        status = pod.get("status") or {}
-        return (
-            not pod["metadata"].get("deletionTimestamp")
-            and status.get("phase") == "Running"
-            and (pod.get("spec") or {}).get("nodeName") in self.ready_nodes
-            and any(
-                c.get("type") == "Ready" and c.get("status") == "True"
-                for c in status.get("conditions") or []
-            )
-        )
+    def _serving(self, pod: Obj) -> tuple[bool, list[Premise]]:
+        """Whether the pod serves (not deleted, Running, Ready, on a Ready node), and the facts
+        that decide it: all of them for a serving pod, the first that fails for another."""
+        facts = [fact("Pod", pod, "metadata.deletionTimestamp")]
+        if facts[-1].value is not None:
+            return False, facts
+        facts.append(fact("Pod", pod, "status.phase"))
+        if facts[-1].value != "Running":
+            return False, facts
+        facts.append(fact("Pod", pod, "spec.nodeName"))
+        node_name = facts[-1].value
+        node = self.nodes.get(node_name) if isinstance(node_name, str) else None
+        if node_name is not None and node is None:  # no such Node in the snapshot
+            facts.append(Premise("Node[]", f"count(metadata.name={node_name})", 0))
+        if node is None:
+            return False, facts
+        facts.append(fact("Node", node, "status.conditions[type=Ready].status"))
+        if facts[-1].value != "True":
+            return False, facts
+        facts.append(fact("Pod", pod, "status.conditions[type=Ready].status"))
+        return facts[-1].value == "True", facts
 
 
 def action_groups(report: Report) -> list[ActionGroup]:

@@ -103,7 +103,7 @@ def diagnose(
             text = _explain(report, explain, width) + incident.timeline_text(report, explain)
             return color.style_for_terminal(text), code
         wide = output == "wide" or verbose > 0
-        view = outage.summarise(report, snap) if not wide and outage.is_outage(report) else None
+        view = outage.summarise(report) if not wide and outage.is_outage(report) else None
         table = render.table(report, wide=wide, outage_view=view, width=width)
         return color.style_for_terminal(table), code
 

@@ -205,7 +205,7 @@ def test_pods_read_as_table_rows_diagnose_as_their_full_objects(dead: Dead, tmp_
     views = []
     for path in (dead.dump_path, str(whole)):
         snap = snapshot.load_dump(path)
-        views.append(render.to_data(outage.summarise(diagnose(snap, snap.captured_at), snap)))
+        views.append(render.to_data(outage.summarise(diagnose(snap, snap.captured_at))))
     assert views[0] == views[1]
     anti = next(o for o in views[0]["owners"] if o["owner"] == "Deployment/anti")
     assert (anti["ready"], anti["wanted"]) == (1, 2), anti

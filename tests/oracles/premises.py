@@ -108,13 +108,23 @@ def value_at(obj: Obj, path: str) -> Any:
 
 def _members(items: list[Obj], selector: str) -> list[Obj] | None:
     """The set a premise's object names: `Kind[]` (all of that kind) or `Kind[TERM,...]`, each
-    term `LABEL=VALUE` (the label has that value) or `!LABEL` (the label is absent); None if
-    the object is not a set."""
+    term `LABEL=VALUE` (the label has that value), `!LABEL` (the label is absent) or `owner:UID`
+    (an ownerReference names that UID); None if the object is not a set."""
     if not selector.endswith("]") or "[" not in selector or "/" in selector.partition("[")[0]:
         return None
     kind, _, inside = selector[:-1].partition("[")
     out = [i for i in items if i.get("kind") == kind]
     for term in inside.split(",") if inside else []:
+        if term.startswith("owner:"):  # a colon is in no label key: the objects owned by a UID
+            out = [
+                i
+                for i in out
+                if any(
+                    isinstance(r, dict) and r.get("uid") == term[len("owner:") :]
+                    for r in (i.get("metadata") or {}).get("ownerReferences") or []
+                )
+            ]
+            continue
         if term.startswith("!"):
             out = [
                 i for i in out if term[1:] not in ((i.get("metadata") or {}).get("labels") or {})
@@ -183,6 +193,10 @@ def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
         stated.append((f"zone {zone.get('zone')}", zone.get("claims") or []))
     stated.append(("cluster", diagnosis.get("clusterClaims") or []))
     stated.append(("held elsewhere", diagnosis.get("heldClaims") or []))
+    for workload in diagnosis.get("workloads") or []:  # the outage view's SERVING
+        if workload.get("serving"):
+            who = f"workload {workload.get('namespace')}/{workload.get('owner')}"
+            stated.append((who, [workload["serving"]]))
     stated.append(("server", diagnosis.get("serverBehaviourClaims") or []))
     for key in ("brake", "headline"):
         if diagnosis.get(key):

@@ -78,6 +78,98 @@ def test_every_premise_holds_on_the_recorded_fixtures(path: Path) -> None:
     for name, found in (report.timelines or {}).items():  # so does every timeline entry
         for entry in found.entries:
             assert entry.because, f"{name}: {entry.kind} {entry.summary}"
+    _serving_counted_right(doc, report)
+
+
+def _serving_counted_right(doc: Obj, report: Report) -> None:
+    """The outage view's SERVING (`workloads[].serving`): a claim whose numbers are the cell's,
+    and an independent count over the raw dump gives the same."""
+    for w in report.workloads:
+        if w.serving is None:
+            assert w.ready is None and w.wanted is None, w
+            continue
+        assert w.serving.kind == "serving" and w.serving.because, w
+        kind, _, name = w.owner.partition("/")
+        counted = _serving(doc, kind, w.namespace, name)
+        assert counted == (w.ready, w.wanted), (w.serving.text, counted)
+        pods = "pod" if w.ready == 1 else "pods"
+        said = f"{w.owner}: {w.ready} {pods} Ready on Ready nodes, {w.wanted} wanted"
+        assert w.serving.text == said
+
+
+def _serving(doc: Obj, kind: str, namespace: str, name: str) -> tuple[int, int] | None:
+    """An owner's pods not deleted, Running and Ready on a Node whose Ready is True, and its
+    spec.replicas (1 when unset), read from the raw dump without the analysis."""
+    items = [i for i in doc["items"] if isinstance(i, dict)]
+
+    def uid(i: Obj) -> str:
+        return str(i["metadata"].get("uid"))
+
+    def owned_by(i: Obj, uids: set[str]) -> bool:
+        return any(r.get("uid") in uids for r in i["metadata"].get("ownerReferences") or [])
+
+    def ready(i: Obj) -> bool:
+        conditions = (i.get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    owner = next(
+        (
+            i
+            for i in items
+            if i.get("kind") == kind
+            and i["metadata"].get("namespace") == namespace
+            and i["metadata"].get("name") == name
+        ),
+        None,
+    )
+    if owner is None:
+        return None
+    uids = {uid(owner)}
+    if kind == "Deployment":
+        uids = {uid(i) for i in items if i.get("kind") == "ReplicaSet" and owned_by(i, uids)}
+    nodes = {i["metadata"]["name"] for i in items if i.get("kind") == "Node" and ready(i)}
+    serving = [
+        p
+        for p in items
+        if p.get("kind") == "Pod"
+        and owned_by(p, uids)
+        and not p["metadata"].get("deletionTimestamp")
+        and (p.get("status") or {}).get("phase") == "Running"
+        and (p.get("spec") or {}).get("nodeName") in nodes
+        and ready(p)
+    ]
+    return len(serving), (owner.get("spec") or {}).get("replicas", 1)
+
+
+def test_the_checker_catches_a_false_serving_count() -> None:
+    """SERVING's premises name every pod of the owner: a pod added to it, or one whose Ready
+    condition or node changed, makes the claim false."""
+    doc = _raw(FIXTURES / "node-down-after-eviction.json")
+    data = render.report_data(_report(doc))
+    (web,) = [w for w in data["workloads"] if w["owner"] == "Deployment/web"]
+    assert web["ready"] == 1 and web["serving"]["kind"] == "serving"
+    assert premises.check(doc, data) == []
+    changed = copy.deepcopy(doc)
+    serving = next(
+        i
+        for i in changed["items"]
+        if i.get("kind") == "Pod"
+        and i["metadata"].get("namespace") == web["namespace"]
+        and i["metadata"]["name"].startswith("web-")
+        and not i["metadata"].get("deletionTimestamp")
+    )
+    ready = next(c for c in serving["status"]["conditions"] if c["type"] == "Ready")
+    ready["status"] = "False"
+    found = premises.check(changed, data)  # the timeline's replacement-ready too
+    assert ("serving", "status.conditions[type=Ready].status") in [(f.kind, f.field) for f in found]
+    assert {f.field for f in found} == {"status.conditions[type=Ready].status"}
+    extra = copy.deepcopy(serving)
+    extra["metadata"]["name"] += "-another"
+    changed["items"].append(extra)
+    assert {f.field for f in premises.check(changed, data)} == {
+        "status.conditions[type=Ready].status",
+        "count",
+    }
 
 
 def test_the_checker_catches_a_false_timeline_entry() -> None:
@@ -319,6 +411,7 @@ def _foreign(finalizers: list[str]) -> bool:
 def test_generated_neighbours_make_no_claim_with_a_false_premise(doc: Obj) -> None:
     report = _report(doc)
     assert _false(doc, report) == []
+    _serving_counted_right(doc, report)
     for pod in report.pods:
         for text, where, premise in SENTENCES_AND_PREMISES:
             said = getattr(pod, where)

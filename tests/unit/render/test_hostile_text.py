@@ -148,7 +148,7 @@ def text_outputs(snap: Snapshot) -> dict[str, str]:
     out = {f"table at {w}": render.table(report, width=w) for w in (None, 40, 80, 120, 200)}
     out["wide"] = render.table(report, wide=True)
     out["wide at 100"] = render.table(report, wide=True, width=100)
-    out["outage view"] = render.outage_table(report, outage.summarise(report, snap), 120)
+    out["outage view"] = render.outage_table(report, outage.summarise(report), 120)
     for n in report.nodes:
         out[f"explain {n.name!r}"] = render.explain_node(n, report, 80) + incident.timeline_text(
             report, n.name

@@ -50,7 +50,7 @@ def generated(failed: int) -> tuple[Snapshot, Report]:
 
 def view_of(report: Report, snap: Snapshot) -> str:
     assert outage.is_outage(report)
-    return render.table(report, outage_view=outage.summarise(report, snap))
+    return render.table(report, outage_view=outage.summarise(report))
 
 
 def blocked_statefulsets(report: Report) -> set[str]:
@@ -148,9 +148,10 @@ def test_below_the_threshold_the_table_is_unchanged() -> None:
     assert shown == render.table(report_of("node-down-after-eviction"))
 
 
-def scaled(report: Report, nodes: int, zones: int, sts: int) -> Report:
+def scaled(report: Report, snap: Snapshot, nodes: int, zones: int, sts: int) -> Report:
     """The report's findings copied under new names until `nodes` nodes fail, over `zones`
-    zones, with `sts` distinct StatefulSets among the copied StatefulSet pods."""
+    zones, with `sts` distinct StatefulSets among the copied StatefulSet pods (their owners,
+    renamed, are not in `snap`: no SERVING count)."""
     failed = [n for n in report.nodes if n.failed]
     new_nodes, new_pods = [], []
     by_node = {n.name: [p for p in report.pods if p.node == n.name] for n in failed}
@@ -181,6 +182,7 @@ def scaled(report: Report, nodes: int, zones: int, sts: int) -> Report:
         zones=zone_findings,
         nodes_total=nodes * 2,
         nodes_not_ready_total=nodes,
+        workloads=outage.owner_groups(new_pods, snap, report.captured_at),
     )
 
 
@@ -192,14 +194,14 @@ def scaled(report: Report, nodes: int, zones: int, sts: int) -> Report:
 )
 def test_up_to_a_thousand_failed_nodes_fit_one_screen(nodes: int, zones: int, sts: int) -> None:
     snap, report = generated(12)
-    big = scaled(report, nodes, zones, sts)
+    big = scaled(report, snap, nodes, zones, sts)
     assert sum(1 for n in big.nodes if n.failed) == nodes
     check_screen(view_of(big, snap), big)
 
 
 def test_a_thousand_nodes_and_twelve_thousand_pods() -> None:
     snap, report = generated(12)
-    big = scaled(report, 1000, 3, 40)
+    big = scaled(report, snap, 1000, 3, 40)
     assert len(big.pods) >= 11_000
     check_screen(view_of(big, snap), big)
 

@@ -31,7 +31,7 @@ NODE_HEADER = "NODE     STATUS"  # how the node table's header line starts at an
 def _report(path: Path) -> tuple[Report, outage.Outage | None]:
     snap = load_dump(str(path))
     report = diagnose(snap, snap.captured_at)
-    return report, outage.summarise(report, snap) if outage.is_outage(report) else None
+    return report, outage.summarise(report) if outage.is_outage(report) else None
 
 
 def _rows(text: str, header: str) -> list[str]:
