@@ -157,6 +157,8 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
     because: list[Premise] = [fact("Node", node, f"{ready}.status")]
     if ready_condition(node) is not None:
         because.append(fact("Node", node, f"{ready}.reason"))
+        if not is_ready(node):  # how long it has been not Ready (the OLDEST, the node's age)
+            because.append(fact("Node", node, f"{ready}.lastTransitionTime"))
     lease = snap.lease(node["metadata"]["name"])
     if cause.code in _LEASE_CAUSES and lease is not None:
         because += [fact("Lease", lease, "spec.renewTime")]
