@@ -457,12 +457,23 @@ def _none(ctx: Ctx, kind: str) -> None:
     # audit 2032/198), else through the node's return
     end = ctx.marks.remediated_before_return(p.node) or ctx.marks.end
     new = _new_pods(ctx, p.at, ctx.until if late else end, same_name=same_name)
+    # once the node is back, a new pod of the owner beside this one still there (not deleted,
+    # not finished) is the owner's own change (a rollout going on: audit 2047/58), not this
+    # pod's replacement
+    new = [v for v in new if v.created is None or v.created <= ctx.marks.back or _gone(ctx, v)]
     observed = (
         f"new pod {new[0].name} at {_fmt(new[0].created)}"
         if new
         else "no new pod, node back included"
     )
     ctx.add(kind, "none: no replacement ever", observed, not new)
+
+
+def _gone(ctx: Ctx, new: PodView) -> bool:
+    """The predicted pod deleted, finished or no longer there when `new` was first seen."""
+    first = next((poll for poll in ctx.history.polls if new.uid in poll.pods), None)
+    view = first.pods.get(ctx.pred.uid) if first is not None else None
+    return view is None or view.deletion is not None or view.phase in TERMINAL
 
 
 def _not_wanted(ctx: Ctx, kind: str) -> None:

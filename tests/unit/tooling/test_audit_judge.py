@@ -668,3 +668,27 @@ def test_a_shut_down_higher_ordinal_waits_for_the_lower_ones_ready() -> None:
 
     assert replaced(zero_pending) == [None]
     assert replaced(zero_ready) == [False]  # w-0 Ready, and still no second w-1: wrong
+
+
+def test_never_replaced_is_not_contradicted_by_the_owners_own_pods_after_the_return() -> None:
+    """ "never replaced": a pod of its owner made once the node is back, beside this one still
+    running (a rollout going on), is no replacement (audit 2047/58); made while the node is
+    down, or once this one is gone, it is."""
+    pred = prediction(
+        moment="d2",
+        at=at(85),
+        controller="deployment",
+        replacement_state="none",
+        eviction_at=None,
+        action_until=None,
+        eviction_text="never evicted",
+    )
+    mine = pod(owner_kind="ReplicaSet")
+    after = pod(name="w-1", uid="new", node="healthy-0", created=at(120), owner_kind="ReplicaSet")
+    rollout = history([(20, [mine]), (121, [mine, after]), (150, [mine, after])])
+    assert verdicts([pred], rollout, "replacement:none") == [True]
+    gone = history([(20, [mine]), (121, [after]), (150, [after])])
+    assert verdicts([pred], gone, "replacement:none") == [False]
+    during = replace(after, created=at(95))
+    down = history([(20, [mine]), (96, [mine, during]), (150, [mine, during])])
+    assert verdicts([pred], down, "replacement:none") == [False]
