@@ -5,7 +5,7 @@ while its Terminating pod exists.
 
 from __future__ import annotations
 
-from kubectl_nodefail.analysis.claims import Claim, claim
+from kubectl_nodefail.analysis.claims import Claim, Premise, claim
 from kubectl_nodefail.analysis.controllers.context import (
     Context,
     Explained,
@@ -44,6 +44,48 @@ def _job_finishing(job: Obj) -> str | None:
     return None
 
 
+def cron_policy(ctx: Context, cron: Obj, job_obj: Obj) -> tuple[str, list[Premise], bool]:
+    """What the Job's CronJob does about it while the Job stays active, as the CronJob
+    controller decides it (cronjob_controllerv2.go syncCronJob): nothing while suspended; else
+    Forbid skips runs while status.active lists any Job, Replace deletes the Jobs it lists (a Job
+    made outside the schedule, `kubectl create job --from`, is not listed: neither waited for nor
+    deleted). The words, their facts, and whether the CronJob runs again once the Job ends."""
+    cron_name = cron["metadata"]["name"]
+    uid = job_obj["metadata"].get("uid", "")
+    suspended = ctx.owner_fact(1, "spec.suspend")
+    if suspended.value is True:
+        return f" CronJob {cron_name} is suspended: it starts no run.", [suspended], False
+    listed = ctx.owner_fact(1, f"status.active[uid={uid}].uid")
+    policy_fact = ctx.owner_fact(1, "spec.concurrencyPolicy")
+    policy = policy_fact.value or "Allow"
+    facts = [suspended, listed, policy_fact]
+    if listed.value is None:
+        if policy == "Allow":
+            return "", facts, False
+        return (
+            f" Job {job_obj['metadata']['name']} is not in CronJob {cron_name}'s status.active "
+            "(made outside its schedule): its concurrencyPolicy "
+            f"{policy} neither waits for it nor deletes it.",
+            facts,
+            False,
+        )
+    if policy == "Forbid":
+        return (
+            f" CronJob {cron_name} has concurrencyPolicy Forbid: it starts no run while "
+            "this Job is active, so every scheduled run is skipped until then.",
+            facts,
+            True,
+        )
+    if policy == "Replace":
+        return (
+            f" CronJob {cron_name} has concurrencyPolicy Replace: its next run deletes this "
+            "Job (background propagation) and starts a new one; this pod stays Terminating.",
+            facts,
+            False,
+        )
+    return "", facts, False
+
+
 def _job_held_open(ctx: Context, job_obj: Obj, name: str, rep: Replacement) -> Explained | None:
     """A Terminating pod (not finished) of a Job that has met its criteria: the Job is not
     Complete (or Failed) while the pod object exists, and a CronJob with concurrencyPolicy
@@ -67,20 +109,11 @@ def _job_held_open(ctx: Context, job_obj: Obj, name: str, rep: Replacement) -> E
         "ttlSecondsAfterFinished, kubectl wait) waits on this pod."
     )
     cron = ctx.owners[1] if len(ctx.owners) > 1 and ctx.owner_kinds[1] == "CronJob" else None
+    runs_again = False
     if cron is not None:
-        policy = (cron.get("spec") or {}).get("concurrencyPolicy") or "Allow"
-        because.append(ctx.owner_fact(1, "spec.concurrencyPolicy"))
-        cron_name = cron["metadata"]["name"]
-        if policy == "Forbid":
-            text += (
-                f" CronJob {cron_name} has concurrencyPolicy Forbid: it starts no run while "
-                "this Job is active, so every scheduled run is skipped until then."
-            )
-        elif policy == "Replace":
-            text += (
-                f" CronJob {cron_name} has concurrencyPolicy Replace: its next run deletes this "
-                "Job (background propagation) and starts a new one; this pod stays Terminating."
-            )
+        said, facts, runs_again = cron_policy(ctx, cron, job_obj)
+        text += said
+        because += facts
     held = Replacement(
         "blocked",
         f"{rep.summary}; but Job {name} cannot be {target} while this pod exists"
@@ -89,7 +122,10 @@ def _job_held_open(ctx: Context, job_obj: Obj, name: str, rep: Replacement) -> E
         list(rep.pods),
     )
     returns = f"kubelet removes the old pod; then Job {name} is {target}" + (
-        f" and CronJob {cron['metadata']['name']} runs again on schedule." if cron else "."
+        f", and CronJob {cron['metadata']['name']}, whose Forbid skipped its runs while the Job "
+        "was active, starts runs again."
+        if runs_again and cron is not None
+        else "."
     )
     return Explained(
         [

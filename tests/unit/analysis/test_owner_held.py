@@ -133,6 +133,49 @@ def test_what_the_cronjob_does_follows_its_concurrency_policy(
     assert (says in said) if says else ("concurrencyPolicy" not in said)
 
 
+def _cron_state(suspend: bool, listed: bool) -> Callable[[list[Obj]], None]:
+    def change(items: list[Obj]) -> None:
+        cron = _kind(items, "CronJob")
+        cron["spec"]["suspend"] = suspend
+        if not listed:  # a Job made outside the schedule (kubectl create job --from)
+            cron["status"]["active"] = []
+
+    return change
+
+
+@pytest.mark.parametrize("policy", ["Forbid", "Replace", "Allow"])
+@pytest.mark.parametrize(
+    "suspend, listed",
+    [(False, True), (True, True), (False, False), (True, False)],
+)
+def test_the_cronjob_waits_for_or_deletes_only_a_job_it_lists_and_only_while_not_suspended(
+    policy: str, suspend: bool, listed: bool
+) -> None:
+    """The CronJob controller does nothing while suspended, and Forbid and Replace act on the
+    Jobs its status.active lists (cronjob_controllerv2.go): a Job made by hand is neither waited
+    for nor deleted, and only a Forbid that skipped runs is said to run again."""
+
+    def change(items: list[Obj]) -> None:
+        _cron(policy)(items)
+        _cron_state(suspend, listed)(items)
+
+    pod = _pod(_changed("job-held-open-cronjob-forbid", change), "report-")
+    said = _blocks(pod)
+    assert "SuccessCriteriaMet=True" in said
+    if suspend:
+        assert "is suspended: it starts no run" in said and "concurrencyPolicy" not in said
+    elif not listed:
+        assert ("not in CronJob report's status.active" in said) == (policy != "Allow")
+        assert "Forbid: it starts no run" not in said and "next run deletes" not in said
+    else:
+        assert ("Forbid: it starts no run" in said) == (policy == "Forbid")
+        assert ("Replace: its next run deletes this Job" in said) == (policy == "Replace")
+    runs_again = policy == "Forbid" and listed and not suspend
+    assert ("starts runs again" in pod.if_node_returns) == runs_again, pod.if_node_returns
+    facts = {(p.object.split("/")[0], p.field) for c in pod.claims for p in c.because}
+    assert ("CronJob", "spec.suspend") in facts
+
+
 @pytest.mark.parametrize(
     "conditions, held",
     [
