@@ -54,6 +54,8 @@ KINDS = {
     "blocked-by": "why a replacement does not schedule: the scheduler's own message",
     "blocks": "what the stuck pod blocks in its owner (ordinals, rollouts)",
     "if-node-returns": "what the kubelet and the owner do if the node comes back",
+    "scheduled-run": "what the Job's CronJob does at its next scheduled run (concurrencyPolicy "
+    "Replace deletes the Job, and so its pods)",
     "no-owner": "no controller owns the pod",
     "static-pod": "the kubelet runs the pod from a manifest on the node",
     "one-per-node": "a DaemonSet pod, never evicted for not-ready/unreachable",

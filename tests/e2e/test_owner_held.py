@@ -173,3 +173,68 @@ def test_a_job_held_open_by_its_terminating_pod_holds_its_forbid_cronjob(
     taint = next(s for s in result["steps"] if s["action"] == "taint-out-of-service")
     assert any(first["metadata"]["name"] in r for r in taint["releases"]), taint
     wait_for("the Job Complete", lambda: conditions().get("Complete") == "True", 90)
+
+
+def test_a_replace_cronjobs_next_run_deletes_the_job_when_said(
+    control_plane: ControlPlane, plugin: Plugin
+) -> None:
+    """A CronJob with concurrencyPolicy Replace whose Job's pod is on a dead node: the diagnosis
+    times its next run from the schedule (two minutes named, the second three minutes after the
+    first) and says that run deletes the Job; the CronJob controller deletes it in that minute,
+    not before, and the garbage collector deletes the pod."""
+    cp, ns, node = control_plane, "scenario-replace-job", "flaky-u3"
+    cp.add_failable_node(node)
+    wait_node_ready(cp, node)
+    now = time.gmtime()
+    first_minute, second_minute = (now.tm_min + 1) % 60, (now.tm_min + 3) % 60
+    if now.tm_sec > 45:  # the first run must not come before the CronJob exists
+        first_minute, second_minute = (first_minute + 1) % 60, (second_minute + 1) % 60
+    cron = w.cronjob(ns, "sweep", pin=node, toleration_seconds=None, grace=5)
+    cron["spec"].update(
+        {
+            "schedule": f"{first_minute},{second_minute} * * * *",
+            "concurrencyPolicy": "Replace",
+            "suspend": False,
+        }
+    )
+    cp.apply(w.namespace(ns), cron)
+    first = wait_for(
+        "the first run's pod Running on the node",
+        lambda: next(
+            (
+                p
+                for p in cp.get("pods", namespace=ns)["items"]
+                if p["spec"].get("nodeName") == node and p["status"].get("phase") == "Running"
+            ),
+            None,
+        ),
+        150,
+    )
+    job_name = first["metadata"]["ownerReferences"][0]["name"]
+    cp.stop_kubelet(node)
+    wait_node_unknown(cp, node)
+
+    _, data = plugin.diagnose_json()
+    row = pod_row(data, ns, first["metadata"]["name"])
+    (said,) = claims_of(row, "scheduled-run")
+    assert f"deletes Job {job_name}" in said, said
+    assert f":{second_minute:02d} UTC; schedule '{first_minute},{second_minute} * * * *')" in said
+
+    def deleted() -> bool:
+        jobs = {j["metadata"]["name"]: j for j in cp.get("jobs", namespace=ns)["items"]}
+        return job_name not in jobs or bool(jobs[job_name]["metadata"].get("deletionTimestamp"))
+
+    assert not deleted(), "the Job went before the run that deletes it"
+    wait_for("the Replace run deletes the Job", deleted, 200)
+    assert time.gmtime().tm_min == second_minute, time.gmtime()
+    pod = wait_for(
+        "the garbage collector deletes its pod",
+        lambda: (
+            (p := cp.get("pod", first["metadata"]["name"], ns))["metadata"].get("deletionTimestamp")
+            and p
+        ),
+        60,
+    )
+    assert pod["spec"]["nodeName"] == node
+    cp.start_kubelet(node)
+    wait_node_ready(cp, node)

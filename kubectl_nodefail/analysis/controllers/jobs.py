@@ -5,7 +5,8 @@ while its Terminating pod exists.
 
 from __future__ import annotations
 
-from kubectl_nodefail.analysis.claims import Claim, Premise, claim
+from kubectl_nodefail.analysis.claims import Claim, claim
+from kubectl_nodefail.analysis.controllers import cronjobs
 from kubectl_nodefail.analysis.controllers.context import (
     Context,
     Explained,
@@ -44,48 +45,6 @@ def _job_finishing(job: Obj) -> str | None:
     return None
 
 
-def cron_policy(ctx: Context, cron: Obj, job_obj: Obj) -> tuple[str, list[Premise], bool]:
-    """What the Job's CronJob does about it while the Job stays active, as the CronJob
-    controller decides it (cronjob_controllerv2.go syncCronJob): nothing while suspended; else
-    Forbid skips runs while status.active lists any Job, Replace deletes the Jobs it lists (a Job
-    made outside the schedule, `kubectl create job --from`, is not listed: neither waited for nor
-    deleted). The words, their facts, and whether the CronJob runs again once the Job ends."""
-    cron_name = cron["metadata"]["name"]
-    uid = job_obj["metadata"].get("uid", "")
-    suspended = ctx.owner_fact(1, "spec.suspend")
-    if suspended.value is True:
-        return f" CronJob {cron_name} is suspended: it starts no run.", [suspended], False
-    listed = ctx.owner_fact(1, f"status.active[uid={uid}].uid")
-    policy_fact = ctx.owner_fact(1, "spec.concurrencyPolicy")
-    policy = policy_fact.value or "Allow"
-    facts = [suspended, listed, policy_fact]
-    if listed.value is None:
-        if policy == "Allow":
-            return "", facts, False
-        return (
-            f" Job {job_obj['metadata']['name']} is not in CronJob {cron_name}'s status.active "
-            "(made outside its schedule): its concurrencyPolicy "
-            f"{policy} neither waits for it nor deletes it.",
-            facts,
-            False,
-        )
-    if policy == "Forbid":
-        return (
-            f" CronJob {cron_name} has concurrencyPolicy Forbid: it starts no run while "
-            "this Job is active, so every scheduled run is skipped until then.",
-            facts,
-            True,
-        )
-    if policy == "Replace":
-        return (
-            f" CronJob {cron_name} has concurrencyPolicy Replace: its next run deletes this "
-            "Job (background propagation) and starts a new one; this pod stays Terminating.",
-            facts,
-            False,
-        )
-    return "", facts, False
-
-
 def _job_held_open(ctx: Context, job_obj: Obj, name: str, rep: Replacement) -> Explained | None:
     """A Terminating pod (not finished) of a Job that has met its criteria: the Job is not
     Complete (or Failed) while the pod object exists, and a CronJob with concurrencyPolicy
@@ -111,7 +70,7 @@ def _job_held_open(ctx: Context, job_obj: Obj, name: str, rep: Replacement) -> E
     cron = ctx.owners[1] if len(ctx.owners) > 1 and ctx.owner_kinds[1] == "CronJob" else None
     runs_again = False
     if cron is not None:
-        said, facts, runs_again = cron_policy(ctx, cron, job_obj)
+        said, facts, runs_again = cronjobs.policy(ctx, job_obj)
         text += said
         because += facts
     held = Replacement(
@@ -292,6 +251,45 @@ def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, C
     )
 
 
+def _replaced_by_cron(
+    ctx: Context, job_obj: Obj, name: str, rep: Replacement
+) -> tuple[Claim, Replacement | None, Claim | None]:
+    """A Job its CronJob replaces at its next run (concurrencyPolicy Replace): that run deletes
+    the Job, and the garbage collector its pods. The claim, and the replacement said instead of
+    `rep` when the run comes before the replacement `rep` expects (None: `rep` stands)."""
+    cron_name = ctx.owners[1]["metadata"]["name"]
+    when, words, timing = cronjobs.next_run(ctx)
+    uid = job_obj["metadata"].get("uid", "")
+    because = [
+        ctx.owner_fact(1, "spec.concurrencyPolicy"),
+        ctx.owner_fact(1, "spec.suspend"),
+        ctx.owner_fact(1, f"status.active[uid={uid}].uid"),
+        *timing,
+        ctx.pod_fact("metadata.deletionTimestamp"),
+    ]
+    fate = (
+        "this pod, already deleted, stays Terminating until its kubelet confirms"
+        if ctx.terminating
+        else "the garbage collector then deletes this pod, which stays Terminating until its "
+        "kubelet confirms"
+    )
+    text = (
+        f"CronJob {cron_name} has concurrencyPolicy Replace: {words} deletes Job {name} "
+        f"(background propagation) and starts a new Job; {fate}, and Job {name} makes no "
+        "pod after that."
+    )
+    said = claim("scheduled-run", "why", text, *because)
+    first = when is not None and (rep.expected_by is None or when < rep.expected_by)
+    if rep.state != "not-yet" or not ctx.terminating or not first:
+        return said, None, None
+    instead = Replacement(
+        "not-wanted",
+        f"none from Job {name}: CronJob {cron_name}'s next run deletes it first "
+        "(concurrencyPolicy Replace); the new Job makes pods of its own",
+    )
+    return said, instead, claim("owner-wants", "replacement", instead.summary, *because)
+
+
 def job(ctx: Context) -> Explained:
     job_obj = ctx.owners[0] if ctx.owners else None
     spec = (job_obj or {}).get("spec") or {}
@@ -410,6 +408,11 @@ def job(ctx: Context) -> Explained:
     held_open = _job_held_open(ctx, job_obj, name, rep) if job_obj is not None else None
     if held_open is not None:  # its replacement policy no longer matters: it wants no pod
         return held_open
+    if job_obj is not None and done is None and cronjobs.replaces(ctx, job_obj):
+        replaced = _replaced_by_cron(ctx, job_obj, name, rep)
+        out.append(replaced[0])
+        if replaced[1] is not None:
+            rep, rep_claim = replaced[1], replaced[2] or rep_claim
     out.append(rep_claim)
     counted = (
         "the Job does not count it as failed (its podFailurePolicy ignores DisruptionTarget)"

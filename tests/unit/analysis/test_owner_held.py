@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -169,7 +170,9 @@ def test_the_cronjob_waits_for_or_deletes_only_a_job_it_lists_and_only_while_not
         assert "Forbid: it starts no run" not in said and "next run deletes" not in said
     else:
         assert ("Forbid: it starts no run" in said) == (policy == "Forbid")
-        assert ("Replace: its next run deletes this Job" in said) == (policy == "Replace")
+        assert ("Replace: its next run, in " in said and "deletes this Job" in said) == (
+            policy == "Replace"
+        )
     runs_again = policy == "Forbid" and listed and not suspend
     assert ("starts runs again" in pod.if_node_returns) == runs_again, pod.if_node_returns
     facts = {(p.object.split("/")[0], p.field) for c in pod.claims for p in c.because}
@@ -267,3 +270,60 @@ def test_what_is_said_of_the_kubelet_follows_the_nodes_state() -> None:
     assert "while its kubelet is down" in on_failed
     pod = _pod(_changed("job-held-open-cronjob-forbid", node_ready), "report-")
     assert "kubelet is down" not in " ".join(c.text for c in pod.claims), pod.claims
+
+
+def _replace_policy(
+    conditions: list[Obj] | None, suspend: bool = False, listed: bool = True
+) -> Callable[[list[Obj]], None]:
+    def change(items: list[Obj]) -> None:
+        _cron("Replace")(items)
+        _cron_state(suspend, listed)(items)
+        if conditions is not None:
+            _job_conditions(conditions)(items)
+
+    return change
+
+
+def _scheduled(pod: PodFinding) -> str:
+    return " ".join(c.text for c in pod.claims if c.kind == "scheduled-run")
+
+
+def test_a_replace_cronjob_deletes_the_job_at_its_next_run_timed_from_its_schedule() -> None:
+    """The recorded CronJob runs every minute: with concurrencyPolicy Replace its next run,
+    the first minute after the snapshot, deletes the Job (and so the pod's owner): said with
+    the time, on the schedule's facts; held open or not."""
+    snap = _changed("job-held-open-cronjob-forbid", _replace_policy(None))
+    minute = (snap.captured_at.replace(second=0, microsecond=0) + timedelta(minutes=1)).strftime(
+        "%H:%M"
+    )
+    held = _pod(snap, "report-")
+    assert f"({minute} UTC; schedule '* * * * *')" in _blocks(held)
+    assert "deletes this Job" in _blocks(held)
+    running = _pod(_changed("job-held-open-cronjob-forbid", _replace_policy([])), "report-")
+    said = _scheduled(running)
+    assert f"({minute} UTC; schedule '* * * * *')" in said and "deletes Job report-" in said
+    facts = {(p.object.split("/")[0], p.field) for c in running.claims for p in c.because}
+    assert {("CronJob", "spec.schedule"), ("CronJob", "spec.timeZone")} <= facts
+    for quiet in (
+        _replace_policy([], suspend=True),
+        _replace_policy([], listed=False),
+    ):
+        assert not _scheduled(_pod(_changed("job-held-open-cronjob-forbid", quiet), "report-"))
+
+
+def test_a_replacement_the_job_would_make_after_the_replace_run_is_not_promised() -> None:
+    """The Job's next pod, due after its backoff, comes after the Replace run that deletes the
+    Job: no replacement is promised from it."""
+
+    def change(items: list[Obj]) -> None:
+        _replace_policy([])(items)
+        job = _kind(items, "Job")
+        job["status"].update(succeeded=0, failed=9)  # a backoff of minutes
+        for i in items:  # the pod that succeeded is gone: none found
+            if i.get("kind") == "Pod" and i["status"].get("phase") == "Succeeded":
+                i["metadata"]["ownerReferences"] = []
+
+    pod = _pod(_changed("job-held-open-cronjob-forbid", change), "report-")
+    assert _scheduled(pod)
+    assert pod.replacement.state == "not-wanted", pod.replacement
+    assert "next run deletes it first" in pod.replacement.summary

@@ -1,0 +1,91 @@
+"""A CronJob's next run, read as the CronJob controller reads its schedule (robfig/cron's
+standard parser): named cases, and any five-field schedule against a minute-by-minute scan."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubectl_nodefail.analysis.cron import next_run, parse
+
+SUNDAY = datetime(2026, 12, 6, 3, 3, 15, tzinfo=timezone.utc)  # a Sunday
+
+
+@pytest.mark.parametrize(
+    "schedule, zone, expected",
+    [
+        ("* * * * *", None, "2026-12-06T03:04"),
+        ("*/5 * * * *", None, "2026-12-06T03:05"),
+        ("5/15 * * * *", None, "2026-12-06T03:05"),  # A/N runs from A to the field's end
+        ("0 3 * * *", None, "2026-12-07T03:00"),
+        ("0 0 * * 0", None, "2026-12-13T00:00"),
+        ("@weekly", None, "2026-12-13T00:00"),
+        ("@hourly", None, "2026-12-06T04:00"),
+        ("@yearly", None, "2027-01-01T00:00"),
+        ("30 2 1 * MON", None, "2026-12-07T02:30"),  # both days restricted: either matches
+        ("30 2 1-7 * *", None, "2026-12-07T02:30"),
+        ("30 2 ? * mon", None, "2026-12-07T02:30"),
+        ("0 12 * JAN-MAR/2 *", None, "2027-01-01T12:00"),
+        ("0 9 * * *", "Europe/Berlin", "2026-12-06T08:00"),
+        ("TZ=America/New_York 0 0 * * *", None, "2026-12-06T05:00"),
+        ("CRON_TZ=UTC 0 4 * * *", None, "2026-12-06T04:00"),
+        ("0 0 30 2 *", None, None),  # never
+        ("0 0 * * 7", None, None),  # the parser's days of the week end at 6
+        ("@every 1h", None, None),  # counted from the last run: not timed here
+        ("61 * * * *", None, None),
+        ("* * * *", None, None),
+        ("0 9 * * *", "Mars/Olympus", None),
+    ],
+)
+def test_the_next_run_is_the_first_scheduled_minute_after_now(
+    schedule: str, zone: str | None, expected: str | None
+) -> None:
+    got = next_run(schedule, zone, SUNDAY)
+    assert (got.strftime("%Y-%m-%dT%H:%M") if got else None) == expected
+
+
+def _matches(fields: list[str], t: datetime) -> bool:
+    """The schedule's fields matched by `t`, read without the parser (lists of numbers and
+    stars only): day of month and day of week as cron ORs or ANDs them."""
+
+    def hit(field: str, value: int) -> bool:
+        return field == "*" or value in {int(v) for v in field.split(",")}
+
+    minute, hour, dom, month, dow = fields
+    days = [hit(dom, t.day), hit(dow, (t.weekday() + 1) % 7)]
+    day = all(days) if "*" in (dom, dow) else any(days)
+    return hit(minute, t.minute) and hit(hour, t.hour) and hit(month, t.month) and day
+
+
+def _field(low: int, high: int) -> st.SearchStrategy[str]:
+    values = st.lists(st.integers(low, high), min_size=1, max_size=3, unique=True)
+    return st.one_of(st.just("*"), values.map(lambda vs: ",".join(map(str, vs))))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    fields=st.tuples(_field(0, 59), _field(0, 23), _field(1, 31), st.just("*"), _field(0, 6)),
+    start=st.datetimes(
+        min_value=datetime(2026, 1, 1),
+        max_value=datetime(2027, 12, 31),
+        timezones=st.just(timezone.utc),
+    ),
+)
+def test_any_schedule_agrees_with_a_minute_by_minute_scan(
+    fields: tuple[str, ...], start: datetime
+) -> None:
+    got = next_run(" ".join(fields), None, start)
+    t = start.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    for _ in range(60 * 24 * 9):  # every day of the week and of most months within 9 days
+        if _matches(list(fields), t):
+            assert got == t
+            return
+        t += timedelta(minutes=1)
+    assert got is None or got > t
+
+
+def test_a_parsed_schedule_is_cached() -> None:
+    assert parse("*/5 * * * *") is parse("*/5 * * * *")
