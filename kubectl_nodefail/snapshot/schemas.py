@@ -279,9 +279,13 @@ SCHEMAS.update(
                 conditions=ListOf(CONDITION), active=INT, succeeded=INT, failed=INT, terminating=INT
             ),
         ),
-        # read for its name (the chain Pod -> Job -> CronJob), whether it is suspended, and its
-        # concurrencyPolicy Forbid: no run while a Job of it is active (not finished)
-        "CronJob": owner(obj(suspend=BOOL, concurrencyPolicy=STR), obj()),
+        # read for its name (the chain Pod -> Job -> CronJob), whether it is suspended, its
+        # concurrencyPolicy (Forbid: no run while status.active lists a Job; Replace: the next
+        # run deletes the Jobs it lists) and when that run comes (schedule, timeZone)
+        "CronJob": owner(
+            obj(suspend=BOOL, concurrencyPolicy=STR, schedule=STR, timeZone=STR),
+            obj(active=ListOf(obj(uid=STR, name=STR, namespace=STR))),
+        ),
     }
 )
 # The owner kinds whose schema above is their API type's (the rest of SCHEMAS are not owners).
