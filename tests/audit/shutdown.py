@@ -2,7 +2,8 @@
 set each Failed before the machine went off. The diagnosis does not list such a pod as stuck
 (it had finished: diagnose._stuck_pod), which rests on the pod holding nothing up: its owner
 replaces it (a StatefulSet deletes it at once, its phase being Failed, and creates the name
-again). Both halves are judged here, from the polls."""
+again; a DaemonSet, on that node once it is back). Both halves are judged here, from the
+polls."""
 
 from __future__ import annotations
 
@@ -61,24 +62,34 @@ def judge_shutdown(
                 )
             )
             continue
+        # a DaemonSet makes no pod on a node that is not Ready (it does not tolerate the
+        # unreachable and not-ready NoSchedule taints): its new pod there comes once the node
+        # is back (2047/130, 171)
+        daemon = scenario.kind == "daemonset"
+        until = (history.marks.get("end") or back) if daemon else back
         new = [
             v
             for v in ever.values()
             if _same_owner(v, view)
             and v.uid != uid
+            and (not daemon or v.node == view.node)
             and v.created is not None
             and since is not None
-            and since <= v.created <= back
+            and since <= v.created <= until
         ]
+        if daemon:
+            said, missing = "its DaemonSet makes a new pod on the node once it is back", "none"
+        else:
+            said = "its owner makes a new pod" + (
+                f" named {view.name}" if scenario.kind.startswith("sts") else ""
+            )
+            missing = "none before the return"
         out.append(
             (
                 "shutdown:replaced",
                 pod,
-                "holds nothing up: its owner makes a new pod"
-                + (f" named {view.name}" if scenario.kind.startswith("sts") else ""),
-                f"{new[0].name} created at {new[0].created:%H:%M:%S}"
-                if new
-                else "none before the return",
+                f"holds nothing up: {said}",
+                f"{new[0].name} created at {new[0].created:%H:%M:%S}" if new else missing,
                 bool(new),
             )
         )

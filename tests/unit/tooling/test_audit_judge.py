@@ -692,3 +692,23 @@ def test_never_replaced_is_not_contradicted_by_the_owners_own_pods_after_the_ret
     during = replace(after, created=at(95))
     down = history([(20, [mine]), (96, [mine, during]), (150, [mine, during])])
     assert verdicts([pred], down, "replacement:none") == [False]
+
+
+def test_a_shut_down_daemonset_pod_is_judged_on_its_new_pod_once_the_node_is_back() -> None:
+    """A DaemonSet makes no pod on a node that is not Ready (2047/130, 171): its shut-down pod
+    holds nothing up, and the new one on that node comes after the return."""
+    shutdown = replace(SCENARIO, kind="daemonset", change="shutdown", change_at="early")
+    mine = pod(owner_kind="DaemonSet")
+    failed = replace(mine, phase="Failed")
+    after = replace(pod(uid="new", node="dead", phase="Running"), created=at(120))
+    elsewhere = replace(after, uid="other", node="healthy-0")
+
+    def replaced(polls: list[tuple[float, list[PodView]]]) -> bool | None:
+        h = history(polls)
+        h.shut_down = {"old": at(5).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        (ok,) = [v.ok for v in judge(shutdown, [], h) if v.kind == "shutdown:replaced"]
+        return ok
+
+    assert replaced([(4, [mine]), (8, [failed]), (121, [after]), (150, [after])]) is True
+    assert replaced([(4, [mine]), (8, [failed]), (121, [elsewhere]), (150, [elsewhere])]) is False
+    assert replaced([(4, [mine]), (8, [failed]), (150, [failed])]) is False
