@@ -89,8 +89,9 @@ def rejudge(results: Path, again: bool = False) -> Obj:
             batch["predictions"] = [p.as_dict() for p in preds]
         else:
             preds = [load_prediction(p) for p in batch["predictions"]]
-        # judged on their own (not from the predictions): the node's cause
-        kept = [v for v in batch["verdicts"] if v["kind"] == "node-cause"]
+        # judged on their own (not from the predictions): the node's cause, SERVING (kept as
+        # the run judged them)
+        kept = [v for v in batch["verdicts"] if v["kind"] in ("node-cause", "serving")]
         batch_verdicts = [Verdict(**v) for v in kept]
         remediation = batch.get("remediation") or {}
         if remediation.get("file"):

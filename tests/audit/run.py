@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from tests.audit import limits
+from tests.audit import limits, serving
 from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, audit_pods, now, parse_time
 from tests.audit.predictions import PodPrediction, node_predictions, pod_predictions
@@ -125,6 +125,7 @@ class Batch:
         self.env = {**cp.env, "KUBECONFIG": str(cp.kubeconfig)}
         self.errors: list[str] = []
         self.sentences: list[Verdict] = []  # sentences.check_moment's, per diagnosis
+        self.serving: list[serving.Serving] = []  # SERVING said at d1 and d2
 
     # --- the cluster ---
 
@@ -481,6 +482,32 @@ class Batch:
             for n in predicted
         ]
 
+    def judge_serving(self) -> list[Verdict]:
+        """SERVING (the outage view's, JSON workloads[].ready) against the pods polled around
+        each diagnosis (serving.py)."""
+        seed = self.scenarios[0].seed
+        by_ns = {s.namespace: s for s in self.scenarios}
+        out = []
+        for pred in self.serving:
+            s = by_ns.get(pred.namespace)
+            if s is None:
+                continue
+            observed, ok = serving.judge(pred, self.history, set(self.nodes))
+            out.append(
+                Verdict(
+                    kind="serving",
+                    seed=seed,
+                    index=s.index,
+                    moment=pred.moment,
+                    pod=f"{pred.namespace}/{pred.owner}",
+                    predicted=f"{pred.ready} Ready on Ready nodes",
+                    observed=observed,
+                    ok=ok,
+                    scenario=s.describe(),
+                )
+            )
+        return out
+
     def run(self) -> BatchResult:
         started = time.monotonic()
         log(f"batch {self.batch}: {len(self.scenarios)} scenarios on {', '.join(self.nodes)}")
@@ -505,6 +532,7 @@ class Batch:
         marks["d1"] = now()
         d1 = self.diagnose("d1")
         preds = pod_predictions(d1, "d1", self.prefix)
+        self.serving = serving.predictions(d1, "d1", self.prefix)
         nodes_pred = [{"moment": "d1", **n} for n in node_predictions(d1, set(self.nodes))]
         tainted = max(self.noexec_times(), default=marks["kill"])
         # a toleration of minutes to a day is not waited for (LONG_TOLERATION): its eviction
@@ -532,6 +560,7 @@ class Batch:
         d2 = self.diagnose("d2")
         self.record_plan()
         preds += pod_predictions(d2, "d2", self.prefix)
+        self.serving += serving.predictions(d2, "d2", self.prefix)
         nodes_pred += [{"moment": "d2", **n} for n in node_predictions(d2, set(self.nodes))]
         self.watch(D2_WATCH)
         if self.remediate_first:
@@ -558,6 +587,7 @@ class Batch:
             verdicts += judge(s, mine, self.history, limits.known_limit)
         verdicts += self.sentences
         verdicts += self.judge_nodes(nodes_pred)
+        verdicts += self.judge_serving()
         verdicts += self.judge_remediation()
         stray = {p.namespace for p in preds} - set(by_ns)
         if stray:

@@ -712,3 +712,32 @@ def test_a_shut_down_daemonset_pod_is_judged_on_its_new_pod_once_the_node_is_bac
     assert replaced([(4, [mine]), (8, [failed]), (121, [after]), (150, [after])]) is True
     assert replaced([(4, [mine]), (8, [failed]), (121, [elsewhere]), (150, [elsewhere])]) is False
     assert replaced([(4, [mine]), (8, [failed]), (150, [failed])]) is False
+
+
+def test_serving_is_judged_on_the_polls_around_the_diagnosis() -> None:
+    """SERVING (workloads[].ready) against the pods Running and Ready on healthy nodes in the
+    polls just before and after the diagnosis; a count that changed between them is not
+    judged."""
+    from tests.audit import serving
+
+    doc = {
+        "capturedAt": at(20).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "workloads": [
+            {"namespace": NS, "owner": "Deployment/w", "ready": 2, "serving": {"kind": "serving"}},
+            {"namespace": NS, "owner": "DaemonSet/d", "ready": None, "serving": None},
+            {"namespace": "other", "owner": "Deployment/x", "ready": 1, "serving": {}},
+        ],
+    }
+    (pred,) = serving.predictions(doc, "d1", NS)
+    up = [
+        pod(name=f"w-{i}", uid=f"u{i}", node=f"healthy-{i}", ready=True, owner_kind="ReplicaSet")
+        for i in range(2)
+    ]
+    dead = pod(ready=True, owner_kind="ReplicaSet")  # on the failed node: not serving
+    gone = replace(up[1], deletion=at(15))
+    h = history([(18, [*up, dead]), (22, [*up, dead])])
+    assert serving.judge(pred, h, {"dead"})[1] is True
+    h = history([(18, [up[0], gone, dead]), (22, [up[0], gone, dead])])
+    assert serving.judge(pred, h, {"dead"})[1] is False
+    h = history([(18, [up[0], dead]), (22, [*up, dead])])
+    assert serving.judge(pred, h, {"dead"})[1] is None
