@@ -179,16 +179,16 @@ def test_a_replace_cronjobs_next_run_deletes_the_job_when_said(
     control_plane: ControlPlane, plugin: Plugin
 ) -> None:
     """A CronJob with concurrencyPolicy Replace whose Job's pod is on a dead node: the diagnosis
-    times its next run from the schedule (two minutes named, the second three minutes after the
-    first) and says that run deletes the Job; the CronJob controller deletes it in that minute,
+    times its next run from the schedule (two minutes named, the second two minutes after the
+    first: not the minute between) and says that run deletes the Job; the CronJob controller deletes it in that minute,
     not before, and the garbage collector deletes the pod."""
     cp, ns, node = control_plane, "scenario-replace-job", "flaky-u3"
     cp.add_failable_node(node)
     wait_node_ready(cp, node)
     now = time.gmtime()
-    first_minute, second_minute = (now.tm_min + 1) % 60, (now.tm_min + 3) % 60
-    if now.tm_sec > 45:  # the first run must not come before the CronJob exists
-        first_minute, second_minute = (first_minute + 1) % 60, (second_minute + 1) % 60
+    # the first run must not come before the CronJob exists
+    first_minute = (now.tm_min + (2 if now.tm_sec > 45 else 1)) % 60
+    second_minute = (first_minute + 2) % 60
     cron = w.cronjob(ns, "sweep", pin=node, toleration_seconds=None, grace=5)
     cron["spec"].update(
         {
