@@ -180,8 +180,8 @@ def test_a_replace_cronjobs_next_run_deletes_the_job_when_said(
 ) -> None:
     """A CronJob with concurrencyPolicy Replace whose Job's pod is on a dead node: the diagnosis
     times its next run from the schedule (two minutes named, the second two minutes after the
-    first: not the minute between) and says that run deletes the Job; the CronJob controller deletes it in that minute,
-    not before, and the garbage collector deletes the pod."""
+    first: not the minute between) and says that run deletes the Job; the CronJob controller
+    deletes it in that minute, not before, and the garbage collector deletes the pod."""
     cp, ns, node = control_plane, "scenario-replace-job", "flaky-u3"
     cp.add_failable_node(node)
     wait_node_ready(cp, node)
