@@ -161,3 +161,12 @@ def next_run(schedule: str | None, zone_name: str | None, after: datetime) -> da
         return None
     parsed = parse(schedule, zone_name)
     return parsed.next_after(after) if parsed is not None else None
+
+
+def never_runs(schedule: str | None, zone_name: str | None, after: datetime) -> bool:
+    """The schedule is read here and names no time in the parser's five-year reach (February 30):
+    the controller never runs it either."""
+    if not isinstance(schedule, str) or not (zone_name is None or isinstance(zone_name, str)):
+        return False
+    parsed = parse(schedule, zone_name)
+    return parsed is not None and parsed.next_after(after) is None

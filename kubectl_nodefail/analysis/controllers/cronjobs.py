@@ -30,7 +30,7 @@ def next_run(ctx: Context) -> tuple[datetime | None, str, list[Premise]]:
     facts = [ctx.owner_fact(1, "spec.schedule"), ctx.owner_fact(1, "spec.timeZone")]
     when = cron.next_run(schedule, zone, ctx.now)
     where = f", timeZone {zone}" if isinstance(zone, str) else ""
-    if when is None:
+    if when is None:  # @every (counted from the last run), or a zone not in this tz database
         return None, f"its next scheduled run (schedule {schedule!r}{where}, not timed here)", facts
     seconds = (when - ctx.now).total_seconds()
     at = when.strftime("%H:%M")
@@ -42,12 +42,20 @@ def next_run(ctx: Context) -> tuple[datetime | None, str, list[Premise]]:
 
 
 def replaces(ctx: Context, job_obj: Obj) -> bool:
-    """The CronJob's next run deletes this Job: Replace, not suspended, the Job listed."""
+    """The CronJob's next run deletes this Job: Replace, not suspended nor being deleted (the
+    controller then only updates its status), the Job listed, and a schedule that runs."""
     if len(ctx.owners) < 2 or ctx.owner_kinds[1] != "CronJob":
         return False
+    cron_obj = ctx.owners[1]
+    spec = cron_obj.get("spec") or {}
     suspended, listed = _listed(ctx, job_obj)
-    policy = (ctx.owners[1].get("spec") or {}).get("concurrencyPolicy")
-    return suspended.value is not True and listed.value is not None and policy == "Replace"
+    return (
+        suspended.value is not True
+        and listed.value is not None
+        and spec.get("concurrencyPolicy") == "Replace"
+        and not cron_obj["metadata"].get("deletionTimestamp")
+        and not cron.never_runs(spec.get("schedule"), spec.get("timeZone"), ctx.now)
+    )
 
 
 def policy(ctx: Context, job_obj: Obj) -> tuple[str, list[Premise], bool]:
@@ -78,12 +86,12 @@ def policy(ctx: Context, job_obj: Obj) -> tuple[str, list[Premise], bool]:
             facts,
             True,
         )
-    if name == "Replace":
+    if name == "Replace" and replaces(ctx, job_obj):
         _, words, timing = next_run(ctx)
         return (
             f" CronJob {cron_name} has concurrencyPolicy Replace: {words} deletes this Job "
             "(background propagation) and starts a new one; this pod stays Terminating.",
-            [*facts, *timing],
+            [*facts, ctx.owner_fact(1, "metadata.deletionTimestamp"), *timing],
             False,
         )
     return "", facts, False

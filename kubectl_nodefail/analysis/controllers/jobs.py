@@ -264,6 +264,7 @@ def _replaced_by_cron(
         ctx.owner_fact(1, "spec.concurrencyPolicy"),
         ctx.owner_fact(1, "spec.suspend"),
         ctx.owner_fact(1, f"status.active[uid={uid}].uid"),
+        ctx.owner_fact(1, "metadata.deletionTimestamp"),
         *timing,
         ctx.pod_fact("metadata.deletionTimestamp"),
     ]

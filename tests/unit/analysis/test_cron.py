@@ -89,3 +89,13 @@ def test_any_schedule_agrees_with_a_minute_by_minute_scan(
 
 def test_a_parsed_schedule_is_cached() -> None:
     assert parse("*/5 * * * *") is parse("*/5 * * * *")
+
+
+def test_a_schedule_that_never_comes_is_told_from_one_not_read_here() -> None:
+    """February 30th parses and never runs; @every and an unknown zone are not read here."""
+    from kubectl_nodefail.analysis.cron import never_runs
+
+    assert never_runs("0 0 30 2 *", None, SUNDAY)
+    assert not never_runs("@every 1h", None, SUNDAY)
+    assert not never_runs("0 9 * * *", "Mars/Olympus", SUNDAY)
+    assert not never_runs("* * * * *", None, SUNDAY)
