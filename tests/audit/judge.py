@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from tests.audit import cronrun
 from tests.audit.observe import History, PodView
 from tests.audit.predictions import PodPrediction
 from tests.audit.scenarios import Scenario
@@ -932,6 +933,12 @@ def judge(
             continue
         judge_return(ctx)
         verdicts += ctx.verdicts
+    for pred in preds:
+        run = cronrun.judge(pred, history)
+        if run is not None:
+            ctx = Ctx(scenario, pred, history, marks)
+            ctx.add("cron:replace", *run)
+            verdicts += ctx.verdicts
     for kind, pod, predicted, observed, ok in judge_shutdown(scenario, preds, history):
         verdicts.append(
             Verdict(

@@ -141,7 +141,8 @@ class Batch:
         )
         for job in jobs["items"]:
             ns = job["metadata"]["namespace"]
-            if ns.startswith(self.prefix):
+            # the scenario's own Job (a CronJob's later runs make others: not read here)
+            if ns.startswith(self.prefix) and job["metadata"]["name"] in ("w", "w-manual"):
                 self.history.jobs.setdefault(ns, []).append((at, job.get("status") or {}))
 
     def watch(self, seconds: float) -> None:
@@ -280,6 +281,8 @@ class Batch:
         for s in self.scenarios:
             if s.kind == "cronjob":
                 self.cp.kubectl("create", "job", "w-manual", "--from=cronjob/w", "-n", s.namespace)
+                if s.strategy == "Replace":  # listed, as a Job the controller made is
+                    self.list_active(s)
             elif s.kind == "job-managed":  # the harness is the controller spec.managedBy names
                 job = self.cp.get("job", s.app, namespace=s.namespace)
                 managed += managed_pods(s, self.node_of(s), job["metadata"]["uid"])
@@ -310,6 +313,38 @@ class Batch:
                 for v in poll.pods.values()
             )
         return result
+
+    def list_active(self, s: Scenario) -> None:
+        """The scenario's Job in its CronJob's status.active: what the CronJob controller writes
+        when it makes a Job, and what concurrencyPolicy acts on."""
+        job = self.cp.get("job", "w-manual", namespace=s.namespace)
+        ref = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": "w-manual",
+            "namespace": s.namespace,
+            "uid": job["metadata"]["uid"],
+        }
+        patch = json.dumps({"status": {"active": [ref]}})
+        self.cp.kubectl(
+            "patch",
+            "cronjob",
+            "w",
+            "-n",
+            s.namespace,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            patch,
+        )
+
+    def run_cron(self, s: Scenario) -> None:
+        """Resume the CronJob with its next run at the first minute at least a minute away."""
+        minute = (now() + timedelta(seconds=60)).minute + 1
+        patch = {"spec": {"suspend": False, "schedule": f"{minute % 60} * * * *"}}
+        self.cp.kubectl(
+            "patch", "cronjob", "w", "-n", s.namespace, "--type=merge", "-p", json.dumps(patch)
+        )
 
     def change(self, s: Scenario) -> None:
         ns, kind = (
@@ -347,6 +382,8 @@ class Batch:
             run("delete", "pod", "w", "-n", ns, "--wait=false")
         elif s.change == "shutdown":
             self.shut_down(s)
+        elif s.change == "cron-run":
+            self.run_cron(s)
 
     def shut_down(self, s: Scenario) -> None:
         """What a kubelet's graceful node shutdown writes to each of the scenario's pods on its

@@ -118,6 +118,14 @@ SHUTDOWN_SHARE = 0.1
 SHUTDOWN_REASON = "TerminationByKubelet"
 SHUTDOWN_MESSAGE = "Pod was terminated in response to imminent node shutdown."
 
+# - a CronJob on a live schedule (from seed 2049, map row 19), concurrencyPolicy Replace: its
+#   Job is made as the controller makes one (`kubectl create job --from`, then listed in the
+#   CronJob's status.active, which is what the controller acts on), and with the early changes
+#   the CronJob is resumed with its next run a minute or two ahead, inside the eviction window
+#   (change `cron-run`): that run deletes the Job, and the garbage collector its pods.
+CRON_SEED = 2049
+CRON_SHARE = 0.5
+
 ALL_KINDS = (*KINDS, "job-managed")
 
 
@@ -258,6 +266,10 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
     shutdown = random.Random(f"{seed}/{index}/{profile}/shutdown")
     if seed >= SHUTDOWN_SEED and kind != "job-managed" and shutdown.random() < SHUTDOWN_SHARE:
         change, change_at = "shutdown", "early"
+    cron = random.Random(f"{seed}/{index}/{profile}/cron")
+    live = change != "shutdown" and cron.random() < CRON_SHARE
+    if seed >= CRON_SEED and kind == "cronjob" and live:
+        strategy, change, change_at = "Replace", "cron-run", "early"
     wildcard = random.Random(f"{seed}/{index}/{profile}/tolerate")
     if seed >= WILDCARD_SEED and kind != "daemonset" and wildcard.random() < WILDCARD_SHARE:
         toleration, seconds = "wildcard", None
@@ -451,8 +463,9 @@ def manifests(s: Scenario, node: str) -> list[Obj]:
                 "metadata": meta,
                 "spec": {
                     "schedule": "0 3 * * *",
-                    "suspend": True,
+                    "suspend": True,  # a Replace one is resumed by its change (cron-run)
                     "jobTemplate": {"spec": _job_spec(s, node)},
+                    **({"concurrencyPolicy": "Replace"} if s.strategy == "Replace" else {}),
                 },
             }
         )

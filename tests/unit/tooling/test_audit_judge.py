@@ -741,3 +741,55 @@ def test_serving_is_judged_on_the_polls_around_the_diagnosis() -> None:
     assert serving.judge(pred, h, {"dead"})[1] is False
     h = history([(18, [up[0], dead]), (22, [*up, dead])])
     assert serving.judge(pred, h, {"dead"})[1] is None
+
+
+def test_the_live_cronjob_row_is_drawn_from_its_seed_on_and_never_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Map row 19: from CRON_SEED a share of the CronJobs is resumed with a Replace run ahead
+    (change cron-run, early), from a Random of its own: every other scenario is the one the
+    seed made without it."""
+    from tests.audit import scenarios
+    from tests.audit.scenarios import CRON_SEED, manifests
+
+    def runs(seed: int) -> list[Scenario]:
+        return [s for s in (generate(seed, i) for i in range(400)) if s.change == "cron-run"]
+
+    assert not runs(CRON_SEED - 1)
+    drawn = runs(CRON_SEED)
+    assert drawn and all(s.kind == "cronjob" and s.strategy == "Replace" for s in drawn)
+    assert all(s.change_at == "early" for s in drawn)
+    (cron,) = [o for o in manifests(drawn[0], "n0") if o["kind"] == "CronJob"]
+    assert cron["spec"]["concurrencyPolicy"] == "Replace" and cron["spec"]["suspend"] is True
+    with_runs = [generate(CRON_SEED, i) for i in range(400)]
+    monkeypatch.setattr(scenarios, "CRON_SHARE", 0.0)
+    without = [generate(CRON_SEED, i) for i in range(400)]
+    assert [a for a in with_runs if a.change != "cron-run"] == [
+        b for a, b in zip(with_runs, without) if a.change != "cron-run"
+    ]
+
+
+def test_a_replace_run_is_judged_on_the_job_going_in_the_minute_said() -> None:
+    """ "its next run, in 40s (12:01 UTC; …) deletes Job w-manual": the Job read up to that
+    minute and gone at the poll after it; gone before it, or still there after it, is wrong."""
+    text = (
+        "CronJob w has concurrencyPolicy Replace: its next run, in 40s (12:01 UTC; schedule "
+        "'1 * * * *') deletes Job w-manual (background propagation) and starts a new Job; …"
+    )
+    pred = prediction(controller="cronjob", claims=[{"kind": "scheduled-run", "text": text}])
+    mine = pod(owner_kind="Job")
+
+    def verdict(job_read: list[float], polls: list[float]) -> bool | None:
+        h = history([(t, [mine]) for t in polls])
+        h.jobs[NS] = [(at(t), {"active": 1}) for t in job_read]
+        (ok,) = [v.ok for v in judge(SCENARIO, [pred], h) if v.kind == "cron:replace"]
+        return ok
+
+    polls = [20, 40, 58, 60.5, 62, 90]  # the minute said is at(60): 12:01:00
+    assert verdict([20, 40, 58, 60.5], polls) is True
+    assert verdict([20, 40], polls) is False  # gone before the run
+    assert verdict([20, 40, 58, 60.5, 62, 90], polls) is False  # still there after it
+    untimed = text.replace("in 40s (12:01 UTC; schedule '1 * * * *')", "its next run")
+    pred = replace(pred, claims=[{"kind": "scheduled-run", "text": untimed}])
+    h = history([(t, [mine]) for t in polls])
+    assert not [v for v in judge(SCENARIO, [pred], h) if v.kind == "cron:replace"]

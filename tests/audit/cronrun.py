@@ -1,0 +1,59 @@
+"""Judging a CronJob's next run (map row 19; scenario change `cron-run`): the claim
+`scheduled-run` says at which minute the CronJob's run deletes the Job (concurrencyPolicy
+Replace). Judged on the Job's own readings (History.jobs, the scenario's Job per poll): still
+there at the polls before that minute, gone within a few seconds after it."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from tests.audit.observe import History
+from tests.audit.predictions import PodPrediction
+
+_AT = re.compile(r"\((\d\d):(\d\d) UTC; schedule ")
+_JOB = re.compile(r"deletes Job (\S+) \(background")
+# the CronJob controller wakes 100 ms after the minute; its Job delete and the next poll follow
+LATE = timedelta(seconds=12)
+EARLY = timedelta(seconds=1)
+
+
+def predicted(pred: PodPrediction) -> tuple[str, datetime] | None:
+    """The Job and the minute a prediction's `scheduled-run` claim names (None: no timed one)."""
+    for claim in pred.claims:
+        if claim.get("kind") != "scheduled-run":
+            continue
+        text = str(claim.get("text") or "")
+        at, job = _AT.search(text), _JOB.search(text)
+        if at is None or job is None:
+            return None
+        when = pred.at.replace(hour=int(at.group(1)), minute=int(at.group(2)), second=0)
+        when = when.replace(microsecond=0)
+        while when <= pred.at:
+            when += timedelta(days=1)
+        return job.group(1), when
+    return None
+
+
+def judge(pred: PodPrediction, history: History) -> tuple[str, str, bool | None] | None:
+    """(predicted, observed, ok) for a prediction with a timed Replace run, else None."""
+    said = predicted(pred)
+    if said is None:
+        return None
+    job, when = said
+    words = f"Job {job} deleted by the run at {when:%H:%M:%S}"
+    end = history.marks.get("end")
+    if end is None or when + LATE > end:
+        return words, "not judged: the run comes after the batch's last poll", None
+    seen = [at for at, _ in history.jobs.get(pred.namespace, [])]
+    if not seen:
+        return words, "not judged: the Job was never read", None
+    last = max(seen)
+    if last < when - EARLY:
+        return words, f"last read {last:%H:%M:%S}, before the run", False
+    if last > when + LATE:
+        return words, f"still there at {last:%H:%M:%S}, after the run", False
+    gone = next((p.at for p in history.polls if p.at > last), None)
+    if gone is None:
+        return words, "not judged: no poll after its last reading", None
+    return words, f"last read {last:%H:%M:%S}, gone at {gone:%H:%M:%S}", gone <= when + LATE
