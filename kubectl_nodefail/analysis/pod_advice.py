@@ -100,6 +100,9 @@ def _for_pod(
             "removes the object, so nothing remediate does releases it"
             + (
                 f". It had finished ({pod.phase}): nothing waits on it"
+                if finished and pod.replacement.state != "blocked"
+                else f". It had finished ({pod.phase}), but its owner waits for the object to "
+                "go; find out why that controller has not removed them"
                 if finished
                 else "; find out why that controller has not removed them"
             ),

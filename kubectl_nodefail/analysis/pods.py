@@ -250,11 +250,14 @@ def _placement(pod: Obj, node: NodeFinding, node_obj: Obj | None, kind: str) -> 
 
 def _finalizers_outlast(pod: Obj, node_failed: bool) -> list[Claim]:
     """The claim that leads "if the node returns" when finalizers outlast the kubelet: the
-    object stays until they are removed, and only then does the rest happen."""
+    object stays until they are removed, and only then does the rest happen (not for a finished
+    pod: no kubelet stops anything, and its own words say what the finalizers keep)."""
     finalizers = list(pod["metadata"].get("finalizers") or [])
     foreign = advice.foreign_finalizers(finalizers)
     if not node_failed or not foreign:
         return []
+    if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        return []  # nothing left to stop: the finished pod's own words name the finalizers
     who = ", ".join(f"{f} (removed by {advice.finalizer_owner(f)})" for f in foreign)
     return [
         claim(

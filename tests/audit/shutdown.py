@@ -44,6 +44,24 @@ def judge_shutdown(
         )
         if scenario.kind not in REPLACED_BY_OWNER or back is None:
             continue
+        blocked = [
+            p.moment
+            for p in preds
+            if p.uid == uid and p.terminating and p.replacement_state == "blocked"
+        ]
+        if blocked:
+            # deleted, and a finalizer keeps the object whose name its StatefulSet waits for
+            # (2048/93): the diagnosis listed it as blocking, which replacement:blocked judges
+            out.append(
+                (
+                    "shutdown:replaced",
+                    pod,
+                    f"listed by {', '.join(blocked)} as blocking its owner's replacement",
+                    "not judged here: replacement:blocked judges it",
+                    None,
+                )
+            )
+            continue
         since = parse_time(when)
         if (
             scenario.kind == "sts-ordered"

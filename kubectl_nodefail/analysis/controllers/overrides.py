@@ -5,7 +5,7 @@ pod).
 
 from __future__ import annotations
 
-from kubectl_nodefail.analysis.claims import claim
+from kubectl_nodefail.analysis.claims import Premise, claim
 from kubectl_nodefail.analysis.controllers.context import (
     Context,
     Explained,
@@ -31,6 +31,45 @@ def _finished(ctx: Context) -> Explained:
             ctx.pod_fact("metadata.deletionTimestamp"),
         )
     ]
+    waits = _statefulset_waits(ctx) if held else None
+    if held and waits is not None:
+        sts, facts = waits
+        why.append(
+            claim(
+                "held-by-finalizers",
+                "why",
+                f"Only finalizers {', '.join(held)} keep the object, and StatefulSet {sts} "
+                f"creates {ctx.name} again only once it is gone: the ordinal waits on them.",
+                ctx.pod_fact("metadata.finalizers"),
+                *facts,
+            )
+        )
+        rep = Replacement(
+            "blocked",
+            f"blocked: StatefulSet {sts} creates {ctx.name} again only once this object is gone",
+        )
+        return Explained(
+            [
+                *why,
+                claim(
+                    "blocks",
+                    "replacement",
+                    rep.summary,
+                    ctx.pod_fact("metadata.finalizers"),
+                    *facts,
+                ),
+                claim(
+                    "if-node-returns",
+                    "returns",
+                    "nothing changes for it: the kubelet has nothing left to stop, and the "
+                    f"object stays until its finalizers are removed; then StatefulSet {sts} "
+                    f"creates {ctx.name} again.",
+                    ctx.pod_fact("status.phase"),
+                    ctx.pod_fact("metadata.finalizers"),
+                ),
+            ],
+            rep,
+        )
     if held:
         why.append(
             claim(
@@ -57,6 +96,30 @@ def _finished(ctx: Context) -> Explained:
         ],
         rep,
     )
+
+
+def _statefulset_waits(ctx: Context) -> tuple[str, list[Premise]] | None:
+    """A StatefulSet that still wants this pod's ordinal creates the name again only once the
+    object is gone (at-most-one identity; its controller deletes a Failed pod and recreates it):
+    its name and the facts, or None (another owner, or an ordinal outside its range)."""
+    if ctx.kind != "statefulset" or not ctx.owners or ctx.owner_kinds[0] != "StatefulSet":
+        return None
+    sts = ctx.owners[0]
+    name = sts["metadata"]["name"]
+    spec = sts.get("spec") or {}
+    replicas = spec.get("replicas", 1)
+    start = (spec.get("ordinals") or {}).get("start", 0)
+    tail = ctx.name[len(name) + 1 :] if ctx.name.startswith(name + "-") else ""
+    if not tail.isdigit() or not isinstance(replicas, int) or not isinstance(start, int):
+        return None
+    if not start <= int(tail) < start + replicas:
+        return None
+    facts = [
+        ctx.owner_fact(0, "spec.replicas"),
+        ctx.owner_fact(0, "spec.ordinals"),
+        ctx.pod_fact("metadata.name"),
+    ]
+    return str(name), facts
 
 
 def owner_gone(ctx: Context) -> bool:

@@ -111,3 +111,24 @@ def test_a_statefulset_pod_on_an_old_revision_is_replaced_by_the_rolling_update(
         assert ("once every pod of StatefulSet w is Running and Ready" in text) == (
             change == "none"
         ), text
+
+
+@pytest.mark.parametrize("replicas, state", [(2, "blocked"), (1, "blocked"), (0, "not-needed")])
+def test_a_finished_statefulset_pod_a_finalizer_holds_blocks_its_name_while_wanted(
+    replicas: int, state: str, tmp_path: Path
+) -> None:
+    """Audit 2048/93: a graceful shutdown failed both pods, the StatefulSet deleted them, and a
+    finalizer keeps the objects: the StatefulSet makes w-0 again only once it is gone, so the
+    pod blocks its ordinal (not "none needed"), as long as the StatefulSet still wants it."""
+    doc = json.loads((FIXTURES / "audit" / "seed2048-93-d1.json").read_text())
+    next(i for i in doc["items"] if i["kind"] == "StatefulSet")["spec"]["replicas"] = replicas
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    snap = load_dump(str(path))
+    report = diagnose(snap, snap.captured_at)
+    pod = next(p for p in report.pods if p.name == "w-0")
+    assert pod.replacement.state == state, pod.replacement
+    blocked = state == "blocked"
+    assert ("nothing waits on it" in pod.action.summary) != blocked, pod.action.summary
+    assert ("creates w-0 again" in pod.if_node_returns) == blocked, pod.if_node_returns
+    assert "the kubelet stops the containers" not in pod.if_node_returns

@@ -304,6 +304,7 @@ def test_a_replace_cronjob_deletes_the_job_at_its_next_run_timed_from_its_schedu
     assert f"({minute} UTC; schedule '* * * * *')" in said and "deletes Job report-" in said
     facts = {(p.object.split("/")[0], p.field) for c in running.claims for p in c.because}
     assert {("CronJob", "spec.schedule"), ("CronJob", "spec.timeZone")} <= facts
+
     def deleting(items: list[Obj]) -> None:
         _replace_policy([])(items)
         _kind(items, "CronJob")["metadata"]["deletionTimestamp"] = "2026-12-05T15:26:30Z"

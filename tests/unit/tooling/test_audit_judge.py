@@ -750,7 +750,7 @@ def test_the_live_cronjob_row_is_drawn_from_its_seed_on_and_never_before(
     (change cron-run, early), from a Random of its own: every other scenario is the one the
     seed made without it."""
     from tests.audit import scenarios
-    from tests.audit.scenarios import CRON_SEED, manifests
+    from tests.audit.scenarios import CRON_SEED, Scenario, manifests
 
     def runs(seed: int) -> list[Scenario]:
         return [s for s in (generate(seed, i) for i in range(400)) if s.change == "cron-run"]
@@ -793,3 +793,16 @@ def test_a_replace_run_is_judged_on_the_job_going_in_the_minute_said() -> None:
     pred = replace(pred, claims=[{"kind": "scheduled-run", "text": untimed}])
     h = history([(t, [mine]) for t in polls])
     assert not [v for v in judge(SCENARIO, [pred], h) if v.kind == "cron:replace"]
+
+
+def test_a_shut_down_pod_listed_as_blocking_is_judged_as_blocked_not_as_replaced() -> None:
+    """2048/93: the StatefulSet deleted its Failed pods and a finalizer keeps them: listed as
+    blocking the name, so no new pod of that name is the prediction, not a replacement."""
+    shutdown = replace(SCENARIO, kind="sts-parallel", change="shutdown", change_at="early")
+    failed = replace(pod(), phase="Failed", deletion=at(6), finalizers=("audit.nodefail/hold",))
+    pred = prediction(terminating=True, replacement_state="blocked")
+    h = history([(4, [pod()]), (8, [failed]), (150, [failed])])
+    h.shut_down = {"old": at(5).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    found = {v.kind: v.ok for v in judge(shutdown, [pred], h)}
+    assert found["shutdown:replaced"] is None and found["shutdown:not-stuck"] is True
+    assert found["replacement:blocked"] is True
