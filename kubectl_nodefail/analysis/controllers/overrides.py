@@ -17,7 +17,9 @@ from kubectl_nodefail.analysis.findings import Replacement
 
 def _finished(ctx: Context) -> Explained:
     """A pod that had run to completion, then was deleted: the API server removes a finished
-    pod at once (grace period 0, no kubelet needed), so only finalizers keep its object."""
+    pod at once (grace period 0, no kubelet needed), so only finalizers keep its object. What
+    waits on it then: a StatefulSet that wants its name back, an owner deleted in the
+    foreground; otherwise nothing."""
     phase = ctx.phase
     held = ctx.foreign_finalizers
     why = [
@@ -31,41 +33,31 @@ def _finished(ctx: Context) -> Explained:
             ctx.pod_fact("metadata.deletionTimestamp"),
         )
     ]
-    waits = _statefulset_waits(ctx) if held else None
-    if held and waits is not None:
-        sts, facts = waits
+    waiter = (_statefulset_waits(ctx) or _foreground_waits(ctx)) if held else None
+    finalizers = ctx.pod_fact("metadata.finalizers")
+    if waiter is not None:
+        waits, gone, summary, facts = waiter
         why.append(
             claim(
                 "held-by-finalizers",
                 "why",
-                f"Only finalizers {', '.join(held)} keep the object, and StatefulSet {sts} "
-                f"creates {ctx.name} again only once it is gone: the ordinal waits on them.",
-                ctx.pod_fact("metadata.finalizers"),
+                f"Only finalizers {', '.join(held)} keep the object, and {waits}.",
+                finalizers,
                 *facts,
             )
         )
-        rep = Replacement(
-            "blocked",
-            f"blocked: StatefulSet {sts} creates {ctx.name} again only once this object is gone",
-        )
+        rep = Replacement("blocked", summary)
         return Explained(
             [
                 *why,
-                claim(
-                    "blocks",
-                    "replacement",
-                    rep.summary,
-                    ctx.pod_fact("metadata.finalizers"),
-                    *facts,
-                ),
+                claim("blocks", "replacement", rep.summary, finalizers, *facts),
                 claim(
                     "if-node-returns",
                     "returns",
                     "nothing changes for it: the kubelet has nothing left to stop, and the "
-                    f"object stays until its finalizers are removed; then StatefulSet {sts} "
-                    f"creates {ctx.name} again.",
+                    f"object stays until its finalizers are removed; then {gone}.",
                     ctx.pod_fact("status.phase"),
-                    ctx.pod_fact("metadata.finalizers"),
+                    finalizers,
                 ),
             ],
             rep,
@@ -76,7 +68,7 @@ def _finished(ctx: Context) -> Explained:
                 "held-by-finalizers",
                 "why",
                 f"Only finalizers {', '.join(held)} keep the object; nothing waits on it.",
-                ctx.pod_fact("metadata.finalizers"),
+                finalizers,
             )
         )
     rep = Replacement("not-needed", f"none needed: the pod had finished ({phase})")
@@ -91,20 +83,48 @@ def _finished(ctx: Context) -> Explained:
                 "nothing changes for it: the kubelet has nothing left to stop"
                 + (", and the object stays until its finalizers are removed." if held else "."),
                 ctx.pod_fact("status.phase"),
-                ctx.pod_fact("metadata.finalizers"),
+                finalizers,
             ),
         ],
         rep,
     )
 
 
-def _statefulset_waits(ctx: Context) -> tuple[str, list[Premise]] | None:
+# What waits on a finished pod's object: (the words, what follows once it is gone, the
+# replacement's summary, the facts).
+Waiter = tuple[str, str, str, list[Premise]]
+
+
+def _foreground_waits(ctx: Context) -> Waiter | None:
+    """The pod's owner being deleted in the foreground: its deletion waits for every dependent
+    object to go, this one too (garbage collector)."""
+    if not ctx.owners:
+        return None
+    meta = ctx.owners[0]["metadata"]
+    if not meta.get("deletionTimestamp") or FOREGROUND not in (meta.get("finalizers") or []):
+        return None
+    owner = f"{ctx.owner_kinds[0]} {meta.get('name')}"
+    facts = [
+        ctx.owner_fact(0, "metadata.deletionTimestamp"),
+        ctx.owner_fact(0, "metadata.finalizers"),
+    ]
+    return (
+        f"{owner}, being deleted in the foreground, waits for it to go",
+        f"the garbage collector finishes deleting {owner}",
+        f"none wanted: {owner} is being deleted and waits for this object",
+        facts,
+    )
+
+
+def _statefulset_waits(ctx: Context) -> Waiter | None:
     """A StatefulSet that still wants this pod's ordinal creates the name again only once the
-    object is gone (at-most-one identity; its controller deletes a Failed pod and recreates it):
-    its name and the facts, or None (another owner, or an ordinal outside its range)."""
+    object is gone (at-most-one identity; its controller deletes a Failed pod and recreates it;
+    audit 2048/93). None for another owner, or an ordinal outside its range."""
     if ctx.kind != "statefulset" or not ctx.owners or ctx.owner_kinds[0] != "StatefulSet":
         return None
     sts = ctx.owners[0]
+    if sts["metadata"].get("deletionTimestamp"):
+        return None
     name = sts["metadata"]["name"]
     spec = sts.get("spec") or {}
     replicas = spec.get("replicas", 1)
@@ -117,9 +137,16 @@ def _statefulset_waits(ctx: Context) -> tuple[str, list[Premise]] | None:
     facts = [
         ctx.owner_fact(0, "spec.replicas"),
         ctx.owner_fact(0, "spec.ordinals"),
+        ctx.owner_fact(0, "metadata.deletionTimestamp"),
         ctx.pod_fact("metadata.name"),
     ]
-    return str(name), facts
+    return (
+        f"StatefulSet {name} creates {ctx.name} again only once it is gone: the ordinal waits "
+        "on them",
+        f"StatefulSet {name} creates {ctx.name} again",
+        f"blocked: StatefulSet {name} creates {ctx.name} again only once this object is gone",
+        facts,
+    )
 
 
 def owner_gone(ctx: Context) -> bool:

@@ -132,3 +132,22 @@ def test_a_finished_statefulset_pod_a_finalizer_holds_blocks_its_name_while_want
     assert ("nothing waits on it" in pod.action.summary) != blocked, pod.action.summary
     assert ("creates w-0 again" in pod.if_node_returns) == blocked, pod.if_node_returns
     assert "the kubelet stops the containers" not in pod.if_node_returns
+
+
+def test_a_finished_pod_a_finalizer_holds_blocks_its_owners_foreground_deletion(
+    tmp_path: Path,
+) -> None:
+    """The neighbour of 2048/93 where the owner is being deleted in the foreground: the garbage
+    collector waits for every dependent object to go, this finished one too."""
+    doc = json.loads((FIXTURES / "audit" / "seed2048-93-d1.json").read_text())
+    sts = next(i for i in doc["items"] if i["kind"] == "StatefulSet")
+    sts["metadata"]["deletionTimestamp"] = doc["capturedAt"]
+    sts["metadata"]["finalizers"] = ["foregroundDeletion"]
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    snap = load_dump(str(path))
+    pod = next(p for p in diagnose(snap, snap.captured_at).pods if p.name == "w-0")
+    assert pod.replacement.state == "blocked", pod.replacement
+    assert "being deleted in the foreground, waits for it to go" in pod.explanation
+    assert "nothing waits on it" not in pod.action.summary
+    assert "finishes deleting StatefulSet w" in pod.if_node_returns
