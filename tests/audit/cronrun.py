@@ -1,7 +1,8 @@
 """Judging a CronJob's next run (map row 19; scenario change `cron-run`): the claim
 `scheduled-run` says at which minute the CronJob's run deletes the Job (concurrencyPolicy
 Replace). Judged on the Job's own readings (History.jobs, the scenario's Job per poll): still
-there at the polls before that minute, gone within a few seconds after it."""
+there at the polls before that minute, gone within a few seconds after it; only for a run
+while the node is still down, as the claim speaks of."""
 
 from __future__ import annotations
 
@@ -42,9 +43,13 @@ def judge(pred: PodPrediction, history: History) -> tuple[str, str, bool | None]
         return None
     job, when = said
     words = f"Job {job} deleted by the run at {when:%H:%M:%S}"
-    end = history.marks.get("end")
-    if end is None or when + LATE > end:
-        return words, "not judged: the run comes after the batch's last poll", None
+    # the claim speaks of the node left down: once it is back (or remediated), the Terminating
+    # pod goes, the Job may finish and leave status.active, and the run deletes nothing
+    # (2049/174 alone on its batch: back at 03:36:43, the run at 03:37)
+    left = [history.marks.get(k) for k in ("return", "remediate")]
+    until = min((t for t in left if t is not None), default=history.marks.get("end"))
+    if until is None or when + LATE > until:
+        return words, "not judged: the node came back (or was remediated) before the run", None
     seen = [at for at, _ in history.jobs.get(pred.namespace, [])]
     if not seen:
         return words, "not judged: the Job was never read", None

@@ -789,6 +789,12 @@ def test_a_replace_run_is_judged_on_the_job_going_in_the_minute_said() -> None:
     assert verdict([20, 40, 58, 60.5], polls) is True
     assert verdict([20, 40], polls) is False  # gone before the run
     assert verdict([20, 40, 58, 60.5, 62, 90], polls) is False  # still there after it
+    # the node back before the run (2049/174): the Job finished, nothing to delete
+    h = history([(t, [mine]) for t in polls])
+    h.marks["return"] = at(55)
+    h.jobs[NS] = [(at(t), {"active": 1}) for t in polls]
+    (back,) = [v.ok for v in judge(SCENARIO, [pred], h) if v.kind == "cron:replace"]
+    assert back is None
     untimed = text.replace("in 40s (12:01 UTC; schedule '1 * * * *')", "its next run")
     pred = replace(pred, claims=[{"kind": "scheduled-run", "text": untimed}])
     h = history([(t, [mine]) for t in polls])
