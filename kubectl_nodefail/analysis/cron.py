@@ -15,7 +15,7 @@ the parser would reject) gives None: the run is then not timed.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone, tzinfo
 
 # Field bounds, in the parser's order.
@@ -46,6 +46,7 @@ class Schedule:
     any_day: bool  # day of month was * or ?
     any_weekday: bool  # day of week was * or ?
     zone: tzinfo
+    zoned: bool = True  # the zone is named (spec.timeZone, a TZ= prefix), not assumed UTC
 
     def _day_matches(self, t: datetime) -> bool:
         dom = t.day in self.days
@@ -55,30 +56,32 @@ class Schedule:
         return dom or dow
 
     def next_after(self, moment: datetime) -> datetime | None:
-        """The first scheduled minute strictly after `moment`, in UTC; None past the horizon."""
-        t = moment.astimezone(self.zone).replace(second=0, microsecond=0) + timedelta(minutes=1)
+        """The first scheduled minute strictly after `moment`, in UTC; None past the horizon.
+        Minutes are stepped in UTC and read in the zone, so an hour a daylight-saving change
+        repeats is met twice, and one it skips never, as the parser's own search does."""
+        t = moment.astimezone(timezone.utc).replace(second=0, microsecond=0)
+        t += timedelta(minutes=1)
         end = t + HORIZON
         while t < end:
-            if t.month not in self.months:
-                t = (t.replace(day=1, hour=0, minute=0) + timedelta(days=32)).replace(day=1)
-                t = _normal(t, self.zone)
-                continue
-            if not self._day_matches(t):
-                t = _normal(t.replace(hour=0, minute=0) + timedelta(days=1), self.zone)
-                continue
-            if t.hour not in self.hours:
-                t = _normal(t.replace(minute=0) + timedelta(hours=1), self.zone)
-                continue
-            if t.minute not in self.minutes:
-                t = _normal(t + timedelta(minutes=1), self.zone)
-                continue
-            return t.astimezone(timezone.utc)
+            local = t.astimezone(self.zone)
+            if local.month not in self.months:
+                first = (local.replace(day=1, hour=0, minute=0) + timedelta(days=32)).replace(day=1)
+                t = _after(t, first, self.zone)
+            elif not self._day_matches(local):
+                t = _after(t, local.replace(hour=0, minute=0) + timedelta(days=1), self.zone)
+            elif local.hour not in self.hours:
+                t = _after(t, local.replace(minute=0) + timedelta(hours=1), self.zone)
+            elif local.minute not in self.minutes:
+                t += timedelta(minutes=1)
+            else:
+                return t
         return None
 
 
-def _normal(t: datetime, zone: tzinfo) -> datetime:
-    """A wall-clock time re-read in its zone (a daylight-saving change moves the offset)."""
-    return t.replace(tzinfo=None).replace(tzinfo=zone).astimezone(zone)
+def _after(t: datetime, wall: datetime, zone: tzinfo) -> datetime:
+    """The UTC minute a wall-clock time of the zone starts at, never before `t` + 1 minute."""
+    at = wall.replace(tzinfo=None).replace(tzinfo=zone).astimezone(timezone.utc)
+    return max(at, t + timedelta(minutes=1))
 
 
 def _field(text: str, index: int) -> tuple[frozenset[int], bool] | None:
@@ -91,7 +94,7 @@ def _field(text: str, index: int) -> tuple[frozenset[int], bool] | None:
         bounds = span.split("-")
         if bounds[0] in ("*", "?") and len(bounds) == 1:
             start, end = low, high
-            star = star or not step_text
+            star = star or not step_text or step_text == "1"  # a step of 1 is still *
         else:
             numbers = [n for n in (_number(b, index) for b in bounds) if n is not None]
             if len(numbers) != len(bounds) or len(numbers) > 2:
@@ -100,7 +103,7 @@ def _field(text: str, index: int) -> tuple[frozenset[int], bool] | None:
             end = numbers[-1] if len(numbers) == 2 or not step_text else high
         step = 1
         if step_text:
-            if not step_text.isdigit() or int(step_text) == 0:
+            if not _digits(step_text) or int(step_text) == 0:
                 return None
             step = int(step_text)
         if start < low or end > high or start > end:
@@ -113,7 +116,11 @@ def _number(text: str, index: int) -> int | None:
     named = _NAMES[index].get(text.lower())
     if named is not None:
         return named
-    return int(text) if text.isdigit() else None
+    return int(text) if _digits(text) else None
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()  # "²".isdigit() is True
 
 
 @functools.lru_cache(maxsize=256)
@@ -131,9 +138,9 @@ def parse(schedule: str, zone_name: str | None = None) -> Schedule | None:
             return None
         zone = loaded
     if text.startswith("@"):
-        if text.lower() not in _DESCRIPTORS:
+        if text not in _DESCRIPTORS:
             return None  # @every, or one the parser rejects
-        text = _DESCRIPTORS[text.lower()]
+        text = _DESCRIPTORS[text]
     fields = text.split()
     if len(fields) != 5:
         return None
@@ -141,7 +148,8 @@ def parse(schedule: str, zone_name: str | None = None) -> Schedule | None:
     if len(read) != 5:
         return None
     (mins, _), (hours, _), (days, any_day), (months, _), (weekdays, any_weekday) = read
-    return Schedule(mins, hours, days, months, weekdays, any_day, any_weekday, zone)
+    zoned = zone_name is not None
+    return Schedule(mins, hours, days, months, weekdays, any_day, any_weekday, zone, zoned)
 
 
 def _zone(name: str) -> tzinfo | None:
@@ -155,12 +163,25 @@ def _zone(name: str) -> tzinfo | None:
         return None
 
 
+# Every UTC offset a zone has had, in quarter hours: where the CronJob names no zone, the
+# controller reads its schedule in kube-controller-manager's own, which is not known here.
+OFFSETS = tuple(timezone(timedelta(minutes=m)) for m in range(-12 * 60, 14 * 60 + 1, 15))
+
+
+@functools.lru_cache(maxsize=256)
 def next_run(schedule: str | None, zone_name: str | None, after: datetime) -> datetime | None:
-    """The CronJob's first scheduled run after `after` (UTC), or None when not read here."""
+    """The CronJob's first scheduled run after `after` (UTC), or None when not read here: a
+    schedule not parsed here (@every, an unknown zone), or one without a zone whose next run
+    depends on the zone kube-controller-manager runs in ("0 3 * * *"; "*/5 * * * *" does not)."""
     if not isinstance(schedule, str) or not (zone_name is None or isinstance(zone_name, str)):
         return None
     parsed = parse(schedule, zone_name)
-    return parsed.next_after(after) if parsed is not None else None
+    when = parsed.next_after(after) if parsed is not None else None
+    if parsed is None or when is None or parsed.zoned:
+        return when
+    if all(replace(parsed, zone=zone).next_after(after) == when for zone in OFFSETS):
+        return when
+    return None
 
 
 def never_runs(schedule: str | None, zone_name: str | None, after: datetime) -> bool:

@@ -283,8 +283,14 @@ SCHEMAS.update(
         # concurrencyPolicy (Forbid: no run while status.active lists a Job; Replace: the next
         # run deletes the Jobs it lists) and when that run comes (schedule, timeZone)
         "CronJob": owner(
-            obj(suspend=BOOL, concurrencyPolicy=STR, schedule=STR, timeZone=STR),
-            obj(active=ListOf(obj(uid=STR, name=STR, namespace=STR))),
+            obj(
+                suspend=BOOL,
+                concurrencyPolicy=STR,
+                schedule=STR,
+                timeZone=STR,
+                startingDeadlineSeconds=INT,
+            ),
+            obj(active=ListOf(obj(uid=STR, name=STR, namespace=STR)), lastScheduleTime=TIME),
         ),
     }
 )

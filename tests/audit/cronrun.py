@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from tests.audit.observe import History
 from tests.audit.predictions import PodPrediction
 
-_AT = re.compile(r"\((\d\d):(\d\d) UTC; schedule ")
+_AT = re.compile(r"\((?:(\d{4})-(\d\d)-(\d\d) )?(\d\d):(\d\d) UTC; ")
 _JOB = re.compile(r"deletes Job (\S+) \(background")
 # the CronJob controller wakes 100 ms after the minute; its Job delete and the next poll follow
 LATE = timedelta(seconds=12)
@@ -28,8 +28,10 @@ def predicted(pred: PodPrediction) -> tuple[str, datetime] | None:
         at, job = _AT.search(text), _JOB.search(text)
         if at is None or job is None:
             return None
-        when = pred.at.replace(hour=int(at.group(1)), minute=int(at.group(2)), second=0)
-        when = when.replace(microsecond=0)
+        year, month, day, hour, minute = at.groups()
+        when = pred.at.replace(hour=int(hour), minute=int(minute), second=0, microsecond=0)
+        if year:  # a run a day or more away names its date
+            when = when.replace(year=int(year), month=int(month), day=int(day))
         while when <= pred.at:
             when += timedelta(days=1)
         return job.group(1), when

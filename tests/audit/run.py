@@ -341,7 +341,10 @@ class Batch:
     def run_cron(self, s: Scenario) -> None:
         """Resume the CronJob with its next run at the first minute at least a minute away."""
         minute = (now() + timedelta(seconds=60)).minute + 1
-        patch = {"spec": {"suspend": False, "schedule": f"{minute % 60} * * * *"}}
+        # a zone named: without one the controller reads the schedule in its own zone, and
+        # the diagnosis (rightly) does not time a run a half-hour zone would move
+        spec = {"suspend": False, "schedule": f"{minute % 60} * * * *", "timeZone": "Etc/UTC"}
+        patch = {"spec": spec}
         self.cp.kubectl(
             "patch", "cronjob", "w", "-n", s.namespace, "--type=merge", "-p", json.dumps(patch)
         )

@@ -35,6 +35,7 @@ def test_a_replace_cronjobs_next_run_deletes_the_job_when_said(
     cron["spec"].update(
         {
             "schedule": f"{first_minute},{second_minute} * * * *",
+            "timeZone": "Etc/UTC",  # named: a run a half-hour zone would move is not timed
             "concurrencyPolicy": "Replace",
             "suspend": False,
         }
@@ -60,7 +61,8 @@ def test_a_replace_cronjobs_next_run_deletes_the_job_when_said(
     row = pod_row(data, ns, first["metadata"]["name"])
     (said,) = claims_of(row, "scheduled-run")
     assert f"deletes Job {job_name}" in said, said
-    assert f":{second_minute:02d} UTC; schedule '{first_minute},{second_minute} * * * *')" in said
+    schedule = f"schedule '{first_minute},{second_minute} * * * *', timeZone Etc/UTC)"
+    assert f":{second_minute:02d} UTC; {schedule}" in said, said
 
     def deleted() -> bool:
         jobs = {j["metadata"]["name"]: j for j in cp.get("jobs", namespace=ns)["items"]}

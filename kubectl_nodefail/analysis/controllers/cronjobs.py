@@ -8,42 +8,65 @@ the schedule (`kubectl create job --from`) is not listed: neither waited for nor
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from kubectl_nodefail.analysis import cron
 from kubectl_nodefail.analysis.claims import Premise
 from kubectl_nodefail.analysis.controllers.context import Context
 from kubectl_nodefail.analysis.text import duration
-from kubectl_nodefail.snapshot.model import Obj
+from kubectl_nodefail.snapshot.model import Obj, parse_time
 
 
 def _listed(ctx: Context, job_obj: Obj) -> tuple[Premise, Premise]:
-    uid = job_obj["metadata"].get("uid", "")
-    return ctx.owner_fact(1, "spec.suspend"), ctx.owner_fact(1, f"status.active[uid={uid}].uid")
+    """The CronJob's spec.suspend, and the Job in its status.active (by name: the controller's
+    Replace finds the Jobs it deletes by their references' names)."""
+    name = job_obj["metadata"].get("name", "")
+    return ctx.owner_fact(1, "spec.suspend"), ctx.owner_fact(1, f"status.active[name={name}].name")
 
 
 def next_run(ctx: Context) -> tuple[datetime | None, str, list[Premise]]:
-    """The CronJob's next scheduled run after the snapshot (None: not timed here), the words
-    for it, and the facts they rest on."""
-    spec = ctx.owners[1].get("spec") or {}
+    """The CronJob's next run after the snapshot (None: not timed here), the words for it, and
+    the facts they rest on. A run missed since its last one (status.lastScheduleTime, else its
+    creation) and still within startingDeadlineSeconds starts as soon as the controller syncs
+    (it may have been down): overdue, not timed."""
+    cron_obj = ctx.owners[1]
+    spec, status = cron_obj.get("spec") or {}, cron_obj.get("status") or {}
     schedule, zone = spec.get("schedule"), spec.get("timeZone")
-    facts = [ctx.owner_fact(1, "spec.schedule"), ctx.owner_fact(1, "spec.timeZone")]
-    when = cron.next_run(schedule, zone, ctx.now)
+    facts = [
+        ctx.owner_fact(1, "spec.schedule"),
+        ctx.owner_fact(1, "spec.timeZone"),
+        ctx.owner_fact(1, "spec.startingDeadlineSeconds"),
+        ctx.owner_fact(1, "status.lastScheduleTime"),
+        ctx.owner_fact(1, "metadata.creationTimestamp"),
+    ]
     where = f", timeZone {zone}" if isinstance(zone, str) else ""
-    if when is None:  # @every (counted from the last run), or a zone not in this tz database
-        return None, f"its next scheduled run (schedule {schedule!r}{where}, not timed here)", facts
-    seconds = (when - ctx.now).total_seconds()
-    at = when.strftime("%H:%M")
-    return (
-        when,
-        f"its next run, in {duration(seconds)} ({at} UTC; schedule {schedule!r}{where})",
-        facts,
+    said = f"schedule {schedule!r}{where}"
+    last = parse_time(
+        status.get("lastScheduleTime") or cron_obj["metadata"].get("creationTimestamp")
     )
+    missed = cron.next_run(schedule, zone, last) if last is not None else None
+    deadline = spec.get("startingDeadlineSeconds")
+    if missed is not None and missed <= ctx.now:
+        late = isinstance(deadline, int) and missed + timedelta(seconds=deadline) < ctx.now
+        if not late:
+            ago = duration((ctx.now - missed).total_seconds())
+            return None, f"its overdue run (due {ago} ago, {said}; not started yet)", facts
+    when = cron.next_run(schedule, zone, ctx.now)
+    if when is None:
+        why = "the CronJob names no timeZone, so kube-controller-manager reads it in its own"
+        if zone is not None or cron.parse(str(schedule), None) is None:
+            why = "not read here"
+        return None, f"its next scheduled run ({said}; not timed: {why})", facts
+    seconds = (when - ctx.now).total_seconds()
+    at = when.strftime("%H:%M" if seconds < 86400 else "%Y-%m-%d %H:%M")
+    return when, f"its next run, in {duration(seconds)} ({at} UTC; {said})", facts
 
 
 def replaces(ctx: Context, job_obj: Obj) -> bool:
     """The CronJob's next run deletes this Job: Replace, not suspended nor being deleted (the
-    controller then only updates its status), the Job listed, and a schedule that runs."""
+    controller then only updates its status), the Job listed, a schedule that runs, and runs
+    not all skipped (startingDeadlineSeconds 0: the controller wakes after the scheduled time,
+    always too late)."""
     if len(ctx.owners) < 2 or ctx.owner_kinds[1] != "CronJob":
         return False
     cron_obj = ctx.owners[1]
@@ -53,6 +76,7 @@ def replaces(ctx: Context, job_obj: Obj) -> bool:
         suspended.value is not True
         and listed.value is not None
         and spec.get("concurrencyPolicy") == "Replace"
+        and spec.get("startingDeadlineSeconds") != 0
         and not cron_obj["metadata"].get("deletionTimestamp")
         and not cron.never_runs(spec.get("schedule"), spec.get("timeZone"), ctx.now)
     )

@@ -259,11 +259,10 @@ def _replaced_by_cron(
     `rep` when the run comes before the replacement `rep` expects (None: `rep` stands)."""
     cron_name = ctx.owners[1]["metadata"]["name"]
     when, words, timing = cronjobs.next_run(ctx)
-    uid = job_obj["metadata"].get("uid", "")
     because = [
         ctx.owner_fact(1, "spec.concurrencyPolicy"),
         ctx.owner_fact(1, "spec.suspend"),
-        ctx.owner_fact(1, f"status.active[uid={uid}].uid"),
+        ctx.owner_fact(1, f"status.active[name={name}].name"),
         ctx.owner_fact(1, "metadata.deletionTimestamp"),
         *timing,
         ctx.pod_fact("metadata.deletionTimestamp"),

@@ -31,6 +31,8 @@ SUNDAY = datetime(2026, 12, 6, 3, 3, 15, tzinfo=timezone.utc)  # a Sunday
         ("0 12 * JAN-MAR/2 *", None, "2027-01-01T12:00"),
         ("0 9 * * *", "Europe/Berlin", "2026-12-06T08:00"),
         ("TZ=America/New_York 0 0 * * *", None, "2026-12-06T05:00"),
+        ("0 0 */1 * MON", None, "2026-12-07T00:00"),  # a step of 1 is still *: Mondays only
+        ("@DAILY", None, None),  # the parser's descriptors are lower case
         ("CRON_TZ=UTC 0 4 * * *", None, "2026-12-06T04:00"),
         ("0 0 30 2 *", None, None),  # never
         ("0 0 * * 7", None, None),  # the parser's days of the week end at 6
@@ -43,7 +45,7 @@ SUNDAY = datetime(2026, 12, 6, 3, 3, 15, tzinfo=timezone.utc)  # a Sunday
 def test_the_next_run_is_the_first_scheduled_minute_after_now(
     schedule: str, zone: str | None, expected: str | None
 ) -> None:
-    got = next_run(schedule, zone, SUNDAY)
+    got = next_run(schedule, zone or "UTC", SUNDAY)  # a zone named: read in it
     assert (got.strftime("%Y-%m-%dT%H:%M") if got else None) == expected
 
 
@@ -77,7 +79,7 @@ def _field(low: int, high: int) -> st.SearchStrategy[str]:
 def test_any_schedule_agrees_with_a_minute_by_minute_scan(
     fields: tuple[str, ...], start: datetime
 ) -> None:
-    got = next_run(" ".join(fields), None, start)
+    got = next_run(" ".join(fields), "UTC", start)
     t = start.replace(second=0, microsecond=0) + timedelta(minutes=1)
     for _ in range(60 * 24 * 9):  # every day of the week and of most months within 9 days
         if _matches(list(fields), t):
@@ -99,3 +101,37 @@ def test_a_schedule_that_never_comes_is_told_from_one_not_read_here() -> None:
     assert not never_runs("@every 1h", None, SUNDAY)
     assert not never_runs("0 9 * * *", "Mars/Olympus", SUNDAY)
     assert not never_runs("* * * * *", None, SUNDAY)
+
+
+@pytest.mark.parametrize(
+    "schedule, timed",
+    [
+        ("* * * * *", True),
+        ("*/5 * * * *", True),
+        ("*/15 * * * *", True),  # every zone's offset is a whole number of quarter hours
+        ("7 * * * *", False),  # a half-hour zone runs it at :37 UTC
+        ("0 3 * * *", False),
+        ("@hourly", False),
+    ],
+)
+def test_without_a_time_zone_a_run_is_timed_only_when_every_zone_agrees(
+    schedule: str, timed: bool
+) -> None:
+    """No spec.timeZone: kube-controller-manager reads the schedule in its own zone, not known
+    here, so the run is timed only when the zone cannot move it."""
+    assert (next_run(schedule, None, SUNDAY) is not None) == timed
+    assert next_run(schedule, "Etc/UTC", SUNDAY) is not None
+
+
+def test_an_hour_the_clocks_repeat_is_met_twice() -> None:
+    """America/New_York, 2024-11-03: 01:00-01:59 comes twice (EDT, then EST), as in the parser's
+    own search."""
+    edt = datetime(2024, 11, 3, 5, 50, tzinfo=timezone.utc)  # 01:50 EDT
+    got = next_run("*/15 * * * *", "America/New_York", edt)
+    assert got == datetime(2024, 11, 3, 6, 0, tzinfo=timezone.utc)  # 01:00 EST
+    got = next_run("30 1 * * *", "America/New_York", edt - timedelta(minutes=10))
+    assert got == datetime(2024, 11, 3, 6, 30, tzinfo=timezone.utc)  # 01:30 EST
+
+
+def test_a_digit_python_reads_as_one_and_the_parser_does_not_is_refused() -> None:
+    assert next_run("\u00b2 * * * *", "UTC", SUNDAY) is None

@@ -109,10 +109,13 @@ def test_a_job_held_short_of_complete_holds_its_forbid_cronjob() -> None:
 
 def _cron(policy: str | None) -> Callable[[list[Obj]], None]:
     def change(items: list[Obj]) -> None:
-        spec = _kind(items, "CronJob")["spec"]
+        cron = _kind(items, "CronJob")
+        spec = cron["spec"]
         spec.pop("concurrencyPolicy", None)
         if policy:
             spec["concurrencyPolicy"] = policy
+        if policy != "Forbid":  # the 15:27 run, which Forbid skipped (recorded), would have run
+            cron["status"]["lastScheduleTime"] = "2026-12-05T15:27:00Z"
 
     return change
 
@@ -338,3 +341,22 @@ def test_a_replacement_the_job_would_make_after_the_replace_run_is_not_promised(
     assert _scheduled(pod)
     assert pod.replacement.state == "not-wanted", pod.replacement
     assert "next run deletes it first" in pod.replacement.summary
+
+
+def test_a_run_missed_since_the_last_one_is_overdue_not_timed() -> None:
+    """The recorded Forbid CronJob skipped its 15:27 run (lastScheduleTime 15:26); made Replace
+    in that state, the controller has a missed run to start as soon as it syncs: said as
+    overdue, not timed to the next minute; past its startingDeadlineSeconds, skipped."""
+
+    def overdue(items: list[Obj]) -> None:
+        _replace_policy([])(items)
+        _kind(items, "CronJob")["status"]["lastScheduleTime"] = "2026-12-05T15:26:00Z"
+
+    said = _scheduled(_pod(_changed("job-held-open-cronjob-forbid", overdue), "report-"))
+    assert "its overdue run (due 0s ago" in said and "UTC;" not in said, said
+
+    def skipped(items: list[Obj]) -> None:
+        overdue(items)
+        _kind(items, "CronJob")["spec"]["startingDeadlineSeconds"] = 0
+
+    assert not _scheduled(_pod(_changed("job-held-open-cronjob-forbid", skipped), "report-"))
