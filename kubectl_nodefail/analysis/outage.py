@@ -17,6 +17,7 @@ from datetime import datetime
 from kubectl_nodefail.analysis import summary
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, once
 from kubectl_nodefail.analysis.findings import Action, OwnerGroup, PodFinding, Report
+from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
 from kubectl_nodefail.analysis.text import plural
 from kubectl_nodefail.snapshot.model import Obj, Snapshot
 
@@ -26,6 +27,8 @@ from kubectl_nodefail.snapshot.model import Obj, Snapshot
 OUTAGE_NODES = 10
 OUTAGE_PODS = 250
 
+# The gap siblings_read records when the owners' other pods could not be read.
+SIBLINGS_GAP = "pods of the same owner"
 # Owner kinds with a replica count whose pods can be counted as serving or not.
 REPLICATED = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
 
@@ -145,6 +148,8 @@ class _Serving:
 
     def __init__(self, snap: Snapshot) -> None:
         self.snap = snap
+        # the other pods of the owners could not be read: no count would be whole
+        self.unread = any(gap.startswith(SIBLINGS_GAP) for gap in snap.gaps)
         self.nodes = {n["metadata"]["name"]: n for n in snap.nodes}
         self.children: dict[str, list[Obj]] = {}
         for o in snap.owners:
@@ -155,20 +160,26 @@ class _Serving:
         """An owner's pods Ready on Ready nodes, its replicas wanted, and the two as the claim
         `serving` (None when the owner or a whole-number spec.replicas is not in the snapshot)."""
         owner = self.snap.owner(kind, namespace, name)
-        if owner is None:
+        if owner is None or self.unread:
             return None
-        spec_replicas = (owner.get("spec") or {}).get("replicas", 1)
+        spec_replicas = (owner.get("spec") or {}).get("replicas")
+        if spec_replicas is None:
+            spec_replicas = 1  # the API's default
         if not isinstance(spec_replicas, int) or isinstance(spec_replicas, bool):
             return None
         uid = owner["metadata"].get("uid", "")
-        because = [fact(kind, owner, "metadata.uid"), fact(kind, owner, "spec.replicas")]
+        because = [
+            fact(kind, owner, "metadata.uid"),
+            fact(kind, owner, "spec.replicas"),
+            fact(kind, owner, "status.replicas"),
+        ]
         uids = [uid]
         if kind == "Deployment":  # its pods belong to its ReplicaSets
             replicasets = [o for o in self.children.get(uid, []) if o.get("kind") == "ReplicaSet"]
             because.append(Premise(f"ReplicaSet[owner:{uid}]", "count", len(replicasets)))
             because += [fact("ReplicaSet", rs, "metadata.uid") for rs in replicasets]
             uids = [rs["metadata"].get("uid", "") for rs in replicasets]
-        ready = 0
+        ready = counted = 0
         for owned in uids:
             pods = self.snap.pods_owned_by(owned)
             because.append(Premise(f"Pod[owner:{owned}]", "count", len(pods)))
@@ -176,6 +187,13 @@ class _Serving:
                 serving, facts = self._serving(pod)
                 ready += serving
                 because += facts
+                counted += kind == "StatefulSet" or _active(pod)
+        # status.replicas counts the owner's pods (a ReplicaSet's, a Deployment's over its
+        # ReplicaSets: not deleted nor finished; a StatefulSet's: created): fewer read than
+        # that and some went unread (a ReplicaSet of a rollout none of whose pods is stuck)
+        status_replicas = (owner.get("status") or {}).get("replicas")
+        if isinstance(status_replicas, int) and counted < status_replicas:
+            return None
         text = f"{kind}/{name}: {plural(ready, 'pod')} Ready on Ready nodes, {spec_replicas} wanted"
         return ready, spec_replicas, claim("serving", "workload", text, *once(because))
 
@@ -200,6 +218,12 @@ class _Serving:
             return False, facts
         facts.append(fact("Pod", pod, "status.conditions[type=Ready].status"))
         return facts[-1].value == "True", facts
+
+
+def _active(pod: Obj) -> bool:
+    """What a ReplicaSet's status.replicas counts: not deleted, not finished."""
+    phase = (pod.get("status") or {}).get("phase")
+    return not pod["metadata"].get("deletionTimestamp") and phase not in TERMINAL_PHASES
 
 
 def action_groups(report: Report) -> list[ActionGroup]:

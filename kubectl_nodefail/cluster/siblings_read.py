@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from kubectl_nodefail.analysis.nodes import is_ready, ready_condition
+from kubectl_nodefail.analysis.outage import SIBLINGS_GAP
 from kubectl_nodefail.cluster import kube, podrows
 from kubectl_nodefail.cluster.reads import _Reader, _selector_chunks
 from kubectl_nodefail.common.errors import MalformedResponse
@@ -175,7 +176,7 @@ def _siblings(
         (path, selector), by_rows = spec
         return list(
             reader.optional(
-                "pods of the same owner",
+                SIBLINGS_GAP,
                 lambda: (
                     _sibling_rows(cluster, reader, path, selector, owned, rows)
                     if by_rows
@@ -248,7 +249,7 @@ def _sibling_rows(
     def whole(i: int) -> Obj | None:
         meta = rows[i][1] or {}
         at = kube.pod_path(meta.get("namespace", ""), meta.get("name", ""))
-        pod = reader.optional("pods of the same owner", lambda: cluster.get(at), None)
+        pod = reader.optional(SIBLINGS_GAP, lambda: cluster.get(at), None)
         if pod is None or not owned(pod.get("metadata") or {}):
             return None  # gone since the list, or no longer owned
         pod.setdefault("kind", "Pod")

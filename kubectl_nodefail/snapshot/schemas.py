@@ -36,7 +36,8 @@ METADATA = obj(
     deletionTimestamp=TIME,
     deletionGracePeriodSeconds=INT,
     ownerReferences=ListOf(
-        obj(apiVersion=STR, kind=STR, name=STR, uid=STR, controller=BOOL),
+        # blockOwnerDeletion: whether a foreground deletion of the owner waits for this object
+        obj(apiVersion=STR, kind=STR, name=STR, uid=STR, controller=BOOL, blockOwnerDeletion=BOOL),
     ),
 )
 # Owner objects are looked up by uid (their pods point at it): it must be there.
@@ -225,6 +226,7 @@ SCHEMAS["NodeClaim"] = obj(
 # the API server's OpenAPI of every supported minor). Fields of the same name differ between
 # kinds: a Job's status.active is a count, a CronJob's a list of references.
 OWNER_CONDITIONS = obj(conditions=ListOf(CONDITION))
+REPLICA_STATUS = obj(conditions=ListOf(CONDITION), replicas=INT)
 
 
 def owner(spec: Object | None = None, status: Object = OWNER_CONDITIONS) -> Object:
@@ -236,9 +238,10 @@ def owner(spec: Object | None = None, status: Object = OWNER_CONDITIONS) -> Obje
 
 SCHEMAS.update(
     {
-        "ReplicaSet": owner(obj(replicas=INT, selector=ANY)),
+        # status.replicas: how many pods it counts (SERVING is said only when all were read)
+        "ReplicaSet": owner(obj(replicas=INT, selector=ANY), REPLICA_STATUS),
         # a ReplicationController's selector is a map of labels, not a LabelSelector
-        "ReplicationController": owner(obj(replicas=INT, selector=STR_MAP)),
+        "ReplicationController": owner(obj(replicas=INT, selector=STR_MAP), REPLICA_STATUS),
         # a paused Deployment's rollout makes no progress (its old ReplicaSets keep their pods)
         # strategy Recreate: a rollout creates no new pod while an old one is not finished
         "Deployment": owner(
@@ -248,6 +251,7 @@ SCHEMAS.update(
                 conditions=ListOf(CONDITION),
                 updatedReplicas=INT,
                 observedGeneration=INT,
+                replicas=INT,
             ),
         ),
         "StatefulSet": owner(
@@ -259,7 +263,12 @@ SCHEMAS.update(
                 # a rolling update replaces the pods not on the update revision
                 updateStrategy=obj(type=STR, rollingUpdate=obj(partition=INT)),
             ),
-            obj(currentRevision=STR, updateRevision=STR, conditions=ListOf(CONDITION)),
+            obj(
+                currentRevision=STR,
+                updateRevision=STR,
+                conditions=ListOf(CONDITION),
+                replicas=INT,
+            ),
         ),
         "DaemonSet": owner(obj(selector=ANY, updateStrategy=obj(type=STR))),
         "Job": owner(

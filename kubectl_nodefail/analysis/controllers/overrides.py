@@ -13,6 +13,7 @@ from kubectl_nodefail.analysis.controllers.context import (
     _until_kubelet,
 )
 from kubectl_nodefail.analysis.findings import Replacement
+from kubectl_nodefail.snapshot.model import Obj
 
 
 def _finished(ctx: Context) -> Explained:
@@ -103,17 +104,29 @@ def _foreground_waits(ctx: Context) -> Waiter | None:
     meta = ctx.owners[0]["metadata"]
     if not meta.get("deletionTimestamp") or FOREGROUND not in (meta.get("finalizers") or []):
         return None
+    blocks = _blocks_owner(ctx, ctx.owners[0])
+    if not blocks.value:
+        return None
     owner = f"{ctx.owner_kinds[0]} {meta.get('name')}"
     facts = [
         ctx.owner_fact(0, "metadata.deletionTimestamp"),
         ctx.owner_fact(0, "metadata.finalizers"),
+        blocks,
     ]
     return (
         f"{owner}, being deleted in the foreground, waits for it to go",
-        f"the garbage collector finishes deleting {owner}",
+        f"{owner}'s deletion no longer waits on it",
         f"none wanted: {owner} is being deleted and waits for this object",
         facts,
     )
+
+
+def _blocks_owner(ctx: Context, owner: Obj) -> Premise:
+    """The pod's reference to `owner` blocks its deletion: the garbage collector's foreground
+    deletion waits only for dependents whose reference says blockOwnerDeletion (controllers set
+    it on their pods; a reference written by hand may not)."""
+    uid = owner["metadata"].get("uid", "")
+    return ctx.pod_fact(f"metadata.ownerReferences[uid={uid}].blockOwnerDeletion")
 
 
 def _statefulset_waits(ctx: Context) -> Waiter | None:
@@ -228,7 +241,8 @@ def owner_deleting(ctx: Context, index: int) -> Explained:
     being, stay, wait = (
         ("are", "they stay", "wait") if len(deleting) > 1 else ("is", "it stays", "waits")
     )
-    foreground = FOREGROUND in (owner["metadata"].get("finalizers") or [])
+    blocks = _blocks_owner(ctx, owner)
+    foreground = FOREGROUND in (owner["metadata"].get("finalizers") or []) and bool(blocks.value)
     because = [
         p
         for i in deleting
@@ -237,7 +251,7 @@ def owner_deleting(ctx: Context, index: int) -> Explained:
             ctx.owner_fact(i, "metadata.finalizers"),
         )
     ]
-    because += [ctx.pod_fact("metadata.deletionTimestamp"), *_node_ready(ctx)]
+    because += [ctx.pod_fact("metadata.deletionTimestamp"), blocks, *_node_ready(ctx)]
     if foreground:
         text = (
             f"{named} {being} being deleted in the foreground (finalizer {FOREGROUND}): "

@@ -150,4 +150,13 @@ def test_a_finished_pod_a_finalizer_holds_blocks_its_owners_foreground_deletion(
     assert pod.replacement.state == "blocked", pod.replacement
     assert "being deleted in the foreground, waits for it to go" in pod.explanation
     assert "nothing waits on it" not in pod.action.summary
-    assert "finishes deleting StatefulSet w" in pod.if_node_returns
+    assert "StatefulSet w's deletion no longer waits on it" in pod.if_node_returns
+    # a reference without blockOwnerDeletion (written by hand): the deletion does not wait
+    for ref in next(i for i in doc["items"] if i["metadata"].get("name") == "w-0")["metadata"][
+        "ownerReferences"
+    ]:
+        ref.pop("blockOwnerDeletion", None)
+    path.write_text(json.dumps(doc))
+    snap = load_dump(str(path))
+    pod = next(p for p in diagnose(snap, snap.captured_at).pods if p.name == "w-0")
+    assert "waits for it to go" not in pod.explanation, pod.explanation

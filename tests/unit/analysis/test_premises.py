@@ -655,3 +655,17 @@ def test_zone_premises_hold_with_mixed_zone_labels_and_foreign_noexecute_taints(
     fields = [p["field"] for p in zone["claims"][0]["because"]]
     assert "count" not in fields  # the labels select another set: each node's Ready instead
     assert any("key=node.kubernetes.io/unreachable,effect=NoExecute" in f for f in fields)
+
+
+def test_serving_is_not_said_of_an_owner_whose_pods_were_not_all_read() -> None:
+    """Recorded mid-rollout: Deployment rolling counts 1 pod (status.replicas), of a new
+    ReplicaSet none of whose pods is stuck, so neither was read: its SERVING would count 0 of
+    a pod that may well serve. Not said; with a failed read of the owners' pods, nothing is."""
+    doc = _raw(FIXTURES / "recreate-rollout-node-down.json")
+    report = _report(doc)
+    (rolling,) = [w for w in report.workloads if w.owner == "Deployment/rolling"]
+    assert rolling.serving is None and rolling.ready is None
+    assert any(w.serving is not None for w in report.workloads)
+    gap = "pods of the same owner: the API server answered 500, so the diagnosis goes without them"
+    blind = _report({**doc, "gaps": [gap]})
+    assert all(w.serving is None for w in blind.workloads)
