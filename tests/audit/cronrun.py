@@ -1,7 +1,7 @@
 """Judging a CronJob's next run (map row 19; scenario change `cron-run`): the claim
 `scheduled-run` says at which minute the CronJob's run deletes the Job (concurrencyPolicy
 Replace). Judged on the Job's own readings (History.jobs, the scenario's Job per poll): still
-there at the polls before that minute, gone within a few seconds after it; only for a run
+there at the last poll before that minute, gone within a few seconds after it; only for a run
 while the node is still down, as the claim speaks of."""
 
 from __future__ import annotations
@@ -56,8 +56,10 @@ def judge(pred: PodPrediction, history: History) -> tuple[str, str, bool | None]
     if not seen:
         return words, "not judged: the Job was never read", None
     last = max(seen)
-    if last < when - EARLY:
-        return words, f"last read {last:%H:%M:%S}, before the run", False
+    # there at the last poll before the run (polls are seconds apart: 2049's were at :57, :00.6)
+    before = max((p.at for p in history.polls if p.at < when - EARLY), default=None)
+    if before is not None and last < before:
+        return words, f"last read {last:%H:%M:%S}, gone by {before:%H:%M:%S}", False
     if last > when + LATE:
         return words, f"still there at {last:%H:%M:%S}, after the run", False
     gone = next((p.at for p in history.polls if p.at > last), None)

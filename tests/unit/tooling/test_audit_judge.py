@@ -787,6 +787,7 @@ def test_a_replace_run_is_judged_on_the_job_going_in_the_minute_said() -> None:
 
     polls = [20, 40, 58, 60.5, 62, 90]  # the minute said is at(60): 12:01:00
     assert verdict([20, 40, 58, 60.5], polls) is True
+    assert verdict([20, 40, 58], polls) is True  # there at :58, gone at :00.5 (2049/40)
     assert verdict([20, 40], polls) is False  # gone before the run
     assert verdict([20, 40, 58, 60.5, 62, 90], polls) is False  # still there after it
     # the node back before the run (2049/174): the Job finished, nothing to delete
