@@ -367,8 +367,10 @@ def _blocked(ctx: Ctx, kind: str) -> None:
     if p.controller in ("deployment", "replicaset"):
         # a Recreate rollout waiting on the old pod: no pod of another ReplicaSet of the
         # Deployment (the namespace holds only it) while this object stands and the node is down
+        # (a pod stamped in the second the node came back may be made after it: 2049/171)
         seen = ctx.history.last_seen(p.uid)
-        end = min(ctx.until, seen[0]) if seen else ctx.until
+        until = ctx.until - timedelta(seconds=1)
+        end = min(until, seen[0]) if seen else until
         new = [v for v in _namespace_pods(ctx, p.at, end) if v.owner_uid != _owner_uid(ctx)]
         observed = (
             f"{new[0].name} of another ReplicaSet created at {_fmt(new[0].created)}"

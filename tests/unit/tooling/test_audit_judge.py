@@ -528,6 +528,11 @@ def test_a_recreate_rollout_said_blocked_is_wrong_once_a_new_template_pod_comes(
     assert verdicts([pred], held, "if-node-returns:rollout-goes-on") == [True]
     none = history([(85, [stuck]), (105, [stuck]), (150, [])])
     assert verdicts([pred], none, "if-node-returns:rollout-goes-on") == [False]
+    # stamped in the second the node came back (at 110.4): maybe made after it (2049/171)
+    same = replace(after, created=at(110))
+    back = history([(85, [stuck]), (110, [stuck, same]), (150, [same])])
+    back.marks["return"] = at(110.4)
+    assert verdicts([pred], back, "replacement:blocked") == [True]
 
 
 @pytest.mark.parametrize(
