@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tests.audit import limits
+from tests.audit import limits, serving
 from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, Poll, parse_time
 from tests.audit.predictions import PodPrediction, pod_predictions
@@ -64,18 +64,23 @@ def load_prediction(raw: Obj) -> PodPrediction:
     return PodPrediction(**fields)
 
 
-def rediagnosed(results: Path, batch: Obj, prefix: str) -> list[PodPrediction]:
-    """The batch's predictions made again, by the analysis as it is now, from its dumps."""
+def rediagnosed(
+    results: Path, batch: Obj, prefix: str
+) -> tuple[list[PodPrediction], list[serving.Serving]]:
+    """The batch's predictions (and SERVING) made again, by the analysis as it is now, from its
+    dumps."""
     from kubectl_nodefail.analysis.diagnose import diagnose
     from kubectl_nodefail.render import render
     from kubectl_nodefail.snapshot.model import load_dump
 
     out: list[PodPrediction] = []
+    said: list[serving.Serving] = []
     for moment in ("d1", "d2"):
         snap = load_dump(str(results.parent / f"batch{batch['batch']}-{moment}.dump.json"))
         data = render.report_data(diagnose(snap, snap.captured_at))
         out += pod_predictions(data, moment, prefix)
-    return out
+        said += serving.predictions(data, moment, prefix)
+    return out, said
 
 
 def rejudge(results: Path, again: bool = False) -> Obj:
@@ -83,16 +88,25 @@ def rejudge(results: Path, again: bool = False) -> Obj:
     verdicts: list[Verdict] = []
     for batch in doc["batches"]:
         history = load_history(results.parent / f"batch{batch['batch']}-history.json")
+        # judged on their own (not from the pod predictions): the node's cause; SERVING, kept
+        # as the run judged it unless the diagnoses are made again
+        kept = {"node-cause", "serving"}
+        said: list[serving.Serving] = []
         if again:
             prefix = f"au-{batch['scenarios'][0]['seed']}-"
-            preds = rediagnosed(results, batch, prefix)
+            preds, said = rediagnosed(results, batch, prefix)
             batch["predictions"] = [p.as_dict() for p in preds]
+            kept = {"node-cause"}
         else:
             preds = [load_prediction(p) for p in batch["predictions"]]
-        # judged on their own (not from the predictions): the node's cause, SERVING (kept as
-        # the run judged them)
-        kept = [v for v in batch["verdicts"] if v["kind"] in ("node-cause", "serving")]
-        batch_verdicts = [Verdict(**v) for v in kept]
+        batch_verdicts = [Verdict(**v) for v in batch["verdicts"] if v["kind"] in kept]
+        if again:
+            made = [
+                generate(s["seed"], s["index"], s["profile"], len(batch["nodes"]))
+                for s in batch["scenarios"]
+                if s["placed"]
+            ]
+            batch_verdicts += serving.verdicts(said, history, set(batch["nodes"]), made)
         remediation = batch.get("remediation") or {}
         if remediation.get("file"):
             report = Path(remediation["file"])

@@ -525,28 +525,7 @@ class Batch:
     def judge_serving(self) -> list[Verdict]:
         """SERVING (the outage view's, JSON workloads[].ready) against the pods polled around
         each diagnosis (serving.py)."""
-        seed = self.scenarios[0].seed
-        by_ns = {s.namespace: s for s in self.scenarios}
-        out = []
-        for pred in self.serving:
-            s = by_ns.get(pred.namespace)
-            if s is None:
-                continue
-            observed, ok = serving.judge(pred, self.history, set(self.nodes))
-            out.append(
-                Verdict(
-                    kind="serving",
-                    seed=seed,
-                    index=s.index,
-                    moment=pred.moment,
-                    pod=f"{pred.namespace}/{pred.owner}",
-                    predicted=f"{pred.ready} Ready on Ready nodes",
-                    observed=observed,
-                    ok=ok,
-                    scenario=s.describe(),
-                )
-            )
-        return out
+        return serving.verdicts(self.serving, self.history, set(self.nodes), self.scenarios)
 
     def run(self) -> BatchResult:
         started = time.monotonic()

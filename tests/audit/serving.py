@@ -9,10 +9,12 @@ serving meanwhile: not judged."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from tests.audit.judge import Verdict
 from tests.audit.observe import History, Poll, parse_time
+from tests.audit.scenarios import Scenario
 
 Obj = dict[str, Any]
 
@@ -53,15 +55,49 @@ def _count(poll: Poll, namespace: str, failed: set[str]) -> int:
     )
 
 
+# capturedAt is written to the second, and the reads behind a diagnosis take a few seconds
+# after it (2049/32: pods created in its second were read Ready): the polls from the last one
+# before it to the first one this long after it must all agree.
+READS = timedelta(seconds=5)
+
+
 def judge(pred: Serving, history: History, failed: set[str]) -> tuple[str, bool | None]:
-    """(what the polls showed, ok): the count the diagnosis gave is the polls' on both sides."""
+    """(what the polls showed, ok): the count the diagnosis gave is every poll's around it."""
     before = [p for p in history.polls if p.at <= pred.at]
-    after = [p for p in history.polls if p.at > pred.at]
+    after = [p for p in history.polls if p.at >= pred.at + READS]
     if not before or not after:
         return "not judged: no poll on both sides of the diagnosis", None
-    counts = {_count(before[-1], pred.namespace, failed), _count(after[0], pred.namespace, failed)}
+    around = [p for p in history.polls if before[-1].at <= p.at <= after[0].at]
+    counts = {_count(poll, pred.namespace, failed) for poll in around}
     if len(counts) > 1:
-        low, high = sorted(counts)
-        return f"not judged: {low} then {high} around the diagnosis", None
+        low, *_, high = sorted(counts)
+        return f"not judged: from {low} to {high} around the diagnosis", None
     (count,) = counts
     return f"{count} Running and Ready on healthy nodes", count == pred.ready
+
+
+def verdicts(
+    preds: list[Serving], history: History, failed: set[str], scenarios: list[Scenario]
+) -> list[Verdict]:
+    """A `serving` verdict per prediction of a scenario of the batch."""
+    by_ns = {s.namespace: s for s in scenarios}
+    out = []
+    for pred in preds:
+        s = by_ns.get(pred.namespace)
+        if s is None:
+            continue
+        observed, ok = judge(pred, history, failed)
+        out.append(
+            Verdict(
+                kind="serving",
+                seed=s.seed,
+                index=s.index,
+                moment=pred.moment,
+                pod=f"{pred.namespace}/{pred.owner}",
+                predicted=f"{pred.ready} Ready on Ready nodes",
+                observed=observed,
+                ok=ok,
+                scenario=s.describe(),
+            )
+        )
+    return out

@@ -740,11 +740,14 @@ def test_serving_is_judged_on_the_polls_around_the_diagnosis() -> None:
     ]
     dead = pod(ready=True, owner_kind="ReplicaSet")  # on the failed node: not serving
     gone = replace(up[1], deletion=at(15))
-    h = history([(18, [*up, dead]), (22, [*up, dead])])
+    h = history([(18, [*up, dead]), (22, [*up, dead]), (26, [*up, dead])])
     assert serving.judge(pred, h, {"dead"})[1] is True
-    h = history([(18, [up[0], gone, dead]), (22, [up[0], gone, dead])])
+    h = history([(18, [up[0], gone, dead]), (22, [up[0], gone, dead]), (26, [up[0], dead])])
     assert serving.judge(pred, h, {"dead"})[1] is False
-    h = history([(18, [up[0], dead]), (22, [*up, dead])])
+    h = history([(18, [up[0], dead]), (22, [*up, dead]), (26, [*up, dead])])
+    assert serving.judge(pred, h, {"dead"})[1] is None
+    # a pod Ready within the seconds the diagnosis read for (2049/32): not judged either
+    h = history([(18, [dead]), (21, [dead]), (24, [*up, dead]), (26, [*up, dead])])
     assert serving.judge(pred, h, {"dead"})[1] is None
 
 
