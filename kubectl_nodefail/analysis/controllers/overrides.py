@@ -140,7 +140,7 @@ def _statefulset_waits(ctx: Context) -> Waiter | None:
         return None
     name = sts["metadata"]["name"]
     spec = sts.get("spec") or {}
-    replicas = spec.get("replicas", 1)
+    replicas = 1 if spec.get("replicas") is None else spec["replicas"]  # the API's default
     start = (spec.get("ordinals") or {}).get("start", 0)
     tail = ctx.name[len(name) + 1 :] if ctx.name.startswith(name + "-") else ""
     if not tail.isdigit() or not isinstance(replicas, int) or not isinstance(start, int):
