@@ -224,3 +224,19 @@ def check_job_pod(row: Obj) -> None:
         assert "True" in met, held[0]["because"]
     else:
         assert state in ("running", "finished"), row["replacement"]
+
+
+def first_run_pod(cp: ControlPlane, ns: str, node: str, timeout: float) -> Obj:
+    """The pod a CronJob's first run starts on `node`, once Running there."""
+    return wait_for(
+        "the first run's pod Running on the node",
+        lambda: next(
+            (
+                p
+                for p in cp.get("pods", namespace=ns)["items"]
+                if p["spec"].get("nodeName") == node and p["status"].get("phase") == "Running"
+            ),
+            None,
+        ),
+        timeout,
+    )

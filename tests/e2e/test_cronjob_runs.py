@@ -12,7 +12,7 @@ import pytest
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
-from tests.e2e.helpers import claims_of, pod_row, wait_node_ready, wait_node_unknown
+from tests.e2e.helpers import claims_of, first_run_pod, pod_row, wait_node_ready, wait_node_unknown
 
 pytestmark = pytest.mark.e2e
 
@@ -41,18 +41,7 @@ def test_a_replace_cronjobs_next_run_deletes_the_job_when_said(
         }
     )
     cp.apply(w.namespace(ns), cron)
-    first = wait_for(
-        "the first run's pod Running on the node",
-        lambda: next(
-            (
-                p
-                for p in cp.get("pods", namespace=ns)["items"]
-                if p["spec"].get("nodeName") == node and p["status"].get("phase") == "Running"
-            ),
-            None,
-        ),
-        150,
-    )
+    first = first_run_pod(cp, ns, node, 150)
     job_name = first["metadata"]["ownerReferences"][0]["name"]
     cp.stop_kubelet(node)
     wait_node_unknown(cp, node)

@@ -24,6 +24,7 @@ from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
 from tests.e2e.helpers import (
     claims_of,
+    first_run_pod,
     pod_row,
     pods,
     remediate_confirmed,
@@ -123,18 +124,7 @@ def test_a_job_held_open_by_its_terminating_pod_holds_its_forbid_cronjob(
     cron = w.cronjob(ns, "report", prefer=node, toleration_seconds=10, grace=5)
     cron["spec"].update({"schedule": "* * * * *", "concurrencyPolicy": "Forbid", "suspend": False})
     cp.apply(w.namespace(ns), cron)
-    first = wait_for(
-        "the first run's pod Running on the node",
-        lambda: next(
-            (
-                p
-                for p in cp.get("pods", namespace=ns)["items"]
-                if p["spec"].get("nodeName") == node and p["status"].get("phase") == "Running"
-            ),
-            None,
-        ),
-        90,
-    )
+    first = first_run_pod(cp, ns, node, 90)
     job_name = first["metadata"]["ownerReferences"][0]["name"]
     cp.stop_kubelet(node)
     wait_node_unknown(cp, node)
