@@ -58,7 +58,7 @@ from kubectl_nodefail.cluster.siblings_read import (
     _whole_owners,
 )
 from kubectl_nodefail.common.errors import NodefailError, NotFound, closest
-from kubectl_nodefail.snapshot.model import Obj, Snapshot
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, one_per_name
 
 # What the package, the tests and the tools import from here (a few names now live in the
 # modules above).
@@ -186,7 +186,7 @@ def gather(
         source=f"context {cluster.context}",
         nodes=nodes,
         leases=leases,
-        pods=list(pods.values()),
+        pods=one_per_name(list(pods.values())),
         owners=owners,
         volume_attachments=attachments,
         pvcs=pvcs,

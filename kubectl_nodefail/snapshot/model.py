@@ -299,6 +299,33 @@ def require_nodes(snap: Snapshot, names: Iterable[str]) -> None:
     )
 
 
+def one_per_name(pods: list[Obj]) -> list[Obj]:
+    """One object per namespace and name. Reads made moments apart may hold a pod and the one
+    its StatefulSet made again under that name after it went (audit 2050/180: the old w-0 from
+    the failed node's pods, the new one from its owner's): the newer (the higher
+    resourceVersion, else the later read) is the one that exists."""
+    chosen: dict[tuple[Any, Any], Obj] = {}
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        key = (meta.get("namespace"), meta.get("name"))
+        old = chosen.get(key)
+        if old is None or not _older(pod, old):
+            chosen[key] = pod
+    if len(chosen) == len(pods):
+        return pods
+    kept = {id(p) for p in chosen.values()}
+    return [p for p in pods if id(p) in kept]
+
+
+def _older(a: Obj, b: Obj) -> bool:
+    """`a` was written before `b` (resourceVersions are etcd revisions: compared as numbers)."""
+    ra = (a.get("metadata") or {}).get("resourceVersion")
+    rb = (b.get("metadata") or {}).get("resourceVersion")
+    if isinstance(ra, str) and isinstance(rb, str) and ra.isdigit() and rb.isdigit():
+        return int(ra) < int(rb)
+    return False
+
+
 def from_items(items: Iterable[Obj], captured_at: datetime, **meta: Any) -> Snapshot:
     """Sort a flat list of objects (each with its `kind`) into a Snapshot."""
     snap = Snapshot(captured_at=captured_at, **meta)
@@ -320,6 +347,7 @@ def from_items(items: Iterable[Obj], captured_at: datetime, **meta: Any) -> Snap
             buckets[kind].append(obj)
         elif kind:  # ReplicaSets, StatefulSets, Jobs, ... and any other owner kind
             snap.owners.append(obj)
+    snap.pods = one_per_name(snap.pods)
     return snap
 
 

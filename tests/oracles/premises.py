@@ -47,6 +47,19 @@ def _key(item: Obj) -> str:
     return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
 
 
+def _latest(items: list[Obj]) -> dict[str, Obj]:
+    """Each object by its key; of two under one key (a pod and the one made again under its
+    name, read moments apart), the one written last: the higher resourceVersion."""
+    out: dict[str, Obj] = {}
+    for item in items:
+        key = _key(item)
+        rv = str((item.get("metadata") or {}).get("resourceVersion") or "")
+        held = str((out.get(key, {}).get("metadata") or {}).get("resourceVersion") or "")
+        if key not in out or not (rv.isdigit() and held.isdigit() and int(rv) < int(held)):
+            out[key] = item
+    return out
+
+
 def _steps(path: str) -> list[tuple[str, str | None]]:
     """'a.b[type=X].c[d.e/f]' -> [(a, None), (b, None), (type, X), (c, None), (d.e/f, None)]"""
     out: list[tuple[str, str | None]] = []
@@ -158,7 +171,7 @@ def _action_claim(action: Obj | None) -> Obj:
 def check(dump: Obj, diagnosis: Obj) -> list[FalsePremise]:
     """Every premise of every claim in `diagnosis` that the raw `dump` does not bear out."""
     items = [item for item in dump.get("items") or [] if isinstance(item, dict)]
-    objects = {_key(item): item for item in items}
+    objects = _latest(items)
     objects[DUMP] = {k: v for k, v in dump.items() if k != "items"}  # its serverVersion
     stated = [
         (f"{pod.get('namespace')}/{pod.get('name')}", pod.get("claims") or [])
@@ -208,7 +221,7 @@ def check_plan(dump: Obj, plan: Obj) -> list[FalsePremise]:
     """Every fact a remediation plan's or result's steps state about the pods they release or
     leave stuck (`steps[].because`) that the raw `dump` does not bear out."""
     items = [item for item in dump.get("items") or [] if isinstance(item, dict)]
-    objects = {_key(item): item for item in items}
+    objects = _latest(items)
     stated = [
         (f"step {step.get('action')} {step.get('target')}", [{"kind": "step", **step}])
         for step in plan.get("steps") or []
