@@ -5,7 +5,7 @@ while its Terminating pod exists.
 
 from __future__ import annotations
 
-from kubectl_nodefail.analysis.claims import Claim, claim
+from kubectl_nodefail.analysis.claims import Claim, claim, fact
 from kubectl_nodefail.analysis.controllers import cronjobs
 from kubectl_nodefail.analysis.controllers.context import (
     Context,
@@ -198,10 +198,11 @@ def job_wants(job_obj: Obj) -> int:
     return max(0, min(parallelism, completions - succeeded))
 
 
-def job_backoff_bound(job_obj: Obj) -> int:
+def job_backoff_bound(job_obj: Obj, deleted: int = 1) -> int:
     """Seconds within which the Job's backoff has run out: failures since the last success are at
-    most status.failed, plus this pod when not counted yet."""
-    failed = ((job_obj.get("status") or {}).get("failed") or 0) + 1
+    most status.failed plus its `deleted` pods (Terminating: counted failed, each of them, as the
+    controller processes them; 2051/95: three evicted at once, a backoff of 40 s, not 10)."""
+    failed = ((job_obj.get("status") or {}).get("failed") or 0) + max(deleted, 1)
     return int(min(JOB_BACKOFF_MAX, JOB_BACKOFF_BASE * 2 ** min(failed - 1, 10)))
 
 
@@ -239,7 +240,14 @@ def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, C
             f"none needed: Job {name} wants {wants} active pod(s) and has {active}",
         )
         return rep, claim("owner-wants", "replacement", rep.summary, *counts)
-    bound = job_backoff_bound(job_obj)
+    deleted = [
+        p
+        for p in ctx.snap.pods_owned_by(job_obj["metadata"].get("uid", ""))
+        if p["metadata"].get("deletionTimestamp")
+        and (p.get("status") or {}).get("phase") != "Succeeded"
+    ]
+    counts += [fact("Pod", p, "metadata.deletionTimestamp") for p in deleted]
+    bound = job_backoff_bound(job_obj, len(deleted))
     rep = Replacement(
         "not-yet",
         f"none yet: Job {name} has {active} of {wants} wanted active pod(s); it creates the "

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kubectl_nodefail.analysis import automation
@@ -540,17 +540,24 @@ def test_an_old_repair_blocked_event_proves_repair_is_on_and_overdue_says_so() -
 # to an external remediation is acting. Generated around the recorded MHC and NHC.
 
 
-def _down_for(doc: dict[str, Any], node_name: str, down: int) -> None:
+def _down_for(doc: dict[str, Any], node_name: str, down: int) -> float:
+    """The node not Ready since `down` seconds before the capture; the seconds that makes, the
+    time written to the second as the API writes it (up to a second more than `down`)."""
     captured = parse_time(doc["capturedAt"])
     assert captured is not None
     node = next(
         i for i in doc["items"] if i["kind"] == "Node" and i["metadata"]["name"] == node_name
     )
+    elapsed = float(down)
     for cond in node["status"]["conditions"]:
         if cond["type"] == "Ready":
             since = captured - timedelta(seconds=down)
             cond["lastTransitionTime"] = since.strftime("%Y-%m-%dT%H:%M:%SZ")
+            written = parse_time(cond["lastTransitionTime"])
+            assert written is not None
+            elapsed = (captured - written).total_seconds()
             _lease_before(doc["items"], node_name, since)
+    return elapsed
 
 
 def _lease_before(items: list[dict[str, Any]], node_name: str, since: Any) -> None:
@@ -563,7 +570,7 @@ def _lease_before(items: list[dict[str, Any]], node_name: str, since: Any) -> No
             item["spec"]["renewTime"] = min(item["spec"]["renewTime"], last)
 
 
-def _lateness_state(down: int, timeout: int) -> str:
+def _lateness_state(down: float, timeout: int) -> str:
     late = down - timeout
     return "scheduled" if late < 0 else "due" if late <= 360 else "overdue"
 
@@ -577,6 +584,12 @@ def _lateness_state(down: int, timeout: int) -> str:
     checked=st.one_of(st.none(), st.integers(0, 3600)),
     failed=st.sampled_from([False, False, False, True]),
     skip=st.sampled_from([None] * 5 + ["machine-skip", "machine-paused", "mhc-paused"]),
+)
+@example(  # 360 s to the second, written to the second: a little more, so watching
+    kind="mhc-v1beta1", down=0, timeout=1, template=True, checked=360, failed=False, skip=None
+)
+@example(  # due for 360 s to the second: a little more, so overdue
+    kind="mhc-v1beta1", down=361, timeout=1, template=False, checked=None, failed=False, skip=None
 )
 def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
     kind: str,
@@ -629,6 +642,9 @@ def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
         assert at is not None
         if checked is not None:  # the MHC found the Machine unhealthy (and no more, alone)
             since = (at - timedelta(seconds=checked)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            written = parse_time(since)
+            assert written is not None
+            checked_for = (at - written).total_seconds()  # written to the second: a bit more
             conditions.append(
                 {
                     "type": "HealthCheckSucceeded",
@@ -646,7 +662,7 @@ def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
             conditions.append(
                 {"type": ctype, "status": "False", "reason": "RemediationTemplateNotFound"}
             )
-    _down_for(doc, node_name, down)
+    down_for = _down_for(doc, node_name, down)
     captured = parse_time(doc["capturedAt"])
     assert captured is not None
     report = diagnose(_as_read(doc, captured), captured)
@@ -654,15 +670,15 @@ def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
     (cov,) = finding.automation
     assert not premises.check(doc, render.report_data(report))
     if kind == "nhc":  # excluded, or listed without a remediation: it skips the node
-        want = "stopped" if failed or checked is not None else _lateness_state(down, timeout)
+        want = "stopped" if failed or checked is not None else _lateness_state(down_for, timeout)
     elif skip is not None:
         want = "stopped"
     elif template and checked is not None:
-        want = "stopped" if failed else "acting" if checked <= 360 else "watching"
+        want = "stopped" if failed else "acting" if checked_for <= 360 else "watching"
     elif checked is not None:  # marked, no template, no replacement asked: it skips it
         want = "stopped"
     else:
-        want = _lateness_state(down, timeout)
+        want = _lateness_state(down_for, timeout)
     assert cov.state == want, cov.summary
     if want == "acting":
         assert "AWSRemediationTemplate reboot" in cov.summary

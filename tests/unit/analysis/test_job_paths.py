@@ -113,3 +113,26 @@ def test_what_a_jobs_pod_failure_policy_does_when_the_node_returns(
     assert pod.replacement.state == "blocked"  # podReplacementPolicy Failed, whatever the rule
     raw = {**doc, "serverVersion": "v1.36.1"}
     assert premises.check(raw, render.report_data(report)) == []
+
+
+@pytest.mark.parametrize("evicted", [1, 2, 3])
+def test_the_jobs_backoff_counts_every_pod_evicted_at_once(evicted: int) -> None:
+    """Audit 2051/95: three pods of a Job evicted in the same second count three failures, so
+    the next pods come after 10 s x 2^2 = 40 s (they did, at 04:20:18), not within 10 s."""
+    doc = json.loads((FIXTURES / "job-three-evicted-at-once.json").read_text())
+    pods = sorted(
+        (i for i in doc["items"] if i.get("kind") == "Pod" and "w-manual" in i["metadata"]["name"]),
+        key=lambda i: i["metadata"]["name"],
+    )
+    for pod in pods[:evicted]:
+        pod["metadata"]["deletionTimestamp"] = doc["capturedAt"]
+        pod["metadata"]["deletionGracePeriodSeconds"] = 30
+    captured = parse_time(doc["capturedAt"])
+    assert captured is not None
+    snap = from_items(doc["items"], captured, server_version=doc.get("serverVersion"))
+    data = render.report_data(diagnose(snap, captured))
+    said = {p["name"]: p["replacement"]["summary"] for p in data["pods"]}
+    bound = 10 * 2 ** (evicted - 1)
+    for pod in pods[:evicted]:
+        assert f"within {bound} s" in said[pod["metadata"]["name"]], said
+    assert premises.check(doc, data) == []
