@@ -14,7 +14,9 @@ from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
 from kubectl_nodefail.snapshot.model import Obj, Snapshot
 
 # Finalizers that Kubernetes' own controllers remove by themselves while the node is down.
-SELF_REMOVED_FINALIZERS = {"batch.kubernetes.io/job-tracking"}
+# (the Job controller's, on each pod it has not yet counted in its status)
+JOB_TRACKING = "batch.kubernetes.io/job-tracking"
+SELF_REMOVED_FINALIZERS = {JOB_TRACKING}
 
 
 @dataclass

@@ -8,6 +8,7 @@ from __future__ import annotations
 from kubectl_nodefail.analysis.claims import Claim, claim, fact
 from kubectl_nodefail.analysis.controllers import cronjobs
 from kubectl_nodefail.analysis.controllers.context import (
+    JOB_TRACKING,
     Context,
     Explained,
     _node_ready,
@@ -198,11 +199,11 @@ def job_wants(job_obj: Obj) -> int:
     return max(0, min(parallelism, completions - succeeded))
 
 
-def job_backoff_bound(job_obj: Obj, deleted: int = 1) -> int:
+def job_backoff_bound(job_obj: Obj, uncounted: int = 1) -> int:
     """Seconds within which the Job's backoff has run out: failures since the last success are at
-    most status.failed plus its `deleted` pods (Terminating: counted failed, each of them, as the
-    controller processes them; 2051/95: three evicted at once, a backoff of 40 s, not 10)."""
-    failed = ((job_obj.get("status") or {}).get("failed") or 0) + max(deleted, 1)
+    most status.failed plus its deleted pods not counted in it yet (at least this one; each is a
+    failure to the controller; 2051/95: three evicted at once, a backoff of 40 s, not 10)."""
+    failed = ((job_obj.get("status") or {}).get("failed") or 0) + max(uncounted, 1)
     return int(min(JOB_BACKOFF_MAX, JOB_BACKOFF_BASE * 2 ** min(failed - 1, 10)))
 
 
@@ -240,14 +241,23 @@ def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, C
             f"none needed: Job {name} wants {wants} active pod(s) and has {active}",
         )
         return rep, claim("owner-wants", "replacement", rep.summary, *counts)
-    deleted = [
+    # the controller removes its tracking finalizer from a pod once status counts it
+    uncounted = [
         p
         for p in ctx.snap.pods_owned_by(job_obj["metadata"].get("uid", ""))
         if p["metadata"].get("deletionTimestamp")
         and (p.get("status") or {}).get("phase") != "Succeeded"
+        and JOB_TRACKING in (p["metadata"].get("finalizers") or [])
     ]
-    counts += [fact("Pod", p, "metadata.deletionTimestamp") for p in deleted]
-    bound = job_backoff_bound(job_obj, len(deleted))
+    counts += [
+        premise
+        for p in uncounted
+        for premise in (
+            fact("Pod", p, "metadata.deletionTimestamp"),
+            fact("Pod", p, "metadata.finalizers"),
+        )
+    ]
+    bound = job_backoff_bound(job_obj, len(uncounted))
     rep = Replacement(
         "not-yet",
         f"none yet: Job {name} has {active} of {wants} wanted active pod(s); it creates the "
