@@ -169,15 +169,29 @@ OFFSETS = tuple(timezone(timedelta(minutes=m)) for m in range(-12 * 60, 14 * 60 
 
 
 @functools.lru_cache(maxsize=256)
+def _first(schedule: str, zone_name: str | None, after: datetime) -> tuple[bool, datetime | None]:
+    """Whether the schedule is read here, and its first run after `after` (in its zone, UTC
+    when it names none): one scan, shared by next_run and never_runs."""
+    parsed = parse(schedule, zone_name)
+    return parsed is not None, parsed.next_after(after) if parsed is not None else None
+
+
+def _strings(schedule: object, zone_name: object) -> bool:
+    return isinstance(schedule, str) and (zone_name is None or isinstance(zone_name, str))
+
+
+@functools.lru_cache(maxsize=256)
 def next_run(schedule: str | None, zone_name: str | None, after: datetime) -> datetime | None:
     """The CronJob's first scheduled run after `after` (UTC), or None when not read here: a
     schedule not parsed here (@every, an unknown zone), or one without a zone whose next run
     depends on the zone kube-controller-manager runs in ("0 3 * * *"; "*/5 * * * *" does not)."""
-    if not isinstance(schedule, str) or not (zone_name is None or isinstance(zone_name, str)):
+    if not _strings(schedule, zone_name):
         return None
-    parsed = parse(schedule, zone_name)
-    when = parsed.next_after(after) if parsed is not None else None
-    if parsed is None or when is None or parsed.zoned:
+    parsed = parse(str(schedule), zone_name)
+    if parsed is None:
+        return None
+    when = _first(str(schedule), zone_name, after)[1]
+    if when is None or parsed.zoned:
         return when
     if all(replace(parsed, zone=zone).next_after(after) == when for zone in OFFSETS):
         return when
@@ -187,7 +201,7 @@ def next_run(schedule: str | None, zone_name: str | None, after: datetime) -> da
 def never_runs(schedule: str | None, zone_name: str | None, after: datetime) -> bool:
     """The schedule is read here and names no time in the parser's five-year reach (February 30):
     the controller never runs it either."""
-    if not isinstance(schedule, str) or not (zone_name is None or isinstance(zone_name, str)):
+    if not _strings(schedule, zone_name):
         return False
-    parsed = parse(schedule, zone_name)
-    return parsed is not None and parsed.next_after(after) is None
+    read, when = _first(str(schedule), zone_name, after)
+    return read and when is None

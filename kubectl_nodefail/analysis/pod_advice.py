@@ -93,19 +93,19 @@ def _for_pod(
     what, held = disposition(pod, strategy)
     if what == FINALIZER_HELD:
         who = "; ".join(f"{f}: removed by {finalizer_owner(f)}" for f in held)
-        finished = pod.phase in ("Succeeded", "Failed")
+        ask = "find out why that controller has not removed them"
+        if pod.phase not in ("Succeeded", "Failed"):
+            tail = f"; {ask}"
+        elif pod.replacement.state == "blocked":  # a StatefulSet's name, a foreground deletion
+            tail = (
+                f". It had finished ({pod.phase}), but its owner waits for the object to go; {ask}"
+            )
+        else:
+            tail = f". It had finished ({pod.phase}): nothing waits on it"
         return Action(
             "finalizer-held",
             f"held by finalizers ({who}): neither the out-of-service taint nor a force delete "
-            "removes the object, so nothing remediate does releases it"
-            + (
-                f". It had finished ({pod.phase}): nothing waits on it"
-                if finished and pod.replacement.state != "blocked"
-                else f". It had finished ({pod.phase}), but its owner waits for the object to "
-                "go; find out why that controller has not removed them"
-                if finished
-                else "; find out why that controller has not removed them"
-            ),
+            f"removes the object, so nothing remediate does releases it{tail}",
             "none",
         )
     if what == COSMETIC:

@@ -223,9 +223,10 @@ def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, C
     # written before this pod's deletion still counts it (2046/165: read the second of its
     # eviction, "wants 1 and has 1", and the Job made the replacement 9 s later). The Job's own
     # pods say what its next sync counts.
+    pods = ctx.snap.pods_owned_by(job_obj["metadata"].get("uid", ""))
     live = [
         p
-        for p in ctx.snap.pods_owned_by(job_obj["metadata"].get("uid", ""))
+        for p in pods
         if not p["metadata"].get("deletionTimestamp")
         and (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
     ]
@@ -244,7 +245,7 @@ def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, C
     # the controller removes its tracking finalizer from a pod once status counts it
     uncounted = [
         p
-        for p in ctx.snap.pods_owned_by(job_obj["metadata"].get("uid", ""))
+        for p in pods
         if p["metadata"].get("deletionTimestamp")
         and (p.get("status") or {}).get("phase") != "Succeeded"
         and JOB_TRACKING in (p["metadata"].get("finalizers") or [])
@@ -270,11 +271,11 @@ def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, C
 
 
 def _replaced_by_cron(
-    ctx: Context, job_obj: Obj, name: str, rep: Replacement
-) -> tuple[Claim, Replacement | None, Claim | None]:
+    ctx: Context, job_obj: Obj, name: str, rep: Replacement, rep_claim: Claim
+) -> tuple[Claim, Replacement, Claim]:
     """A Job its CronJob replaces at its next run (concurrencyPolicy Replace): that run deletes
-    the Job, and the garbage collector its pods. The claim, and the replacement said instead of
-    `rep` when the run may come before the pod `rep` expects (None: `rep` stands)."""
+    the Job, and the garbage collector its pods. The claim, and the replacement that stands with
+    it: `rep` as it was, or told as a race when the run may come before the pod `rep` expects."""
     cron_name = ctx.owners[1]["metadata"]["name"]
     when, words, timing = cronjobs.next_run(ctx)
     because = [
@@ -299,7 +300,7 @@ def _replaced_by_cron(
     said = claim("scheduled-run", "why", text, *because)
     after = when is not None and rep.expected_by is not None and when >= rep.expected_by
     if rep.state != "not-yet" or not ctx.terminating or after:
-        return said, None, None
+        return said, rep, rep_claim
     # The Job makes its next pod at some moment up to the backoff's bound, and the run may come
     # first: a race (2050/83: the run due before the bound, the pods came at once). Neither is
     # promised, so no bound is given.
@@ -431,10 +432,8 @@ def job(ctx: Context) -> Explained:
     if held_open is not None:  # its replacement policy no longer matters: it wants no pod
         return held_open
     if job_obj is not None and done is None and cronjobs.replaces(ctx, job_obj):
-        replaced = _replaced_by_cron(ctx, job_obj, name, rep)
-        out.append(replaced[0])
-        if replaced[1] is not None:
-            rep, rep_claim = replaced[1], replaced[2] or rep_claim
+        said, rep, rep_claim = _replaced_by_cron(ctx, job_obj, name, rep, rep_claim)
+        out.append(said)
     out.append(rep_claim)
     counted = (
         "the Job does not count it as failed (its podFailurePolicy ignores DisruptionTarget)"

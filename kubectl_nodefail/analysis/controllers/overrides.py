@@ -12,6 +12,7 @@ from kubectl_nodefail.analysis.controllers.context import (
     _node_ready,
     _until_kubelet,
 )
+from kubectl_nodefail.analysis.controllers.statefulsets import _ordinal
 from kubectl_nodefail.analysis.findings import Replacement
 from kubectl_nodefail.snapshot.model import Obj
 
@@ -142,10 +143,10 @@ def _statefulset_waits(ctx: Context) -> Waiter | None:
     spec = sts.get("spec") or {}
     replicas = 1 if spec.get("replicas") is None else spec["replicas"]  # the API's default
     start = (spec.get("ordinals") or {}).get("start", 0)
-    tail = ctx.name[len(name) + 1 :] if ctx.name.startswith(name + "-") else ""
-    if not tail.isdigit() or not isinstance(replicas, int) or not isinstance(start, int):
+    ordinal = _ordinal(ctx.name, name)
+    if ordinal is None or not isinstance(replicas, int) or not isinstance(start, int):
         return None
-    if not start <= int(tail) < start + replicas:
+    if not start <= ordinal < start + replicas:
         return None
     facts = [
         ctx.owner_fact(0, "spec.replicas"),
