@@ -1,8 +1,13 @@
-"""Judging a CronJob's next run (map row 19; scenario change `cron-run`): the claim
-`scheduled-run` says at which minute the CronJob's run deletes the Job (concurrencyPolicy
-Replace). Judged on the Job's own readings (History.jobs, the scenario's Job per poll): still
-there at the last poll before that minute, gone within a few seconds after it; only for a run
-while the node is still down, as the claim speaks of."""
+"""Judging a CronJob's next run (map row 19; scenario change `cron-run`).
+
+Replace: the claim `scheduled-run` says at which minute the CronJob's run deletes the Job.
+Judged on the Job's own readings (History.jobs, the scenario's Job per poll): still there at the
+last poll before that minute, gone within a few seconds after it; only for a run while the node
+is still down, as the claim speaks of.
+
+Forbid: the `blocks` claim says the CronJob starts no run while the Job is active. Judged on the
+run the harness scheduled (History.cron_runs): no Job of a run (History.runs) seen from then
+until the node came back or was remediated; only when that run fell while the node was down."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from tests.audit.predictions import PodPrediction
 
 _AT = re.compile(r"\((?:(\d{4})-(\d\d)-(\d\d) )?(\d\d):(\d\d) UTC; ")
 _JOB = re.compile(r"deletes Job (\S+) \(background")
+_FORBID = "has concurrencyPolicy Forbid: it starts no run while this Job is active"
 # the CronJob controller wakes 100 ms after the minute; its Job delete and the next poll follow
 LATE = timedelta(seconds=12)
 EARLY = timedelta(seconds=1)
@@ -38,6 +44,36 @@ def predicted(pred: PodPrediction) -> tuple[str, datetime] | None:
     return None
 
 
+def _until(history: History) -> datetime | None:
+    """When the claims stop speaking: the node back or remediated (the Terminating pod then
+    goes, the Job may finish and leave status.active: 2049/174, back at 03:36:43, the run at
+    03:37), else the batch's end."""
+    left = [history.marks.get(k) for k in ("return", "remediate")]
+    return min((t for t in left if t is not None), default=history.marks.get("end"))
+
+
+def judge_forbid(pred: PodPrediction, history: History) -> tuple[str, str, bool | None] | None:
+    """(predicted, observed, ok) for a prediction saying a Forbid CronJob skips its runs while
+    the Job is active, else None."""
+    if not any(_FORBID in str(c.get("text") or "") for c in pred.claims):
+        return None
+    when = history.cron_runs.get(pred.namespace)
+    if when is None:
+        return None  # no run scheduled in the batch: nothing plays the claim out
+    words = f"the run at {when:%H:%M} skipped (no new Job while the node is down)"
+    until = _until(history)
+    if until is None or when + LATE > until:
+        return words, "not judged: the node came back (or was remediated) before the run", None
+    made = {name: at for name, at in history.runs.get(pred.namespace, {}).items() if at <= until}
+    if made:
+        name, at = min(made.items(), key=lambda kv: kv[1])
+        return words, f"Job {name} made, seen at {at:%H:%M:%S}", False
+    after = [p.at for p in history.polls if when + LATE <= p.at <= until]
+    if not after:
+        return words, "not judged: no poll after the run", None
+    return words, f"no Job made by {max(after):%H:%M:%S}", True
+
+
 def judge(pred: PodPrediction, history: History) -> tuple[str, str, bool | None] | None:
     """(predicted, observed, ok) for a prediction with a timed Replace run, else None."""
     said = predicted(pred)
@@ -45,11 +81,7 @@ def judge(pred: PodPrediction, history: History) -> tuple[str, str, bool | None]
         return None
     job, when = said
     words = f"Job {job} deleted by the run at {when:%H:%M:%S}"
-    # the claim speaks of the node left down: once it is back (or remediated), the Terminating
-    # pod goes, the Job may finish and leave status.active, and the run deletes nothing
-    # (2049/174 alone on its batch: back at 03:36:43, the run at 03:37)
-    left = [history.marks.get(k) for k in ("return", "remediate")]
-    until = min((t for t in left if t is not None), default=history.marks.get("end"))
+    until = _until(history)
     if until is None or when + LATE > until:
         return words, "not judged: the node came back (or was remediated) before the run", None
     seen = [at for at, _ in history.jobs.get(pred.namespace, [])]

@@ -941,6 +941,11 @@ def judge(
             ctx = Ctx(scenario, pred, history, marks)
             ctx.add("cron:replace", *run)
             verdicts += ctx.verdicts
+        skip = cronrun.judge_forbid(pred, history)
+        if skip is not None:
+            ctx = Ctx(scenario, pred, history, marks)
+            ctx.add("cron:forbid", *skip)
+            verdicts += ctx.verdicts
     for kind, pod, predicted, observed, ok in judge_shutdown(scenario, preds, history):
         verdicts.append(
             Verdict(

@@ -102,6 +102,10 @@ class History:
     marks: dict[str, datetime] = field(default_factory=dict)  # kill, d1, late, d2, return, end
     remediated: str = ""  # the node remediate --confirm ran on while down (marks remediate/-d)
     shut_down: dict[str, str] = field(default_factory=dict)  # uid -> when its status was written
+    # a live CronJob's scheduled run (ns -> its minute), and the Jobs its runs made (ns -> name ->
+    # first seen)
+    cron_runs: dict[str, datetime] = field(default_factory=dict)
+    runs: dict[str, dict[str, datetime]] = field(default_factory=dict)
 
     def add(self, at: datetime, pods: list[Obj]) -> None:
         self.polls.append(Poll(at, {p["metadata"]["uid"]: pod_view(p) for p in pods}))

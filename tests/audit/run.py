@@ -39,6 +39,7 @@ from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, audit_pods, now, parse_time
 from tests.audit.predictions import PodPrediction, node_predictions, pod_predictions
 from tests.audit.scenarios import (
+    LIVE_CRON_POLICIES,
     LONG_TOLERATION,
     SHUTDOWN_MESSAGE,
     SHUTDOWN_REASON,
@@ -142,8 +143,12 @@ class Batch:
         for job in jobs["items"]:
             ns = job["metadata"]["namespace"]
             # the scenario's own Job (a CronJob's later runs make others: not read here)
-            if ns.startswith(self.prefix) and job["metadata"]["name"] in ("w", "w-manual"):
+            if not ns.startswith(self.prefix):
+                continue
+            if job["metadata"]["name"] in ("w", "w-manual"):
                 self.history.jobs.setdefault(ns, []).append((at, job.get("status") or {}))
+            else:  # a CronJob's run (a Forbid one must start none while its Job is active)
+                self.history.runs.setdefault(ns, {}).setdefault(job["metadata"]["name"], at)
 
     def watch(self, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -281,7 +286,7 @@ class Batch:
         for s in self.scenarios:
             if s.kind == "cronjob":
                 self.cp.kubectl("create", "job", "w-manual", "--from=cronjob/w", "-n", s.namespace)
-                if s.strategy == "Replace":  # listed, as a Job the controller made is
+                if s.strategy in LIVE_CRON_POLICIES:  # listed, as a Job the controller made is
                     self.list_active(s)
             elif s.kind == "job-managed":  # the harness is the controller spec.managedBy names
                 job = self.cp.get("job", s.app, namespace=s.namespace)
@@ -340,10 +345,13 @@ class Batch:
 
     def run_cron(self, s: Scenario) -> None:
         """Resume the CronJob with its next run at the first minute at least a minute away."""
-        minute = (now() + timedelta(seconds=60)).minute + 1
+        run = (now() + timedelta(seconds=60)).replace(second=0, microsecond=0)
+        run += timedelta(minutes=1)
+        minute = run.minute
+        self.history.cron_runs[s.namespace] = run
         # a zone named: without one the controller reads the schedule in its own zone, and
         # the diagnosis (rightly) does not time a run a half-hour zone would move
-        spec = {"suspend": False, "schedule": f"{minute % 60} * * * *", "timeZone": "Etc/UTC"}
+        spec = {"suspend": False, "schedule": f"{minute} * * * *", "timeZone": "Etc/UTC"}
         patch = {"spec": spec}
         self.cp.kubectl(
             "patch", "cronjob", "w", "-n", s.namespace, "--type=merge", "-p", json.dumps(patch)
@@ -375,7 +383,7 @@ class Batch:
             patch = json.dumps({"spec": {"template": template}})
             run("patch", kind, "w", "-n", ns, "--type=merge", "-p", patch)
         elif s.change == "delete-owner":
-            run("delete", kind, "w", "-n", ns, "--wait=false")
+            run("delete", kind, "w", "-n", ns, "--wait=false", f"--cascade={s.cascade}")
         elif s.change == "suspend":
             run("patch", "job", "w", "-n", ns, "--type=merge", "-p", '{"spec":{"suspend":true}}')
         elif s.change == "deadline":  # long past: the Job controller sets FailureTarget at once
@@ -498,6 +506,11 @@ class Batch:
             "jobs": {
                 ns: [(at.isoformat(), status) for at, status in rows]
                 for ns, rows in self.history.jobs.items()
+            },
+            "cronRuns": {ns: at.isoformat() for ns, at in self.history.cron_runs.items()},
+            "runs": {
+                ns: {name: at.isoformat() for name, at in seen.items()}
+                for ns, seen in self.history.runs.items()
             },
             "polls": polls,
         }

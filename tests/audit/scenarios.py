@@ -126,6 +126,18 @@ SHUTDOWN_MESSAGE = "Pod was terminated in response to imminent node shutdown."
 CRON_SEED = 2049
 CRON_SHARE = 0.5
 
+# From seed 2053 on (each from a Random of its own):
+# - the owner deleted with each propagation the garbage collector knows (map row 22,
+#   garbagecollector.go): background (the default, drawn alone before), foreground (the owner
+#   stays, finalizer foregroundDeletion, until every dependent with blockOwnerDeletion is gone
+#   from the API: the Terminating pod on the dead node included) and orphan (the owner goes, the
+#   pod stays, its owner reference removed: owned by nothing);
+# - a live CronJob's concurrencyPolicy Forbid beside Replace (map row 19): the run the change
+#   brings a minute or two ahead is skipped while status.active lists the Job (JobAlreadyActive).
+CASCADE_SEED = 2053
+CASCADES = ("background", "foreground", "orphan")
+LIVE_CRON_POLICIES = ("Replace", "Forbid")
+
 ALL_KINDS = (*KINDS, "job-managed")
 
 
@@ -173,6 +185,7 @@ class Scenario:
     change_at: str  # early | late | -
     node_slot: int  # which of the batch's failable nodes
     strategy: str = "-"  # the update strategy (STRATEGIES); "-": the API's default
+    cascade: str = "background"  # delete-owner's propagation policy (CASCADES)
 
     @property
     def namespace(self) -> str:
@@ -202,7 +215,8 @@ class Scenario:
         if self.strategy != "-":
             bits.append(f"strategy={self.strategy}")
         if self.change != "none":
-            bits.append(f"{self.change}@{self.change_at}")
+            how = f"/{self.cascade}" if self.cascade != "background" else ""
+            bits.append(f"{self.change}{how}@{self.change_at}")
         return " ".join(bits)
 
     def as_dict(self) -> Obj:
@@ -270,9 +284,14 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
     live = change != "shutdown" and cron.random() < CRON_SHARE
     if seed >= CRON_SEED and kind == "cronjob" and live:
         strategy, change, change_at = "Replace", "cron-run", "early"
+        if seed >= CASCADE_SEED:
+            strategy = random.Random(f"{seed}/{index}/{profile}/policy").choice(LIVE_CRON_POLICIES)
     wildcard = random.Random(f"{seed}/{index}/{profile}/tolerate")
     if seed >= WILDCARD_SEED and kind != "daemonset" and wildcard.random() < WILDCARD_SHARE:
         toleration, seconds = "wildcard", None
+    cascade = "background"
+    if seed >= CASCADE_SEED and change == "delete-owner":
+        cascade = random.Random(f"{seed}/{index}/{profile}/cascade").choice(CASCADES)
     return Scenario(
         seed=seed,
         index=index,
@@ -289,6 +308,7 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
         change_at=change_at,
         node_slot=index % node_slots,
         strategy=strategy,
+        cascade=cascade,
     )
 
 
@@ -463,9 +483,13 @@ def manifests(s: Scenario, node: str) -> list[Obj]:
                 "metadata": meta,
                 "spec": {
                     "schedule": "0 3 * * *",
-                    "suspend": True,  # a Replace one is resumed by its change (cron-run)
+                    "suspend": True,  # a live one is resumed by its change (cron-run)
                     "jobTemplate": {"spec": _job_spec(s, node)},
-                    **({"concurrencyPolicy": "Replace"} if s.strategy == "Replace" else {}),
+                    **(
+                        {"concurrencyPolicy": s.strategy}
+                        if s.strategy in LIVE_CRON_POLICIES
+                        else {}
+                    ),
                 },
             }
         )

@@ -282,6 +282,67 @@ def test_an_inferred_taint_cause_the_scheduler_did_not_give_is_wrong() -> None:
     assert verdicts([pred], h, "pending-reason") == [True]
 
 
+def test_the_cascades_and_forbid_are_drawn_from_their_seed_on_and_never_before() -> None:
+    """Map rows 22 and 19: from CASCADE_SEED the owner is deleted with each propagation policy
+    and a live CronJob may be Forbid; the run uses `--cascade`, the CronJob the policy drawn.
+    The rest of each scenario is the one the seed made before."""
+    from tests.audit.scenarios import CASCADE_SEED, CASCADES, manifests
+
+    def drawn(seed: int) -> set[str]:
+        out = set()
+        for index in range(400):
+            s = generate(seed, index)
+            out |= {s.cascade} if s.change == "delete-owner" else set()
+            out |= {s.strategy} if s.change == "cron-run" else set()
+            assert s.cascade == "background" or s.change == "delete-owner"
+        return out
+
+    assert drawn(CASCADE_SEED - 1) == {"background", "Replace"}
+    assert drawn(CASCADE_SEED) == {*CASCADES, "Replace", "Forbid"}
+    forbid = next(
+        s
+        for s in (generate(CASCADE_SEED, i) for i in range(400))
+        if s.change == "cron-run" and s.strategy == "Forbid"
+    )
+    (cron,) = [o for o in manifests(forbid, "n0") if o["kind"] == "CronJob"]
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    assert "delete-owner/orphan@" in next(
+        s.describe()
+        for s in (generate(CASCADE_SEED, i) for i in range(400))
+        if s.cascade == "orphan"
+    )
+
+
+def test_a_forbid_run_is_judged_on_no_job_being_made_while_the_node_is_down() -> None:
+    """ "Forbid: it starts no run while this Job is active": the run the harness scheduled
+    (History.cron_runs) comes while the node is down, and no Job of a run is seen until the
+    node is back; one seen is wrong; a run after the return is not judged."""
+    text = (
+        "CronJob w has concurrencyPolicy Forbid: it starts no run while this Job is active, "
+        "so every scheduled run is skipped until then."
+    )
+    pred = prediction(controller="cronjob", claims=[{"kind": "blocks", "text": text}])
+    mine = pod(owner_kind="Job")
+    polls = [20, 40, 58, 61, 75, 90]
+
+    def verdict(made: float | None, back: float | None = None) -> bool | None:
+        h = history([(t, [mine]) for t in polls])
+        h.cron_runs[NS] = at(60)
+        if made is not None:
+            h.runs[NS] = {"w-29412345": at(made)}
+        if back is not None:
+            h.marks["return"] = at(back)
+        (ok,) = [v.ok for v in judge(SCENARIO, [pred], h) if v.kind == "cron:forbid"]
+        return ok
+
+    assert verdict(None) is True
+    assert verdict(61) is False
+    assert verdict(None, back=55) is None  # back before the run: nothing was skipped
+    assert verdict(95, back=80) is True  # made after the return: the claim no longer spoke
+    h = history([(t, [mine]) for t in polls])
+    assert not [v for v in judge(SCENARIO, [pred], h) if v.kind == "cron:forbid"]
+
+
 @given(st.integers(min_value=0, max_value=10**6), st.integers(min_value=0, max_value=500))
 def test_a_scenario_is_rebuilt_from_its_seed_and_index(seed: int, index: int) -> None:
     first, again = generate(seed, index), generate(seed, index)
