@@ -12,6 +12,7 @@ from kubectl_nodefail.analysis.controllers.context import (
     _node_ready,
     _until_kubelet,
 )
+from kubectl_nodefail.analysis.controllers.jobs import managed_by
 from kubectl_nodefail.analysis.controllers.statefulsets import _ordinal
 from kubectl_nodefail.analysis.findings import Replacement
 from kubectl_nodefail.snapshot.model import Obj
@@ -215,12 +216,32 @@ def orphaned(ctx: Context) -> Explained:
 FOREGROUND = "foregroundDeletion"
 
 
+# The controllers that make no pod for an owner with a deletionTimestamp: replica_set.go
+# (manageReplicas only while `rs.DeletionTimestamp == nil`); stateful_set_control.go ("If the
+# StatefulSet is being deleted, don't do anything other than updating status"); daemon_controller
+# syncDaemonSet returns at once (audit 2053/8: a DaemonSet deleted in the foreground was said to
+# make a new pod on the node once it returned); job_controller.go syncJob (manageJob only while
+# `job.DeletionTimestamp == nil`; its status and conditions still move). A Job another
+# controller manages (spec.managedBy) is that controller's to say.
+STOPS_WHEN_DELETED = (
+    "deployment",
+    "replicaset",
+    "replicationcontroller",
+    "statefulset",
+    "daemonset",
+    "job",
+    "cronjob",
+)
+
+
 def _deleting_owner(ctx: Context) -> int | None:
-    """0 when the pod's ReplicaSet (or ReplicationController) has a deletionTimestamp: its
-    controller creates no pod for it any more (replica_set.go manages replicas only while the
-    set is not being deleted). A Deployment being deleted alone decides nothing: its ReplicaSet
-    still manages its replicas until the garbage collector deletes it too."""
-    if ctx.kind not in ("deployment", "replicaset", "replicationcontroller") or not ctx.owners:
+    """0 when the pod's own controller (ReplicaSet, ReplicationController, StatefulSet,
+    DaemonSet, Job) has a deletionTimestamp: it creates no pod for it any more. A Deployment or
+    CronJob being deleted alone decides nothing: its ReplicaSet or Job still manages its pods
+    until the garbage collector deletes it too."""
+    if ctx.kind not in STOPS_WHEN_DELETED or not ctx.owners:
+        return None
+    if ctx.owner_kinds[0] == "Job" and managed_by(ctx.owners[0]) is not None:
         return None
     return 0 if ctx.owners[0]["metadata"].get("deletionTimestamp") else None
 
@@ -253,6 +274,8 @@ def owner_deleting(ctx: Context, index: int) -> Explained:
         )
     ]
     because += [ctx.pod_fact("metadata.deletionTimestamp"), blocks, *_node_ready(ctx)]
+    if kind == "Job":  # the built-in Job controller's to act on (else not said: _deleting_owner)
+        because.append(ctx.owner_fact(index, "spec.managedBy"))
     if foreground:
         text = (
             f"{named} {being} being deleted in the foreground (finalizer {FOREGROUND}): "

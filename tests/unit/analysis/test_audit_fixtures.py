@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.analysis.findings import PodFinding
 from kubectl_nodefail.render import render
 from kubectl_nodefail.snapshot.model import load_dump
 from tests.audit.judge import RETURN_PHRASES
@@ -160,3 +161,82 @@ def test_a_finished_pod_a_finalizer_holds_blocks_its_owners_foreground_deletion(
     snap = load_dump(str(path))
     pod = next(p for p in diagnose(snap, snap.captured_at).pods if p.name == "w-0")
     assert "waits for it to go" not in pod.explanation, pod.explanation
+
+
+def _owner_deleted(tmp_path: Path, finalizers: list[str] | None) -> PodFinding:
+    """Audit 2053/8 (a DaemonSet deleted in the foreground while its pod's node was down, the
+    pod deleted by the garbage collector and Terminating), with the DaemonSet's finalizers as
+    given (None: not being deleted)."""
+    doc = json.loads((FIXTURES / "audit" / "seed2053-8-d2.json").read_text())
+    ds = next(i for i in doc["items"] if i["kind"] == "DaemonSet")
+    if finalizers is None:
+        ds["metadata"].pop("deletionTimestamp", None)
+        ds["metadata"].pop("finalizers", None)
+    else:
+        ds["metadata"]["finalizers"] = finalizers
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    snap = load_dump(str(path))
+    return next(p for p in diagnose(snap, snap.captured_at).pods if p.namespace == "au-2053-8")
+
+
+@pytest.mark.parametrize(
+    ("finalizers", "says", "returns"),
+    [
+        (
+            ["foregroundDeletion"],
+            "being deleted in the foreground",
+            "finishes deleting DaemonSet w",
+        ),
+        (["orphan"], "removes this pod's owner reference", "owned by nothing"),
+        ([], "the garbage collector deletes this pod", "nothing recreates it"),
+        (None, "runs one pod per node", "creates a new one on the node"),
+    ],
+)
+def test_a_daemonset_being_deleted_makes_no_pod_on_the_returning_node(
+    tmp_path: Path, finalizers: list[str] | None, says: str, returns: str
+) -> None:
+    """Audit 2053/8: "the DaemonSet controller creates a new one on the node" was said of a
+    DaemonSet being deleted in the foreground; its controller does nothing for a DaemonSet with
+    a deletionTimestamp (syncDaemonSet), and no pod came. Each propagation, and not deleted."""
+    pod = _owner_deleted(tmp_path, finalizers)
+    assert says in pod.explanation, pod.explanation
+    assert returns in pod.if_node_returns, pod.if_node_returns
+    assert (pod.replacement.state == "blocked") == (finalizers == ["foregroundDeletion"])
+
+
+@pytest.mark.parametrize(
+    ("fixture", "kind"),
+    [("statefulset-rollout-node-down", "StatefulSet"), ("job-pfp-before-eviction", "Job")],
+)
+@pytest.mark.parametrize(
+    ("finalizers", "says"),
+    [
+        (["foregroundDeletion"], "being deleted in the foreground"),
+        (["orphan"], "removes this pod's owner reference"),
+    ],
+)
+def test_a_statefulset_or_job_being_deleted_replaces_nothing(
+    tmp_path: Path, fixture: str, kind: str, finalizers: list[str], says: str
+) -> None:
+    """The siblings of 2053/8: the StatefulSet controller only updates the status of a set
+    being deleted, the Job controller calls manageJob only while the Job is not being deleted:
+    neither makes a pod for it, whatever the propagation."""
+    doc = json.loads((FIXTURES / f"{fixture}.json").read_text())
+    owner = next(i for i in doc["items"] if i["kind"] == kind)
+    owner["metadata"]["deletionTimestamp"] = doc["capturedAt"]
+    owner["metadata"]["finalizers"] = finalizers
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    snap = load_dump(str(path))
+    name, namespace = owner["metadata"]["name"], owner["metadata"]["namespace"]
+    pods = [
+        p
+        for p in diagnose(snap, snap.captured_at).pods
+        if p.namespace == namespace
+        and any(link.kind == kind and link.name == name for link in p.owner_chain)
+    ]
+    assert pods
+    for pod in pods:
+        assert says in pod.explanation and "creates no replacement" in pod.explanation
+        assert pod.replacement.state in ("blocked", "not-wanted"), pod.replacement
