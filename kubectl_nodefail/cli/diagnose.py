@@ -64,9 +64,10 @@ from kubectl_nodefail.term import color
     "-w",
     "--watch",
     is_flag=True,
-    help="Follow the incident: read again every --interval seconds, show it again on a change "
-    "(redrawn in place on a terminal); a server that fails or refuses is retried. Ctrl-C "
-    "stops: the last diagnosis's exit code, or the failed read's if none succeeded.",
+    help="Follow the incident: the cluster is watched and read again when what the diagnosis "
+    "rests on changes (a dump file: read every --interval), shown again on a change (redrawn "
+    "in place on a terminal); a server that fails or refuses is retried. Ctrl-C stops: the "
+    "last diagnosis's exit code, or the failed read's if none succeeded.",
 )
 @click.option(
     "--interval",
@@ -74,7 +75,9 @@ from kubectl_nodefail.term import color
     default=2.0,
     show_default=True,
     metavar="SECONDS",
-    help="How often --watch reads the cluster.",
+    help="How often --watch moves the screen's times on, and the soonest it reads again "
+    "after a change (a dump file, a server that fails, or RBAC without `watch`: how often it "
+    "reads).",
 )
 @color.no_color_option
 @handle_errors

@@ -20,6 +20,7 @@ from kubectl_nodefail.cli.running import (
     DEADLINE_SECONDS_KEY,
     WATCHDOG_KEY,
     leave_now,
+    print_budget,
 )
 from kubectl_nodefail.cli.usage import program_name
 from kubectl_nodefail.cluster import contexts
@@ -123,7 +124,10 @@ def diagnose(
             tty=on_screen,
             title=f"{program_name()} diagnose {' '.join(nodes)}".rstrip(),
             one_line=output == "json",
+            follow=_follower(conn, namespaces, nodes) if live else None,
         )
+        if verbose:  # leave_now skips handle_errors' own
+            print_budget()
         leave_now(code)  # Ctrl-C ended the watch: not after the refresh still in flight
     if many:
         names = list(dict.fromkeys(context)) or contexts.kubeconfig_contexts(kubeconfig)
@@ -143,6 +147,17 @@ def diagnose(
     text, code = show(load_snapshot(conn, from_file, demo, nodes, namespaces), to=sys.stdout)
     click.echo(text, nl=False)
     return code
+
+
+def _follower(conn: Connection, namespaces: tuple[str, ...], nodes: tuple[str, ...]) -> Any:
+    """The watches --watch keeps open on a live cluster (watch/follow.py), on a connection of
+    their own with no overall deadline (they last the whole watch; each request still has
+    --request-timeout, each stream its own bounds)."""
+    from kubectl_nodefail.watch.follow import Follower
+
+    cluster = conn.cluster()
+    cluster.deadline = None
+    return Follower(cluster, namespaces, nodes)
 
 
 def _renew_deadline() -> None:

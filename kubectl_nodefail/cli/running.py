@@ -72,13 +72,13 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
             if watchdog is not None:
                 watchdog.cancel()
             if verbose:
-                _print_budget()
+                print_budget()
         sys.exit(int(code))
 
     return wrapper
 
 
-def _print_budget() -> None:
+def print_budget() -> None:
     """-v: what the run asked of the API server, per resource (cluster/budget.py), on stderr
     after everything else; nothing for a run that sent no request."""
     from kubectl_nodefail.cluster.kube import Cluster

@@ -44,6 +44,7 @@ def resource_of(method: str, path: str) -> str:
         "PUT": "update",
         "PATCH": "patch",
         "DELETE": "delete",
+        "WATCH": "watch",
     }.get(method, method.lower())
     return f"{verb} {resource}"
 

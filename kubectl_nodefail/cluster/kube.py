@@ -274,26 +274,11 @@ class Cluster(ListReads, ErrorAnswers):
         content_type: str,
         accept: str,
     ) -> bytes:
-        import urllib3
-
         what = f"{method} {path}"
         timeout = self._attempt_timeout(what)
-        headers = urllib3.HTTPHeaderDict({"Accept": accept})
-        # As kubectl's transport: gzip asked for (a big list is a tenth of its size on the
-        # wire), or no Accept-Encoding at all (not http.client's own "identity").
-        headers["Accept-Encoding"] = "gzip" if self._conn.compress else urllib3.util.SKIP_HEADER
+        headers = self._headers(accept, self._conn.compress)
         if body is not None:
             headers["Content-Type"] = content_type
-        try:
-            for name, value in self._auth_headers():
-                headers.add(name, value)
-        except NodefailError:
-            raise  # a credential plugin's own one line
-        except Exception as exc:  # token refreshers fail in many ways
-            raise AuthError(
-                f"could not get credentials for context {self.context!r}: {short(exc)}",
-                hint="log in again",
-            ) from exc
         started, got, status = time.monotonic(), 0, None
         try:
             resp, data = self._exchange(method, url_path, body, headers, timeout, what)
@@ -306,6 +291,64 @@ class Cluster(ListReads, ErrorAnswers):
             return data
         finally:  # every request sent counts, answered or not (-v: cluster/budget.py)
             Cluster.budget.record(method, path, got, time.monotonic() - started, status)
+
+    def _headers(self, accept: str, compress: bool) -> Any:
+        """A request's headers: Accept, the credentials' (a refresh failing is an AuthError)
+        and, as kubectl's transport, gzip asked for (a big list is a tenth of its size on the
+        wire), or no Accept-Encoding at all (not http.client's own "identity")."""
+        import urllib3
+
+        headers = urllib3.HTTPHeaderDict({"Accept": accept})
+        headers["Accept-Encoding"] = "gzip" if compress else urllib3.util.SKIP_HEADER
+        try:
+            for name, value in self._auth_headers():
+                headers.add(name, value)
+        except NodefailError:
+            raise  # a credential plugin's own one line
+        except Exception as exc:  # token refreshers fail in many ways
+            raise AuthError(
+                f"could not get credentials for context {self.context!r}: {short(exc)}",
+                hint="log in again",
+            ) from exc
+        return headers
+
+    def open_watch(self, path: str, query: dict[str, Any], accept: str, idle: float) -> Any:
+        """A watch (cluster/watchstream.py): the GET sent with watch=1 and its answer returned
+        unread, streaming; `idle` bounds the wait for each next event or bookmark. Never
+        compressed (the API server does not compress a watch). A non-2xx answer is read whole
+        and becomes the tool's error, as for `request`; a 410 Gone is an ApiError with status
+        410 (the resourceVersion is too old: list again)."""
+        import urllib3
+
+        what = f"WATCH {path}"
+        timeout = self._attempt_timeout(what)
+        url_path = path + "?" + urlencode({**query, "watch": "1"})
+        headers = self._headers(accept, compress=False)
+        resp, data = None, b""
+        try:
+            resp = self._pool.request(
+                "GET",
+                self.host + url_path,
+                headers=headers,
+                timeout=urllib3.Timeout(connect=timeout, read=idle),
+                retries=False,
+                redirect=False,
+                preload_content=False,
+            )
+        except urllib3.exceptions.ConnectTimeoutError as exc:
+            raise self._unreachable(
+                connection_failure(exc, self.host, self.proxy_url), timeout
+            ) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            failure = connection_failure(exc, self.host, self.proxy_url)
+            raise self._unreachable(failure, timeout) from exc
+        if not 200 <= resp.status <= 299:
+            try:
+                data = self._read_body(resp, timeout, what)
+            finally:
+                Cluster.budget.record("WATCH", path, len(data), 0.0, resp.status)
+            raise self._api_error(resp.status, data, "GET", path)
+        return resp
 
     def _exchange(
         self,

@@ -23,6 +23,7 @@ found).
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import signal
@@ -30,7 +31,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, TextIO
 
 from kubectl_nodefail.analysis.text import duration
@@ -54,6 +55,7 @@ ERASE_LINE = "\x1b[K"
 LOG_LINES = 5  # change-log lines at the bottom of the screen
 BACK_SECONDS = 10.0  # how long the "answers again" banner stays
 SESSION_LOG = 20  # change-log lines printed after the watch
+RETIME_SHARE = 0.05  # the most of a core the screen's times may take while nothing changes
 
 _CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -166,6 +168,8 @@ class State:
     back_after: float = 0.0
     log: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)  # changes not yet printed (pipes)
+    shown_at: float = 0.0  # when the diagnosis on the screen was made, and its cost
+    show_seconds: float = 0.0
 
 
 def _clock(t: float) -> str:
@@ -213,10 +217,13 @@ def frame(
     now: float,
     size: tuple[int, int],
     paint: bool,
+    watching: bool = False,
 ) -> list[str]:
-    """The screen: title, banner, the diagnosis (cut to the height), the change log."""
+    """The screen: title, banner, the diagnosis (cut to the height), the change log.
+    `watching`: the cluster is read on a change its watches show, not every interval."""
     width, height = size
-    top = [f"{title}   (every {interval:g}s; {_clock(now)}; Ctrl-C to stop)"]
+    how = "watched, read on a change" if watching else f"every {interval:g}s"
+    top = [f"{title}   ({how}; {_clock(now)}; Ctrl-C to stop)"]
     red = (color.BOLD + color.RED) if paint else ""
     green = color.GREEN if paint else ""
     end = color.RESET if paint else ""
@@ -283,24 +290,57 @@ def run(
     max_polls: int | None = None,
     clock: Callable[[], float] = time.time,
     size: Callable[[], tuple[int, int]] | None = None,
+    follow: Any = None,
 ) -> int:
-    """Poll until Ctrl-C (or `max_polls`, for tests); return the last diagnosis's exit code."""
+    """Follow until Ctrl-C (or `max_polls` refreshes, for tests); return the last diagnosis's
+    exit code. `follow` (follow.Follower): the cluster is read again when its watches show a
+    change, not every `interval` (which then only moves the screen's times on)."""
     state = State()
-    if not tty:
-        return _lines(state, load, show, interval, out, err, one_line, sleep, max_polls, clock)
+    try:
+        if not tty:
+            return _lines(
+                state, load, show, interval, out, err, one_line, sleep, max_polls, clock, follow
+            )
+        return _screen(
+            state, load, show, interval, out, title, sleep, max_polls, clock, size, follow
+        )
+    finally:
+        if follow is not None:
+            follow.close()
+
+
+def _screen(
+    state: State,
+    load: Callable[[], Snapshot],
+    show: Callable[[Snapshot], tuple[str, int]],
+    interval: float,
+    out: TextIO,
+    title: str,
+    sleep: Callable[[float], None],
+    max_polls: int | None,
+    clock: Callable[[], float],
+    size: Callable[[], tuple[int, int]] | None,
+    follow: Any,
+) -> int:
+    """On a terminal: the alternate screen, repainted at each refresh."""
     screen = Screen(out)
     measure = size or (lambda: (fit.width(out) or 80, fit.height(out)))
     paint = color.enabled(out)
     with _sigterm_as_ctrl_c():
         screen.enter()
         try:
-            polls = 0
+            polls, read = 0, True
             while max_polls is None or polls < max_polls:
                 polls += 1
-                _read(state, load, show, clock)
+                if read:
+                    _read(state, load, show, clock, follow)
+                else:
+                    _retime(state, show, clock)
                 now, dims = clock(), measure()
-                screen.paint(frame(state, title, interval, now, dims, paint), dims)
-                sleep(interval)
+                watching = follow is not None and not follow.off and state.failing_since is None
+                lines = frame(state, title, interval, now, dims, paint, watching)
+                screen.paint(lines, dims)
+                read = _wait(state, follow, interval, sleep)
         except KeyboardInterrupt:
             pass
         finally:
@@ -314,14 +354,55 @@ def run(
     return final_code(state)
 
 
+def _wait(state: State, follow: Any, interval: float, sleep: Callable[[float], None]) -> bool:
+    """Wait for the next refresh; True when it reads the cluster again: every `interval`
+    without watches, and while reads fail (the banner says how long); with them, as soon as
+    one shows a change the screen may depend on (follow.py), else False."""
+    if follow is None or follow.off or state.snap is None or state.failing_since is not None:
+        sleep(interval)
+        return True
+    return bool(follow.wait(interval))
+
+
+def _retime(
+    state: State, show: Callable[[Snapshot], tuple[str, int]], clock: Callable[[], float]
+) -> None:
+    """The diagnosis again at this moment, on the snapshot the watches keep current (no change
+    came since it was read): its times ("evicted 12s ago", what is due when) move on. Not more
+    often than RETIME_SHARE of a core allows: a big outage's diagnosis takes a while."""
+    if state.snap is None or state.read_at is None:
+        return
+    now = clock()
+    if now - state.shown_at < state.show_seconds / RETIME_SHARE:
+        return
+    snap = copy.copy(state.snap)
+    snap.captured_at = state.snap.captured_at + timedelta(seconds=max(now - state.read_at, 0.0))
+    _show(state, show, snap, now)
+
+
+def _show(
+    state: State,
+    show: Callable[[Snapshot], tuple[str, int]],
+    snap: Snapshot,
+    now: float,
+) -> None:
+    started = time.monotonic()
+    state.text, state.code = show(snap)
+    state.shown_at, state.show_seconds = now, time.monotonic() - started
+
+
 def _read(
     state: State,
     load: Callable[[], Snapshot],
     show: Callable[[Snapshot], tuple[str, int]],
     clock: Callable[[], float],
+    follow: Any = None,
 ) -> bool:
-    """One read: True when it succeeded (state updated, changes logged)."""
+    """One read: True when it succeeded (state updated, changes logged; the watches compare
+    what comes next with it)."""
     try:
+        if follow is not None and not follow.primed:
+            follow.prime()  # before the read: nothing after it is missed
         snap = load()
     except (UnreachableError, ApiError, AuthError) as exc:
         # A refusal (401/403) is a failed read like any other: right after an API server
@@ -351,7 +432,9 @@ def _read(
         state.log += [f"{stamp}  {line}" for line in found]
         state.pending += found
     state.snap, state.read_at = snap, now
-    state.text, state.code = show(snap)
+    if follow is not None:
+        follow.rebase(snap)
+    _show(state, show, snap, now)
     return True
 
 
@@ -366,19 +449,23 @@ def _lines(
     sleep: Callable[[float], None],
     max_polls: int | None,
     clock: Callable[[], float],
+    follow: Any = None,
 ) -> int:
     """Into a pipe or a file: a block per change, warnings on stderr."""
     last: tuple[Any, ...] | None = None
-    polls = 0
+    polls, read = 0, True
     try:
         while max_polls is None or polls < max_polls:
             polls += 1
+            if not read:  # the watches showed no change: nothing new to print
+                read = _wait(state, follow, interval, sleep)
+                continue
             failing = state.failure if state.failing_since is not None else ""
-            if not _read(state, load, show, clock):
+            if not _read(state, load, show, clock, follow):
                 if state.failure != failing:
                     err.write(f"warning: {state.failure} (retrying every {interval:g}s)\n")
                     err.flush()
-                sleep(interval)
+                read = _wait(state, follow, interval, sleep)
                 continue
             if failing:
                 err.write(
@@ -400,7 +487,7 @@ def _lines(
                 last = current
                 if closedpipe.gone():  # the reader left (`| head`): nothing reads the next
                     break
-            sleep(interval)
+            read = _wait(state, follow, interval, sleep)
     except KeyboardInterrupt:
         out.flush()
     return final_code(state)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import workloads as w
-from tests.e2e.conftest import Plugin
+from tests.e2e.conftest import HEALTHY_NODES, Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
 from tests.e2e.helpers import service_account_kubeconfig, wait_node_ready, wait_running_on
 from tests.support.fakeapi import ctrl_c_default
@@ -185,6 +185,9 @@ def test_watch_rides_out_a_briefly_removed_binding(
     try:
         wait_for("a first block", lambda: watch.follow.blocks(), 30)
         cp.kubectl("delete", "clusterrolebinding", binding)
+        # Its watches, authorized when opened, still carry every change: it reads again (and
+        # meets the 403) at the next change that matters, a Node cordoned here.
+        cp.kubectl("cordon", HEALTHY_NODES[0])
         wait_for(
             "the watch saying its reads are forbidden",
             lambda: any(e.startswith("warning: ") and "forbidden" in e for e in watch.errors),
@@ -201,4 +204,5 @@ def test_watch_rides_out_a_briefly_removed_binding(
             60,
         )
     finally:
+        cp.kubectl("uncordon", HEALTHY_NODES[0])
         watch.end()

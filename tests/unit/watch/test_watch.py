@@ -382,3 +382,138 @@ def test_changes_between_recorded_reads() -> None:
     assert said[2].startswith("8 pods deleted: ")
     assert between(recovered, after)[0] == "flaky-a NotReady"
     assert between(after, after) == []
+
+
+class Follow:
+    """The follower's side of the watch loop (follow.Follower), scripted: what each wait
+    returns, in order (an empty list: no change came within the interval)."""
+
+    def __init__(self, waits: list[list[str]], clock: Clock | None = None) -> None:
+        self.waits, self.clock = list(waits), clock
+        self.primed, self.off, self.closed = False, "", False
+        self.calls: list[str] = []
+
+    def prime(self) -> None:
+        self.calls.append("prime")
+        self.primed = True
+
+    def rebase(self, snap: Snapshot) -> None:
+        self.calls.append("rebase")
+
+    def wait(self, seconds: float) -> list[str]:
+        self.calls.append("wait")
+        if self.clock is not None:
+            self.clock.sleep(seconds)
+        return self.waits.pop(0) if self.waits else []
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_with_watches_the_cluster_is_read_again_only_when_they_show_a_change() -> None:
+    """Into a pipe: the first read, then none while the watches show nothing, a read for the
+    change they show; the watches primed before the first read, compared with each read."""
+    out, err = io.StringIO(), io.StringIO()
+    snaps = [_snap("node-down-before-eviction"), _snap("node-down-after-eviction")]
+    reads: list[int] = []
+
+    def load() -> Snapshot:
+        reads.append(1)
+        return snaps[min(len(reads), 2) - 1]
+
+    follow = Follow([[], [], ["node flaky-a NotReady"], []])
+    slept: list[float] = []
+    run(
+        load,
+        _show,
+        2.0,
+        out,
+        err,
+        tty=False,
+        title="t",
+        max_polls=5,
+        sleep=slept.append,
+        follow=follow,
+    )
+    assert len(reads) == 2 and slept == []
+    assert follow.calls[:2] == ["prime", "rebase"] and follow.calls.count("rebase") == 2
+    assert follow.closed
+    assert out.getvalue().count("--- ") == 2  # the first block, and the one the change brought
+
+
+def test_on_a_terminal_the_times_move_on_between_reads_without_reading() -> None:
+    clock = Clock()
+    shown: list[object] = []
+    reads: list[int] = []
+
+    def load() -> Snapshot:
+        reads.append(1)
+        return _snap("node-down-after-eviction")
+
+    def show(snap: Snapshot) -> tuple[str, int]:
+        shown.append(snap.captured_at)
+        return _show(snap)
+
+    follow = Follow([[], [], []], clock)
+    out = io.StringIO()
+    run(
+        load,
+        show,
+        2.0,
+        out,
+        io.StringIO(),
+        tty=True,
+        title="t",
+        max_polls=4,
+        sleep=clock.sleep,
+        clock=clock,
+        size=lambda: (120, 60),
+        follow=follow,
+    )
+    assert len(reads) == 1 and len(shown) == 4
+    assert len(set(shown)) == 4 and shown == sorted(shown)  # each at its own moment
+
+
+def test_without_watches_allowed_or_while_reads_fail_it_reads_every_interval() -> None:
+    out = io.StringIO()
+    reads: list[int] = []
+    down = UnreachableError("cannot reach the API server")
+
+    def load() -> Snapshot:
+        reads.append(1)
+        if len(reads) in (2, 3):
+            raise down
+        return _snap("node-down-after-eviction")
+
+    follow = Follow([["x"], [], [], [], []])
+    slept: list[float] = []
+    run(
+        load,
+        _show,
+        2.0,
+        out,
+        io.StringIO(),
+        tty=False,
+        title="t",
+        max_polls=5,
+        sleep=slept.append,
+        follow=follow,
+    )
+    # read, (change) read: fails, (failing: slept) read: fails, (slept) read, then watches again
+    assert len(reads) == 4 and slept == [2.0, 2.0]
+    off = Follow([])
+    off.off = "no watch of pods (forbidden)"
+    reads.clear()
+    run(
+        lambda: (reads.append(1), _snap("node-down-after-eviction"))[1],
+        _show,
+        2.0,
+        out,
+        io.StringIO(),
+        tty=False,
+        title="t",
+        max_polls=3,
+        sleep=slept.append,
+        follow=off,
+    )
+    assert len(reads) == 3

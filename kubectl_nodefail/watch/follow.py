@@ -1,0 +1,295 @@
+"""What `diagnose --watch` watches between its reads of the cluster, and when it reads again.
+
+The watch reads the cluster as `diagnose` does (cluster/gather.py), then, instead of reading
+it all again every --interval, keeps watches open (cluster/watchstream.py) and reads again only
+when one of them shows a change the diagnosis on the screen could depend on (`Interest`):
+- a Node added or deleted, a Node whose STATUS (Ready, NotReady, SchedulingDisabled) is no
+  longer the one read, any change to an examined Node (a taint, a condition);
+- a Pod read for the diagnosis changed or gone; a new Pod on an examined Node, or owned by an
+  owner read (a replacement, a rollout's new pod); a Pod deleted elsewhere still there once
+  its deletion is due (stuck Terminating: a normal deletion that ends in time reads nothing);
+- an owner read changed (scaled, deleted, rolled out, suspended);
+- a VolumeAttachment of an examined Node; a FailedAttachVolume Event; an Event of an examined
+  Node;
+- a watch that had to list again or cannot reach the server (events may have been missed).
+Nothing else is watched: Leases (a stale lease shows as the Node's Ready going Unknown; a
+kubelet that returns posts its status at once), remediation automation, claims and volumes
+are read again with the rest at the next read.
+
+A read made for a change reads everything again, so the screen is what a fresh `diagnose`
+shows at that moment; the changes that arrive while it reads are judged against it afterwards.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from kubectl_nodefail.analysis.nodes import kubectl_status
+from kubectl_nodefail.cluster.gather import focus_nodes
+from kubectl_nodefail.cluster.kube import Cluster, node_path, owners_path
+from kubectl_nodefail.cluster.resources import OWNER_PATHS
+from kubectl_nodefail.cluster.watchstream import (
+    Change,
+    Resource,
+    Row,
+    Watcher,
+    metadata,
+    table,
+)
+from kubectl_nodefail.common.errors import Forbidden, NodefailError, NotFound
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, parse_time, shifted
+
+SETTLE_SECONDS = 0.25  # after a change, what else comes with it (a node's pods) is awaited
+# With nothing heard for this long, one small request (GET /version) asks whether the server
+# still answers: a connection cut without a word (a VPN dropped, a load balancer's idle cut)
+# leaves a watch waiting for events that never come. Failing, every stream is opened again and
+# the cluster read again (which says what fails, as the banner).
+PROBE_SECONDS = 30.0
+DUE_SLACK = 2.0  # seconds a deleted pod may stay past its deletion time before it is read
+CLOSE_SECONDS = 1.0  # what the end of the watch waits for its streams to end (and be counted)
+REQUIRED = ("nodes", "pods")  # without these the watch cannot follow the incident
+
+
+def resources(namespaces: Collection[str]) -> list[Resource]:
+    """What the watch keeps watched: Nodes, Pods and the owner kinds (per namespace given with
+    -n, else cluster-wide), VolumeAttachments, and the two kinds of Events the diagnosis reads."""
+    spaces = list(namespaces) or [""]
+
+    def within(path: str, ns: str) -> str:
+        if not ns:
+            return path
+        head, _, tail = path.rpartition("/")
+        return f"{head}/namespaces/{ns}/{tail}"
+
+    out = [table("nodes", node_path(), "None")]
+    for ns in spaces:
+        out.append(table("pods", within("/api/v1/pods", ns), "Metadata"))
+        for kind in OWNER_PATHS:
+            path = owners_path(kind) or ""
+            out.append(metadata(path.rsplit("/", 1)[-1], within(path, ns)))
+    out += [
+        Resource("volumeattachments", "/apis/storage.k8s.io/v1/volumeattachments"),
+        Resource("events", "/api/v1/events", query={"fieldSelector": "reason=FailedAttachVolume"}),
+        Resource("events", "/api/v1/events", query={"fieldSelector": "involvedObject.kind=Node"}),
+    ]
+    return out
+
+
+def _version(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+@dataclass
+class Interest:
+    """What the diagnosis on the screen was made from, as the watch compares changes with."""
+
+    status: dict[str, str] = field(default_factory=dict)  # node -> kubectl's STATUS
+    focus: set[str] = field(default_factory=set)  # the examined nodes
+    nodes: dict[str, str] = field(default_factory=dict)  # node -> resourceVersion
+    pods: dict[str, str] = field(default_factory=dict)  # uid -> resourceVersion
+    owners: dict[str, str] = field(default_factory=dict)  # uid -> resourceVersion ("": unread)
+    attachments: dict[str, str] = field(default_factory=dict)
+    due: dict[str, tuple[datetime, str]] = field(default_factory=dict)  # uid -> (when, name)
+
+    @classmethod
+    def of(cls, snap: Snapshot, only_nodes: Collection[str] = ()) -> Interest:
+        owners = {
+            str(ref.get("uid")): ""
+            for pod in snap.pods
+            for ref in pod["metadata"].get("ownerReferences") or []
+        }
+        owners.update({str(o["metadata"].get("uid")): _version(o) for o in snap.owners})
+        return cls(
+            status={n["metadata"]["name"]: kubectl_status(n) for n in snap.nodes},
+            focus=set(focus_nodes(snap.nodes, only_nodes)),
+            nodes={n["metadata"]["name"]: _version(n) for n in snap.nodes},
+            pods={str(p["metadata"].get("uid")): _version(p) for p in snap.pods},
+            owners=owners,
+            attachments={a["metadata"]["name"]: _version(a) for a in snap.volume_attachments},
+        )
+
+    def carry(self, before: Interest) -> None:
+        """The deleted pods awaited by the interest before, unless this read has them."""
+        self.due = {uid: v for uid, v in before.due.items() if uid not in self.pods}
+
+    def relevant(self, change: Change) -> str | None:
+        """Why `change` may change the diagnosis (None: it cannot)."""
+        if change.kind in ("expired", "broken"):
+            why = "listed again" if change.kind == "expired" else "broken"
+            return f"the watch of {change.resource} {why}"
+        row = change.row
+        if change.resource == "nodes":
+            return self._node(change.kind, row)
+        if change.resource == "pods":
+            return self._pod(change.kind, row)
+        if change.resource == "volumeattachments":
+            known = self.attachments.get(row.name)
+            if row.node in self.focus or (known is not None and known != row.version):
+                return f"VolumeAttachment {row.name}"
+            return None
+        if change.resource == "events":
+            kind, name = row.involved
+            if kind != "Node" or name in self.focus:
+                return f"Event {row.reason} of {name}"
+            return None
+        known = self.owners.get(row.uid)  # an owner kind
+        if known is not None and (not known or known != row.version):
+            return f"{change.resource} {row.name}"
+        return None
+
+    def _node(self, kind: str, row: Row) -> str | None:
+        if kind != "MODIFIED":
+            return f"node {row.name} {kind.lower()}"
+        if row.name not in self.status:
+            return f"node {row.name} new"
+        if row.status and row.status != self.status[row.name]:
+            return f"node {row.name} {row.status}"
+        if row.name in self.focus and self.nodes.get(row.name) != row.version:
+            return f"node {row.name} changed"
+        return None
+
+    def _pod(self, kind: str, row: Row) -> str | None:
+        named = f"pod {row.namespace}/{row.name}"
+        if kind == "DELETED":
+            self.due.pop(row.uid, None)
+            return f"{named} gone" if row.uid in self.pods else None
+        if row.uid in self.pods:
+            return f"{named} changed" if self.pods[row.uid] != row.version else None
+        if row.node in self.focus:
+            return f"{named} on {row.node}"
+        if any(uid in self.owners for uid in row.owners):
+            return f"{named} of an owner read"
+        deleted = parse_time(row.deletion) if row.deletion else None
+        if deleted is not None and row.uid not in self.due:
+            self.due[row.uid] = (shifted(deleted, DUE_SLACK), named)
+        return None
+
+    def overdue(self, now: datetime) -> str | None:
+        """A deleted pod still there past its deletion time (one of them, said once)."""
+        for uid, (when, named) in list(self.due.items()):
+            if when <= now:
+                del self.due[uid]
+                return f"{named} still there past its deletion time"
+        return None
+
+    def next_due(self) -> datetime | None:
+        return min((when for when, _ in self.due.values()), default=None)
+
+
+class Follower:
+    """The watches of one `diagnose --watch`: started before its first read (so that nothing
+    after the read is missed), compared with each read's snapshot (`rebase`)."""
+
+    def __init__(
+        self, cluster: Cluster, namespaces: Collection[str], only_nodes: Collection[str]
+    ) -> None:
+        self.cluster = cluster
+        self.only_nodes = tuple(only_nodes)
+        self.changes: queue.Queue[Change] = queue.Queue()
+        self.watchers: list[Watcher] = []
+        self.interest = Interest()
+        self.skipped: list[str] = []  # optional watches RBAC does not allow
+        self.primed = False
+        self.heard = time.monotonic()  # when a watch last said anything (or the probe answered)
+        self.off = ""  # why the cluster is read every --interval instead (no watch of pods)
+        self._wanted = resources(namespaces)
+
+    def prime(self) -> None:
+        """Each watch's starting resourceVersion, read now (before the first read of the
+        cluster). An optional one RBAC does not let us list is left out; failing for Nodes or
+        Pods, the read fails too: raised, and tried again at the next read."""
+        watchers = []
+        for resource in self._wanted:
+            watcher = Watcher(self.cluster, resource, self.changes)
+            try:
+                watcher.prime()
+            except (Forbidden, NotFound):
+                if resource.name in REQUIRED:
+                    raise
+                self.skipped.append(resource.name)
+                continue
+            watchers.append(watcher)
+        self.watchers, self.primed = watchers, True
+
+    def rebase(self, snap: Snapshot) -> None:
+        """A new read of the cluster: the changes still to come are judged against it; the
+        watches start with the first."""
+        interest = Interest.of(snap, self.only_nodes)
+        interest.carry(self.interest)
+        self.interest = interest
+        for watcher in self.watchers:
+            if not watcher.is_alive() and not watcher.stopping.is_set():
+                watcher.start()
+
+    def wait(self, seconds: float) -> list[str]:
+        """Wait up to `seconds` for changes; the reasons to read again (empty: none came).
+        After the first, those arriving within SETTLE_SECONDS come with it."""
+        end = time.monotonic() + seconds
+        reasons: list[str] = []
+        if time.monotonic() - self.heard > PROBE_SECONDS:
+            reasons += self._probe()
+        while True:
+            now = datetime.now(timezone.utc)
+            late = self.interest.overdue(now)
+            if late:
+                reasons.append(late)
+                end = min(end, time.monotonic() + SETTLE_SECONDS)
+            left = end - time.monotonic()
+            due = self.interest.next_due()
+            if due is not None:
+                left = min(left, max((due - now).total_seconds(), 0.0))
+            try:
+                change = self.changes.get(timeout=max(left, 0.0)) if left > 0 else None
+            except queue.Empty:
+                change = None
+            if change is not None:
+                self.heard = time.monotonic()
+            if change is not None and change.kind == "refused":
+                reasons += self._refused(change)
+                continue
+            if change is not None:
+                why = self.interest.relevant(change)
+                if why:
+                    reasons.append(why)
+                    end = min(end, time.monotonic() + SETTLE_SECONDS)
+                continue
+            if time.monotonic() >= end:
+                return reasons
+
+    def _probe(self) -> list[str]:
+        """Whether the server still answers (after PROBE_SECONDS of silence): if not, every
+        stream is cut (each lists and watches again once it can) and the cluster read again."""
+        self.heard = time.monotonic()
+        try:
+            self.cluster.get("/version")
+            return []
+        except NodefailError as exc:
+            for watcher in self.watchers:
+                watcher.cut()
+            return [f"the API server did not answer ({exc.message})"]
+
+    def _refused(self, change: Change) -> list[str]:
+        """A watch the server refuses: left out; of Nodes or Pods, every watch is (`off`: the
+        cluster is read every --interval from now on) and the cluster read again now."""
+        why = change.error.message if change.error is not None else "refused"
+        if change.resource not in REQUIRED:
+            self.skipped.append(change.resource)
+            return []
+        self.off = f"no watch of {change.resource} ({why})"
+        for watcher in self.watchers:
+            watcher.stop()
+        return [self.off]
+
+    def close(self) -> None:
+        """Every stream ended (each counted in the request budget as it ends)."""
+        for watcher in self.watchers:
+            watcher.stop()
+        end = time.monotonic() + CLOSE_SECONDS  # one still waiting for a server's first byte
+        for watcher in self.watchers:  # cannot be cut: left behind (a daemon thread)
+            if watcher.is_alive():
+                watcher.join(timeout=max(end - time.monotonic(), 0.0))
+        self.cluster.close()

@@ -1,0 +1,413 @@
+"""What `diagnose --watch` reads again for (watch/follow.py) and how its watches are read
+(cluster/watchstream.py).
+
+The relevance rules are replayed on watch streams recorded from the real control plane
+(tests/fixtures/watch/node-down.jsonl: Nodes as Table rows, Pods as Table rows with metadata,
+ReplicaSets as metadata, while a node's kubelet was killed, its pods evicted and replaced, and
+the kubelet started again) against the dumps taken at the moments it names. What a real server
+cannot be made to do on cue (a 410 mid-stream, a garbled line, a refused watch) is played by a
+local fake server (tests/support/fakeapi.py)."""
+
+from __future__ import annotations
+
+import json
+import queue
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubectl_nodefail.cluster.kube import Cluster
+from kubectl_nodefail.cluster.watchstream import Change, Resource, Row, Watcher, row_of
+from kubectl_nodefail.snapshot.model import Snapshot, load_dump
+from kubectl_nodefail.watch.follow import Follower, Interest, resources
+from tests.support.fakeapi import json_answer, kubeconfig, serve
+from tests.unit.conftest import FIXTURES
+
+STREAMS = FIXTURES / "watch" / "node-down.jsonl"
+
+
+def _dump(moment: str) -> Snapshot:
+    return load_dump(str(FIXTURES / f"watch-node-down-{moment}.json"))
+
+
+def _recorded() -> tuple[dict[str, float], list[tuple[float, Change]]]:
+    """The recorded streams as the watchers would have put them on their queue, in time
+    order (each stream parsed by a Watcher of its own, as in the watch)."""
+    head, *rows = STREAMS.read_text().splitlines()
+    times = json.loads(head)["times"]
+    out: queue.Queue[Change] = queue.Queue()
+    parsers: dict[str, Watcher] = {}
+    changes = []
+    for raw in rows:
+        row = json.loads(raw)
+        watcher = parsers.setdefault(
+            row["resource"],
+            Watcher(None, Resource(row["resource"], "/"), out),  # type: ignore[arg-type]
+        )
+        watcher._event(json.loads(row["line"]))
+        while not out.empty():
+            changes.append((row["at"], out.get()))
+    return times, changes
+
+
+def _between(start: float, end: float) -> list[Change]:
+    _, changes = _recorded()
+    return [c for at, c in changes if start <= at < end]
+
+
+def test_the_recorded_streams_parse_into_rows_and_bookmarks_carry_none() -> None:
+    _, changes = _recorded()
+    kinds = {(c.resource, c.kind) for _, c in changes}
+    assert ("nodes", "MODIFIED") in kinds and ("pods", "ADDED") in kinds
+    assert ("pods", "DELETED") in kinds and ("replicasets", "MODIFIED") in kinds
+    assert all(c.kind in ("ADDED", "MODIFIED", "DELETED") for _, c in changes)  # no BOOKMARK
+    for _, change in changes:
+        row = change.row
+        assert row.name and row.version
+        if change.resource == "pods":  # Table rows with metadata: the cells and the uid
+            assert row.uid and row.owners and row.status
+        if change.resource == "nodes":  # Table rows without objects: the cells only
+            assert not row.uid and row.status in ("Ready", "NotReady")
+
+
+def _heartbeats() -> list[Change]:
+    """Healthy nodes' own status updates, as a Node watch carries them (recorded on the same
+    cluster: tests/fixtures/watch/heartbeats.jsonl)."""
+    _, *rows = (FIXTURES / "watch" / "heartbeats.jsonl").read_text().splitlines()
+    out: queue.Queue[Change] = queue.Queue()
+    watcher = Watcher(None, Resource("nodes", "/"), out)  # type: ignore[arg-type]
+    for raw in rows:
+        watcher._event(json.loads(json.loads(raw)["line"]))
+    changes = [out.get() for _ in range(out.qsize())]
+    return [c for c in changes if c.row.name.startswith("healthy")]
+
+
+def _failing() -> set[str]:
+    """The nodes not Ready in the dump taken while the node was down."""
+    return Interest.of(_dump("during")).focus
+
+
+def _names() -> set[str]:
+    """What the recording's changes may rightly be about: the failing nodes and the pods of
+    the dumps (evicted and replaced included)."""
+    pods = {p["metadata"]["name"] for m in ("during", "evicted") for p in _dump(m).pods}
+    return _failing() | pods
+
+
+def test_a_node_going_not_ready_is_the_change_and_heartbeats_are_not() -> None:
+    times, _ = _recorded()
+    interest = Interest.of(_dump("before"))
+    assert interest.focus == set() and _failing()
+    seen = _between(0, times["during"])
+    reasons = [r for r in map(interest.relevant, seen) if r]
+    first = reasons[0].split() if reasons else []
+    assert first[:1] == ["node"] and first[1] in _failing() and first[2:] == ["NotReady"]
+    assert all(any(n in r for n in _names()) for r in reasons), reasons
+    beats = _heartbeats()
+    assert beats and {c.row.status for c in beats} == {"Ready"}
+    for interest in (Interest.of(_dump(m)) for m in ("before", "during", "evicted")):
+        assert [interest.relevant(c) for c in beats] == [None] * len(beats)
+
+
+def test_once_the_node_is_examined_its_pods_replacements_and_return_are_changes() -> None:
+    times, _ = _recorded()
+    during = Interest.of(_dump("during"))
+    assert during.focus == _failing()
+    after = _between(times["during"], times["evicted"])
+    said = [r for r in map(during.relevant, after) if r]
+    assert any(r.endswith("of an owner read") for r in said), said  # the replacements
+    assert any(r.startswith("pod ") and r.endswith("changed") for r in said)  # evicted
+    evicted = Interest.of(_dump("evicted"))
+    back = [r for r in map(evicted.relevant, _between(times["evicted"], 1e12)) if r]
+    assert {f"node {n} Ready" for n in _failing()} <= set(back)
+    assert any(r.endswith("gone") for r in back)
+
+
+def test_a_change_already_read_is_not_read_again() -> None:
+    """The last event of each object before a dump, judged against that dump: the same
+    resourceVersion, so nothing new (the watch does not read twice for what it has)."""
+    times, changes = _recorded()
+    snap = _dump("evicted")
+    interest = Interest.of(snap)
+    read = {p["metadata"]["uid"]: p["metadata"]["resourceVersion"] for p in snap.pods}
+    last: dict[str, Change] = {}
+    for at, change in changes:
+        uid = change.row.uid
+        if at < times["evicted"] and change.resource == "pods" and uid in read:
+            last[uid] = change
+    same = [c for u, c in last.items() if c.row.version == read[u]]
+    assert same and not [c for c in same if interest.relevant(c)]
+
+
+def _elsewhere(change: Change, uid: str, node: str) -> Change:
+    return Change("pods", change.kind, replace(change.row, uid=uid, owners=(), node=node))
+
+
+def test_a_pod_deleted_elsewhere_is_read_only_if_it_outstays_its_deletion() -> None:
+    """A pod on a healthy node, owned by nothing read, deleted: nothing now (a normal deletion
+    ends in its grace period); still there past deletionTimestamp: read; gone first: never."""
+    _, changes = _recorded()
+    terminating = next(c for _, c in changes if c.resource == "pods" and c.row.deletion)
+    deleted_at = terminating.row.deletion
+    interest = Interest.of(_dump("before"))
+    stays = _elsewhere(terminating, "u-stays", "healthy-0")
+    goes = _elsewhere(terminating, "u-goes", "healthy-1")
+    assert interest.relevant(stays) is None and interest.relevant(goes) is None
+    assert interest.relevant(Change("pods", "DELETED", goes.row)) is None
+    from kubectl_nodefail.snapshot.model import parse_time
+
+    when = parse_time(deleted_at)
+    assert when is not None
+    assert interest.overdue(when) is None  # not before the slack
+    late = interest.overdue(when + timedelta(seconds=3))
+    assert late is not None and "still there past its deletion time" in late
+    assert interest.overdue(when + timedelta(seconds=30)) is None  # said once; the other went
+    # a read that has it: no longer awaited
+    again = Interest.of(_dump("before"))
+    again.relevant(stays)
+    fresh = Interest.of(_dump("before"))
+    fresh.pods["u-stays"] = "1"
+    fresh.carry(again)
+    assert fresh.due == {}
+
+
+def test_what_is_watched_follows_the_namespaces_given() -> None:
+    every = resources(())
+    assert [r.path for r in every if r.name == "pods"] == ["/api/v1/pods"]
+    assert {r.name for r in every} >= {"nodes", "pods", "replicasets", "jobs", "events"}
+    two = resources(("a", "b"))
+    assert [r.path for r in two if r.name == "pods"] == [
+        "/api/v1/namespaces/a/pods",
+        "/api/v1/namespaces/b/pods",
+    ]
+    assert "/apis/apps/v1/namespaces/b/replicasets" in [r.path for r in two]
+    assert [r.path for r in two if r.name == "nodes"] == ["/api/v1/nodes"]
+
+
+# --- the streams, against a fake server: what a real one cannot be made to do on cue ---
+
+
+def _lines(*events: dict[str, Any]) -> bytes:
+    return b"".join(json.dumps(e).encode() + b"\n" for e in events)
+
+
+def _row(name: str, version: str) -> dict[str, Any]:
+    return {
+        "kind": "PartialObjectMetadata",
+        "metadata": {
+            "name": name,
+            "namespace": "a",
+            "uid": f"u-{name}",
+            "resourceVersion": version,
+        },
+    }
+
+
+def _watching(
+    api_url: str, tmp_path: Path, resource: Resource
+) -> tuple[Watcher, queue.Queue[Change]]:
+    cluster = Cluster(kubeconfig(tmp_path, api_url), None, 5.0, None)
+    out: queue.Queue[Change] = queue.Queue()
+    return Watcher(cluster, resource, out), out
+
+
+def _take(out: queue.Queue[Change], n: int) -> list[Change]:
+    return [out.get(timeout=10) for _ in range(n)]
+
+
+def test_a_410_lists_again_and_the_watch_goes_on_from_the_new_version(tmp_path: Path) -> None:
+    lists = iter(["10", "20"])
+
+    def script(n: int, method: str, path: str) -> Any:
+        if "watch=1" not in path:
+            return json_answer({"kind": "List", "metadata": {"resourceVersion": next(lists)}})
+        if "resourceVersion=10" in path:
+            gone = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
+            return (
+                200,
+                {},
+                _lines(
+                    {"type": "MODIFIED", "object": _row("x", "11")},
+                    {"type": "ERROR", "object": gone},
+                ),
+            )
+        if "resourceVersion=20" in path:
+            return 200, {}, _lines({"type": "ADDED", "object": _row("y", "21")})
+        return None
+
+    with serve(script) as api:
+        watcher, out = _watching(
+            api.url, tmp_path, Resource("deployments", "/apis/apps/v1/deployments")
+        )
+        watcher.prime()
+        watcher.start()
+        got = _take(out, 3)
+        watcher.stop()
+    assert [(c.kind, c.row.name) for c in got] == [
+        ("MODIFIED", "x"),
+        ("expired", ""),
+        ("ADDED", "y"),
+    ]
+    watches = [p for _, p in api.requests if "watch=1" in p]
+    assert "resourceVersion=10" in watches[0] and "resourceVersion=20" in watches[1]
+    assert all("allowWatchBookmarks=true" in p and "timeoutSeconds=" in p for p in watches)
+
+
+def test_a_garbled_stream_is_broken_then_listed_again(tmp_path: Path) -> None:
+    def script(n: int, method: str, path: str) -> Any:
+        if "watch=1" not in path:
+            return json_answer({"kind": "List", "metadata": {"resourceVersion": str(10 + n)}})
+        if n == 1:
+            return 200, {}, b'{"type": "MODIFIED", "object": {garbage\n'
+        return None
+
+    with serve(script) as api:
+        watcher, out = _watching(api.url, tmp_path, Resource("jobs", "/apis/batch/v1/jobs"))
+        watcher.prime()
+        watcher.start()
+        got = _take(out, 2)
+        watcher.stop()
+    assert [c.kind for c in got] == ["broken", "expired"]
+    assert got[0].error is not None and "jobs" in got[0].error.message
+
+
+def test_a_refused_watch_of_pods_turns_the_watch_back_to_reading_every_interval(
+    tmp_path: Path,
+) -> None:
+    """RBAC with list but not watch: the follower gives its watches up and says why; a refused
+    optional watch (events) is only left out."""
+
+    def script(n: int, method: str, path: str) -> Any:
+        if "watch=1" not in path:
+            return json_answer({"kind": "List", "metadata": {"resourceVersion": "5"}})
+        if "/pods?" in path or "/events?" in path:
+            status = {"kind": "Status", "code": 403, "reason": "Forbidden", "message": "no watch"}
+            return json_answer(status, 403)
+        return None
+
+    with serve(script) as api:
+        follower = Follower(Cluster(kubeconfig(tmp_path, api.url), None, 5.0, None), (), ())
+        follower.prime()
+        assert follower.primed and not follower.off
+        follower.rebase(_dump("before"))
+        reasons: list[str] = []
+        for _ in range(10):
+            reasons += follower.wait(1.0)
+            if follower.off:
+                break
+        follower.close()
+    assert follower.off.startswith("no watch of pods")
+    assert any(r.startswith("no watch of pods") for r in reasons)
+
+
+def test_the_bytes_a_watch_carried_are_in_the_request_budget(tmp_path: Path) -> None:
+    body = _lines({"type": "ADDED", "object": _row("x", "11")})
+
+    def script(n: int, method: str, path: str) -> Any:
+        if "watch=1" not in path:
+            return json_answer({"kind": "List", "metadata": {"resourceVersion": "10"}})
+        return (200, {}, body) if n == 1 else None
+
+    Cluster.budget.spent.clear()
+    with serve(script) as api:
+        watcher, out = _watching(
+            api.url, tmp_path, Resource("statefulsets", "/apis/apps/v1/statefulsets")
+        )
+        watcher.prime()
+        watcher.start()
+        _take(out, 1)
+        for _ in range(100):
+            if "watch statefulsets.apps" in Cluster.budget.spent:
+                break
+            import time
+
+            time.sleep(0.05)
+        watcher.stop()
+    spent = Cluster.budget.spent["watch statefulsets.apps"]
+    assert spent.requests >= 1 and spent.bytes >= len(body)
+
+
+@pytest.mark.parametrize("kind", ["Table", "PartialObjectMetadata"])
+def test_a_row_without_an_object_is_not_a_change(kind: str) -> None:
+    empty = {"kind": "Table", "metadata": {"resourceVersion": "3"}, "rows": []}
+    assert row_of(empty if kind == "Table" else {"kind": kind}, ["Name"]) is None
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+KEYS = st.sampled_from(
+    ["type", "object", "kind", "rows", "cells", "metadata", "name", "uid", "resourceVersion",
+     "deletionTimestamp", "ownerReferences", "spec", "nodeName", "involvedObject", "code"]
+)  # fmt: skip
+EVENTS = st.recursive(
+    JSON,
+    lambda inner: st.dictionaries(KEYS, inner, max_size=5) | st.lists(inner, max_size=2),
+    max_leaves=20,
+)
+
+
+@given(EVENTS, st.sampled_from(["nodes", "pods", "jobs", "events", "volumeattachments"]))
+def test_any_line_a_server_sends_is_a_change_or_a_stated_failure(event: Any, name: str) -> None:
+    """Whatever JSON a stream carries: a change whose relevance is decided without an error,
+    or one of the tool's own errors (the watcher then lists and watches again): never an
+    exception that would end the watch with a traceback."""
+    from kubectl_nodefail.common.errors import NodefailError
+
+    out: queue.Queue[Change] = queue.Queue()
+    watcher = Watcher(None, Resource(name, "/"), out)  # type: ignore[arg-type]
+    watcher.columns = ["Name", "Status", "Node"]
+    for head in ({"type": "ADDED", "object": event}, event):
+        try:
+            watcher._event(head)
+        except NodefailError:
+            continue
+    interest = Interest.of(_dump("during"))
+    while not out.empty():
+        change = out.get()
+        assert isinstance(change.row, Row)
+        why = interest.relevant(change)
+        assert why is None or isinstance(why, str)
+    interest.overdue(datetime.max.replace(tzinfo=timezone.utc))
+
+
+def test_a_silent_server_is_asked_whether_it_still_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Watches open but nothing heard for PROBE_SECONDS: one GET /version; unanswered (here a
+    503 each time), every stream is cut (they list and watch again) and the cluster is read
+    again, which says what fails."""
+    from kubectl_nodefail.watch import follow as follow_module
+
+    monkeypatch.setattr(follow_module, "PROBE_SECONDS", 0.3)
+
+    def script(n: int, method: str, path: str) -> Any:
+        if path.startswith("/version"):
+            return json_answer({"kind": "Status", "code": 503, "message": "down"}, 503)
+        if "watch=1" not in path:
+            return json_answer({"kind": "List", "metadata": {"resourceVersion": "5"}})
+        return None  # a watch that never says anything
+
+    with serve(script) as api:
+        cluster = Cluster(kubeconfig(tmp_path, api.url), None, 2.0, None)
+        cluster.sleep = lambda _: None  # no backoff between the probe's tries
+        follower = Follower(cluster, (), ())
+        follower.prime()
+        follower.rebase(_dump("before"))
+        reasons: list[str] = []
+        for _ in range(3):
+            reasons += follower.wait(0.5)
+            if reasons:
+                break
+        follower.close()
+    assert any(r.startswith("the API server did not answer") for r in reasons), reasons
+    assert ("GET", "/version") in api.requests
