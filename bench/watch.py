@@ -1,0 +1,211 @@
+"""`diagnose --watch` on the benchmark's big cluster (issue 37): by watches (watch/follow.py),
+beside the same command reading everything every --interval (the design before it, run by
+replacing the follower with none, as bench.run sets kube.WORKERS).
+
+For each design: the benchmark's etcd + kube-apiserver (bench/cluster.py) with --failed nodes
+failed, healthy kubelets' status reports played at --beats per minute (a 5,000-node cluster's
+kubelets report every 5 minutes when nothing changes: ~1,000 a minute; each is one Node update
+that a watch of Nodes carries), then `diagnose --watch -o json --interval 2 -v` started. After
+its first read, for --seconds with nothing else changing: the requests and bytes the API server
+served it (its own metrics: apiserver_request_total for GET, LIST and WATCH, response and watch
+event sizes), the API server's CPU seconds and the plugin's. Then one more node fails: the
+seconds until the watch prints a diagnosis that has it. Writes results.json into --out.
+
+Usage: python -m bench.watch [--size 5000x60000] [--failed 200] [--seconds 120] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import cluster
+
+REPO = Path(__file__).resolve().parents[1]
+TICKS = os.sysconf("SC_CLK_TCK")
+READS = re.compile(r'verb="(GET|LIST|WATCH)"')
+NON_RESOURCE = re.compile(r'[{,]resource=""')  # /metrics itself, /version, discovery
+POLLING = (
+    "import kubectl_nodefail.cli.diagnose_run as d; d._follower = lambda *a: None; "
+    "from kubectl_nodefail.cli.main import main; import sys; "
+    "sys.argv = ['kubectl-nodefail', *sys.argv[1:]]; main()"
+)
+WATCHING = (
+    "from kubectl_nodefail.cli.main import main; import sys; "
+    "sys.argv = ['kubectl-nodefail', *sys.argv[1:]]; main()"
+)
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def served(server: cluster.Server) -> tuple[int, float]:
+    """(read requests, bytes) the API server has served so far: GET, LIST and WATCH requests,
+    response sizes and the sizes of the watch events it sent."""
+    time.sleep(0.5)
+    requests, size = 0, 0.0
+    for line in server.get("/metrics", raw=True).decode().splitlines():
+        if NON_RESOURCE.search(line):
+            continue
+        if line.startswith("apiserver_request_total{") and READS.search(line):
+            requests += int(float(line.rsplit(" ", 1)[1]))
+        elif (
+            line.startswith("apiserver_response_sizes_sum{") and READS.search(line)
+        ) or line.startswith("apiserver_watch_events_sizes_sum{"):
+            size += float(line.rsplit(" ", 1)[1])
+    return requests, size
+
+
+class Beats(threading.Thread):
+    """Healthy kubelets' status reports: a Ready condition's lastHeartbeatTime patched, one
+    node after another, at `per_minute`."""
+
+    def __init__(self, server: cluster.Server, first: int, n_nodes: int, per_minute: int) -> None:
+        super().__init__(daemon=True)
+        self.server, self.first, self.n, self.gap = server, first, n_nodes, 60.0 / per_minute
+        self.stop = threading.Event()
+        self.sent = 0
+
+    def run(self) -> None:
+        i = self.first
+        while not self.stop.wait(self.gap):
+            name = f"node-{i:05d}"
+            now = cluster.ts(cluster.datetime.now(cluster.UTC))
+            body = {"status": {"conditions": [{"type": "Ready", "lastHeartbeatTime": now}]}}
+            try:
+                self.server.call(
+                    "PATCH",
+                    f"/api/v1/nodes/{name}/status",
+                    body,
+                    "application/strategic-merge-patch+json",
+                )
+            except OSError:  # the server stopped under it: the run is over
+                return
+            self.sent += 1
+            i = i + 1 if i + 1 < self.n else self.first
+
+
+def one(
+    server: cluster.Server, code: str, env: dict[str, str], args: argparse.Namespace, next_fail: int
+) -> dict[str, Any]:
+    api = next(p for p in server.procs if "kube-apiserver" in " ".join(map(str, p.args)))
+    # the same window without the plugin: what the API server serves and spends by itself (its
+    # own controllers' reads, the status reports), taken off the plugin's window below
+    req0, bytes0 = served(server)
+    api0, start = cpu_seconds(api.pid), time.monotonic()
+    time.sleep(args.seconds)
+    req1, bytes1 = served(server)
+    base = time.monotonic() - start
+    base_req, base_bytes = (req1 - req0) / base, (bytes1 - bytes0) / base
+    base_cpu = (cpu_seconds(api.pid) - api0) / base
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "diagnose", "--watch", "-o", "json", "--interval", "2", "-v"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    docs: list[tuple[float, dict[str, Any]]] = []
+    reader = threading.Thread(
+        target=lambda: docs.extend((time.monotonic(), json.loads(x)) for x in proc.stdout or []),
+        daemon=True,
+    )
+    reader.start()
+    t0 = time.monotonic()
+    while not docs:
+        if proc.poll() is not None or time.monotonic() - t0 > 600:
+            raise RuntimeError(f"no first diagnosis: {proc.stderr.read() if proc.stderr else ''}")
+        time.sleep(0.2)
+    first = docs[0][0] - t0
+    time.sleep(3)  # the first read's last requests (owners, siblings) land
+    req0, bytes0 = served(server)
+    api0, plugin0, start = cpu_seconds(api.pid), cpu_seconds(proc.pid), time.monotonic()
+    time.sleep(args.seconds)
+    req1, bytes1 = served(server)
+    api1, plugin1, quiet = cpu_seconds(api.pid), cpu_seconds(proc.pid), time.monotonic() - start
+    failed = f"node-{next_fail:05d}"
+    shown = len(docs)
+    cluster.fail_nodes(server, args.nodes, next_fail + 1, already=next_fail)
+    failed_at = time.monotonic()
+    seen = None
+    while time.monotonic() - failed_at < 60 and seen is None:
+        for at, doc in docs[shown:]:
+            if any(n["name"] == failed for n in doc["nodes"]):
+                seen = at - failed_at
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    return {
+        "first_read_s": round(first, 2),
+        "quiet_s": round(quiet, 1),
+        "requests_per_min": round(((req1 - req0) / quiet - base_req) * 60, 1),
+        "mib_per_min": round(((bytes1 - bytes0) / quiet - base_bytes) * 60 / 2**20, 3),
+        "apiserver_cpu_s_per_min": round(((api1 - api0) / quiet - base_cpu) * 60, 2),
+        "apiserver_alone": {
+            "requests_per_min": round(base_req * 60, 1),
+            "mib_per_min": round(base_bytes * 60 / 2**20, 3),
+            "cpu_s_per_min": round(base_cpu * 60, 2),
+        },
+        "plugin_cpu_share": round((plugin1 - plugin0) / quiet, 4),
+        "failed_node_shown_after_s": None if seen is None else round(seen, 2),
+        "budget": [
+            line.rstrip() for line in err.splitlines() if line.startswith(("requests:", "  "))
+        ],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="5000x60000")
+    parser.add_argument("--failed", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=120)
+    parser.add_argument("--beats", type=int, default=1000, help="node status reports a minute")
+    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "watch"))
+    args = parser.parse_args()
+    size = cluster.Size.parse(args.size)
+    args.nodes = size.nodes
+    bindir = cluster.binaries()
+    work = Path(tempfile.mkdtemp(prefix="nodefail-bench-watch-"))
+    rows = {}
+    for design, code in (("watches", WATCHING), ("every interval", POLLING)):
+        server = cluster.start(bindir, size, work / design.replace(" ", "-"), log=print)
+        try:
+            cluster.fail_nodes(server, size.nodes, args.failed)
+            beats = Beats(
+                server, args.failed + 1, size.nodes - cluster.reserve(size.nodes), args.beats
+            )
+            beats.start()
+            env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
+            rows[design] = one(server, code, env, args, args.failed)
+            beats.stop.set()
+            rows[design]["beats_sent"] = beats.sent
+            print(design, json.dumps({k: v for k, v in rows[design].items() if k != "budget"}))
+        finally:
+            server.stop()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "size": args.size,
+        "failed": args.failed,
+        "seconds": args.seconds,
+        "beats": args.beats,
+        **rows,
+    }
+    (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
