@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +11,7 @@ from kubectl_nodefail.analysis.nodes import is_ready
 from kubectl_nodefail.cluster import kube, podrows
 from tests.e2e import workloads as w
 from tests.e2e.controlplane import ControlPlane, wait_for
+from tests.support.fakeapi import ctrl_c_default
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Plugin
@@ -239,4 +241,17 @@ def first_run_pod(cp: ControlPlane, ns: str, node: str, timeout: float) -> Obj:
             None,
         ),
         timeout,
+    )
+
+
+def watching(cp: ControlPlane, plugin: Plugin, *args: str) -> subprocess.Popen[str]:
+    """`kubectl nodefail diagnose --watch --interval 1 ARGS` started, its stdout and stderr
+    piped; Ctrl-C reaches it even from a background shell."""
+    return subprocess.Popen(
+        [str(cp.bindir / "kubectl"), "nodefail", "diagnose", "--watch", "--interval", "1", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=plugin.env,
+        preexec_fn=ctrl_c_default,
     )

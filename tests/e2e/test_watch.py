@@ -15,7 +15,12 @@ import pytest
 from tests.e2e import workloads as w
 from tests.e2e.conftest import HEALTHY_NODES, Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
-from tests.e2e.helpers import service_account_kubeconfig, wait_node_ready, wait_running_on
+from tests.e2e.helpers import (
+    service_account_kubeconfig,
+    wait_node_ready,
+    wait_running_on,
+    watching,
+)
 from tests.support.fakeapi import ctrl_c_default
 
 pytestmark = pytest.mark.e2e
@@ -108,15 +113,7 @@ class Watching:
     collected; Ctrl-C at the end, the exit code kept."""
 
     def __init__(self, cp: ControlPlane, plugin: Plugin, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [str(cp.bindir / "kubectl"), "nodefail", "diagnose", "--watch", "--interval", "1",
-             *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=plugin.env,
-            preexec_fn=ctrl_c_default,
-        )  # fmt: skip
+        self.proc = watching(cp, plugin, *args)
         self.follow = Follow(self.proc)
         self.errors: list[str] = []
         self._reader = threading.Thread(

@@ -13,7 +13,6 @@ import os
 import random
 import re
 import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -27,8 +26,7 @@ from kubectl_nodefail.cluster.watchstream import OBJECT_ROW
 from tests.e2e import workloads as w
 from tests.e2e.conftest import FIXTURES, Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
-from tests.e2e.helpers import wait_node_ready, wait_running_on
-from tests.support.fakeapi import ctrl_c_default
+from tests.e2e.helpers import wait_node_ready, wait_running_on, watching
 
 pytestmark = pytest.mark.e2e
 NS = "scenario-follow"
@@ -55,15 +53,7 @@ class JsonWatch:
     budget on stderr after Ctrl-C."""
 
     def __init__(self, cp: ControlPlane, plugin: Plugin, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [str(cp.bindir / "kubectl"), "nodefail", "diagnose", "--watch", "-o", "json",
-             "--interval", "1", "-v", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=plugin.env,
-            preexec_fn=ctrl_c_default,
-        )  # fmt: skip
+        self.proc = watching(cp, plugin, "-o", "json", "-v", *args)
         self.docs: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self._threads = [

@@ -7,6 +7,7 @@ returning during the watch) is tests/e2e/test_watch.py."""
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 import pytest
 from click.testing import CliRunner
@@ -410,10 +411,22 @@ class Follow:
         self.closed = True
 
 
+def _piped(
+    load: Callable[[], Snapshot],
+    follow: Follow,
+    polls: int,
+    sleep: Callable[[float], None],
+    out: io.StringIO | None = None,
+) -> None:
+    """The watch into a pipe, with this follower, for `polls` refreshes."""
+    run(load, _show, 2.0, out or io.StringIO(), io.StringIO(), tty=False, title="t",
+        max_polls=polls, sleep=sleep, follow=follow)  # fmt: skip
+
+
 def test_with_watches_the_cluster_is_read_again_only_when_they_show_a_change() -> None:
     """Into a pipe: the first read, then none while the watches show nothing, a read for the
     change they show; the watches primed before the first read, compared with each read."""
-    out, err = io.StringIO(), io.StringIO()
+    out = io.StringIO()
     snaps = [_snap("node-down-before-eviction"), _snap("node-down-after-eviction")]
     reads: list[int] = []
 
@@ -423,18 +436,7 @@ def test_with_watches_the_cluster_is_read_again_only_when_they_show_a_change() -
 
     follow = Follow([[], [], ["node flaky-a NotReady"], []])
     slept: list[float] = []
-    run(
-        load,
-        _show,
-        2.0,
-        out,
-        err,
-        tty=False,
-        title="t",
-        max_polls=5,
-        sleep=slept.append,
-        follow=follow,
-    )
+    _piped(load, follow, 5, slept.append, out)
     assert len(reads) == 2 and slept == []
     assert follow.calls[:2] == ["prime", "rebase"] and follow.calls.count("rebase") == 2
     assert follow.closed
@@ -485,35 +487,12 @@ def test_without_watches_allowed_or_while_reads_fail_it_reads_every_interval() -
             raise down
         return _snap("node-down-after-eviction")
 
-    follow = Follow([["x"], [], [], [], []])
     slept: list[float] = []
-    run(
-        load,
-        _show,
-        2.0,
-        out,
-        io.StringIO(),
-        tty=False,
-        title="t",
-        max_polls=5,
-        sleep=slept.append,
-        follow=follow,
-    )
+    _piped(load, Follow([["x"], [], [], [], []]), 5, slept.append, out)
     # read, (change) read: fails, (failing: slept) read: fails, (slept) read, then watches again
     assert len(reads) == 4 and slept == [2.0, 2.0]
     off = Follow([])
     off.off = "no watch of pods (forbidden)"
     reads.clear()
-    run(
-        lambda: (reads.append(1), _snap("node-down-after-eviction"))[1],
-        _show,
-        2.0,
-        out,
-        io.StringIO(),
-        tty=False,
-        title="t",
-        max_polls=3,
-        sleep=slept.append,
-        follow=off,
-    )
+    _piped(lambda: (reads.append(1), _snap("node-down-after-eviction"))[1], off, 3, slept.append)
     assert len(reads) == 3
