@@ -324,7 +324,6 @@ class Cluster(ListReads, ErrorAnswers):
         timeout = self._attempt_timeout(what)
         url_path = path + "?" + urlencode({**query, "watch": "1"})
         headers = self._headers(accept, compress=False)
-        resp, data = None, b""
         try:
             resp = self._pool.request(
                 "GET",
@@ -343,6 +342,7 @@ class Cluster(ListReads, ErrorAnswers):
             failure = connection_failure(exc, self.host, self.proxy_url)
             raise self._unreachable(failure, timeout) from exc
         if not 200 <= resp.status <= 299:
+            data = b""
             try:
                 data = self._read_body(resp, timeout, what)
             finally:

@@ -30,8 +30,8 @@ from datetime import datetime, timezone
 
 from kubectl_nodefail.analysis.nodes import kubectl_status
 from kubectl_nodefail.cluster.gather import focus_nodes
-from kubectl_nodefail.cluster.kube import Cluster, node_path, owners_path
-from kubectl_nodefail.cluster.resources import OWNER_PATHS
+from kubectl_nodefail.cluster.kube import Cluster
+from kubectl_nodefail.cluster.resources import OWNER_PATHS, node_path, owners_path
 from kubectl_nodefail.cluster.watchstream import (
     Change,
     Resource,
