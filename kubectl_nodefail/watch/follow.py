@@ -27,6 +27,7 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from urllib.parse import quote
 
 from kubectl_nodefail.analysis.nodes import kubectl_status
 from kubectl_nodefail.cluster.gather import focus_nodes
@@ -63,7 +64,7 @@ def resources(namespaces: Collection[str]) -> list[Resource]:
         if not ns:
             return path
         head, _, tail = path.rpartition("/")
-        return f"{head}/namespaces/{ns}/{tail}"
+        return f"{head}/namespaces/{quote(ns, safe='')}/{tail}"
 
     out = [table("nodes", node_path(), "None")]
     for ns in spaces:
@@ -200,14 +201,22 @@ class Follower:
 
     def prime(self) -> None:
         """Each watch's starting resourceVersion, read now (before the first read of the
-        cluster). An optional one RBAC does not let us list is left out; failing for Nodes or
-        Pods, the read fails too: raised, and tried again at the next read."""
+        cluster). An optional one RBAC does not let us list is left out; forbidden for Nodes or
+        Pods, the read fails too: raised, and tried again at the next read. A collection the
+        server does not have (404: a -n value that is no namespace name) turns every watch off:
+        the cluster is read every --interval, as a plain diagnose reads it."""
         watchers = []
         for resource in self._wanted:
             watcher = Watcher(self.cluster, resource, self.changes)
             try:
                 watcher.prime()
-            except (Forbidden, NotFound):
+            except NotFound as exc:  # a -n value the server has no collection for
+                if resource.name in REQUIRED:
+                    self.off, self.primed = f"no watch of {resource.name} ({exc.message})", True
+                    return
+                self.skipped.append(resource.name)
+                continue
+            except Forbidden:  # failing for Nodes or Pods, the read fails the same way
                 if resource.name in REQUIRED:
                     raise
                 self.skipped.append(resource.name)

@@ -411,3 +411,24 @@ def test_a_silent_server_is_asked_whether_it_still_answers(
         follower.close()
     assert any(r.startswith("the API server did not answer") for r in reasons), reasons
     assert ("GET", "/version") in api.requests
+
+
+def test_a_namespace_the_server_has_no_collection_for_reads_every_interval(
+    tmp_path: Path,
+) -> None:
+    """-n with a value that is no namespace name: its pods' collection is a 404, as a plain
+    diagnose meets it (a warning, not a failure); the watch then reads every --interval
+    rather than failing every read. The name is sent quoted, as every other path."""
+
+    def script(n: int, method: str, path: str) -> Any:
+        if path.startswith("/api/v1/namespaces/a%2Fb/pods"):
+            status = {"kind": "Status", "code": 404, "reason": "NotFound", "message": "no"}
+            return json_answer(status, 404)
+        return json_answer({"kind": "List", "metadata": {"resourceVersion": "5"}})
+
+    assert "/api/v1/namespaces/a%2Fb/pods" in [r.path for r in resources(("a/b",))]
+    with serve(script) as api:
+        follower = Follower(Cluster(kubeconfig(tmp_path, api.url), None, 5.0, None), ("a/b",), ())
+        follower.prime()
+        follower.close()
+    assert follower.primed and follower.off.startswith("no watch of pods")
