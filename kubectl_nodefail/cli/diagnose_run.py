@@ -20,7 +20,6 @@ from kubectl_nodefail.cli.running import (
     DEADLINE_SECONDS_KEY,
     WATCHDOG_KEY,
     leave_now,
-    print_budget,
 )
 from kubectl_nodefail.cli.usage import program_name
 from kubectl_nodefail.cluster import contexts
@@ -126,8 +125,6 @@ def diagnose(
             one_line=output == "json",
             follow=_follower(conn, namespaces, nodes) if live else None,
         )
-        if verbose:  # leave_now skips handle_errors' own
-            print_budget()
         leave_now(code)  # Ctrl-C ended the watch: not after the refresh still in flight
     if many:
         names = list(dict.fromkeys(context)) or contexts.kubeconfig_contexts(kubeconfig)

@@ -26,6 +26,7 @@ DEADLINE_GRACE = 1.0  # the hard stop, for waits nothing can interrupt (DNS); ki
 DEADLINE_KEY = "kubectl_nodefail.deadline"  # the run's time.monotonic() deadline, in ctx.meta
 WATCHDOG_KEY = "kubectl_nodefail.watchdog"  # lifted while remediate executes (see _execute)
 DEADLINE_SECONDS_KEY = "kubectl_nodefail.deadline_seconds"  # --deadline, for --watch
+VERBOSE_KEY = "kubectl_nodefail.verbose"  # -v: the budget is printed however the run ends
 
 
 def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
@@ -39,6 +40,7 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         verbose = kwargs.get("verbose", 0)
+        click.get_current_context().meta[VERBOSE_KEY] = verbose
         _quiet_libraries(verbose)
         seconds = _deadline_seconds(kwargs)
         watchdog = None
@@ -72,13 +74,13 @@ def handle_errors(fn: Callable[..., int]) -> Callable[..., None]:
             if watchdog is not None:
                 watchdog.cancel()
             if verbose:
-                print_budget()
+                _print_budget()
         sys.exit(int(code))
 
     return wrapper
 
 
-def print_budget() -> None:
+def _print_budget() -> None:
     """-v: what the run asked of the API server, per resource (cluster/budget.py), on stderr
     after everything else; nothing for a run that sent no request."""
     from kubectl_nodefail.cluster.kube import Cluster
@@ -112,7 +114,10 @@ def leave_now(code: int) -> None:
     would join them: up to --request-timeout after a Ctrl-C). Those are reads: remediate's
     changes are sent from the main thread, whose `finally` blocks (trail log, node locks) have
     run by the time a KeyboardInterrupt gets here, and a Ctrl-C during its execution is
-    actions.Stop's, not this."""
+    actions.Stop's, not this. -v's budget is printed first (handle_errors' own is skipped)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.meta.get(VERBOSE_KEY):
+        _print_budget()
     sys.stdout.flush()
     code = with_output_checked(code)
     sys.stderr.flush()

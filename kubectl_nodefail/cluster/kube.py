@@ -324,6 +324,7 @@ class Cluster(ListReads, ErrorAnswers):
         timeout = self._attempt_timeout(what)
         url_path = path + "?" + urlencode({**query, "watch": "1"})
         headers = self._headers(accept, compress=False)
+        data, status, streaming = b"", None, False
         try:
             resp = self._pool.request(
                 "GET",
@@ -334,21 +335,18 @@ class Cluster(ListReads, ErrorAnswers):
                 redirect=False,
                 preload_content=False,
             )
-        except urllib3.exceptions.ConnectTimeoutError as exc:
-            raise self._unreachable(
-                connection_failure(exc, self.host, self.proxy_url), timeout
-            ) from exc
+            status = resp.status
+            if 200 <= status <= 299:
+                streaming = True  # its bytes are counted by its reader as it ends
+                return resp
+            data = self._read_body(resp, timeout, what)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            failure = connection_failure(exc, self.host, self.proxy_url)
-            raise self._unreachable(failure, timeout) from exc
-        if not 200 <= resp.status <= 299:
-            data = b""
-            try:
-                data = self._read_body(resp, timeout, what)
-            finally:
-                Cluster.budget.record("WATCH", path, len(data), 0.0, resp.status)
-            raise self._api_error(resp.status, data, "GET", path)
-        return resp
+            lost = self._lost(exc, timeout, what)  # the watcher opens it again, after a wait
+            raise (lost.error if isinstance(lost, _Retryable) else lost) from exc
+        finally:  # refused or unanswered: counted here (-v), as every request sent is
+            if not streaming:
+                Cluster.budget.record("WATCH", path, len(data), 0.0, status)
+        raise self._api_error(resp.status, data, "GET", path)
 
     def _exchange(
         self,
@@ -385,24 +383,29 @@ class Cluster(ListReads, ErrorAnswers):
                         f"{what}: the API server at {self.host} sent a compressed answer that "
                         f"does not decompress ({short(cause)})"
                     ) from exc
-        except urllib3.exceptions.ConnectTimeoutError as exc:  # refused, unresolvable too
-            raise self._unreachable(
-                connection_failure(exc, self.host, self.proxy_url), timeout
-            ) from exc
-        except (urllib3.exceptions.TimeoutError, TimeoutError) as exc:
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise self._lost(exc, timeout, what) from exc
+        return resp, data
+
+    def _lost(self, exc: Exception, timeout: float | None, what: str) -> Exception:
+        """What a request that got no (whole) answer raises: the connection's failure in the
+        tool's words; a reset or dropped connection as _Retryable (a GET is sent again, as
+        client-go does); no answer in time as the deadline's or --request-timeout's."""
+        import urllib3
+
+        if isinstance(exc, urllib3.exceptions.ConnectTimeoutError):  # refused, unresolvable too
+            return self._unreachable(connection_failure(exc, self.host, self.proxy_url), timeout)
+        if isinstance(exc, (urllib3.exceptions.TimeoutError, TimeoutError)):
             left = self._left()
             if left is not None and (self.timeout is None or left < 1):
-                raise self._deadline_error(what) from exc
-            raise UnreachableError(
+                return self._deadline_error(what)
+            return UnreachableError(
                 f"{what}: no answer from the API server at {self.host} within {_seconds(timeout)}",
                 hint=f"context {self.context!r}; check the network, VPN, or the cluster itself",
-            ) from exc
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            failure = connection_failure(exc, self.host, self.proxy_url)
-            if failure.retry:  # reset or dropped: a GET is sent again, as client-go does
-                raise _Retryable(self._unreachable(failure, timeout)) from exc
-            raise self._unreachable(failure, timeout) from exc
-        return resp, data
+            )
+        failure = connection_failure(exc, self.host, self.proxy_url)
+        error = self._unreachable(failure, timeout)
+        return _Retryable(error) if failure.retry else error
 
     def _read_body(self, resp: Any, timeout: float | None, what: str) -> bytes:
         """The whole body, chunk by chunk, never reading past the deadline."""

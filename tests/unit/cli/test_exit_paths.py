@@ -186,3 +186,17 @@ def test_the_pairs_a_live_cluster_reaches_are_asserted_where_named(code: int, co
         assert re.search(rf"^def {re.escape(function)}\(", source, re.M), where
     assert re.search(rf"returncode == {code}\b", source), where
     assert command in source, where
+
+
+def test_an_interrupted_verbose_run_still_says_what_it_asked(tmp_path: Path) -> None:
+    """-v's request budget is printed however the run ends: a Ctrl-C leaves at once (not
+    after the reads in flight), and once skipped it (as `diagnose --watch`'s end did)."""
+    with serve(fakeapi.hangs_on_pods) as api:
+        config = kubeconfig(tmp_path, api.url)
+        argv = [str(PLUGIN), "diagnose", "-v", "--kubeconfig", config, "--request-timeout", "60"]
+        returncode, err, _ = fakeapi.ctrl_c_while_reading_pods(argv, api, cwd=tmp_path)
+    assert returncode == 130, err
+    lines = err.strip().splitlines()
+    assert "interrupted" in lines and lines[-1].startswith("  "), err
+    assert any(line.startswith("requests: ") for line in lines), err
+    assert any(line.split()[:2] == ["list", "nodes"] for line in lines), err

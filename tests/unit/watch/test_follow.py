@@ -432,3 +432,25 @@ def test_a_namespace_the_server_has_no_collection_for_reads_every_interval(
         follower.prime()
         follower.close()
     assert follower.primed and follower.off.startswith("no watch of pods")
+
+
+def test_a_watch_that_gets_no_answer_is_the_tools_error_and_counted(tmp_path: Path) -> None:
+    """A server that answers the watch with no HTTP at all: the connection's failure in the
+    tool's words (as any request's, kube._lost), never a library exception, and the request
+    counted in the budget (-v) as sent and failed."""
+    from kubectl_nodefail.cluster.budget import Budget
+    from kubectl_nodefail.common.errors import UnreachableError
+    from tests.support.fakeapi import silent_socket
+
+    with silent_socket(b"NOT HTTP\r\n\r\n") as where:
+        cluster = Cluster(kubeconfig(tmp_path, f"http://{where}"), None, 2.0, None)
+        budget = Budget()
+        saved, Cluster.budget = Cluster.budget, budget
+        try:
+            with pytest.raises(UnreachableError) as caught:
+                cluster.open_watch("/api/v1/nodes", {}, "application/json", 2.0)
+        finally:
+            Cluster.budget = saved
+    assert caught.value.message.startswith("Unable to connect to the server")  # as kubectl says
+    spent = budget.spent["watch nodes"]
+    assert spent.requests == 1 and spent.failed == 1
