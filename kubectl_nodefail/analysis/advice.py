@@ -104,9 +104,12 @@ RELEASE = (
 
 def disposition(pod: PodFinding, strategy: str) -> tuple[str, list[str]]:
     """(what becomes of the pod, the finalizers that hold it under `strategy`)."""
-    if pod.controller in RESUMING_KINDS:
-        return RESUMES, []
     held = holding_finalizers(pod.finalizers, pod.terminating, strategy, pod.waits_for_failed)
+    if pod.controller in RESUMING_KINDS:
+        # back with its node, unless finalizers keep a deleted DaemonSet pod's object even then
+        # (a static pod's object is its kubelet's mirror: no finalizer of its own holds it)
+        held = held if pod.controller == "daemonset" else []
+        return (FINALIZER_HELD, held) if held else (RESUMES, [])
     finished = pod.terminating and pod.phase in ("Succeeded", "Failed")
     if finished:
         return (FINALIZER_HELD, held) if held else (COSMETIC, [])

@@ -77,7 +77,8 @@ def _for_pod(
             "nothing via the API: fix or power off the node; the kubelet owns this static pod",
             "none",
         )
-    if kind == "daemonset":
+    what, held = disposition(pod, strategy)
+    if kind == "daemonset" and what != FINALIZER_HELD:
         return Action(
             "wait",
             (
@@ -90,7 +91,6 @@ def _for_pod(
             "none",
             remediate=remediate_cmd(node.name),
         )
-    what, held = disposition(pod, strategy)
     if what == FINALIZER_HELD:
         who = "; ".join(f"{f}: removed by {finalizer_owner(f)}" for f in held)
         ask = "find out why that controller has not removed them"

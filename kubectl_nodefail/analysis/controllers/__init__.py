@@ -61,7 +61,7 @@ RULES = {
 def explain(ctx: Context) -> Explained:
     """The pod's claims (why it is stuck, its replacement, what happens if the node returns)
     and its replacement. A finished pod that was deleted is explained as such, whatever owns it."""
-    if ctx.terminating and ctx.finished and ctx.kind not in ("mirror", "daemonset"):
+    if ctx.terminating and ctx.finished and ctx.kind != "mirror":
         return _finished(ctx)
     if owner_gone(ctx):
         return orphaned(ctx)

@@ -240,3 +240,32 @@ def test_a_statefulset_or_job_being_deleted_replaces_nothing(
     for pod in pods:
         assert says in pod.explanation and "creates no replacement" in pod.explanation
         assert pod.replacement.state in ("blocked", "not-wanted"), pod.replacement
+
+
+@pytest.mark.parametrize("phase", ["Running", "Failed"])
+def test_a_daemonset_pod_a_finalizer_holds_is_held_not_back_with_its_node(
+    tmp_path: Path, phase: str
+) -> None:
+    """2053/8 with a finalizer of another controller on the Terminating pod, its containers
+    running or already failed: the object stays past the node's return until the finalizer is
+    removed, so neither "the kubelet finishes it when the node returns" nor "kubelet removes
+    the object" is said; the advice is the finalizer's, and a finished one is told as finished
+    (removed without its kubelet, kept only by the finalizer, the DaemonSet's deletion waiting
+    on it)."""
+    doc = json.loads((FIXTURES / "audit" / "seed2053-8-d2.json").read_text())
+    pod = next(i for i in doc["items"] if i["kind"] == "Pod")
+    pod["metadata"]["finalizers"] = ["example.com/hold"]
+    pod["status"]["phase"] = phase
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    snap = load_dump(str(path))
+    found = next(p for p in diagnose(snap, snap.captured_at).pods if p.namespace == "au-2053-8")
+    assert found.action.code == "finalizer-held", found.action
+    assert "when the node returns" not in found.action.summary
+    assert "stays until its finalizers are removed" in found.if_node_returns
+    assert found.replacement.state == "blocked"
+    if phase == "Running":  # what follows is said to come only once the finalizer is gone
+        assert "Only then does what follows happen" in found.if_node_returns
+    else:  # nothing left for a kubelet to stop or remove
+        assert "removes the object" not in found.if_node_returns
+        assert "DaemonSet w's deletion no longer waits on it" in found.if_node_returns
