@@ -314,8 +314,9 @@ class Cluster(ListReads, ErrorAnswers):
 
     def open_watch(self, path: str, query: dict[str, Any], accept: str, idle: float) -> Any:
         """A watch (cluster/watchstream.py): the GET sent with watch=1 and its answer returned
-        unread, streaming; `idle` bounds the wait for each next event or bookmark. Never
-        compressed (the API server does not compress a watch). A non-2xx answer is read whole
+        unread, streaming; `idle` bounds the wait for each next event or bookmark. Asks for
+        gzip as every request does (kubectl's transport too; the API server sends a watch
+        uncompressed, a proxy may not). A non-2xx answer is read whole
         and becomes the tool's error, as for `request`; a 410 Gone is an ApiError with status
         410 (the resourceVersion is too old: list again)."""
         import urllib3
@@ -323,7 +324,7 @@ class Cluster(ListReads, ErrorAnswers):
         what = f"WATCH {path}"
         timeout = self._attempt_timeout(what)
         url_path = path + "?" + urlencode({**query, "watch": "1"})
-        headers = self._headers(accept, compress=False)
+        headers = self._headers(accept, self._conn.compress)
         data, status, streaming = b"", None, False
         try:
             resp = self._pool.request(
