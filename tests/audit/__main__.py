@@ -17,7 +17,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+from tests.audit import zonebatch
 from tests.audit.fixtures import save_wrong
 from tests.audit.run import Batch, BatchResult, log, table, write_results
 from tests.audit.scenarios import generate
@@ -45,6 +47,24 @@ def control_plane(bindir: Path | None) -> Iterator[ControlPlane]:
     finally:
         cp.stop(keep_logs_to=REPO / ".audit" / "logs")
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def record(
+    out: Path, args: argparse.Namespace, n: int, started: float, batches: list[BatchResult]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The results so far, written (after every batch: a run cut short keeps what it judged)."""
+    meta = {
+        "command": " ".join(sys.argv),
+        "seed": args.seed,
+        "n": n,
+        "profile": args.profile,
+        "batchSize": args.batch_size,
+        "zoneBatch": zonebatch.zone_count(args.seed, args.n),
+        "wallSeconds": round(time.monotonic() - started, 1),
+    }
+    doc = write_results(out, meta, batches)
+    log(f"after batch {len(batches) - 1}: {len(doc['wrong'])} wrong so far ({out})")
+    return doc, meta
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,12 +103,20 @@ def main(argv: list[str] | None = None) -> int:
     outdir.mkdir(parents=True, exist_ok=True)
     out = args.out or outdir / "results.json"
     indexes = args.only if args.only else list(range(args.n))
-    scenarios = [generate(args.seed, i, args.profile, args.slots) for i in indexes]
+    # from zonebatch.ZONE_SEED on, the last scenarios of the run are the zone batch's
+    zoned = set(range(args.n - zonebatch.zone_count(args.seed, args.n), args.n))
+    scenarios = [
+        generate(args.seed, i, args.profile, args.slots) for i in indexes if i not in zoned
+    ]
+    in_zone = [
+        generate(args.seed, i, args.profile, zonebatch.FAILABLE) for i in indexes if i in zoned
+    ]
     started = time.monotonic()
     batches: list[BatchResult] = []
     with control_plane(args.bindir) as cp:
         # Five healthy nodes beside a batch's two failable ones in the zone: never more than
-        # two NotReady, so the zone never enters PartialDisruption (eviction stays on).
+        # two NotReady, so the zone never enters PartialDisruption (eviction stays on). The
+        # zone batch (zonebatch.py) has a zone of its own, where it does.
         for name in EXTRA_HEALTHY:
             cp.add_node(name, HEALTHY_ZONE)
         for b, start in enumerate(range(0, len(scenarios), args.batch_size)):
@@ -101,20 +129,15 @@ def main(argv: list[str] | None = None) -> int:
                 remediate=b % 2 == 1 and not args.no_remediate,
             )
             batches.append(batch.run())
-            meta = {
-                "command": " ".join(sys.argv),
-                "seed": args.seed,
-                "n": len(scenarios),
-                "profile": args.profile,
-                "batchSize": args.batch_size,
-                "wallSeconds": round(time.monotonic() - started, 1),
-            }
-            doc = write_results(out, meta, batches)
-            log(f"after batch {b}: {len(doc['wrong'])} wrong so far ({out})")
+            doc, meta = record(out, args, len(indexes), started, batches)
+        if in_zone:
+            b = len(batches)
+            zone = Batch(cp, in_zone, b, zonebatch.FAILABLE, outdir, not args.no_remediate, True)
+            batches.append(zone.run())
+            doc, meta = record(out, args, len(indexes), started, batches)
     print(table(doc["summary"]))
     print(
-        f"\n{len(scenarios)} scenarios, seed {args.seed}, "
-        f"{meta['wallSeconds']:.0f}s; results: {out}"
+        f"\n{len(indexes)} scenarios, seed {args.seed}, {meta['wallSeconds']:.0f}s; results: {out}"
     )
     for err in [e for b in batches for e in b.errors]:
         print(f"note: {err}")

@@ -231,6 +231,30 @@ def judge_eviction(ctx: Ctx) -> None:
         ctx.add("never-evicted", "never evicted", observed, ok)
 
 
+# the eviction text of a pod on a not-Ready node without the NoExecute taint while its zone's
+# tainting is stopped (PartialDisruption) or every zone is down (analysis/eviction.py PAUSED)
+PAUSED = "no eviction while"
+
+
+def judge_paused(ctx: Ctx) -> None:
+    """ "No eviction while the zone stays disrupted": the taint-eviction controller deletes the
+    pod at no time from the diagnosis to the return (when the harness starts the kubelets again
+    and the zone leaves the disruption); another actor's deletion is not an eviction."""
+    p = ctx.pred
+    if p.terminating or p.eviction_at is not None or PAUSED not in p.eviction_text:
+        return
+    back = ctx.marks.back
+    first = ctx.history.first_deletion(p.uid)
+    if first is not None and first.disruption_reason == "DeletionByTaintManager":
+        when = first.deletion_requested
+        ok = when is None or when >= back
+        observed = f"evicted at {_fmt(when)}" + ("" if ok else " (before the return)")
+    else:
+        observed = "not evicted before the return"
+        ok = True
+    ctx.add("eviction-paused", "no eviction while the zone stays disrupted", observed, ok)
+
+
 def _after_remediate(ctx: Ctx, when: datetime) -> bool:
     """`when` is at or after remediate started on the pod's node, to the second the API keeps
     (a condition's time is truncated: 22:43:12 for a taint applied at 22:43:12.09; 2039/118)."""
@@ -910,6 +934,7 @@ def judge(
     for pred in preds:
         ctx = Ctx(scenario, pred, history, marks)
         judge_eviction(ctx)
+        judge_paused(ctx)
         judge_replacement(ctx)
         judge_claims(ctx)
         verdicts += ctx.verdicts

@@ -106,9 +106,34 @@ class History:
     # first seen)
     cron_runs: dict[str, datetime] = field(default_factory=dict)
     runs: dict[str, dict[str, datetime]] = field(default_factory=dict)
+    # the batch's nodes as polled, kept on each change: node -> [(at, its taints as
+    # "key:effect", or None when the Node object is gone)]
+    nodes: dict[str, list[tuple[datetime, tuple[str, ...] | None]]] = field(default_factory=dict)
 
     def add(self, at: datetime, pods: list[Obj]) -> None:
         self.polls.append(Poll(at, {p["metadata"]["uid"]: pod_view(p) for p in pods}))
+
+    def add_nodes(self, at: datetime, taints: dict[str, tuple[str, ...] | None]) -> None:
+        """One poll of the batch's nodes (a name absent from `taints` was not polled)."""
+        for name, now_ in taints.items():
+            rows = self.nodes.setdefault(name, [])
+            if not rows or rows[-1][1] != now_:
+                rows.append((at, now_))
+
+    def node_taints(self, name: str, when: datetime) -> tuple[str, ...] | None:
+        """The node's taints as last polled at or before `when` (None: gone or not polled)."""
+        seen: tuple[str, ...] | None = None
+        for at, taints in self.nodes.get(name, []):
+            if at > when:
+                break
+            seen = taints
+        return seen
+
+    def node_changes(
+        self, name: str, start: datetime, end: datetime
+    ) -> list[tuple[datetime, tuple[str, ...] | None]]:
+        """The node's polled states that began in (start, end]."""
+        return [(at, t) for at, t in self.nodes.get(name, []) if start < at <= end]
 
     def at(self, when: datetime) -> Poll:
         """The first poll at or after `when` (the last one if none)."""
@@ -168,6 +193,25 @@ class History:
 
 def now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def node_taints(kubectl_out: str, names: list[str]) -> dict[str, tuple[str, ...] | None]:
+    """`kubectl get nodes -o json` as each named node's taints ("key:effect", sorted; None for
+    a node not listed; nothing when the read failed)."""
+    try:
+        items = json.loads(kubectl_out)["items"]
+    except (ValueError, KeyError, TypeError):
+        return {}
+    found = {
+        n["metadata"]["name"]: tuple(
+            sorted(
+                f"{t.get('key')}:{t.get('effect')}"
+                for t in (n.get("spec") or {}).get("taints") or []
+            )
+        )
+        for n in items
+    }
+    return {name: found.get(name) for name in names}
 
 
 def audit_pods(kubectl_out: str, prefix: str) -> list[Obj]:

@@ -54,6 +54,10 @@ def load_history(path: Path) -> History:
         ns: {name: _time(at) for name, at in seen.items()}
         for ns, seen in (doc.get("runs") or {}).items()
     }
+    h.nodes = {
+        name: [(_time(at), tuple(t) if t is not None else None) for at, t in rows]
+        for name, rows in (doc.get("nodes") or {}).items()
+    }
     for poll in doc["polls"]:
         views = {}
         for raw in poll["pods"]:
@@ -95,13 +99,14 @@ def rejudge(results: Path, again: bool = False) -> Obj:
         history = load_history(results.parent / f"batch{batch['batch']}-history.json")
         # judged on their own (not from the pod predictions): the node's cause; SERVING, kept
         # as the run judged it unless the diagnoses are made again
-        kept = {"node-cause", "serving"}
+        # and the zone batch's (zonebatch.py: they read the diagnoses' zone lines)
+        kept = {"node-cause", "serving", "zone:brake", "remediate:refused"}
         said: list[serving.Serving] = []
         if again:
             prefix = f"au-{batch['scenarios'][0]['seed']}-"
             preds, said = rediagnosed(results, batch, prefix)
             batch["predictions"] = [p.as_dict() for p in preds]
-            kept = {"node-cause"}
+            kept = {"node-cause", "zone:brake", "remediate:refused"}
         else:
             preds = [load_prediction(p) for p in batch["predictions"]]
         batch_verdicts = [Verdict(**v) for v in batch["verdicts"] if v["kind"] in kept]

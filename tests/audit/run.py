@@ -34,9 +34,9 @@ from typing import Any
 
 import yaml
 
-from tests.audit import limits, serving
+from tests.audit import limits, serving, zonebatch
 from tests.audit.judge import Verdict, judge, judge_remediation
-from tests.audit.observe import History, PodView, audit_pods, now, parse_time
+from tests.audit.observe import History, PodView, audit_pods, node_taints, now, parse_time
 from tests.audit.predictions import PodPrediction, node_predictions, pod_predictions
 from tests.audit.scenarios import (
     LIVE_CRON_POLICIES,
@@ -113,7 +113,10 @@ class Batch:
         slots: int,
         outdir: Path,
         remediate: bool = False,
+        zone: bool = False,
     ) -> None:
+        """`zone`: the batch is played in a zone of its own, its brake engaged
+        (tests/audit/zonebatch.py; `slots` failable nodes and one healthy one there)."""
         self.cp, self.scenarios, self.batch = cp, scenarios, batch
         self.remediate_first = remediate
         self.remediation: Obj = {}
@@ -121,6 +124,9 @@ class Batch:
         seed = scenarios[0].seed
         self.prefix = f"au-{seed}-"
         self.nodes = [f"au{seed}-b{batch}-n{k}" for k in range(slots)]
+        self.zone = zonebatch.zone_name(seed, batch) if zone else HEALTHY_ZONE
+        self.zone_healthy = [f"au{seed}-b{batch}-h"] if zone else []
+        self.said: dict[str, Obj] = {}  # d1, d2: the diagnoses, as JSON
         self.outdir = outdir
         self.history = History()
         self.env = {**cp.env, "KUBECONFIG": str(cp.kubeconfig)}
@@ -137,6 +143,8 @@ class Batch:
         at = now()
         out = self.cp.kubectl("get", "pods", "-A", "-o", "json", check=False)
         self.history.add(at, audit_pods(out, self.prefix))
+        nodes = self.cp.kubectl("get", "nodes", "-o", "json", check=False)
+        self.history.add_nodes(at, node_taints(nodes, self.nodes))
         jobs = json.loads(
             self.cp.kubectl("get", "jobs", "-A", "-o", "json", check=False) or '{"items":[]}'
         )
@@ -269,13 +277,87 @@ class Batch:
 
     # --- phases ---
 
+    def kill(self) -> None:
+        """The kubelets stop. In the zone batch, the last node only once the others are Unknown
+        and tainted: its failure is the one that engages the brake (zonebatch.py)."""
+        first = self.nodes[:-1] if self.zone_healthy else self.nodes
+        for node in first:
+            self.cp.stop_kubelet(node)
+        self.wait_until(
+            "the nodes Unknown and tainted NoExecute",
+            lambda: (
+                all(self.node_ready(n) == "Unknown" for n in first)
+                and len(self.noexec_times()) >= len(first)
+            ),
+            120,
+        )
+        if not self.zone_healthy:
+            return
+        late = self.nodes[-1]
+        self.cp.stop_kubelet(late)
+        log_path = self.cp.cluster_dir / "logs" / "kube-controller-manager.log"
+        self.wait_until(
+            f"{late} Unknown and {self.zone} in PartialDisruption",
+            lambda: (
+                self.node_ready(late) == "Unknown"
+                and zonebatch.zone_state_logged(
+                    log_path.read_text(errors="replace"), self.zone, "PartialDisruption"
+                )
+            ),
+            120,
+        )
+        self.watch(3)
+        tainted = [n for n in self.nodes if zonebatch.noexecute(self.history.node_taints(n, now()))]
+        log(f"batch {self.batch}: zone {self.zone} braked; tainted before it: {tainted}")
+
+    def bring_back(self) -> None:
+        """The kubelets start again (a Node remediate deleted registered first, as a kubelet
+        does); in the zone batch, in the order drawn for it (zonebatch.RETURN_ORDERS)."""
+        order = "together"
+        groups = [self.nodes]
+        if self.zone_healthy:
+            order = zonebatch.return_order(self.scenarios[0].seed, self.batch)
+            if order == "untainted-first":
+                polled = {n: self.history.node_taints(n, now()) for n in self.nodes}
+                untainted = [n for n in self.nodes if not zonebatch.noexecute(polled[n])]
+                groups = [untainted, [n for n in self.nodes if n not in untainted]]
+        self.history.marks["return"] = now()
+        log(f"batch {self.batch}: nodes back ({order})")
+        for group in [g for g in groups if g]:
+            for node in group:
+                if self.cp.get("node", node) is None:  # deleted by remediate: registered again
+                    self.cp.add_node(node, self.zone, managed_by=node)
+                self.start_kubelet(node)
+            self.wait_until(
+                "the nodes Ready again",
+                lambda group=group: all(self.node_ready(n) == "True" for n in group),
+                120,
+            )
+
+    def judge_zone(self) -> list[Verdict]:
+        """The zone batch's own verdicts (zonebatch.py): the brake's lines at d1 and d2, and
+        remediate's refused steps."""
+        if not self.zone_healthy:
+            return []
+        seed = self.scenarios[0].seed
+        out = []
+        for moment, said in self.said.items():
+            out += zonebatch.judge_brake(said, moment, self.history, self.nodes, seed, self.batch)
+        if self.remediation:
+            out += zonebatch.judge_refused(
+                self.remediate_report, self.history, seed, self.batch, self.prefix
+            )
+        return out
+
     def setup(self) -> dict[int, bool]:
+        for node in self.zone_healthy:
+            self.cp.add_node(node, self.zone)
         for node in self.nodes:
-            self.cp.add_node(node, HEALTHY_ZONE, managed_by=node)
+            self.cp.add_node(node, self.zone, managed_by=node)
             self.start_kubelet(node)
         self.wait_until(
             "the failable nodes Ready",
-            lambda: all(self.node_ready(n) == "True" for n in self.nodes),
+            lambda: all(self.node_ready(n) == "True" for n in [*self.nodes, *self.zone_healthy]),
             90,
         )
         objs = [o for s in self.scenarios for o in manifests(s, self.node_of(s))]
@@ -491,6 +573,7 @@ class Batch:
         )
         for node in self.nodes:
             self.cp.stop_kubelet(node)
+        for node in [*self.nodes, *self.zone_healthy]:
             self.cp.kubectl("delete", "node", node, "--wait=false", check=False)
 
     def save_history(self) -> None:
@@ -508,6 +591,10 @@ class Batch:
                 for ns, rows in self.history.jobs.items()
             },
             "cronRuns": {ns: at.isoformat() for ns, at in self.history.cron_runs.items()},
+            "nodes": {
+                name: [(at.isoformat(), list(t) if t is not None else None) for at, t in rows]
+                for name, rows in self.history.nodes.items()
+            },
             "runs": {
                 ns: {name: at.isoformat() for name, at in seen.items()}
                 for ns, seen in self.history.runs.items()
@@ -549,20 +636,12 @@ class Batch:
         )
         marks = self.history.marks
         marks["kill"] = now()
-        for node in self.nodes:
-            self.cp.stop_kubelet(node)
-        self.wait_until(
-            "the nodes Unknown and tainted NoExecute",
-            lambda: (
-                all(self.node_ready(n) == "Unknown" for n in self.nodes)
-                and len(self.noexec_times()) >= len(self.nodes)
-            ),
-            120,
-        )
+        self.kill()
         self.changes("early", placed)
         self.watch(3)
         marks["d1"] = now()
         d1 = self.diagnose("d1")
+        self.said["d1"] = d1
         preds = pod_predictions(d1, "d1", self.prefix)
         self.serving = serving.predictions(d1, "d1", self.prefix)
         nodes_pred = [{"moment": "d1", **n} for n in node_predictions(d1, set(self.nodes))]
@@ -590,24 +669,17 @@ class Batch:
         self.watch(3)
         marks["d2"] = now()
         d2 = self.diagnose("d2")
+        self.said["d2"] = d2
         self.record_plan()
         preds += pod_predictions(d2, "d2", self.prefix)
         self.serving += serving.predictions(d2, "d2", self.prefix)
         nodes_pred += [{"moment": "d2", **n} for n in node_predictions(d2, set(self.nodes))]
         self.watch(D2_WATCH)
         if self.remediate_first:
-            self.remediate(self.nodes[0])
-        marks["return"] = now()
-        log(f"batch {self.batch}: nodes back")
-        for node in self.nodes:
-            if self.cp.get("node", node) is None:  # remediate deleted it: the kubelet registers
-                self.cp.add_node(node, HEALTHY_ZONE, managed_by=node)
-            self.start_kubelet(node)
-        self.wait_until(
-            "the nodes Ready again",
-            lambda: all(self.node_ready(n) == "True" for n in self.nodes),
-            120,
-        )
+            # in the zone batch, the node failed last (the brake must refuse every destructive
+            # step there)
+            self.remediate(self.nodes[-1] if self.zone_healthy else self.nodes[0])
+        self.bring_back()
         self.watch(AFTER_RETURN)
         marks["end"] = now()
         verdicts: list[Verdict] = []
@@ -621,6 +693,7 @@ class Batch:
         verdicts += self.judge_nodes(nodes_pred)
         verdicts += self.judge_serving()
         verdicts += self.judge_remediation()
+        verdicts += self.judge_zone()
         stray = {p.namespace for p in preds} - set(by_ns)
         if stray:
             self.errors.append(f"predictions for namespaces not in the batch: {sorted(stray)}")
