@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tests.audit import limits, serving
+from tests.audit import limits, serving, zonebatch
 from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, Poll, parse_time
 from tests.audit.predictions import PodPrediction, pod_predictions
@@ -100,13 +100,13 @@ def rejudge(results: Path, again: bool = False) -> Obj:
         # judged on their own (not from the pod predictions): the node's cause; SERVING, kept
         # as the run judged it unless the diagnoses are made again
         # and the zone batch's (zonebatch.py: they read the diagnoses' zone lines)
-        kept = {"node-cause", "serving", "zone:brake", "remediate:refused"}
+        kept = {"node-cause", "serving", "zone:brake"}
         said: list[serving.Serving] = []
         if again:
             prefix = f"au-{batch['scenarios'][0]['seed']}-"
             preds, said = rediagnosed(results, batch, prefix)
             batch["predictions"] = [p.as_dict() for p in preds]
-            kept = {"node-cause", "zone:brake", "remediate:refused"}
+            kept = {"node-cause", "zone:brake"}
         else:
             preds = [load_prediction(p) for p in batch["predictions"]]
         batch_verdicts = [Verdict(**v) for v in batch["verdicts"] if v["kind"] in kept]
@@ -134,6 +134,10 @@ def rejudge(results: Path, again: bool = False) -> Obj:
             batch_verdicts += judge_remediation(
                 done, remediation["exit"], history, scenarios, f"au-{seed}-"
             )
+            if len(batch["nodes"]) > 2:  # the zone batch (regular ones have at most two)
+                batch_verdicts += zonebatch.judge_refused(
+                    done, history, seed, batch["batch"], f"au-{seed}-"
+                )
         for s in batch["scenarios"]:
             if not s["placed"]:
                 continue

@@ -278,9 +278,9 @@ class Batch:
     # --- phases ---
 
     def kill(self) -> None:
-        """The kubelets stop. In the zone batch, the last node only once the others are Unknown
-        and tainted: its failure is the one that engages the brake (zonebatch.py)."""
-        first = self.nodes[:-1] if self.zone_healthy else self.nodes
+        """The kubelets stop. In the zone batch in three steps (zonebatch.py): two nodes, then
+        the one that engages the brake, then the last one under it."""
+        first = self.nodes[: zonebatch.FIRST] if self.zone_healthy else self.nodes
         for node in first:
             self.cp.stop_kubelet(node)
         self.wait_until(
@@ -293,16 +293,27 @@ class Batch:
         )
         if not self.zone_healthy:
             return
-        late = self.nodes[-1]
-        self.cp.stop_kubelet(late)
         log_path = self.cp.cluster_dir / "logs" / "kube-controller-manager.log"
+        brake, late = self.nodes[zonebatch.FIRST : -1], self.nodes[-1]
+        for node in brake:
+            self.cp.stop_kubelet(node)
         self.wait_until(
-            f"{late} Unknown and {self.zone} in PartialDisruption",
+            f"{', '.join(brake)} Unknown and {self.zone} in PartialDisruption",
             lambda: (
-                self.node_ready(late) == "Unknown"
+                all(self.node_ready(n) == "Unknown" for n in brake)
                 and zonebatch.zone_state_logged(
                     log_path.read_text(errors="replace"), self.zone, "PartialDisruption"
                 )
+            ),
+            120,
+        )
+        self.cp.stop_kubelet(late)
+        self.wait_until(
+            f"{late} Unknown and tainted NoSchedule (the controller has seen it)",
+            lambda: (
+                self.node_ready(late) == "Unknown"
+                and zonebatch.UNREACHABLE_NO_SCHEDULE
+                in (self.history.node_taints(late, now()) or ())
             ),
             120,
         )

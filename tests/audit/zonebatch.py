@@ -1,15 +1,15 @@
 """The zone batch (map row 3, from seed ZONE_SEED on): the last scenarios of a run are played in
-a zone of their own, four nodes of which three fail, so the node lifecycle controller's brake
+a zone of their own, five nodes of which four fail, so the node lifecycle controller's brake
 engages while the batch is down.
 
 How it is played (tests/audit/run.py, `Batch(zone=True)`):
-  - the zone: one healthy node and three failable ones (`au{seed}-b{batch}-n0..n2`); the zone's
-    scenarios are spread over the three (generate(..., node_slots=3));
-  - kill: n0 and n1 first (2/4 not Ready: Normal, both tainted NoExecute at the test bed's
-    rate), then n2 (3/4 not Ready, >= 55 %: PartialDisruption, and in a zone of at most 50
-    nodes the tainting stops): n2 keeps no NoExecute taint unless the controller tainted it in
-    the same pass that found the zone disrupted (a race the diagnosis reads, not the harness);
-  - remediate --confirm on n2, attested as every odd batch does: the brake must refuse its
+  - the zone: one healthy node and four failable ones (`au{seed}-b{batch}-n0..n3`); the zone's
+    scenarios are spread over the four (generate(..., node_slots=FAILABLE));
+  - kill, in three steps: n0 and n1 (2/5 not Ready: Normal; both tainted NoExecute at the test
+    bed's rate); then n2 (3/5, >= 55 %: PartialDisruption, and in a zone of at most 50 nodes the
+    tainting stops; n2 itself is tainted or not, a race inside the controller's pass that the
+    diagnosis reads); then, the zone already braked, n3: it keeps no NoExecute taint;
+  - remediate --confirm on n3, attested as every odd batch does: the brake must refuse its
     destructive steps, and nothing may change (`remediate:refused`);
   - the return, in an order drawn per seed (RETURN_ORDERS): the untainted nodes first (the zone
     leaves the brake with nothing left to taint), or all at once (the zone may recover while an
@@ -35,9 +35,11 @@ from tests.audit.observe import History
 Obj = dict[str, Any]
 ZONE_SEED = 2056  # the first seed whose runs end with a zone batch
 ZONE_SHARE = 5  # one scenario in ZONE_SHARE of a run is played in the zone batch
-FAILABLE = 3  # of the zone's 4 nodes
+FAILABLE = 4  # of the zone's 5 nodes
+FIRST = 2  # failing first (the zone stays Normal: both tainted)
 RETURN_ORDERS = ("untainted-first", "together")
 OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+UNREACHABLE_NO_SCHEDULE = "node.kubernetes.io/unreachable:NoSchedule"
 NOEXECUTE = ("node.kubernetes.io/unreachable:NoExecute", "node.kubernetes.io/not-ready:NoExecute")
 
 
@@ -167,18 +169,18 @@ def _pod_gone(
     history: History, ns: str, name: str, start: datetime, end: datetime
 ) -> datetime | None:
     """The first poll in (start, end] without the pod the last poll before `start` had under
-    that name, or that shows it deleted."""
+    that name, or that shows it deleted when it was not yet (a pod already Terminating stays
+    as it was until it goes)."""
     before = [p for p in history.polls if p.at <= start]
     if not before:
         return None
-    uid = next(
-        (u for u, v in before[-1].pods.items() if v.namespace == ns and v.name == name), None
-    )
-    if uid is None:
+    found = [(u, v) for u, v in before[-1].pods.items() if v.namespace == ns and v.name == name]
+    if not found:
         return None
+    uid, was = found[0]
     for poll in history.polls:
         if start < poll.at <= end:
             view = poll.pods.get(uid)
-            if view is None or view.deletion is not None:
+            if view is None or (was.deletion is None and view.deletion is not None):
                 return poll.at
     return None

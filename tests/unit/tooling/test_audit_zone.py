@@ -38,7 +38,7 @@ def view(uid: str = "p", **kw: Any) -> PodView:
         uid=uid,
         owner_uid="o",
         owner_kind="ReplicaSet",
-        node=NODES[2],
+        node=NODES[-1],
         phase="Running",
         created=at(-100),
         deletion=None,
@@ -53,12 +53,14 @@ def view(uid: str = "p", **kw: Any) -> PodView:
 
 
 def history(pods: list[tuple[float, list[PodView]]], late_taints: tuple[str, ...]) -> History:
-    """n0 and n1 tainted before the brake, n2 not; n2's taints from t=60 are `late_taints`."""
+    """Every node but the last tainted before the brake, the last not; its taints from t=60
+    are `late_taints`."""
     h = History()
     for when, views in pods:
         h.polls.append(Poll(at(when), {v.uid: v for v in views}))
-    h.add_nodes(at(0), {NODES[0]: UNREACHABLE, NODES[1]: UNREACHABLE, NODES[2]: NO_SCHEDULE})
-    h.add_nodes(at(60), {NODES[0]: UNREACHABLE, NODES[1]: UNREACHABLE, NODES[2]: late_taints})
+    tainted = dict.fromkeys(NODES[:-1], UNREACHABLE)
+    h.add_nodes(at(0), {**tainted, NODES[-1]: NO_SCHEDULE})
+    h.add_nodes(at(60), {**tainted, NODES[-1]: late_taints})
     h.marks = {"kill": at(-20), "d1": at(10), "late": at(40), "d2": at(45), "return": at(100)}
     h.marks.update(end=at(140), remediate=at(50), remediated=at(55))
     return h
@@ -69,9 +71,9 @@ def zone_line(untainted: int) -> dict[str, Any]:
         "zone": f"region/{zonebatch.zone_name(SEED, BATCH)}",
         "state": "PartialDisruption",
         "eviction": "stopped",
-        "explanation": f"3/4 nodes not Ready: NoExecute tainting stopped. Pods on the "
+        "explanation": f"4/5 nodes not Ready: NoExecute tainting stopped. Pods on the "
         f"{untainted} not-Ready node(s) without the NoExecute taint are not evicted; the "
-        f"{3 - untainted} node(s) tainted before the brake still evict theirs",
+        f"{4 - untainted} node(s) tainted before the brake still evict theirs",
     }
 
 
@@ -83,9 +85,9 @@ def test_a_zone_batch_is_drawn_from_its_seed_on_and_never_before() -> None:
     assert orders == set(zonebatch.RETURN_ORDERS)
 
 
-def test_the_zone_scenarios_spread_over_the_three_failable_nodes() -> None:
+def test_the_zone_scenarios_spread_over_every_failable_node() -> None:
     slots = {generate(SEED, i, "full", zonebatch.FAILABLE).node_slot for i in range(160, 200)}
-    assert slots == {0, 1, 2}
+    assert slots == set(range(zonebatch.FAILABLE)) and zonebatch.FIRST < zonebatch.FAILABLE - 1
 
 
 @pytest.mark.parametrize(
@@ -128,7 +130,7 @@ def test_a_refused_node_step_is_wrong_when_the_node_changed(
     late: tuple[str, ...] | None, ok: bool
 ) -> None:
     h = history([], late)  # type: ignore[arg-type]
-    doc = _refused(f"node/{NODES[2]}", "taint-out-of-service")
+    doc = _refused(f"node/{NODES[-1]}", "taint-out-of-service")
     found = zonebatch.judge_refused(doc, h, SEED, BATCH, f"au-{SEED}-")
     assert [v.ok for v in found] == [ok]
 
@@ -138,15 +140,19 @@ def test_a_refused_force_deletion_is_wrong_when_the_pod_went() -> None:
     stayed = history([(48, [view()]), (70, [view()]), (98, [view()])], NO_SCHEDULE)
     went = history([(48, [view()]), (70, [])], NO_SCHEDULE)
     deleted = history([(48, [view()]), (70, [view(deletion=at(69), grace=0)])], NO_SCHEDULE)
+    # evicted before remediate ran (seed 2056, w-0 of scenario 167): Terminating it stays
+    terminating = view(deletion=at(30), grace=30)
+    held = history([(48, [terminating]), (70, [terminating]), (98, [terminating])], NO_SCHEDULE)
+    forced = history([(48, [terminating]), (70, [])], NO_SCHEDULE)
     verdicts = [
         [v.ok for v in zonebatch.judge_refused(doc, h, SEED, BATCH, f"au-{SEED}-")]
-        for h in (stayed, went, deleted)
+        for h in (stayed, went, deleted, held, forced)
     ]
-    assert verdicts == [[True], [False], [False]]
+    assert verdicts == [[True], [False], [False], [True], [False]]
 
 
 def test_an_allowed_step_is_not_judged_as_refused() -> None:
-    doc = _refused(f"node/{NODES[2]}", "taint-out-of-service")
+    doc = _refused(f"node/{NODES[-1]}", "taint-out-of-service")
     doc["steps"][0]["allowed"] = True
     assert zonebatch.judge_refused(doc, history([], NO_SCHEDULE), SEED, BATCH, "au-") == []
 
@@ -158,7 +164,7 @@ def paused(**kw: Any) -> PodPrediction:
         namespace=NS,
         name="w-0",
         uid="p",
-        node=NODES[2],
+        node=NODES[-1],
         controller="replicaset",
         terminating=False,
         eviction_at=None,
