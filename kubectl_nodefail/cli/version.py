@@ -1,5 +1,6 @@
-"""`kubectl nodefail version`, and what it reports: the plugin, the Python running it, and the
-Kubernetes version of the server the kubeconfig points at, or why there is none.
+"""`kubectl nodefail version`, and what it reports: the plugin, the Python running it, what
+decodes JSON (orjson where the platform has it: common/jsondecode.py), and the Kubernetes
+version of the server the kubeconfig points at, or why there is none.
 
 Asking the server is best effort: the command is used to check an installation, so a missing
 kubeconfig or an unreachable cluster is reported in the output, never as a failure."""
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import json
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
@@ -18,7 +19,7 @@ from kubectl_nodefail.cli.flags import Connection, connection_options
 from kubectl_nodefail.cli.helptext import SUMMARIES, VERSION_EXAMPLES
 from kubectl_nodefail.cli.running import handle_errors
 from kubectl_nodefail.cli.usage import NodefailCommand
-from kubectl_nodefail.common import exitcodes
+from kubectl_nodefail.common import exitcodes, jsondecode
 from kubectl_nodefail.common.errors import Exit, NodefailError
 
 
@@ -30,11 +31,13 @@ class VersionInfo:
     context: str = ""
     server_error: str = ""  # why there is no server version
     asked: bool = True
+    decoder: str = field(default_factory=jsondecode.decoder)  # what decodes the API's JSON
 
     def text(self) -> str:
         lines = [f"kubectl-nodefail {self.plugin} (Python {self.python})"]
+        lines.append(f"JSON decoder: {self.decoder}")
         if not self.asked:
-            return lines[0] + "\n"
+            return "\n".join(lines) + "\n"
         if self.server:
             lines.append(f"Server: {self.server} (context {self.context or '(current)'})")
         else:
@@ -42,7 +45,11 @@ class VersionInfo:
         return "\n".join(lines) + "\n"
 
     def json(self) -> str:
-        data: dict[str, Any] = {"plugin": self.plugin, "python": self.python}
+        data: dict[str, Any] = {
+            "plugin": self.plugin,
+            "python": self.python,
+            "jsonDecoder": self.decoder,
+        }
         if self.asked:
             data["server"] = {
                 "gitVersion": self.server or None,

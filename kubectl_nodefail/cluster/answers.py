@@ -15,6 +15,7 @@ from typing import Any
 
 from kubectl_nodefail.cluster.netfail import Failure
 from kubectl_nodefail.cluster.resources import Obj
+from kubectl_nodefail.common import jsondecode
 from kubectl_nodefail.common.errors import (
     ApiError,
     AuthError,
@@ -30,18 +31,9 @@ from kubectl_nodefail.common.errors import (
     short,
 )
 
-try:  # optional: a faster decoder (pip install kubectl-nodefail[fast]); json is the fallback
-    import orjson as _orjson
-
-    def decode_json(data: bytes) -> Any:
-        """Decode a JSON body (orjson when installed, else json)."""
-        return _orjson.loads(data)
-
-except ImportError:  # pragma: no cover - exercised when orjson is absent
-
-    def decode_json(data: bytes) -> Any:
-        """Decode a JSON body (orjson when installed, else json)."""
-        return json.loads(data)
+# a 2xx body's decoder: orjson where the platform has it, else the standard library, the same
+# values either way (common/jsondecode.py)
+decode_json = jsondecode.loads
 
 
 def answer_field(doc: Obj, *keys: str) -> Any:

@@ -20,7 +20,6 @@ RESOURCE`, with the bytes it carried.
 from __future__ import annotations
 
 import contextlib
-import json
 import queue
 import random
 import threading
@@ -30,6 +29,7 @@ from typing import Any
 
 from kubectl_nodefail.cluster.kube import Cluster
 from kubectl_nodefail.cluster.paging import METADATA_ONLY, TABLE
+from kubectl_nodefail.common import jsondecode
 from kubectl_nodefail.common.errors import (
     ApiError,
     Forbidden,
@@ -242,7 +242,7 @@ class Watcher(threading.Thread):
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     if line.strip():
-                        self._event(json.loads(line))
+                        self._event(jsondecode.loads(line))
                 if self.stopping.is_set():
                     return
         finally:

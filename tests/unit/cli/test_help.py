@@ -41,4 +41,8 @@ def test_version_flag_and_version_command_say_the_same() -> None:
     command = CliRunner().invoke(main, ["version", "--client"])
     assert flag.exit_code == command.exit_code == 0
     assert flag.stdout == command.stdout
-    assert re.fullmatch(r"kubectl-nodefail \S+ \(Python \d+\.\d+\.\d+\S*\)\n", flag.stdout)
+    assert re.fullmatch(
+        r"kubectl-nodefail \S+ \(Python \d+\.\d+\.\d+\S*\)\nJSON decoder: (orjson \S+|json "
+        r"\(standard library\))\n",
+        flag.stdout,
+    )

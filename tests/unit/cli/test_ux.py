@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from kubectl_nodefail import __version__
 from kubectl_nodefail.cli.main import main
 from kubectl_nodefail.cli.usage import program_name
+from kubectl_nodefail.common.jsondecode import decoder
 from kubectl_nodefail.term import color, progress
 from tests.unit.conftest import FIXTURES
 
@@ -75,13 +76,12 @@ def test_version_without_a_cluster_says_so_and_exits_0(tmp_path: Path) -> None:
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"kubectl-nodefail {__version__} (Python ")
-    assert lines[1].startswith("Server: unknown: no kubeconfig found at ")
+    assert lines[1] == f"JSON decoder: {decoder()}"
+    assert lines[2].startswith("Server: unknown: no kubeconfig found at ")
     result = CliRunner().invoke(main, ["version", "--client", "-o", "json"])
     assert result.exit_code == 0
-    assert json.loads(result.stdout) == {
-        "plugin": __version__,
-        "python": json.loads(result.stdout)["python"],
-    }
+    doc = json.loads(result.stdout)
+    assert doc == {"plugin": __version__, "python": doc["python"], "jsonDecoder": decoder()}
 
 
 def test_color_only_on_a_terminal_and_never_with_no_color() -> None:
