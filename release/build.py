@@ -5,7 +5,13 @@ Produces, in --out (default dist/):
   kubectl-nodefail                 the plugin as one executable zipapp (shiv) that runs on a
                                    bare python3 (3.9+): every dependency inside, pure Python;
                                    an older python3 gets one line and exit 10 (zipapp_main.py)
-  kubectl-nodefail-vV.tar.gz       the krew archive: that zipapp and LICENSE
+  kubectl-nodefail-vV-krew.tar.gz  the krew archive: that zipapp and LICENSE (every platform but
+                                   those below)
+  kubectl-nodefail-vV-P-krew.tar.gz  the same zipapp with a compiled JSON decoder (orjson) for
+                                   each supported CPython, for P = linux-amd64, linux-arm64 and
+                                   darwin (FAST_PLATFORMS; its wheels pinned by sha256 in
+                                   release/compiled-wheels.txt): chosen at start, the standard
+                                   library where it does not load (common/jsondecode.py)
   krew-manifest.yaml               with the archive's sha256 (also written to the repository)
   SHA256SUMS
 
@@ -36,6 +42,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 REQUIREMENTS = REPO / "release" / "zipapp-requirements.txt"
+COMPILED_WHEELS = REPO / "release" / "compiled-wheels.txt"
 ZIPAPP_MAIN = REPO / "release" / "zipapp_main.py"
 MANIFEST = REPO / "krew-manifest.yaml"
 PLUGIN = "kubectl-nodefail"
@@ -45,6 +52,14 @@ COMPILED = (".so", ".pyd", ".dylib")
 UNSTABLE_METADATA = ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")
 # Never imported by the plugin, and unusable without aiohttp (left out of the zipapp).
 UNUSED = ("kubernetes/aio",)
+# The archives with a compiled JSON decoder: krew's platform -> (what names its wheels in
+# compiled-wheels.txt, the platform tag pip downloads them for). darwin's are universal2.
+FAST_PLATFORMS = {
+    "linux-amd64": ("manylinux_2_17_x86_64", "manylinux_2_17_x86_64"),
+    "linux-arm64": ("manylinux_2_17_aarch64", "manylinux_2_17_aarch64"),
+    "darwin": ("universal2", "macosx_11_0_arm64"),
+}
+COMPILED_PACKAGE = "orjson"
 
 
 def version() -> str:
@@ -55,8 +70,14 @@ def version() -> str:
     return match.group(1)
 
 
-def archive_name(ver: str) -> str:
-    return f"{PLUGIN}-v{ver}-krew.tar.gz"
+def archive_name(ver: str, platform: str = "") -> str:
+    """The krew archive of a platform in FAST_PLATFORMS, or ("") the pure one for every other."""
+    return f"{PLUGIN}-v{ver}{'-' + platform if platform else ''}-krew.tar.gz"
+
+
+ARCHIVE_RE = re.compile(
+    rf"{PLUGIN}-v[^/]+?(?:-(?P<platform>{'|'.join(FAST_PLATFORMS)}))?-krew\.tar\.gz$"
+)
 
 
 def source_date_epoch() -> int:
@@ -137,6 +158,62 @@ def dependency_wheels(cache: Path, site: Path) -> None:
     )
     shutil.rmtree(site, ignore_errors=True)
     run(install)
+
+
+def compiled_wheels(cache: Path) -> dict[str, list[Path]]:
+    """Per platform of FAST_PLATFORMS, the wheels compiled-wheels.txt lists, from `cache`
+    (downloaded into it first when missing), each checked against its sha256 there."""
+    listed = [
+        line.split()
+        for line in COMPILED_WHEELS.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    out: dict[str, list[Path]] = {platform: [] for platform in FAST_PLATFORMS}
+    for name, digest in listed:
+        platform = next((p for p, (mark, _) in FAST_PLATFORMS.items() if mark in name), None)
+        if platform is None:
+            sys.exit(
+                f"release: {name} in {COMPILED_WHEELS.name} is for no platform of FAST_PLATFORMS"
+            )
+        path = cache / name
+        if not path.exists():
+            package, ver, py = name.split("-")[:3]
+            cache.mkdir(parents=True, exist_ok=True)
+            run(
+                [
+                    *(sys.executable, "-m", "pip", "download", "--quiet"),
+                    *("--disable-pip-version-check", "--no-deps", "--only-binary=:all:"),
+                    *("--platform", FAST_PLATFORMS[platform][1], "--implementation", "cp"),
+                    *("--python-version", f"{py[2]}.{py[3:]}", "--abi", py),
+                    *("--dest", str(cache), f"{package}=={ver}"),
+                ]
+            )
+        if not path.exists() or sha256(path) != digest:
+            sys.exit(f"release: {path} is missing or is not the file {COMPILED_WHEELS.name} names")
+        out[platform].append(path)
+    return out
+
+
+def add_compiled(site: Path, wheels: list[Path]) -> list[str]:
+    """The compiled package's files from each wheel into `site` (each CPython's module beside
+    the others: Python imports the one its suffix names), with the first wheel's metadata and
+    licenses; returns the compiled modules added."""
+    added = []
+    for n, wheel in enumerate(wheels):
+        with zipfile.ZipFile(wheel) as whl:
+            for name in sorted(whl.namelist()):
+                top = name.split("/", 1)[0]
+                meta = top.endswith(".dist-info")
+                if name.endswith("/") or (top != COMPILED_PACKAGE and not meta):
+                    continue
+                if meta and (n or name.rsplit("/", 1)[-1] in UNSTABLE_METADATA):
+                    continue
+                target = site / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(whl.read(name))
+                if name.endswith(COMPILED):
+                    added.append(name)
+    return added
 
 
 def strip_site(site: Path) -> list[str]:
@@ -220,14 +297,25 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def manifest_text(current: str, ver: str, digest: str) -> str:
-    """krew-manifest.yaml with this release's version, download address and sha256."""
-    text = re.sub(r"(?m)^(  version: ).*$", rf"\g<1>v{ver}", current, count=1)
-    text = re.sub(
-        r"(?m)^(    uri: ).*$", rf"\g<1>{DOWNLOAD}/v{ver}/{archive_name(ver)}", text, count=1
-    )
-    text = re.sub(r"(?m)^(    sha256: ).*$", rf'\g<1>"{digest}"', text, count=1)
-    return text
+def manifest_text(current: str, ver: str, digests: dict[str, str]) -> str:
+    """krew-manifest.yaml with this release's version, and each platform's download address
+    and sha256 (`digests`: platform of FAST_PLATFORMS, or "" for the pure archive -> sha256). Each
+    platform entry is found by the archive its uri names, and every archive is named once."""
+    lines = re.sub(r"(?m)^(  version: ).*$", rf"\g<1>v{ver}", current, count=1).split("\n")
+    named: list[str] = []
+    for i, line in enumerate(lines):
+        found = ARCHIVE_RE.search(line) if line.startswith("    uri: ") else None
+        if not found:
+            continue
+        platform = found.group("platform") or ""
+        named.append(platform)
+        lines[i] = f"    uri: {DOWNLOAD}/v{ver}/{archive_name(ver, platform)}"
+        if not lines[i + 1].startswith("    sha256: "):
+            sys.exit(f"release: {MANIFEST.name}: no sha256 line after the uri of {platform!r}")
+        lines[i + 1] = f'    sha256: "{digests[platform]}"'
+    if sorted(named) != sorted(digests):
+        sys.exit(f"release: {MANIFEST.name} names the archives {named}, the build {list(digests)}")
+    return "\n".join(lines)
 
 
 def build(out: Path, cache: Path) -> dict[str, Path]:
@@ -246,9 +334,18 @@ def build(out: Path, cache: Path) -> dict[str, Path]:
         print(f"release: compiled files left out: {', '.join(removed) or 'none'}", file=sys.stderr)
         exe = out / PLUGIN
         zipapp(site, exe, epoch)
-    archive = out / archive_name(ver)
-    krew_archive(exe, archive, epoch)
-    manifest = manifest_text(MANIFEST.read_text(), ver, sha256(archive))
+        archive = out / archive_name(ver)
+        krew_archive(exe, archive, epoch)
+        digests = {"": sha256(archive)}
+        for platform, wheels in compiled_wheels(cache).items():
+            fast = Path(tmp) / platform
+            shutil.copytree(site, fast / "site")
+            added = add_compiled(fast / "site", wheels)
+            print(f"release: {platform}: {', '.join(added)}", file=sys.stderr)
+            zipapp(fast / "site", fast / PLUGIN, epoch)
+            krew_archive(fast / PLUGIN, out / archive_name(ver, platform), epoch)
+            digests[platform] = sha256(out / archive_name(ver, platform))
+    manifest = manifest_text(MANIFEST.read_text(), ver, digests)
     (out / "krew-manifest.yaml").write_text(manifest)
     sums = [f"{sha256(p)}  {p.name}" for p in sorted(out.iterdir()) if p.is_file()]
     (out / "SHA256SUMS").write_text("\n".join(sums) + "\n")

@@ -10,6 +10,8 @@ import atexit
 import functools
 import hashlib
 import os
+import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -27,17 +29,31 @@ SUPPORTED = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14")
 TOO_OLD = ("2.7", "3.6", "3.7", "3.8")
 
 
+# What krew calls this machine's arch (runtime.GOARCH), by Python's platform.machine().
+GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+
 @dataclass(frozen=True)
 class Release:
     out: Path
-    archive: Path
+    archive: Path  # the pure one, for every platform without its own
     manifest: Path
     wheel: Path
     sdist: Path
-    zipapp: Path
+    zipapp: Path  # the pure zipapp (the one in `archive`)
+    archives: dict[str, Path]  # per platform ("linux-amd64", "darwin"; "" the pure one)
 
     def manifest_data(self) -> dict[str, Any]:
         return dict(yaml.safe_load(self.manifest.read_text()))
+
+    def for_this_machine(self) -> tuple[str, Path]:
+        """The platform and archive krew installs here (the pure one where none is built)."""
+        os_ = platform.system().lower()
+        arch = GOARCH.get(platform.machine().lower(), platform.machine().lower())
+        for key in (f"{os_}-{arch}", os_ if arch in ("amd64", "arm64") else ""):
+            if key in self.archives:
+                return key, self.archives[key]
+        return "", self.archive
 
 
 @functools.lru_cache(maxsize=1)
@@ -62,14 +78,25 @@ def built_release() -> Release:
     )
     if proc.returncode != 0:
         raise RuntimeError(f"release/build.py failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    archives = list(out.glob("kubectl-nodefail-v*-krew.tar.gz"))
+    archives = {
+        (found.group(1) or ""): path
+        for path in out.glob("kubectl-nodefail-v*-krew.tar.gz")
+        for found in [re.search(r"-v[^-]+(?:-(.+))?-krew\.tar\.gz$", path.name)]
+        if found
+    }
     wheels = list(out.glob("kubectl_nodefail-*.whl"))
     sdists = list(out.glob("kubectl_nodefail-*.tar.gz")) + list(
         out.glob("kubectl-nodefail-[0-9]*.tar.gz")
     )
-    assert len(archives) == len(wheels) == len(sdists) == 1, sorted(p.name for p in out.iterdir())
+    assert len(wheels) == len(sdists) == 1 and "" in archives, sorted(p.name for p in out.iterdir())
     return Release(
-        out, archives[0], out / "krew-manifest.yaml", wheels[0], sdists[0], out / "kubectl-nodefail"
+        out,
+        archives[""],
+        out / "krew-manifest.yaml",
+        wheels[0],
+        sdists[0],
+        out / "kubectl-nodefail",
+        archives,
     )
 
 

@@ -80,14 +80,19 @@ def test_the_bare_python_has_no_dependencies(krew: Krew) -> None:
 
 def test_a_corrupted_archive_is_refused(krew: Krew, tmp_path: Path) -> None:
     rel = built_release()
-    bad = tmp_path / rel.archive.name
-    data = bytearray(rel.archive.read_bytes())
+    _, archive = rel.for_this_machine()
+    bad = tmp_path / archive.name
+    data = bytearray(archive.read_bytes())
     data[len(data) // 2] ^= 0xFF
     bad.write_bytes(bytes(data))
     alone = Krew(krew.cp, tmp_path / "root", {**krew.env, "KREW_ROOT": str(tmp_path / "root")})
     proc = alone.kubectl("krew", "install", f"--manifest={rel.manifest}", f"--archive={bad}")
     assert proc.returncode != 0
-    sha = rel.manifest_data()["spec"]["platforms"][0]["sha256"]
+    sha = next(
+        p["sha256"]
+        for p in rel.manifest_data()["spec"]["platforms"]
+        if p["uri"].endswith(f"/{archive.name}")
+    )
     assert f"checksum does not match, want: {sha}, got " in proc.stderr, proc.stderr
     assert not (alone.root / "bin" / "kubectl-nodefail").exists()
 
@@ -96,7 +101,8 @@ def test_a_corrupted_archive_is_refused(krew: Krew, tmp_path: Path) -> None:
 def installed(krew: Krew) -> subprocess.CompletedProcess[str]:
     """`kubectl krew install --manifest --archive`, offline, once for the module."""
     rel = built_release()
-    return krew.kubectl("krew", "install", f"--manifest={rel.manifest}", f"--archive={rel.archive}")
+    _, archive = rel.for_this_machine()  # krew picks its platform by this machine's os/arch
+    return krew.kubectl("krew", "install", f"--manifest={rel.manifest}", f"--archive={archive}")
 
 
 def test_krew_installs_and_the_plugin_runs_on_a_bare_python(
@@ -115,6 +121,8 @@ def test_krew_installs_and_the_plugin_runs_on_a_bare_python(
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"kubectl-nodefail {__version__} (Python 3.")
     assert "Server: v1.36.1" in proc.stdout
+    # this machine's archive (linux amd64 or arm64, darwin) carries orjson for its CPython
+    assert "\nJSON decoder: orjson " in proc.stdout, proc.stdout
 
 
 def test_krew_installed_plugin_diagnoses_and_plans_a_dead_node(

@@ -50,21 +50,29 @@ print(json.dumps({"libyaml": yaml.__with_libyaml__, "compiled": compiled,
 """
 
 
-def test_archive_manifest_and_wheel_agree() -> None:
-    rel = built_release()
-    manifest = rel.manifest_data()
-    platform = manifest["spec"]["platforms"][0]
-    assert platform["sha256"] == sha256(rel.archive)
-    assert manifest["spec"]["version"] == f"v{__version__}"
-    assert platform["uri"].endswith(f"/v{__version__}/{rel.archive.name}")
-    assert rel.wheel.name == f"kubectl_nodefail-{__version__}-py3-none-any.whl"
-    assert __version__ in rel.sdist.name
-    with tarfile.open(rel.archive) as tar:
+def _zipapp_of(archive: Path) -> bytes:
+    with tarfile.open(archive) as tar:
         members = {m.name: m for m in tar.getmembers()}
         assert set(members) == {"kubectl-nodefail", "LICENSE"}
         assert members["kubectl-nodefail"].mode == 0o755
         exe = tar.extractfile("kubectl-nodefail")
-        assert exe is not None and exe.read() == rel.zipapp.read_bytes()
+        assert exe is not None
+        return exe.read()
+
+
+def test_archive_manifest_and_wheel_agree() -> None:
+    rel = built_release()
+    manifest = rel.manifest_data()
+    assert manifest["spec"]["version"] == f"v{__version__}"
+    by_name = {p["uri"].rsplit("/", 1)[1]: p for p in manifest["spec"]["platforms"]}
+    assert sorted(by_name) == sorted(a.name for a in rel.archives.values())
+    for archive in rel.archives.values():
+        assert by_name[archive.name]["sha256"] == sha256(archive)
+        assert by_name[archive.name]["uri"].endswith(f"/v{__version__}/{archive.name}")
+    assert set(rel.archives) == {"", "linux-amd64", "linux-arm64", "darwin"}
+    assert rel.wheel.name == f"kubectl_nodefail-{__version__}-py3-none-any.whl"
+    assert __version__ in rel.sdist.name
+    assert _zipapp_of(rel.archive) == rel.zipapp.read_bytes()
     # the manifest the script wrote into the repository is the one it put beside the archive,
     # apart from the placeholder fields a development checkout may carry
     committed = (REPO / "krew-manifest.yaml").read_text().splitlines()
@@ -84,6 +92,36 @@ def test_zipapp_carries_no_compiled_code() -> None:
     assert any(n.endswith("yaml/constructor.py") for n in names)
     compiled = [n for n in names if n.endswith((".so", ".pyd", ".dylib")) or ".so." in n]
     assert compiled == []
+
+
+# The compiled module each archive with a decoder carries, per CPython the plugin supports.
+SUFFIX = {
+    "linux-amd64": "x86_64-linux-gnu.so",
+    "linux-arm64": "aarch64-linux-gnu.so",
+    "darwin": "darwin.so",
+}
+
+
+@pytest.mark.parametrize("platform", sorted(SUFFIX))
+def test_a_platforms_zipapp_is_the_pure_one_and_orjson_for_each_cpython(
+    platform: str, tmp_path: Path
+) -> None:
+    rel = built_release()
+    exe = tmp_path / "app"
+    exe.write_bytes(_zipapp_of(rel.archives[platform]))
+    with zipfile.ZipFile(rel.zipapp) as pure, zipfile.ZipFile(exe) as fast:
+        pure_names, fast_names = set(pure.namelist()), set(fast.namelist())
+        extra = sorted(fast_names - pure_names)
+        assert pure_names <= fast_names
+        same = [n for n in pure_names if n != "build_id" and pure.read(n) != fast.read(n)]
+    # the bootstrap's build id names the content, so it differs; nothing else does
+    assert all(n.endswith((".json", "build_id")) for n in same), same
+    compiled = sorted(n.rsplit("/", 1)[1] for n in extra if n.endswith(".so"))
+    cpythons = [f"3{minor}" for minor in range(9, 15)]
+    assert compiled == sorted(f"orjson.cpython-{v}-{SUFFIX[platform]}" for v in cpythons)
+    others = [n.split("site-packages/", 1)[1] for n in extra if not n.endswith(".so")]
+    assert all(n.startswith(("orjson/", "orjson-")) for n in others), others
+    assert any(n.endswith("licenses/LICENSE-MIT") for n in others)
 
 
 def test_zipapp_and_wheel_ship_the_rbac_roles(tmp_path: Path) -> None:
@@ -227,6 +265,66 @@ def test_wheel_installs_into_an_empty_venv(python: Path, tmp_path: Path) -> None
     assert proc.stdout.startswith(f"kubectl-nodefail {__version__}")
 
 
+@pytest.mark.parametrize("python", pythons(), ids=lambda p: p.name)
+def test_this_machines_zipapp_decodes_with_orjson_and_answers_the_same(
+    python: Path, tmp_path: Path
+) -> None:
+    """The archive krew installs here, on a bare Python: orjson loads (its module for this
+    CPython), `version` says so, and its answers are the pure zipapp's, byte for byte."""
+    rel = built_release()
+    platform, archive = rel.for_this_machine()
+    assert platform, "no archive with a compiled decoder for this machine"
+    fast = tmp_path / "fast" / "kubectl-nodefail"  # shiv names its folder after the file
+    fast.parent.mkdir()
+    fast.write_bytes(_zipapp_of(archive))
+    fast.chmod(0o755)
+    bindir = bare_venv(python, tmp_path / "venv")
+    py = str(bindir / "python3")
+    env = {"PATH": f"{bindir}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path / "home")}
+    outputs = {}
+    for name, app in (("fast", fast), ("pure", rel.zipapp)):
+        run = {
+            "capture_output": True,
+            "text": True,
+            "env": {**env, "SHIV_ROOT": str(tmp_path / f"shiv-{name}")},
+            "check": False,
+        }
+        version = subprocess.run([py, "-I", str(app), "version", "--client", "-o", "json"], **run)  # type: ignore[call-overload]
+        assert version.returncode == 0, version.stderr
+        outputs[name] = [json.loads(version.stdout)["jsonDecoder"]]
+        for args in (["diagnose", "--demo", "-o", "json"], ["diagnose", "--demo", "-o", "wide"]):
+            proc = subprocess.run([py, "-I", str(app), *args], **run)  # type: ignore[call-overload]
+            # the demo file's path is inside each zipapp's own unpacked folder
+            text = re.sub(r"[^\s(\"]*/statefulset-node-down\.json", "DEMO", proc.stdout)
+            outputs[name].append((proc.returncode, text))
+    assert outputs["fast"][0] == "orjson 3.11.5" and outputs["pure"][0] == "json (standard library)"
+    assert outputs["fast"][1:] == outputs["pure"][1:]
+    sites = list((tmp_path / "shiv-fast").glob("kubectl-nodefail_*/site-packages"))
+    assert len(sites) == 1
+    where = subprocess.run(
+        [
+            py,
+            "-I",
+            "-c",
+            "import sys; sys.path.insert(0, sys.argv[1]); import orjson.orjson as m; "
+            "print(m.__file__)",
+            str(sites[0]),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert where.returncode == 0, where.stderr
+    tag = subprocess.run(
+        [py, "-I", "-c", "import sys; print('%d%d' % sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert where.stdout.startswith(str(sites[0])) and f".cpython-{tag}-" in where.stdout
+
+
 def test_release_is_reproducible(tmp_path: Path) -> None:
     """A second build of the same checkout gives a byte-identical zipapp and archive: the
     manifest's sha256 and a rebuild can never disagree."""
@@ -245,5 +343,6 @@ def test_release_is_reproducible(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert sha256(tmp_path / rel.archive.name) == sha256(rel.archive)
+    for archive in rel.archives.values():
+        assert sha256(tmp_path / archive.name) == sha256(archive)
     assert (tmp_path / "krew-manifest.yaml").read_text() == rel.manifest.read_text()
