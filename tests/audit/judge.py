@@ -524,11 +524,12 @@ def _not_wanted(ctx: Ctx, kind: str) -> None:
 
 
 def _others_gone(ctx: Ctx, start: datetime, end: datetime) -> list[PodView]:
-    """The owner's other pods, live (not deleted) at `start`, deleted or gone by `end`."""
+    """The owner's other pods, live (not deleted) at `start` (the last poll before it: a pod
+    gone by the next one stood when the diagnosis read, 2057/63), deleted or gone by `end`."""
     owner = _owner_uid(ctx)
     if not owner:
         return []
-    at_start = ctx.history.at(start).pods
+    at_start = ctx.history.before(start).pods
     at_end = ctx.history.at(end).pods
     return [
         v

@@ -142,6 +142,11 @@ class History:
                 return poll
         return self.polls[-1]
 
+    def before(self, when: datetime) -> Poll:
+        """The last poll at or before `when` (the first one if none): what stood then."""
+        seen = [poll for poll in self.polls if poll.at <= when]
+        return seen[-1] if seen else self.polls[0]
+
     def between(self, start: datetime, end: datetime) -> list[Poll]:
         return [p for p in self.polls if start <= p.at <= end]
 

@@ -97,16 +97,16 @@ def rejudge(results: Path, again: bool = False) -> Obj:
     verdicts: list[Verdict] = []
     for batch in doc["batches"]:
         history = load_history(results.parent / f"batch{batch['batch']}-history.json")
-        # judged on their own (not from the pod predictions): the node's cause; SERVING, kept
-        # as the run judged it unless the diagnoses are made again
-        # and the zone batch's (zonebatch.py: they read the diagnoses' zone lines)
-        kept = {"node-cause", "serving", "zone:brake"}
+        # judged on their own (not from the pod predictions): the node's cause; the zone
+        # batch's lines (zonebatch.py); SERVING and the sentences (each diagnosis whole), kept
+        # as the run judged them unless the diagnoses are made again
+        kept = {"node-cause", "zone:brake", "serving", "sentences:invariants", "sentences:premises"}
         said: list[serving.Serving] = []
         if again:
             prefix = f"au-{batch['scenarios'][0]['seed']}-"
             preds, said = rediagnosed(results, batch, prefix)
             batch["predictions"] = [p.as_dict() for p in preds]
-            kept = {"node-cause", "zone:brake"}
+            kept = {"node-cause"}
         else:
             preds = [load_prediction(p) for p in batch["predictions"]]
         batch_verdicts = [Verdict(**v) for v in batch["verdicts"] if v["kind"] in kept]

@@ -122,8 +122,9 @@ def _same_owner(other: PodView, pod: PodView) -> bool:
 
 
 def _lower_not_ready(history: History, pod: PodView, since: datetime, back: datetime) -> bool:
-    """A lower ordinal of the pod's StatefulSet was never Running and Ready between the
-    shutdown and the return."""
+    """A lower ordinal of the pod's StatefulSet was never Running, Ready and not being deleted
+    between the shutdown and the return (the controller's OrderedReady waits for a Terminating
+    one to go: 2057/17, its w-1 evicted, still Ready in the poll after the shutdown)."""
     base, _, tail = pod.name.rpartition("-")
     if not tail.isdigit():
         return False
@@ -132,6 +133,6 @@ def _lower_not_ready(history: History, pod: PodView, since: datetime, back: date
         for poll in history.polls
         if since <= poll.at <= back
         for v in poll.pods.values()
-        if v.owner_uid == pod.owner_uid and v.ready and v.phase == "Running"
+        if v.owner_uid == pod.owner_uid and v.ready and v.phase == "Running" and v.deletion is None
     }
     return any(f"{base}-{k}" not in ready for k in range(int(tail)))

@@ -640,6 +640,10 @@ def test_not_wanted_is_wrong_once_the_owner_creates_a_pod() -> None:
     twins = [created, replace(created, uid="new-2", name="w-2")]  # but not two new ones
     h = history([(20, [pod(), sibling]), (60, [*gone, *twins])])
     assert verdicts([pred], h, "replacement:not-wanted") == [False]
+    # the sibling stood when the diagnosis read (t=20) and was gone by the next poll (grace 0,
+    # 2057/63): the new pod is its replacement
+    h = history([(19, [pod(), sibling]), (21, [pod(), created]), (150, [created])])
+    assert verdicts([pred], h, "replacement:not-wanted") == [True]
     # after the window the prediction speaks of (the late change at 80), it says nothing
     later = replace(created, created=at(100))
     h = history([(20, [pod()]), (110, [evicted(pod(), 40), later]), (150, [later])])
@@ -734,6 +738,10 @@ def test_a_shut_down_higher_ordinal_waits_for_the_lower_ones_ready() -> None:
 
     assert replaced(zero_pending) == [None]
     assert replaced(zero_ready) == [False]  # w-0 Ready, and still no second w-1: wrong
+    # Ready in the poll after the shutdown but evicted already: OrderedReady waits for it to go
+    # (2057/17), so no second w-1 is expected
+    zero_evicted = replace(evicted(zero_ready, 4), ready=True)
+    assert replaced(zero_evicted) == [None]
 
 
 def test_never_replaced_is_not_contradicted_by_the_owners_own_pods_after_the_return() -> None:
