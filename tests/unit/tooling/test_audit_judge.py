@@ -16,6 +16,7 @@ from tests.audit.judge import EARLY, LATE, judge
 from tests.audit.observe import History, PodView, Poll, parse_time
 from tests.audit.predictions import PodPrediction
 from tests.audit.scenarios import ALL_KINDS, MAP_SEED, WILDCARD_SEED, generate, manifests
+from tests.unit.tooling.auditkit import pod_prediction, pod_view
 
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc)
 NS = "au-1-0"
@@ -26,24 +27,7 @@ def at(seconds: float) -> datetime:
 
 
 def pod(name: str = "w-0", uid: str = "old", **kw: object) -> PodView:
-    base = PodView(
-        namespace=NS,
-        name=name,
-        uid=uid,
-        owner_uid="owner",
-        owner_kind="StatefulSet",
-        node="dead",
-        phase="Running",
-        created=at(-100),
-        deletion=None,
-        grace=None,
-        disruption=None,
-        disruption_reason="",
-        scheduled_message="",
-        node_selector_host="",
-        finalizers=(),
-    )
-    return replace(base, **kw)  # type: ignore[arg-type]
+    return pod_view(**{"namespace": NS, "name": name, "uid": uid, "created": at(-100), **kw})
 
 
 def evicted(view: PodView, when: float) -> PodView:
@@ -66,26 +50,18 @@ def history(polls: list[tuple[float, list[PodView]]]) -> History:
 
 
 def prediction(**kw: object) -> PodPrediction:
-    base = PodPrediction(
-        moment="d1",
-        at=at(20),
-        namespace=NS,
-        name="w-0",
-        uid="old",
-        node="dead",
-        controller="statefulset",
-        terminating=False,
-        eviction_at=at(40),
-        eviction_text="eviction due in 20s",
-        replacement_state="blocked",
-        replacement_pods=[],
-        pending_reason="",
-        action_code="wait",
-        action_until=at(40),
-        if_node_returns="the pod carries on in place.",
-        finalizers=[],
-    )
-    return replace(base, **kw)  # type: ignore[arg-type]
+    fields: dict[str, object] = {
+        "at": at(20),
+        "namespace": NS,
+        "uid": "old",
+        "eviction_at": at(40),
+        "eviction_text": "eviction due in 20s",
+        "replacement_state": "blocked",
+        "action_code": "wait",
+        "action_until": at(40),
+        "if_node_returns": "the pod carries on in place.",
+    }
+    return pod_prediction(**{**fields, **kw})
 
 
 SCENARIO = generate(1, 0, "quick", 1)

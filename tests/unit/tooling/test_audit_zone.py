@@ -3,7 +3,6 @@ a broken brake, a refused step that acted and an eviction under the brake wrong.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -14,6 +13,7 @@ from tests.audit.judge import judge
 from tests.audit.observe import History, PodView, Poll, node_taints
 from tests.audit.predictions import PodPrediction
 from tests.audit.scenarios import generate
+from tests.unit.tooling.auditkit import pod_prediction, pod_view
 
 T0 = datetime(2026, 12, 6, 9, 0, 0, tzinfo=timezone.utc)
 SEED, BATCH = zonebatch.ZONE_SEED, 2
@@ -32,24 +32,8 @@ def at(seconds: float) -> datetime:
 
 
 def view(uid: str = "p", **kw: Any) -> PodView:
-    base = PodView(
-        namespace=NS,
-        name="w-0",
-        uid=uid,
-        owner_uid="o",
-        owner_kind="ReplicaSet",
-        node=NODES[-1],
-        phase="Running",
-        created=at(-100),
-        deletion=None,
-        grace=None,
-        disruption=None,
-        disruption_reason="",
-        scheduled_message="",
-        node_selector_host="",
-        finalizers=(),
-    )
-    return replace(base, **kw)
+    fields = {"owner_uid": "o", "owner_kind": "ReplicaSet", "node": NODES[-1], **kw}
+    return pod_view(**{"namespace": NS, "uid": uid, "created": at(-100), **fields})
 
 
 def history(pods: list[tuple[float, list[PodView]]], late_taints: tuple[str, ...]) -> History:
@@ -158,27 +142,21 @@ def test_an_allowed_step_is_not_judged_as_refused() -> None:
 
 
 def paused(**kw: Any) -> PodPrediction:
-    base = PodPrediction(
-        moment="d1",
-        at=at(10),
-        namespace=NS,
-        name="w-0",
-        uid="p",
-        node=NODES[-1],
-        controller="replicaset",
-        terminating=False,
-        eviction_at=None,
-        eviction_text="no NoExecute taint on its node and zone z is in PartialDisruption: "
-        "tainting is stopped, so no eviction while the zone stays disrupted",
-        replacement_state="not-yet",
-        replacement_pods=[],
-        pending_reason="",
-        action_code="investigate",
-        action_until=None,
-        if_node_returns="",
-        finalizers=[],
+    text = (
+        "no NoExecute taint on its node and zone z is in PartialDisruption: tainting is "
+        "stopped, so no eviction while the zone stays disrupted"
     )
-    return replace(base, **kw)
+    fields = {
+        "at": at(10),
+        "namespace": NS,
+        "uid": "p",
+        "node": NODES[-1],
+        "controller": "replicaset",
+        "eviction_text": text,
+        "replacement_state": "not-yet",
+        "action_code": "investigate",
+    }
+    return pod_prediction(**{**fields, **kw})
 
 
 def _evicted(when: float) -> PodView:
