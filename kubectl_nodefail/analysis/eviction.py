@@ -208,7 +208,7 @@ def eviction_time(
             "paused",
             None,
             f"no NoExecute taint on its node and zone {zone.zone} is in "
-            f"{zone.state}: tainting is stopped, so {PAUSED} the zone stays disrupted "
+            f"{zone.state}: tainting is stopped, so {PAUSED} the zone stays in {zone.state} "
             "(pods on nodes tainted before the brake are evicted by their tolerations)",
         )
     return EvictionTime(

@@ -91,9 +91,11 @@ def analyse_zones(nodes: list[Obj]) -> tuple[list[ZoneFinding], bool]:
                 f"{not_ready}/{size} nodes not Ready (>= {facts.UNHEALTHY_ZONE_THRESHOLD:.0%}) "
                 f"in a zone of <= {facts.LARGE_CLUSTER_SIZE_THRESHOLD} nodes: NoExecute tainting "
                 f"stopped. Pods on the {not_ready - done} not-Ready node(s) without the "
-                f"NoExecute taint are not evicted; the {done} node(s) tainted before the brake "
-                "still evict theirs by their tolerations. Suspect the network or the control "
-                "plane."
+                f"NoExecute taint are not evicted while the zone stays in {PARTIAL} (once it "
+                f"leaves it, under {facts.UNHEALTHY_ZONE_THRESHOLD:.0%} not Ready or no Ready "
+                "node left while other zones are up, tainting resumes for the nodes still "
+                f"down); the {done} node(s) tainted before the brake still evict theirs by "
+                "their tolerations. Suspect the network or the control plane."
             )
         elif state == FULL:
             eviction = "proceeding"

@@ -237,9 +237,10 @@ PAUSED = "no eviction while"
 
 
 def judge_paused(ctx: Ctx) -> None:
-    """ "No eviction while the zone stays disrupted": the taint-eviction controller deletes the
-    pod at no time from the diagnosis to the return (when the harness starts the kubelets again
-    and the zone leaves the disruption); another actor's deletion is not an eviction."""
+    """ "No eviction while the zone stays in PartialDisruption": the taint-eviction controller
+    deletes the pod at no time from the diagnosis to the return (when the harness starts the
+    kubelets again and the zone leaves the disruption); another actor's deletion is not an
+    eviction."""
     p = ctx.pred
     if p.terminating or p.eviction_at is not None or PAUSED not in p.eviction_text:
         return
@@ -252,7 +253,9 @@ def judge_paused(ctx: Ctx) -> None:
     else:
         observed = "not evicted before the return"
         ok = True
-    ctx.add("eviction-paused", "no eviction while the zone stays disrupted", observed, ok)
+    ctx.add(
+        "eviction-paused", "no eviction while the zone stays in PartialDisruption", observed, ok
+    )
 
 
 def _after_remediate(ctx: Ctx, when: datetime) -> bool:

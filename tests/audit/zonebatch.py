@@ -19,7 +19,7 @@ Judged here, beside every per-pod judge:
   - `zone:brake`: a zone the diagnosis says has its tainting stopped names how many not-Ready
     nodes are without the NoExecute taint; none of them gains one before the return;
   - `remediate:refused`: each destructive step refused leaves its target as it was.
-A pod said to see no eviction while the zone stays disrupted is judged per pod (judge.py,
+A pod said to see no eviction while the zone stays in PartialDisruption is judged per pod (judge.py,
 `eviction-paused`).
 """
 

@@ -144,7 +144,7 @@ def test_an_allowed_step_is_not_judged_as_refused() -> None:
 def paused(**kw: Any) -> PodPrediction:
     text = (
         "no NoExecute taint on its node and zone z is in PartialDisruption: tainting is "
-        "stopped, so no eviction while the zone stays disrupted"
+        "stopped, so no eviction while the zone stays in PartialDisruption"
     )
     fields = {
         "at": at(10),
