@@ -83,6 +83,27 @@ def _failable(cp: ControlPlane, names: list[str], zone: str) -> None:
         wait_node_ready(cp, node)
 
 
+def _engage_brake(cp: ControlPlane, zone: str, middle: list[str], late: str) -> None:
+    """The `middle` nodes fail and put the zone in PartialDisruption; then `late` fails under
+    the brake, and the controller has seen it (its NoSchedule taint)."""
+    for n in middle:
+        cp.stop_kubelet(n)
+    for n in middle:
+        wait_node_unknown(cp, n)
+    wait_for(
+        f"{zone} in PartialDisruption",
+        lambda: _zone_state_logged(cp, zone, "PartialDisruption"),
+        30,
+    )
+    cp.stop_kubelet(late)
+    wait_node_unknown(cp, late)
+    wait_for(
+        "unreachable NoSchedule on the late node",
+        lambda: ("node.kubernetes.io/unreachable", "NoSchedule") in taint_keys(cp, late),
+        30,
+    )
+
+
 def _restore(cp: ControlPlane, names: list[str]) -> None:
     for node in names:
         cp.start_kubelet(node)
@@ -155,22 +176,7 @@ def test_zone_brake_is_per_node_tainted_nodes_evict_late_ones_do_not(
         cp.stop_kubelet(first)  # 1 of 5: Normal, tainted and evicted at the normal rate
         wait_node_unknown(cp, first)
         wait_terminating_on(cp, NS, "zp-1", first, timeout=60)
-        for n in middle:
-            cp.stop_kubelet(n)
-        for n in middle:
-            wait_node_unknown(cp, n)
-        wait_for(
-            "zone-p in PartialDisruption",
-            lambda: _zone_state_logged(cp, zone, "PartialDisruption"),
-            30,
-        )
-        cp.stop_kubelet(late)
-        wait_node_unknown(cp, late)
-        wait_for(
-            "unreachable NoSchedule on the late node",
-            lambda: ("node.kubernetes.io/unreachable", "NoSchedule") in taint_keys(cp, late),
-            30,
-        )
+        _engage_brake(cp, zone, middle, late)
         time.sleep(8)  # at 10 nodes/s the late node would be tainted, its pod evicted after 5 s
         assert UNREACHABLE not in taint_keys(cp, late)
         late_pod = pod_on(cp, NS, "zp-4", late)
@@ -226,22 +232,7 @@ def test_a_node_left_untainted_by_the_brake_is_tainted_once_the_zone_recovers(
         cp.stop_kubelet(early[0])  # 1 of 5 down: Normal, tainted
         wait_node_unknown(cp, early[0])
         wait_for("the first node tainted", lambda: _noexecute_tainted(cp, early[:1]), 30)
-        for n in early[1:]:
-            cp.stop_kubelet(n)
-        for n in early[1:]:
-            wait_node_unknown(cp, n)
-        wait_for(
-            "zone-r in PartialDisruption",
-            lambda: _zone_state_logged(cp, zone, "PartialDisruption"),
-            30,
-        )
-        cp.stop_kubelet(late)
-        wait_node_unknown(cp, late)
-        wait_for(
-            "unreachable NoSchedule on the late node",
-            lambda: ("node.kubernetes.io/unreachable", "NoSchedule") in taint_keys(cp, late),
-            30,
-        )
+        _engage_brake(cp, zone, early[1:], late)
         time.sleep(3)
         assert UNREACHABLE not in taint_keys(cp, late)
         code, d = plugin.diagnose_json("-n", NS)
