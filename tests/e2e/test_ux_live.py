@@ -94,7 +94,8 @@ def test_version_shows_the_server(plugin: Plugin, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("kubectl-nodefail ")
-    assert lines[1].startswith("Server: v1.36.1 (context ")
+    assert lines[1].startswith("JSON decoder: ")
+    assert lines[2].startswith("Server: v1.36.1 (context ")
     # a cluster that is gone: said in the output, exit 0
     config = yaml.safe_load(plugin.cp.kubeconfig.read_text())
     for cluster in config["clusters"]:
@@ -103,7 +104,7 @@ def test_version_shows_the_server(plugin: Plugin, tmp_path: Path) -> None:
     kubeconfig.write_text(yaml.safe_dump(config))
     proc = plugin.run("version", "--kubeconfig", str(kubeconfig))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[1].startswith(
+    assert proc.stdout.splitlines()[2].startswith(
         "Server: unknown: The connection to the server 127.0.0.1:9 was refused"
     )
 
