@@ -39,11 +39,6 @@ def _orjson_module() -> ModuleType | None:
 _orjson = _orjson_module()
 
 
-def stdlib_loads(data: bytes | str) -> Any:
-    """The standard library's decoding, whatever is installed."""
-    return json.loads(data)
-
-
 def loads(data: bytes | str) -> Any:
     """Decode a JSON document (orjson when it can, else the standard library)."""
     if _orjson is not None:

@@ -50,6 +50,7 @@ from tests.audit.scenarios import (
 )
 from tests.audit.sentences import check_moment
 from tests.e2e.controlplane import HEALTHY_ZONE, ControlPlane
+from tests.e2e.helpers import zone_state_logged
 
 Obj = dict[str, Any]
 POLL_SECONDS = 2.0
@@ -293,7 +294,6 @@ class Batch:
         )
         if not self.zone_healthy:
             return
-        log_path = self.cp.cluster_dir / "logs" / "kube-controller-manager.log"
         brake, late = self.nodes[zonebatch.FIRST : -1], self.nodes[-1]
         for node in brake:
             self.cp.stop_kubelet(node)
@@ -301,9 +301,7 @@ class Batch:
             f"{', '.join(brake)} Unknown and {self.zone} in PartialDisruption",
             lambda: (
                 all(self.node_ready(n) == "Unknown" for n in brake)
-                and zonebatch.zone_state_logged(
-                    log_path.read_text(errors="replace"), self.zone, "PartialDisruption"
-                )
+                and zone_state_logged(self.cp, self.zone, "PartialDisruption")
             ),
             120,
         )

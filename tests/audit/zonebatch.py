@@ -63,15 +63,6 @@ def noexecute(taints: tuple[str, ...] | None) -> bool:
     return bool(taints) and any(t in NOEXECUTE for t in taints or ())
 
 
-def zone_state_logged(log_text: str, zone: str, state: str) -> bool:
-    """The controller logged the zone's move to `state` (kube-controller-manager's log)."""
-    return any(
-        zone in line and f'newState="{state}"' in line
-        for line in log_text.splitlines()
-        if "Controller detected that zone is now in new state" in line
-    )
-
-
 def judge_brake(
     diagnosis: Obj, moment: str, history: History, nodes: list[str], seed: int, batch: int
 ) -> list[Verdict]:

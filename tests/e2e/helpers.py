@@ -54,6 +54,20 @@ def terminating(pod: Obj | None) -> bool:
     return bool(pod) and bool(pod["metadata"].get("deletionTimestamp"))  # type: ignore[index]
 
 
+def controller_log(cp: ControlPlane) -> list[str]:
+    """kube-controller-manager's log lines so far."""
+    return (cp.cluster_dir / "logs" / "kube-controller-manager.log").read_text().splitlines()
+
+
+def zone_state_logged(cp: ControlPlane, zone: str, state: str) -> bool:
+    """The node lifecycle controller logged the zone's move to `state`."""
+    return any(
+        zone in line and f'newState="{state}"' in line
+        for line in controller_log(cp)
+        if "Controller detected that zone is now in new state" in line
+    )
+
+
 def wait_node_ready(cp: ControlPlane, node: str, timeout: float = 60) -> None:
     wait_for(f"node {node} Ready", lambda: ready(cp, node)["status"] == "True", timeout)
 

@@ -27,6 +27,7 @@ from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, KubeletReportingProblem, wait_for
 from tests.e2e.helpers import (
+    controller_log,
     pod_on,
     ready,
     taint_keys,
@@ -35,6 +36,7 @@ from tests.e2e.helpers import (
     wait_node_unknown,
     wait_running_on,
     wait_terminating_on,
+    zone_state_logged,
 )
 from tests.oracles.invariants import report_from_data
 
@@ -60,18 +62,6 @@ def _zone(d: Any, zone: str) -> Any:
     return next(z for z in d["zones"] if z["zone"] == f"e2e/{zone}")
 
 
-def _controller_log(cp: ControlPlane) -> list[str]:
-    return (cp.cluster_dir / "logs" / "kube-controller-manager.log").read_text().splitlines()
-
-
-def _zone_state_logged(cp: ControlPlane, zone: str, state: str) -> bool:
-    return any(
-        zone in line and f'newState="{state}"' in line
-        for line in _controller_log(cp)
-        if "Controller detected that zone is now in new state" in line
-    )
-
-
 def _noexecute_tainted(cp: ControlPlane, names: list[str]) -> list[str]:
     return [n for n in names if UNREACHABLE in taint_keys(cp, n)]
 
@@ -92,7 +82,7 @@ def _engage_brake(cp: ControlPlane, zone: str, middle: list[str], late: str) -> 
         wait_node_unknown(cp, n)
     wait_for(
         f"{zone} in PartialDisruption",
-        lambda: _zone_state_logged(cp, zone, "PartialDisruption"),
+        lambda: zone_state_logged(cp, zone, "PartialDisruption"),
         30,
     )
     cp.stop_kubelet(late)
@@ -261,7 +251,7 @@ def test_full_disruption_of_one_zone_while_another_is_healthy_evicts(
         wait_node_unknown(cp, node)
         wait_for(
             "zone-f in FullDisruption",
-            lambda: _zone_state_logged(cp, zone, "FullDisruption"),
+            lambda: zone_state_logged(cp, zone, "FullDisruption"),
             30,
         )
         wait_terminating_on(cp, NS, "zf", node, timeout=60)  # evictions proceed
@@ -307,7 +297,7 @@ def test_every_zone_down_is_master_disruption_mode(
         wait_node_unknown(cp, second)
         wait_for(
             "master disruption mode",
-            lambda: any("master disruption mode" in line for line in _controller_log(cp)),
+            lambda: any("master disruption mode" in line for line in controller_log(cp)),
             30,
         )
         wait_for("the first node's taint removed", lambda: not _noexecute_tainted(cp, [first]), 30)
@@ -358,7 +348,7 @@ def test_large_zone_partial_disruption_slows_tainting_without_stopping_it(
         _wait_ready_states(cp, first, "Unknown", 90)
         wait_for(
             "zone-l in PartialDisruption",
-            lambda: _zone_state_logged(cp, zone, "PartialDisruption"),
+            lambda: zone_state_logged(cp, zone, "PartialDisruption"),
             60,
         )
         cp.stop_kubelet("group-l2")

@@ -25,6 +25,7 @@ from tests.e2e.helpers import (
     wait_running_elsewhere,
     wait_running_on,
     wait_terminating_on,
+    zone_state_logged,
 )
 
 pytestmark = pytest.mark.e2e
@@ -209,15 +210,6 @@ def test_rechecks_skip_a_returned_node_and_a_recreated_pod(
     wait_node_ready(cp, renamed)
 
 
-def _zone_state_logged(cp: ControlPlane, zone: str, state: str) -> bool:
-    log = (cp.cluster_dir / "logs" / "kube-controller-manager.log").read_text()
-    return any(
-        zone in line and f'newState="{state}"' in line
-        for line in log.splitlines()
-        if "Controller detected that zone is now in new state" in line
-    )
-
-
 def test_zone_disruption_is_refused(control_plane: ControlPlane, plugin: Plugin) -> None:
     """Three of five nodes of a zone down: PartialDisruption, and the controller stops NoExecute
     tainting in the zone (nodes noticed before the zone crossed 55 % may already carry it, so
@@ -237,7 +229,7 @@ def test_zone_disruption_is_refused(control_plane: ControlPlane, plugin: Plugin)
             wait_node_unknown(cp, node)
         wait_for(
             "the controller to see zone-z in PartialDisruption",
-            lambda: _zone_state_logged(cp, zone, "PartialDisruption"),
+            lambda: zone_state_logged(cp, zone, "PartialDisruption"),
             30,
         )
         cp.stop_kubelet(late)
