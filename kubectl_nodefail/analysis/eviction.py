@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from kubectl_nodefail.analysis import facts
-from kubectl_nodefail.analysis.claims import Claim, claim, fact
+from kubectl_nodefail.analysis import evictionclock, facts
+from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, read
+from kubectl_nodefail.analysis.evictionclock import Spell
 from kubectl_nodefail.analysis.findings import TaintView, ZoneFinding
 from kubectl_nodefail.analysis.text import ago
-from kubectl_nodefail.snapshot.model import Obj, parse_time, shifted
-
-
-def tolerates(toleration: Obj, taint: TaintView) -> bool:
-    """Toleration matching as in k8s.io/api core/v1 Toleration.ToleratesTaint."""
-    if toleration.get("effect") and toleration["effect"] != taint.effect:
-        return False
-    key = toleration.get("key") or ""
-    operator = toleration.get("operator") or "Equal"
-    if key and key != taint.key:
-        return False
-    if operator == "Exists":
-        return True
-    if not key:  # an empty key needs operator Exists
-        return False
-    return (toleration.get("value") or "") == taint.value
-
+from kubectl_nodefail.snapshot.model import Obj, format_time, parse_time
 
 # The out-of-service taint as remediate applies it (remediate/mutations.py): a pod that
 # tolerates it with no time limit stays under it, and PodGC force-deletes only Terminating pods
@@ -34,12 +19,13 @@ OUT_OF_SERVICE = TaintView(facts.TAINT_OUT_OF_SERVICE, "NoExecute", "nodeshutdow
 
 
 def stays_under_out_of_service(pod: Obj) -> bool:
-    """The pod tolerates the out-of-service taint without a time limit (a blanket `operator:
-    Exists`, or that key): the taint evicts it never, so it does not release it."""
-    return any(
-        tolerates(t, OUT_OF_SERVICE) and t.get("tolerationSeconds") is None
-        for t in (pod.get("spec") or {}).get("tolerations") or []
+    """The first of the pod's tolerations that tolerates the out-of-service taint (the one the
+    controller uses) has no time limit (a blanket `operator: Exists`, or that key): the taint
+    evicts it never, so it does not release it."""
+    _, used = evictionclock.first_match(
+        [OUT_OF_SERVICE], (pod.get("spec") or {}).get("tolerations") or []
     )
+    return bool(used) and used[0].get("tolerationSeconds") is None
 
 
 # Words the timeline carries for each outcome; the NEXT column and the invariants read them.
@@ -47,6 +33,7 @@ NEVER = "never evicted"
 PAUSED = "no eviction while"
 PENDING = "the NoExecute taint is not on the node yet"
 NOT_EVICTING = "the taint-eviction controller is not evicting"
+UNKNOWN = "eviction time not known"
 
 # The taint-eviction controller deletes a pod that does not tolerate a NoExecute taint as soon
 # as it handles the node update: on the real control plane the deletion carries the taint's own
@@ -69,20 +56,15 @@ def arrived(pod: Obj) -> datetime | None:
     return parse_time(pod["metadata"].get("creationTimestamp"))
 
 
-def _seen(taint: TaintView, pod_arrived: datetime | None) -> tuple[datetime | None, bool]:
-    """(when the controller first saw this pod under this taint, whether that was the pod's
-    arrival rather than the taint's)."""
-    if taint.time_added is None or pod_arrived is None or pod_arrived <= taint.time_added:
-        return taint.time_added, False
-    return pod_arrived, True
-
-
 @dataclass
 class EvictionTime:
     state: str  # evicted | scheduled | never | immediate | not-evicting | pending-taint | paused
-    # | not-applicable
+    # | unknown | not-applicable
     at: datetime | None
     text: str
+    # the premises beyond the pod's tolerations and the node's taints: the event a replaced
+    # not-ready taint is read from, the pod's generation and managedFields
+    extra: list[Premise] = field(default_factory=list)
 
 
 def as_claim(ev: EvictionTime, pod: Obj, node: Obj | None, zone: ZoneFinding | None) -> Claim:
@@ -109,6 +91,7 @@ def as_claim(ev: EvictionTime, pod: Obj, node: Obj | None, zone: ZoneFinding | N
         ]
     if ev.state in ("paused", "pending-taint") and zone is not None and zone.claims:
         because += zone.claims[0].because
+    because += ev.extra
     return claim("eviction", "eviction", ev.text, *because)
 
 
@@ -118,81 +101,83 @@ def eviction_time(
     zone: ZoneFinding | None,
     master_disruption: bool,
     now: datetime,
+    earlier: Spell | None = None,
 ) -> EvictionTime:
+    """`earlier`: a not-ready spell the node had before the taints it carries now
+    (evictionclock.earlier_not_ready)."""
     if pod["metadata"].get("deletionTimestamp"):
         return EvictionTime(
             "evicted", None, "already being deleted (evicted or deleted by someone)"
         )
     noexec = [t for t in node_taints if t.effect == "NoExecute"]
     tolerations = (pod.get("spec") or {}).get("tolerations") or []
-    deadline: datetime | None = None
-    after_arrival = False  # the deadline counts from the pod's arrival, after the taint
     pod_arrived = arrived(pod)
-    for taint in noexec:
-        matching = [t for t in tolerations if tolerates(t, taint)]
-        seen, by_arrival = _seen(taint, pod_arrived)
-        if not matching:
-            age = (now - seen).total_seconds() if seen else 0.0
-            if age > EVICTION_LAG_SECONDS:
-                return EvictionTime(
-                    "not-evicting",
-                    None,
-                    f"does not tolerate {taint.key}:NoExecute, "
-                    + (
-                        f"bound to the tainted node {ago(age)}"
-                        if by_arrival
-                        else f"added {ago(age)}"
-                    )
-                    + ": the "
-                    "taint-eviction controller deletes such a pod within moments, so "
-                    f"{NOT_EVICTING} (disabled in kube-controller-manager --controllers, or the "
-                    "manager is down or overloaded)",
-                )
+    spells = evictionclock.node_spells(node_taints, now)
+    clock = evictionclock.run(spells + ([earlier] if earlier else []), tolerations, pod_arrived)
+    if earlier and clock.at and (now - clock.at).total_seconds() > EVICTION_LAG_SECONDS:
+        # an eviction the not-ready spell would have made long ago has not happened: the spell
+        # the event tells of was not tainted (a zone's brake, a controller that was down)
+        clock, earlier = evictionclock.run(spells, tolerations, pod_arrived), None
+    extra = _spell_premises(clock)
+    if clock.outcome == "immediate" and clock.spell is not None:
+        taint, seen = clock.spell.taint, clock.start
+        age = (now - seen).total_seconds() if seen else 0.0
+        if age > EVICTION_LAG_SECONDS:
             return EvictionTime(
-                "immediate",
-                seen,
-                f"does not tolerate {taint.key}:NoExecute: evicted as soon as the "
-                "taint-eviction controller sees it",
+                "not-evicting",
+                None,
+                f"does not tolerate {taint.key}:NoExecute, "
+                + (
+                    f"bound to the tainted node {ago(age)}"
+                    if clock.by_arrival
+                    else f"added {ago(age)}"
+                )
+                + ": the "
+                "taint-eviction controller deletes such a pod within moments, so "
+                f"{NOT_EVICTING} (disabled in kube-controller-manager --controllers, or the "
+                "manager is down or overloaded)",
+                extra,
             )
-        seconds = [
-            t["tolerationSeconds"] for t in matching if t.get("tolerationSeconds") is not None
-        ]
-        if not seconds:
-            continue  # tolerated forever
-        when = shifted(seen or now, max(min(seconds), 0))
-        if deadline is None or when < deadline:
-            deadline, after_arrival = when, by_arrival
-    if deadline is not None:
-        start = (
-            "the pod's arrival on the tainted node (PodScheduled, else creationTimestamp: "
-            "the controller counts from when it first sees the pod there)"
-            if after_arrival
-            else "taint timeAdded"
+        return EvictionTime(
+            "immediate",
+            seen,
+            f"does not tolerate {taint.key}:NoExecute: evicted as soon as the "
+            "taint-eviction controller sees it",
+            extra,
         )
-        late = (now - deadline).total_seconds()
+    written = evictionclock.spec_written(pod)
+    if clock.outcome == "scheduled" and clock.at is not None and clock.start is not None:
+        if written is not None and (written[1] is None or written[1] > clock.start):
+            return _rewritten(written, clock.start, pod, extra)
+        late = (now - clock.at).total_seconds()
+        start, shown = _start_words(clock, spells)
         if late > EVICTION_LAG_SECONDS:
             return EvictionTime(
                 "not-evicting",
                 None,
-                f"eviction was due {ago(late)} ({start} + smallest tolerationSeconds) and it "
-                f"has not happened: {NOT_EVICTING} (disabled, down or overloaded), or "
+                f"eviction was due {ago(late)} ({start} + smallest tolerationSeconds{shown}) "
+                f"and it has not happened: {NOT_EVICTING} (disabled, down or overloaded), or "
                 "kube-controller-manager restarted since and counts its tolerations again from "
                 "its start",
+                extra,
             )
         return EvictionTime(
             "scheduled",
-            deadline,
-            f"eviction due {ago(late)} ({start} + smallest tolerationSeconds)",
+            clock.at,
+            f"eviction due {ago(late)} ({start} + smallest tolerationSeconds{shown})",
+            extra,
         )
     if noexec:
         return EvictionTime(
-            "never", None, f"tolerates the NoExecute taints without a time limit: {NEVER}"
+            "never",
+            None,
+            "tolerates the NoExecute taints without a time limit (the first of its tolerations "
+            f"that matches each, the one the controller reads): {NEVER}",
         )
-    unreachable = [
-        t for t in tolerations if tolerates(t, TaintView(facts.TAINT_UNREACHABLE, "NoExecute"))
-    ]
-    secs = [t.get("tolerationSeconds") for t in unreachable]
-    if unreachable and all(s is None for s in secs):
+    _, used = evictionclock.first_match(
+        [TaintView(facts.TAINT_UNREACHABLE, "NoExecute")], tolerations
+    )
+    if used and used[0].get("tolerationSeconds") is None:
         return EvictionTime(
             "never", None, f"tolerates unreachable/not-ready without a time limit: {NEVER}"
         )
@@ -217,4 +202,65 @@ def eviction_time(
         f"{PENDING} (rate-limited per zone"
         + (", slowed in this disrupted zone" if zone and zone.eviction == "slowed" else "")
         + "); eviction follows its tolerationSeconds after that",
+    )
+
+
+def _start_words(clock: evictionclock.Clock, spells: list[Spell]) -> tuple[str, str]:
+    """Where the count began, in words: (the moment, what shows it after the tolerationSeconds
+    it adds to, or "")."""
+    spell = clock.spell
+    if clock.by_arrival:
+        return (
+            "the pod's arrival on the tainted node",
+            "; PodScheduled, else creationTimestamp: the controller counts from when it first "
+            "sees the pod there",
+        )
+    if spell is not None and spell.event is not None:
+        return (
+            f"about {format_time(spell.since)}",
+            ": its kubelet reported NotReady then (its NodeNotReady event), so the node was "
+            "tainted not-ready; that taint, replaced by unreachable when the kubelet went "
+            "silent, started the count, and the controller keeps it",
+        )
+    if spell is not None and spell != min(spells, key=lambda s: s.since):
+        return (
+            f"{spell.taint.key} timeAdded",
+            ": the first taint it does not tolerate without a time limit",
+        )
+    return "taint timeAdded", ""
+
+
+def _spell_premises(clock: evictionclock.Clock) -> list[Premise]:
+    event = clock.spell.event if clock.spell is not None else None
+    if event is None:
+        return []
+    path = next(
+        p for p in ("lastTimestamp", "eventTime", "series.lastObservedTime") if read(event, p)
+    )
+    return [fact("Event", event, path), fact("Event", event, "reason")]
+
+
+def _rewritten(
+    written: tuple[int, datetime | None], start: datetime, pod: Obj, extra: list[Premise]
+) -> EvictionTime:
+    """A pod whose spec was written after the controller set its eviction: the time it set came
+    from the tolerations it had then, which the pod no longer shows."""
+    generation, when = written
+    at = (
+        f"at {format_time(when)} (managedFields), after the controller began counting for it "
+        f"({format_time(start)})"
+        if when is not None
+        else "at a time the pod does not show (no managedFields)"
+    )
+    return EvictionTime(
+        "unknown",
+        None,
+        f"{UNKNOWN}: its spec was written {at} (generation {generation}); if that changed its "
+        "tolerations, the controller kept the time it set from the earlier ones, which the pod "
+        "no longer shows",
+        [
+            *extra,
+            fact("Pod", pod, "metadata.generation"),
+            fact("Pod", pod, "metadata.managedFields"),
+        ],
     )

@@ -247,6 +247,16 @@ def _not_evicted(
             "not force pods",
             "none",
         )
+    if state == "unknown":
+        return _free_it(
+            node,
+            kind,
+            holds_rwo,
+            "its eviction time is not known (its spec was written after the taint-eviction "
+            "controller began counting for it): free it rather than wait for it",
+            terminating=False,
+            stays=stays,
+        )
     if state == "not-evicting":
         return _free_it(
             node,

@@ -10,6 +10,7 @@ from kubectl_nodefail.analysis import (
     advice,
     controllers,
     eviction,
+    evictionclock,
     facts,
     owners,
     pod_advice,
@@ -232,7 +233,7 @@ def _placement(pod: Obj, node: NodeFinding, node_obj: Obj | None, kind: str) -> 
     tolerations = (pod.get("spec") or {}).get("tolerations") or []
     if kind not in REPLACED_KINDS or node_obj is None or not taints:
         return []
-    if not all(any(eviction.tolerates(t, taint) for t in tolerations) for taint in taints):
+    if not all(any(evictionclock.tolerates(t, taint) for t in tolerations) for taint in taints):
         return []
     keys = ", ".join(sorted({t.key for t in taints}))
     return [
@@ -290,6 +291,21 @@ def _deletion_claim(pod: Obj, deletion: datetime, node: NodeFinding | None, now:
     return claim("deletion", "eviction", text, *because)
 
 
+def _earlier(
+    snap: Snapshot, node: NodeFinding, zone: ZoneFinding | None, now: datetime
+) -> evictionclock.Spell | None:
+    """The not-ready spell the node had before its current taints, where its kubelet's events
+    tell of one and its zone's tainting went on (a brake or a slowed zone may not have tainted
+    it then)."""
+    if zone is not None and zone.eviction != "proceeding":
+        return None
+    return evictionclock.earlier_not_ready(
+        evictionclock.node_spells(node.taints, now),
+        node.ready.status if node.ready else "",
+        snap.events_about("Node", "", node.name),
+    )
+
+
 def analyse_pod(
     pod: Obj,
     snap: Snapshot,
@@ -313,7 +329,10 @@ def analyse_pod(
     node_obj = snap.node(node_name) if node_name else None
     when: list[Claim] = []  # the timeline's sentence, as a claim
     if node_failed and node is not None:
-        ev = eviction.eviction_time(pod, node.taints, zone, master_disruption, now)
+        earlier = snap.memo(
+            f"eviction.earlier/{node_name}", lambda snap: _earlier(snap, node, zone, now)
+        )
+        ev = eviction.eviction_time(pod, node.taints, zone, master_disruption, now, earlier)
         eviction_at = ev.at
         when = [eviction.as_claim(ev, pod, node_obj, zone)]
     else:

@@ -83,6 +83,8 @@ def next_step(pod: PodFinding, now: datetime) -> str:
             return "not evicted (zone)"
         if eviction.NOT_EVICTING in pod.timeline:
             return "not evicted (controller)"
+        if eviction.UNKNOWN in pod.timeline:
+            return "eviction time unknown"
         return "eviction pending"
     return {
         "running": "replaced",

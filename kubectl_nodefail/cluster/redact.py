@@ -44,7 +44,8 @@ def note() -> str:
     return (
         "each object cut to the fields the analysis reads "
         "(kubectl_nodefail/snapshot/dumpschema.py): container env, args and command, pod "
-        "templates, managedFields, the other fields of spec and status, and every annotation but "
+        "templates, managedFields' field lists, the other fields of spec and status, and every "
+        "annotation but "
         + ", ".join(sorted(kept_annotations()))
         + " were left out; `kubectl nodefail dump --no-redact` keeps whole objects"
     )

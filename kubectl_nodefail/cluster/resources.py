@@ -10,15 +10,23 @@ from urllib.parse import quote
 Obj = dict[str, Any]
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+MANAGED_KEPT = ("manager", "operation", "subresource", "time")
 
 
 def trim(obj: Obj) -> Obj:
-    """Drop what no analysis reads and what weighs most: managedFields (often half an object's
-    JSON), kubectl's last-applied copy of the object, and a node's image list. Trimmed objects
-    stay valid Kubernetes JSON."""
+    """Drop what no analysis reads and what weighs most: managedFields' field lists (often half
+    an object's JSON; a pod keeps who wrote it when, evictionclock.spec_written, other kinds
+    nothing of them), kubectl's last-applied copy of the object, and a node's image list.
+    Trimmed objects stay valid Kubernetes JSON."""
     meta = obj.get("metadata")
     if isinstance(meta, dict):
-        meta.pop("managedFields", None)
+        managed = meta.pop("managedFields", None)
+        if obj.get("kind") == "Pod" and isinstance(managed, list):
+            meta["managedFields"] = [
+                {k: v for k, v in entry.items() if k in MANAGED_KEPT}
+                for entry in managed
+                if isinstance(entry, dict)
+            ]
         annotations = meta.get("annotations")
         if isinstance(annotations, dict):
             annotations.pop(LAST_APPLIED, None)

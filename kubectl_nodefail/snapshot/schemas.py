@@ -44,6 +44,17 @@ METADATA = obj(
 # ... and its generation (a Deployment's status speaks of its spec once observedGeneration
 # reaches it)
 OWNER_METADATA = Object({**METADATA.fields, "generation": INT}, (*METADATA.required, "uid"))
+# A pod's generation counts its spec's changes (since 1.33), and managedFields says when each
+# manager last wrote it (the fields they own are not kept): a spec written after the
+# taint-eviction controller set the pod's eviction leaves that time unknown (evictionclock).
+POD_METADATA = Object(
+    {
+        **METADATA.fields,
+        "generation": INT,
+        "managedFields": ListOf(obj(manager=STR, operation=STR, subresource=STR, time=TIME)),
+    },
+    METADATA.required,
+)
 # A condition as most kinds' types have it (PodCondition, JobCondition, DeploymentCondition, ...);
 # a Node's also carries its kubelet's heartbeat.
 CONDITION = obj(type=STR, status=STR, reason=STR, message=STR, lastTransitionTime=TIME)
@@ -82,7 +93,7 @@ SCHEMAS: dict[str, Object] = {
     ),
     "Pod": obj(
         ("metadata", "spec"),
-        metadata=METADATA,
+        metadata=POD_METADATA,
         spec=obj(
             nodeName=STR,
             nodeSelector=STR_MAP,
@@ -142,6 +153,9 @@ SCHEMAS: dict[str, Object] = {
         reason=STR,
         message=STR,
         involvedObject=obj(kind=STR, name=STR, namespace=STR),
+        # who wrote it: the kubelet's NodeNotReady tells of a not-ready taint since replaced
+        source=obj(component=STR),
+        reportingComponent=STR,
         lastTimestamp=TIME,
         eventTime=TIME,
         type=STR,

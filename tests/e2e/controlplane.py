@@ -703,15 +703,50 @@ class LeaseRenewing:
         """What else the kubelet posts at each renewal (nothing here)."""
 
 
+def kubelet_event(node: str, reason: str, stamp: str) -> dict[str, Any]:
+    """The event a kubelet writes when its node's Ready condition changes (NodeReady,
+    NodeNotReady): about the Node, in the default namespace, from component kubelet."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{node}.{reason.lower()}.{stamp.lower().replace(':', '')}",
+            "namespace": "default",
+        },
+        "involvedObject": {"kind": "Node", "name": node, "uid": node},
+        "reason": reason,
+        "message": f"Node {node} status is now: {reason}",
+        "source": {"component": "kubelet", "host": node},
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+        "type": "Normal",
+    }
+
+
 class KubeletReportingProblem(LeaseRenewing):
     """A kubelet that is alive but reports the node not Ready: it keeps renewing the node's
     Lease and posts the given conditions (as a kubelet whose CNI or runtime broke would). The
     node lifecycle controller then does what it does for Ready=False."""
 
-    def __init__(self, cp: ControlPlane, node: str, conditions: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        cp: ControlPlane,
+        node: str,
+        conditions: list[dict[str, Any]],
+        announce: bool = False,
+    ) -> None:
+        """`announce`: also write the event a kubelet writes as it posts Ready=False
+        (NodeNotReady, from component kubelet)."""
         super().__init__(cp, node)
         self.conditions = conditions
         self._first = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.announce = announce
+
+    def __enter__(self) -> LeaseRenewing:
+        if self.announce:
+            self.cp.apply(kubelet_event(self.node, "NodeNotReady", self._first))
+        return super().__enter__()
 
     def _tick(self, now: datetime) -> None:
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")

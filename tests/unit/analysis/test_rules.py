@@ -10,7 +10,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from kubectl_nodefail.analysis.eviction import eviction_time, tolerates
+from kubectl_nodefail.analysis.eviction import eviction_time
+from kubectl_nodefail.analysis.evictionclock import tolerates
 from kubectl_nodefail.analysis.findings import TaintView
 from kubectl_nodefail.analysis.podstatus import kubectl_status, ready_column
 from kubectl_nodefail.analysis.text import duration

@@ -189,11 +189,16 @@ def test_a_directory_is_exit_13(tmp_path: Path) -> None:
 
 
 def test_loaded_objects_keep_only_what_the_analysis_reads() -> None:
-    """managedFields, container specs and pod templates are dropped while parsing (memory),
-    and the diagnosis of every fixture is unchanged by it (test_node_failure_fixtures)."""
+    """managedFields' field lists, container specs and pod templates are dropped while parsing
+    (memory), and the diagnosis of every fixture is unchanged by it
+    (test_node_failure_fixtures). A pod keeps who wrote it when (evictionclock.spec_written)."""
     snap = snapshot.load_dump(str(FIXTURES / "node-down-after-eviction.json"))
     pod = next(p for p in snap.pods if p["metadata"]["name"] == "db-0")
-    assert "managedFields" not in pod["metadata"]
+    managed = pod["metadata"]["managedFields"]
+    assert managed and all(
+        set(m) <= {"manager", "operation", "subresource", "time"} for m in managed
+    )
+    assert all("managedFields" not in o["metadata"] for o in [*snap.nodes, *snap.owners])
     assert set(pod["spec"]["containers"][0]) <= {"name", "restartPolicy"}
     rs = next(o for o in snap.owners if o["kind"] == "ReplicaSet")
     assert "template" not in rs["spec"] and rs["metadata"]["uid"]

@@ -1,0 +1,151 @@
+"""The taint-eviction controller's clock, judged by the real control plane (issue 33: time,
+what a pod tolerates, the Node's own path to failure; analysis/evictionclock.py):
+
+- a kubelet that reports NotReady before it goes silent: the not-ready taint, later swapped for
+  unreachable, started the count, and the controller keeps it (the diagnosis reads the
+  kubelet's NodeNotReady event);
+- of two tolerations matching a taint, the first in the pod's list is the one read (a first
+  without limit: never evicted, whatever a later one says);
+- a NoExecute taint added later, or tolerations patched later, do not move an eviction already
+  set (a patched pod's time is told as not known, not as the new tolerations would give it);
+- a pod that tolerates not-ready without limit is counted from the unreachable taint.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from tests.e2e import workloads as w
+from tests.e2e.conftest import Plugin
+from tests.e2e.controlplane import ControlPlane, KubeletReportingProblem, wait_for
+from tests.e2e.helpers import taint_keys, wait_node_ready, wait_running_on
+
+pytestmark = pytest.mark.e2e
+NS = "scenario-clock"
+NODE = "flaky-k1"
+UN, NR, EXTRA = "node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready", "example.com/x"
+NOT_READY_SECONDS = 8  # the kubelet reports NotReady this long, then goes silent
+
+Obj = dict[str, Any]
+
+
+def _tol(key: str, seconds: int | None = None) -> Obj:
+    t: Obj = {"key": key, "operator": "Exists", "effect": "NoExecute"}
+    if seconds is not None:
+        t["tolerationSeconds"] = seconds
+    return t
+
+
+def _both(seconds: int | None) -> list[Obj]:
+    return [_tol(UN, seconds), _tol(NR, seconds), _tol(EXTRA)]
+
+
+# name: (tolerations at creation, tolerations patched after the swap or None)
+PODS: dict[str, tuple[list[Obj], list[Obj] | None]] = {
+    "swap": (_both(60), None),
+    "first-forever": ([_tol(UN), _tol(UN, 20), _tol(NR), _tol(NR, 20), _tol(EXTRA)], None),
+    "patched-longer": (_both(60), _both(400)),
+    "patched-shorter": (_both(90), _both(20)),
+    "added-taint": ([_tol(UN, 60), _tol(NR, 60), _tol(EXTRA, 10)], None),
+    "not-ready-forever": ([_tol(UN, 50), _tol(NR), _tol(EXTRA)], None),
+}
+
+
+def _time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def _evicted_at(cp: ControlPlane, name: str) -> datetime | None:
+    """When the taint-eviction controller decided (its DisruptionTarget condition)."""
+    pod = cp.get("pod", name, NS)
+    for cond in (pod or {}).get("status", {}).get("conditions") or []:
+        if cond["type"] == "DisruptionTarget" and cond["status"] == "True":
+            return _time(cond["lastTransitionTime"])
+    return None
+
+
+def _noexec_added(cp: ControlPlane, key: str) -> datetime:
+    node = cp.get("node", NODE)
+    return next(
+        _time(t["timeAdded"])
+        for t in node["spec"]["taints"]
+        if t["key"] == key and t["effect"] == "NoExecute"
+    )
+
+
+def test_the_eviction_is_set_once_from_the_first_taint_and_toleration(
+    control_plane: ControlPlane, plugin: Plugin
+) -> None:
+    cp = control_plane
+    cp.add_failable_node(NODE)
+    wait_node_ready(cp, NODE)
+    objs = []
+    for name, (tolerations, _) in PODS.items():
+        pod = w.bare_pod(NS, name, pin=NODE, grace=5)
+        pod["spec"]["tolerations"] = tolerations
+        objs.append(pod)
+    cp.apply(w.namespace(NS), *objs)
+    for name in PODS:
+        wait_running_on(cp, NS, name, NODE)
+
+    # The kubelet reports NotReady (and says so in its event), then goes silent.
+    cp.stop_kubelet(NODE)
+    not_ready = [{"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": "x"}]
+    with KubeletReportingProblem(cp, NODE, not_ready, announce=True):
+        wait_for("the not-ready NoExecute taint", lambda: (NR, "NoExecute") in taint_keys(cp, NODE))
+        first = _noexec_added(cp, NR)
+        time.sleep(NOT_READY_SECONDS)
+    wait_for("the swap to unreachable", lambda: (UN, "NoExecute") in taint_keys(cp, NODE), 120)
+    swapped = _noexec_added(cp, UN)
+    assert (NR, "NoExecute") not in taint_keys(cp, NODE)
+    assert (swapped - first).total_seconds() >= NOT_READY_SECONDS
+
+    # Tolerations patched and a taint added after the count began.
+    for name, (_, patched) in PODS.items():
+        if patched is not None:
+            body = json.dumps({"spec": {"tolerations": patched}})
+            cp.kubectl("patch", "pod", name, "-n", NS, "--type=merge", "-p", body)
+    cp.kubectl("taint", "node", NODE, f"{EXTRA}=x:NoExecute")
+    _, data = plugin.diagnose_json()
+    rows = {p["name"]: p for p in data["pods"] if p["namespace"] == NS}
+    plugin.record("eviction-clock", "kubelet NotReady, then silent; tolerations", "after the swap")
+
+    # What the control plane does, watched until every finite count has run out.
+    evicted: dict[str, datetime] = {}
+    end = time.monotonic() + 150
+    while time.monotonic() < end and len(evicted) < len(PODS) - 1:
+        for name in PODS:
+            if name not in evicted and (at := _evicted_at(cp, name)) is not None:
+                evicted[name] = at
+        time.sleep(1)
+
+    def predicted(name: str) -> datetime:
+        return _time(rows[name]["evictionAt"])
+
+    # The count began under the not-ready taint, now gone: read from the kubelet's event.
+    assert "NodeNotReady event" in rows["swap"]["timeline"], rows["swap"]["timeline"]
+    assert abs((evicted["swap"] - first - timedelta(seconds=60)).total_seconds()) <= 2
+    assert abs((evicted["swap"] - predicted("swap")).total_seconds()) <= 5
+    # A taint added later does not shorten it; a pod tolerating not-ready forever starts at
+    # the swap.
+    assert abs((evicted["added-taint"] - predicted("added-taint")).total_seconds()) <= 5
+    assert abs((evicted["added-taint"] - first - timedelta(seconds=60)).total_seconds()) <= 2
+    assert (
+        abs((evicted["not-ready-forever"] - swapped - timedelta(seconds=50)).total_seconds()) <= 2
+    )
+    assert abs((evicted["not-ready-forever"] - predicted("not-ready-forever")).total_seconds()) <= 3
+    # The first matching toleration is read: never evicted.
+    assert "never evicted" in rows["first-forever"]["timeline"]
+    assert "first-forever" not in evicted
+    # Patched tolerations: the old time stands, and the diagnosis does not claim the new one.
+    for name, old in (("patched-longer", 60), ("patched-shorter", 90)):
+        assert rows[name]["evictionAt"] is None, rows[name]
+        assert "eviction time not known" in rows[name]["timeline"], rows[name]["timeline"]
+        assert abs((evicted[name] - first - timedelta(seconds=old)).total_seconds()) <= 2
+    cp.start_kubelet(NODE)
+    wait_node_ready(cp, NODE)

@@ -1,0 +1,183 @@
+"""The taint-eviction controller's clock (analysis/evictionclock.py), path by path; the real
+control plane proves the same paths in tests/e2e/test_eviction_clock.py, and the fixture it
+recorded is diagnosed here as it was there."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubectl_nodefail.analysis import evictionclock as clock
+from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.analysis.findings import TaintView
+from kubectl_nodefail.snapshot.model import format_time, parse_time
+from tests.unit.conftest import load
+
+Obj = dict[str, Any]
+UN, NR, EXTRA = "node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready", "example.com/x"
+T0 = datetime(2026, 12, 6, 3, 0, tzinfo=timezone.utc)
+
+
+def _tol(key: str, seconds: int | None = None) -> Obj:
+    t: Obj = {"key": key, "operator": "Exists", "effect": "NoExecute"}
+    if seconds is not None:
+        t["tolerationSeconds"] = seconds
+    return t
+
+
+def _spell(key: str, since: int, until: int | None = None) -> clock.Spell:
+    end = T0 + timedelta(seconds=until) if until is not None else None
+    return clock.Spell(TaintView(key, "NoExecute"), T0 + timedelta(seconds=since), end)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def test_the_first_matching_toleration_is_the_one_read() -> None:
+    # a first without limit wins over a later 20 s; the other way round, 20 s
+    forever_first = [_tol(UN), _tol(UN, 20)]
+    assert clock.run([_spell(UN, 0)], forever_first, None).outcome == "never"
+    limited_first = [_tol(UN, 20), _tol(UN)]
+    assert clock.run([_spell(UN, 0)], limited_first, None).at == at(20)
+    # a blanket toleration before the key's own
+    assert clock.run([_spell(UN, 0)], [{"operator": "Exists"}, _tol(UN, 5)], None).outcome == (
+        "never"
+    )
+
+
+def test_a_swapped_taint_keeps_the_count_the_first_one_started() -> None:
+    swap = [_spell(NR, 0, 30), _spell(UN, 30)]
+    assert clock.run(swap, [_tol(UN, 60), _tol(NR, 60)], None).at == at(60)
+    # different seconds per key: the one read when the count began
+    assert clock.run(swap, [_tol(UN, 300), _tol(NR, 60)], None).at == at(60)
+    # not-ready tolerated without limit: nothing set then; the unreachable taint starts it
+    assert clock.run(swap, [_tol(UN, 50), _tol(NR)], None).at == at(80)
+    # not-ready not tolerated: evicted when it came
+    immediate = clock.run(swap, [_tol(UN, 50)], None)
+    assert (immediate.outcome, immediate.at) == ("immediate", at(0))
+
+
+def test_a_taint_added_later_does_not_move_the_eviction() -> None:
+    later = [_spell(UN, 0), _spell(EXTRA, 40)]
+    assert clock.run(later, [_tol(UN, 60), _tol(EXTRA, 1)], None).at == at(60)
+    assert clock.run(later, [_tol(UN, 60), _tol(EXTRA, 600)], None).at == at(60)
+    # ... unless the pod does not tolerate it
+    assert clock.run(later, [_tol(UN, 60)], None).at == at(40)
+    # a first taint tolerated forever sets nothing: the later one starts the count
+    assert clock.run(later, [_tol(UN), _tol(EXTRA, 10)], None).at == at(50)
+
+
+def test_every_noexecute_taint_gone_cancels_the_count() -> None:
+    gap = [_spell(UN, 0, 10), _spell(EXTRA, 20)]
+    assert clock.run(gap, [_tol(UN, 60), _tol(EXTRA, 60)], None).at == at(80)
+
+
+def test_a_pod_arriving_later_counts_from_its_arrival() -> None:
+    found = clock.run([_spell(UN, 0)], [_tol(UN, 30)], at(100))
+    assert (found.at, found.by_arrival) == (at(130), True)
+    # arriving after a spell ended: that spell is not met
+    assert clock.run([_spell(NR, 0, 10), _spell(UN, 10)], [_tol(UN, 30)], at(100)).at == at(130)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    first=st.integers(0, 3600),
+    later=st.lists(st.tuples(st.integers(1, 86400), st.integers(0, 86400)), max_size=4),
+)
+def test_no_tolerated_taint_added_later_moves_a_set_eviction(
+    first: int, later: list[tuple[int, int]]
+) -> None:
+    """Property: once set, the time stands whatever tolerated taints come after (each tolerated
+    with any seconds), as processPodOnNode keeps a scheduled eviction."""
+    tolerations = [_tol(UN, first)]
+    spells = [_spell(UN, 0)]
+    for i, (after, seconds) in enumerate(later):
+        key = f"example.com/t{i}"
+        tolerations.append(_tol(key, seconds))
+        spells.append(_spell(key, after))
+    assert clock.run(spells, tolerations, None).at == at(first)
+
+
+def _event(reason: str, seconds: int, component: str = "kubelet") -> Obj:
+    return {
+        "metadata": {"name": f"e-{reason}-{seconds}", "namespace": "default"},
+        "reason": reason,
+        "involvedObject": {"kind": "Node", "name": "n"},
+        "source": {"component": component},
+        "lastTimestamp": format_time(at(seconds)),
+    }
+
+
+def test_the_not_ready_spell_is_read_from_the_kubelets_event_only() -> None:
+    spells = [_spell(UN, 30)]
+    found = clock.earlier_not_ready(spells, "Unknown", [_event("NodeNotReady", 0)])
+    assert found is not None and (found.since, found.until) == (at(0), at(30))
+    # the controller's own NodeNotReady (written as it marks the node Unknown) is not a spell
+    controller = _event("NodeNotReady", 0, "node-controller")
+    assert clock.earlier_not_ready(spells, "Unknown", [controller]) is None
+    # events.k8s.io's reportingComponent says the same as source.component
+    reported = {**_event("NodeNotReady", 0, ""), "reportingComponent": "kubelet"}
+    assert clock.earlier_not_ready(spells, "Unknown", [reported]) is not None
+    # the kubelet said Ready since: that NotReady was another outage's
+    ready_since = [_event("NodeNotReady", 0), _event("NodeReady", 10)]
+    assert clock.earlier_not_ready(spells, "Unknown", ready_since) is None
+    # within the controller's look of the taint: the same moment, not a spell before it
+    assert clock.earlier_not_ready(spells, "Unknown", [_event("NodeNotReady", 28)]) is None
+    # still Ready=False (the not-ready taint is on the node, read from there), or no event
+    assert clock.earlier_not_ready([_spell(NR, 0)], "False", [_event("NodeNotReady", 0)]) is None
+    assert clock.earlier_not_ready(spells, "Unknown", []) is None
+
+
+def _pod(generation: int | None, *writes: tuple[str, int, str]) -> Obj:
+    meta: Obj = {"name": "p"}
+    if generation is not None:
+        meta["generation"] = generation
+    meta["managedFields"] = [
+        {"manager": m, "operation": "Update", "time": format_time(at(t)), "subresource": sub}
+        for m, t, sub in writes
+    ]
+    return {"metadata": meta}
+
+
+def test_a_spec_written_later_is_told_by_generation_and_managed_fields() -> None:
+    assert clock.spec_written(_pod(1, ("kubectl", 0, ""))) is None
+    assert clock.spec_written(_pod(None, ("kubectl", 0, ""))) is None  # before 1.33
+    # the status subresource's writes are not the spec's
+    written = clock.spec_written(_pod(2, ("kubectl", 0, ""), ("kubelet", 90, "status")))
+    assert written == (2, at(0))
+    assert clock.spec_written(_pod(3, ("a", 0, ""), ("kubectl-patch", 70, ""))) == (3, at(70))
+    assert clock.spec_written({"metadata": {"generation": 2}}) == (2, None)
+
+
+# --- the recording of tests/e2e/test_eviction_clock.py -----------------------------------------
+
+
+def _rows() -> dict[str, Any]:
+    snap = load("eviction-clock")
+    report = diagnose(snap, snap.captured_at)
+    return {p.name: p for p in report.pods if p.namespace == "scenario-clock"}
+
+
+def test_the_recorded_swap_is_told_from_the_kubelets_event() -> None:
+    snap = load("eviction-clock")
+    events = [
+        e
+        for e in snap.events_about("Node", "", "flaky-k1")
+        if e.get("reason") == "NodeNotReady"
+        and (e.get("source") or {}).get("component") == "kubelet"
+    ]
+    said = parse_time(events[-1]["lastTimestamp"])
+    assert said is not None
+    rows = _rows()
+    assert rows["swap"].eviction_at == said + timedelta(seconds=60)
+    assert "NodeNotReady event" in rows["swap"].timeline
+    assert rows["added-taint"].eviction_at == said + timedelta(seconds=60)
+    assert "never evicted" in rows["first-forever"].timeline
+    for name in ("patched-longer", "patched-shorter"):
+        assert rows[name].eviction_at is None
+        assert "eviction time not known" in rows[name].timeline
+        assert rows[name].action.code != "wait"
