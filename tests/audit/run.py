@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from tests.audit import limits, serving, zonebatch
+from tests.audit import limits, nodepath, serving, zonebatch
 from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, audit_pods, node_taints, now, parse_time
 from tests.audit.predictions import PodPrediction, node_predictions, pod_predictions
@@ -49,11 +49,12 @@ from tests.audit.scenarios import (
     remedy,
 )
 from tests.audit.sentences import check_moment
-from tests.e2e.controlplane import HEALTHY_ZONE, ControlPlane
+from tests.e2e.controlplane import HEALTHY_ZONE, ControlPlane, KubeletReportingProblem
 from tests.e2e.helpers import zone_state_logged
 
 Obj = dict[str, Any]
 POLL_SECONDS = 2.0
+UNREACHABLE_NO_EXECUTE, NOT_READY_NO_EXECUTE = zonebatch.NOEXECUTE
 AFTER_WINDOW = 10.0  # past the last predicted eviction
 D2_WATCH = 20.0  # seconds of watching after the second diagnosis, node still down
 AFTER_RETURN = 30.0
@@ -87,11 +88,13 @@ class BatchResult:
     seconds: float
     errors: list[str] = field(default_factory=list)
     remediation: Obj = field(default_factory=dict)  # node, exit, file: odd batches
+    node_path: str = "silent"  # nodepath.py
 
     def as_dict(self) -> Obj:
         return {
             "batch": self.batch,
             "nodes": self.nodes,
+            "nodePath": self.node_path,
             "seconds": round(self.seconds, 1),
             "scenarios": [
                 {**s.as_dict(), "placed": self.placed.get(s.index, False)} for s in self.scenarios
@@ -127,6 +130,8 @@ class Batch:
         self.nodes = [f"au{seed}-b{batch}-n{k}" for k in range(slots)]
         self.zone = zonebatch.zone_name(seed, batch) if zone else HEALTHY_ZONE
         self.zone_healthy = [f"au{seed}-b{batch}-h"] if zone else []
+        # how the nodes fail (nodepath.py); the zone batch's always silently
+        self.node_path = ("silent", 0) if zone else nodepath.node_path(seed, batch)
         self.said: dict[str, Obj] = {}  # d1, d2: the diagnoses, as JSON
         self.outdir = outdir
         self.history = History()
@@ -284,11 +289,16 @@ class Batch:
         first = self.nodes[: zonebatch.FIRST] if self.zone_healthy else self.nodes
         for node in first:
             self.cp.stop_kubelet(node)
+        if self.node_path[0] == "not-ready-first":
+            self.report_not_ready(first, self.node_path[1])
         self.wait_until(
-            "the nodes Unknown and tainted NoExecute",
+            "the nodes Unknown and tainted unreachable NoExecute",
             lambda: (
                 all(self.node_ready(n) == "Unknown" for n in first)
-                and len(self.noexec_times()) >= len(first)
+                and all(
+                    UNREACHABLE_NO_EXECUTE in (self.history.node_taints(n, now()) or ())
+                    for n in first
+                )
             ),
             120,
         )
@@ -318,6 +328,31 @@ class Batch:
         self.watch(3)
         tainted = [n for n in self.nodes if zonebatch.noexecute(self.history.node_taints(n, now()))]
         log(f"batch {self.batch}: zone {self.zone} braked; tainted before it: {tainted}")
+
+    def report_not_ready(self, nodes: list[str], hold: int) -> None:
+        """nodepath.py's `not-ready-first`: each kubelet reports Ready=False (and its
+        NodeNotReady event) until the not-ready NoExecute taint is on every node and `hold`
+        seconds have passed, then goes silent."""
+        reporters = [
+            KubeletReportingProblem(self.cp, n, nodepath.NOT_READY, announce=True) for n in nodes
+        ]
+        for reporter in reporters:
+            reporter.__enter__()
+        try:
+            self.history.marks["not-ready"] = now()
+            self.wait_until(
+                "the nodes tainted not-ready NoExecute",
+                lambda: all(
+                    NOT_READY_NO_EXECUTE in (self.history.node_taints(n, now()) or ())
+                    for n in nodes
+                ),
+                60,
+            )
+            self.watch(hold)
+        finally:
+            for reporter in reporters:
+                reporter.__exit__(None, None, None)
+        log(f"batch {self.batch}: kubelets NotReady for {hold}s, now silent")
 
     def bring_back(self) -> None:
         """The kubelets start again (a Node remediate deleted registered first, as a kubelet
@@ -638,7 +673,10 @@ class Batch:
 
     def run(self) -> BatchResult:
         started = time.monotonic()
-        log(f"batch {self.batch}: {len(self.scenarios)} scenarios on {', '.join(self.nodes)}")
+        log(
+            f"batch {self.batch}: {len(self.scenarios)} scenarios on {', '.join(self.nodes)}, "
+            f"failing {self.node_path[0]}"
+        )
         placed = self.setup()
         log(
             f"batch {self.batch}: {sum(placed.values())}/{len(placed)} placed; killing the kubelets"
@@ -721,6 +759,9 @@ class Batch:
             time.monotonic() - started,
             self.errors,
             self.remediation,
+            f"{self.node_path[0]} ({self.node_path[1]}s)"
+            if self.node_path[1]
+            else self.node_path[0],
         )
 
 

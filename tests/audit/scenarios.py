@@ -138,6 +138,15 @@ CASCADE_SEED = 2053
 CASCADES = ("background", "foreground", "orphan")
 LIVE_CRON_POLICIES = ("Replace", "Forbid")
 
+# From seed 2059 on (a Random of its own): the order of a pod's tolerations (map row 1). The
+# taint-eviction controller reads, per taint, the first toleration in the list that matches it:
+# `forever-first` puts a pair without limit before the drawn ones (never evicted, whatever
+# they say), `limited-first` puts the drawn ones before such a pair (their time is the one read).
+ORDER_SEED = 2059
+ORDERS = ("forever-first", "limited-first")
+ORDER_SHARE = 0.25
+ORDERED = ("short", "zero", "long")
+
 ALL_KINDS = (*KINDS, "job-managed")
 
 
@@ -186,6 +195,7 @@ class Scenario:
     node_slot: int  # which of the batch's failable nodes
     strategy: str = "-"  # the update strategy (STRATEGIES); "-": the API's default
     cascade: str = "background"  # delete-owner's propagation policy (CASCADES)
+    order: str = "-"  # tolerations beside a pair without limit (ORDERS); "-": none
 
     @property
     def namespace(self) -> str:
@@ -214,6 +224,8 @@ class Scenario:
             bits.append("finalizer")
         if self.strategy != "-":
             bits.append(f"strategy={self.strategy}")
+        if self.order != "-":
+            bits.append(self.order)
         if self.change != "none":
             how = f"/{self.cascade}" if self.cascade != "background" else ""
             bits.append(f"{self.change}{how}@{self.change_at}")
@@ -289,6 +301,10 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
     wildcard = random.Random(f"{seed}/{index}/{profile}/tolerate")
     if seed >= WILDCARD_SEED and kind != "daemonset" and wildcard.random() < WILDCARD_SHARE:
         toleration, seconds = "wildcard", None
+    order = "-"
+    orders = random.Random(f"{seed}/{index}/{profile}/order")
+    if seed >= ORDER_SEED and toleration in ORDERED and orders.random() < ORDER_SHARE:
+        order = orders.choice(ORDERS)
     cascade = "background"
     if seed >= CASCADE_SEED and change == "delete-owner":
         cascade = random.Random(f"{seed}/{index}/{profile}/cascade").choice(CASCADES)
@@ -309,6 +325,7 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
         node_slot=index % node_slots,
         strategy=strategy,
         cascade=cascade,
+        order=order,
     )
 
 
@@ -319,6 +336,10 @@ def _tolerations(s: Scenario) -> list[Obj]:
         return w.forever_tolerations()
     if s.toleration == "wildcard":
         return [{"operator": "Exists"}]
+    if s.order == "forever-first":
+        return w.forever_tolerations() + w.tolerations(s.toleration_seconds)
+    if s.order == "limited-first":
+        return w.tolerations(s.toleration_seconds) + w.forever_tolerations()
     return w.tolerations(s.toleration_seconds)
 
 

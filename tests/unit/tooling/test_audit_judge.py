@@ -866,3 +866,44 @@ def test_a_shut_down_pod_listed_as_blocking_is_judged_as_blocked_not_as_replaced
     found = {v.kind: v.ok for v in judge(shutdown, [pred], h)}
     assert found["shutdown:replaced"] is None and found["shutdown:not-stuck"] is True
     assert found["replacement:blocked"] is True
+
+
+def test_the_tolerations_order_and_the_node_path_are_drawn_from_their_seed_on() -> None:
+    """Map rows 1 and 28: from ORDER_SEED a pod's limited pair may sit behind or before a pair
+    without limit (in its manifest, in that order), and a regular batch's kubelets may report
+    NotReady before going silent; earlier seeds make the scenarios and paths they made."""
+    from tests.audit.nodepath import HOLD, NODE_PATH_SEED, node_path
+    from tests.audit.scenarios import ORDER_SEED, ORDERED, ORDERS, manifests
+
+    def orders(seed: int) -> set[str]:
+        return {generate(seed, i).order for i in range(400)}
+
+    assert orders(ORDER_SEED - 1) == {"-"}
+    assert orders(ORDER_SEED) == {"-", *ORDERS}
+    for index in range(400):
+        before, now = generate(ORDER_SEED - 1, index), generate(ORDER_SEED - 1, index)
+        assert before == now
+        s = generate(ORDER_SEED, index)
+        if s.order == "-" or s.kind == "daemonset":
+            continue
+        assert s.toleration in ORDERED
+        tolerations = next(t for o in manifests(s, "n0") for t in _tolerations_in(o))
+        limits = [t.get("tolerationSeconds") for t in tolerations]
+        first_limited = limits[0] is not None
+        assert first_limited == (s.order == "limited-first"), (s.describe(), limits)
+        assert len(limits) == 4 and limits.count(None) == 2
+    assert {node_path(NODE_PATH_SEED - 1, b) for b in range(20)} == {("silent", 0)}
+    drawn = [node_path(NODE_PATH_SEED, b) for b in range(20)]
+    assert {p for p, _ in drawn} == {"silent", "not-ready-first"}
+    assert all(HOLD[0] <= h <= HOLD[1] for p, h in drawn if p == "not-ready-first")
+    assert drawn == [node_path(NODE_PATH_SEED, b) for b in range(20)]
+
+
+def _tolerations_in(obj: Any) -> list[list[Any]]:
+    """Every tolerations list in a manifest (a pod's, a template's, a CronJob's job's)."""
+    if isinstance(obj, list):
+        return [t for item in obj for t in _tolerations_in(item)]
+    if not isinstance(obj, dict):
+        return []
+    found = [obj["tolerations"]] if isinstance(obj.get("tolerations"), list) else []
+    return found + [t for v in obj.values() for t in _tolerations_in(v)]
