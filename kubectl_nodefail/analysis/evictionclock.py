@@ -155,6 +155,17 @@ def earlier_not_ready(spells: list[Spell], ready_status: str, events: list[Obj])
     unreachable = [s for s in spells if s.taint.key == facts.TAINT_UNREACHABLE]
     if not unreachable:
         return None
+    swapped = unreachable[0].since
+    found = kubelet_not_ready(events, swapped)
+    if found is None:
+        return None
+    return Spell(TaintView(facts.TAINT_NOT_READY, "NoExecute"), found[0], swapped, found[1])
+
+
+def kubelet_not_ready(events: list[Obj], before: datetime) -> tuple[datetime, Obj] | None:
+    """(when, the event) of the kubelet's last word on its node's readiness, if that was
+    NodeNotReady more than the controller's look before `before` (a NotReady spell before the
+    node went silent); None otherwise (no such event, or NodeReady since)."""
     said = [
         (when, ev)
         for ev in events
@@ -165,13 +176,12 @@ def earlier_not_ready(spells: list[Spell], ready_status: str, events: list[Obj])
     if not said:
         return None
     when, last = max(said, key=lambda pair: pair[0])
-    swapped = unreachable[0].since
     if (
         last.get("reason") != "NodeNotReady"
-        or (swapped - when).total_seconds() < SPELL_MARGIN_SECONDS
+        or (before - when).total_seconds() < SPELL_MARGIN_SECONDS
     ):
         return None
-    return Spell(TaintView(facts.TAINT_NOT_READY, "NoExecute"), when, swapped, last)
+    return when, last
 
 
 def spec_written(pod: Obj) -> tuple[int, datetime | None] | None:

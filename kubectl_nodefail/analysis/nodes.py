@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from kubectl_nodefail.analysis import facts, storage
+from kubectl_nodefail.analysis import evictionclock, facts, storage
 from kubectl_nodefail.analysis.claims import Premise, fact
 from kubectl_nodefail.analysis.findings import Cause, ConditionView, NodeFinding, TaintView
 from kubectl_nodefail.analysis.text import ago
@@ -361,7 +361,13 @@ def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
     ready_view = _condition_view(ready) if ready else None
     not_ready_for = None
     if ready_view and ready_view.status != "True" and ready_view.last_transition:
-        not_ready_for = (now - ready_view.last_transition).total_seconds()
+        since = ready_view.last_transition
+        if ready_view.status == "Unknown":
+            # NotReady before it went silent: the Ready condition keeps only its last change,
+            # the kubelet's NodeNotReady event the first
+            said = evictionclock.kubelet_not_ready(snap.events_about("Node", "", name), since)
+            since = said[0] if said else since
+        not_ready_for = (now - since).total_seconds()
     renew, lease_seconds = lease_renew_time(snap, name)
     lease_age = (now - renew).total_seconds() if renew else None
     views = [_condition_view(c) for c in conditions(node).values() if c.get("type") != "Ready"]

@@ -181,3 +181,15 @@ def test_the_recorded_swap_is_told_from_the_kubelets_event() -> None:
         assert rows[name].eviction_at is None
         assert "eviction time not known" in rows[name].timeline
         assert rows[name].action.code != "wait"
+
+
+def test_a_node_notready_before_it_went_silent_is_down_since_the_kubelets_word() -> None:
+    """The Ready condition keeps only its last change (False to Unknown); the node has been
+    not Ready since the kubelet's NodeNotReady, and FOR says so."""
+    snap = load("eviction-clock")
+    report = diagnose(snap, snap.captured_at)
+    node = next(n for n in report.nodes if n.name == "flaky-k1")
+    found = clock.kubelet_not_ready(snap.events_about("Node", "", "flaky-k1"), at(10**9))
+    assert found is not None and node.ready is not None
+    assert node.not_ready_seconds == (snap.captured_at - found[0]).total_seconds()
+    assert node.ready.last_transition is not None and found[0] < node.ready.last_transition
