@@ -149,3 +149,66 @@ def test_the_eviction_is_set_once_from_the_first_taint_and_toleration(
         assert abs((evicted[name] - first - timedelta(seconds=old)).total_seconds()) <= 2
     cp.start_kubelet(NODE)
     wait_node_ready(cp, NODE)
+
+
+def _controller_lease(cp: ControlPlane) -> Obj:
+    out = cp.kubectl(
+        "get", "lease", "-n", "kube-system", "kube-controller-manager", "-o", "json", check=False
+    )
+    return json.loads(out)["spec"] if out.strip().startswith("{") else {}
+
+
+def test_a_controller_manager_restart_counts_again_and_the_taint_says_when(
+    control_plane: ControlPlane, plugin: Plugin
+) -> None:
+    """The eviction queue is in kube-controller-manager's memory: a restart (or a new leader)
+    counts every pod again from its start. The node lifecycle controller re-applies the
+    NoExecute taint then, so its timeAdded moves with the count, and the diagnosis, which
+    counts from timeAdded, stays right (map row 2)."""
+    cp, node = control_plane, "flaky-k2"
+    cp.add_failable_node(node)
+    wait_node_ready(cp, node)
+    cp.apply(w.namespace(NS), w.bare_pod(NS, "restarted", pin=node, toleration_seconds=40, grace=5))
+    wait_running_on(cp, NS, "restarted", node)
+    cp.stop_kubelet(node)
+    wait_for("the unreachable NoExecute taint", lambda: (UN, "NoExecute") in taint_keys(cp, node))
+    node_before = cp.get("node", node)
+    before = next(
+        _time(t["timeAdded"])
+        for t in node_before["spec"]["taints"]
+        if t["key"] == UN and t["effect"] == "NoExecute"
+    )
+    leader = _controller_lease(cp).get("holderIdentity")
+    time.sleep(10)
+    cp.restart(down_seconds=3)
+    lease = wait_for(
+        "a new kube-controller-manager leader",
+        lambda: (
+            (spec := _controller_lease(cp)).get("holderIdentity") not in (None, leader) and spec
+        ),
+        90,
+    )
+    acquired = _time(lease["acquireTime"])
+
+    def retainted() -> datetime | None:
+        now_node = cp.get("node", node)
+        return next(
+            (
+                _time(t["timeAdded"])
+                for t in now_node["spec"].get("taints") or []
+                if t["key"] == UN and t["effect"] == "NoExecute" and _time(t["timeAdded"]) > before
+            ),
+            None,
+        )
+
+    again = wait_for("the NoExecute taint added again", retainted, 60)
+    assert abs((again - acquired).total_seconds()) <= 5, (again, acquired)
+    _, data = plugin.diagnose_json()
+    row = next(p for p in data["pods"] if p["name"] == "restarted")
+    predicted = _time(row["evictionAt"])
+    assert predicted == again + timedelta(seconds=40), (row, again)
+    evicted = wait_for("the eviction", lambda: _evicted_at(cp, "restarted"), 120)
+    assert abs((evicted - predicted).total_seconds()) <= 3, (evicted, predicted)
+    assert (evicted - before - timedelta(seconds=40)).total_seconds() >= 10  # not the first count
+    cp.start_kubelet(node)
+    wait_node_ready(cp, node)
