@@ -1,4 +1,5 @@
-"""The node's path to failure (map row 28, from seed NODE_PATH_SEED on), drawn per regular batch:
+"""The node's path to failure (map row 28, from seed NODE_PATH_SEED on), per regular batch, the
+two in turn (so a run of two regular batches has both; the seconds of NotReady drawn):
 
   - `silent`: the kubelet stops at once (Ready becomes Unknown; the node is tainted unreachable);
   - `not-ready-first`: the kubelet first reports Ready=False for HOLD seconds (a runtime or CNI
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from random import Random
 
-NODE_PATH_SEED = 2059
+NODE_PATH_SEED = 2060
 PATHS = ("silent", "not-ready-first")
 HOLD = (5, 20)  # seconds of NotReady before the silence
 NOT_READY = [
@@ -35,6 +36,6 @@ def node_path(seed: int, batch: int) -> tuple[str, int]:
     """(the path, the seconds of NotReady before the silence: 0 for `silent`)."""
     if seed < NODE_PATH_SEED:
         return "silent", 0
-    rng = Random(f"{seed}-node-path-{batch}")
-    path = rng.choice(PATHS)
-    return path, (rng.randint(*HOLD) if path == "not-ready-first" else 0)
+    path = PATHS[(seed + batch) % len(PATHS)]
+    hold = Random(f"{seed}-node-path-{batch}").randint(*HOLD)
+    return path, (hold if path == "not-ready-first" else 0)

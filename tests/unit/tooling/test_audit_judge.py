@@ -870,8 +870,9 @@ def test_a_shut_down_pod_listed_as_blocking_is_judged_as_blocked_not_as_replaced
 
 def test_the_tolerations_order_and_the_node_path_are_drawn_from_their_seed_on() -> None:
     """Map rows 1 and 28: from ORDER_SEED a pod's limited pair may sit behind or before a pair
-    without limit (in its manifest, in that order), and a regular batch's kubelets may report
-    NotReady before going silent; earlier seeds make the scenarios and paths they made."""
+    without limit (in its manifest, in that order); from NODE_PATH_SEED the regular batches'
+    kubelets report NotReady before going silent every other batch; earlier seeds make the
+    scenarios and paths they made."""
     from tests.audit.nodepath import HOLD, NODE_PATH_SEED, node_path
     from tests.audit.scenarios import ORDER_SEED, ORDERED, ORDERS, manifests
 
@@ -894,7 +895,8 @@ def test_the_tolerations_order_and_the_node_path_are_drawn_from_their_seed_on() 
         assert len(limits) == 4 and limits.count(None) == 2
     assert {node_path(NODE_PATH_SEED - 1, b) for b in range(20)} == {("silent", 0)}
     drawn = [node_path(NODE_PATH_SEED, b) for b in range(20)]
-    assert {p for p, _ in drawn} == {"silent", "not-ready-first"}
+    for seed in (NODE_PATH_SEED, NODE_PATH_SEED + 1):  # any two batches in a row: both paths
+        assert {node_path(seed, 0)[0], node_path(seed, 1)[0]} == {"silent", "not-ready-first"}
     assert all(HOLD[0] <= h <= HOLD[1] for p, h in drawn if p == "not-ready-first")
     assert drawn == [node_path(NODE_PATH_SEED, b) for b in range(20)]
 
