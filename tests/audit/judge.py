@@ -93,9 +93,11 @@ class Ctx:
     @property
     def until(self) -> datetime:
         """Predictions of the first diagnosis hold until the late change; the second's until
-        the node returns."""
+        the node returns. The late change's objects are stamped to the second: one made in the
+        second of the late mark may be the change's (2045/101, 2059/105: a scale-up's pod
+        stamped the second the change began), so the first diagnosis' window ends before it."""
         if self.pred.moment == "d1":
-            return self.marks.late
+            return self.marks.late.replace(microsecond=0) - timedelta(microseconds=1)
         # A node remediated while down: the second diagnosis spoke of the node left alone.
         return self.marks.remediated_before_return(self.pred.node) or self.marks.back
 

@@ -909,3 +909,25 @@ def _tolerations_in(obj: Any) -> list[list[Any]]:
         return []
     found = [obj["tolerations"]] if isinstance(obj.get("tolerations"), list) else []
     return found + [t for v in obj.values() for t in _tolerations_in(v)]
+
+
+def test_no_replacement_ever_is_not_wrong_for_a_pod_the_late_change_made_that_second() -> None:
+    """2059/105: "no replacement ever" at d1, a scale-up as the late change: its pod, stamped
+    the second of the late mark, is the change's, not this pod's replacement; one created
+    before the mark is."""
+    late_scenario = replace(SCENARIO, change="scale-up", change_at="late")
+    pred = prediction(controller="deployment", replacement_state="none", eviction_at=None)
+    mine = pod(owner_kind="ReplicaSet")
+
+    def judged(created: float) -> list[bool | None]:
+        new = pod(
+            name="w-1", uid="new", node="healthy-0", created=at(created), owner_kind="ReplicaSet"
+        )
+        h = history(
+            [(20, [mine]), (81, [mine, replace(new, created=at(created).replace(microsecond=0))])]
+        )
+        h.marks["late"] = at(80.3)
+        return [v.ok for v in judge(late_scenario, [pred], h) if v.kind == "replacement:none"]
+
+    assert judged(80) == [True]
+    assert judged(78) == [False]
