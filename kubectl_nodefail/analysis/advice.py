@@ -124,6 +124,8 @@ def disposition(pod: PodFinding, strategy: str) -> tuple[str, list[str]]:
             return COSMETIC, []
     if held:
         return FINALIZER_HELD, held
+    if pod.bound_here:  # every pod its owner makes is bound to this failed node
+        return REPLACEMENT_PROBLEM, []
     if (
         pod.terminating
         and not pod.storage

@@ -61,7 +61,8 @@ KINDS = {
     "one-per-node": "a DaemonSet pod, never evicted for not-ready/unreachable",
     "unknown-owner": "an owner whose behaviour this tool does not model",
     "placement": "the pod tolerates its failed node's NoSchedule taints: a pod with its "
-    "tolerations (its replacement) may be bound there again",
+    "tolerations (its replacement) may be bound there again; or its owner's template binds "
+    "every pod to that node (spec.nodeName)",
     # the pod's timeline and volumes (analysis/eviction.py, analysis/storage.py)
     "eviction": "when the taint-eviction controller deletes the pod, if ever: the node's "
     "NoExecute taints, the pod's tolerations and when it reached the node",

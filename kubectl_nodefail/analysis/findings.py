@@ -166,6 +166,9 @@ class PodFinding:
     # its Job replaces it only once it is Failed (podReplacementPolicy Failed): the Job's
     # tracking finalizer outlasts a force delete (advice.holding_finalizers)
     waits_for_failed: bool = False
+    # its owner's template binds every pod to its failed node (spec.nodeName): "Kind/name", or
+    # "" (pods._bound_by_template); freeing it only makes another there
+    bound_here: str = ""
 
 
 @dataclass(frozen=True)

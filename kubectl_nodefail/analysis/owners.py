@@ -74,3 +74,9 @@ def describe(links: list[OwnerLink]) -> str:
     return " -> ".join(
         f"{link.kind}/{link.name}" + ("" if link.found else " (not read)") for link in links
     )
+
+
+def template_node(owner: Obj) -> str:
+    """The node its pod template binds every pod to (spec.template.spec.nodeName), or ""."""
+    template = (owner.get("spec") or {}).get("template") or {}
+    return str((template.get("spec") or {}).get("nodeName") or "")

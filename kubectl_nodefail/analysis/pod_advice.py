@@ -144,6 +144,16 @@ def _for_pod(
             ),
             finalizers,
         )
+    if what == REPLACEMENT_PROBLEM and pod.bound_here:
+        return Action(
+            "investigate",
+            f"every pod of {pod.bound_here} is bound to {node.name} by its template's "
+            "spec.nodeName: freeing this one only makes another there, which does not start "
+            "while the node is down. Bring the node back, or remove spec.nodeName from the "
+            "template (the scheduler then places its pods); deleting pods will not help",
+            "low",
+            kubectl=f"kubectl get {pod.bound_here.lower()} -n {namespace} -o yaml",
+        )
     if what == REPLACEMENT_PROBLEM:
         return _replacement_problem(namespace, name, replacement)
     if not terminating:

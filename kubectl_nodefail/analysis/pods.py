@@ -249,6 +249,33 @@ def _placement(pod: Obj, node: NodeFinding, node_obj: Obj | None, kind: str) -> 
     ]
 
 
+def _bound_by_template(
+    pod: Obj, owner_objs: list[Obj], node_name: str, node_obj: Obj | None
+) -> list[Claim]:
+    """A pod whose owner's template sets spec.nodeName to its failed node: every pod the owner
+    makes is bound here, no scheduler involved, and none starts while the node is down; each
+    is evicted by its tolerations and made again, here (tests/e2e/test_reaching_the_node.py)."""
+    owner = owner_objs[0] if owner_objs else None
+    if owner is None or node_obj is None or owners.template_node(owner) != node_name:
+        return []
+    ref = f"{owner.get('kind')} {owner['metadata']['name']}"
+    premises = (
+        fact(str(owner.get("kind")), owner, "spec.template.spec.nodeName"),
+        fact("Pod", pod, "spec.nodeName"),
+        fact("Node", node_obj, "status.conditions[type=Ready].status"),
+    )
+    return [
+        claim(
+            "placement",
+            "why",
+            f"{ref}'s pod template sets spec.nodeName: {node_name}: every pod it makes is bound "
+            "to this node, no scheduler involved, and none starts while the node is down. "
+            "Freeing this pod only makes another here.",
+            *premises,
+        ),
+    ]
+
+
 def _finalizers_outlast(pod: Obj, node_failed: bool) -> list[Claim]:
     """The claim that leads "if the node returns" when finalizers outlast the kubelet: the
     object stays until they are removed, and only then does the rest happen (not for a finished
@@ -351,8 +378,14 @@ def analyse_pod(
         never_evicted=ev is not None and ev.state == "never",
     )
     explained = controllers.explain(ctx)
+    bound_here = ""
     if node_failed and node is not None:
         explained.claims += _placement(pod, node, node_obj, kind)
+        bound = _bound_by_template(pod, owner_objs, node_name, node_obj)
+        if bound:
+            top = owner_objs[-1]  # whose template to change: a Deployment's, a CronJob's
+            bound_here = f"{top.get('kind')}/{top['metadata']['name']}"
+            explained.claims += bound
     replacement = explained.replacement
     rep_pods = [p for p in (snap.pod(namespace, n) for n in replacement.pods) if p]
     notes = storage.blockers(pod, node_name, rep_pods, snap, now) if node_failed else []
@@ -420,6 +453,7 @@ def analyse_pod(
         claims=said,
         phase=str((pod.get("status") or {}).get("phase") or ""),
         stays_under_out_of_service=eviction.stays_under_out_of_service(pod),
+        bound_here=bound_here,
         waits_for_failed=kind in advice.JOBS
         and replaces_only_failed(owner_objs[0] if owner_objs else None),
     )

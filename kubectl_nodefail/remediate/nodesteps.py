@@ -268,14 +268,13 @@ def _node_steps(
             steps.append(_finalizer_step(node, pod, held))
             held_here.append((pod, held))
         elif what == advice.REPLACEMENT_PROBLEM:
-            steps.append(
-                _wait_step(
-                    node,
-                    pod,
-                    f"replaced, but {pod.replacement.summary}: freeing this pod does not help",
-                    "replacement",
-                )
+            why = (
+                f"bound to this node by {pod.bound_here}'s template (spec.nodeName): freeing "
+                "it only makes another pod here, which does not start while the node is down"
+                if pod.bound_here
+                else f"replaced, but {pod.replacement.summary}: freeing this pod does not help"
             )
+            steps.append(_wait_step(node, pod, why, "replacement"))
             harmless.append(pod)
         elif not pod.terminating and pod.eviction_at is not None and not gate_ok:
             steps.append(

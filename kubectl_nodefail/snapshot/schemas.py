@@ -243,6 +243,11 @@ OWNER_CONDITIONS = obj(conditions=ListOf(CONDITION))
 REPLICA_STATUS = obj(conditions=ListOf(CONDITION), replicas=INT)
 
 
+# A pod template's spec.nodeName binds every pod the owner makes to that node, no scheduler
+# involved: on a failed node, each replacement is bound there again (pods.py, bound_here).
+TEMPLATE_NODE = obj(spec=obj(nodeName=STR))
+
+
 def owner(spec: Object | None = None, status: Object = OWNER_CONDITIONS) -> Object:
     fields: dict[str, Spec] = {"kind": STR, "metadata": OWNER_METADATA, "status": status}
     if spec is not None:
@@ -253,9 +258,13 @@ def owner(spec: Object | None = None, status: Object = OWNER_CONDITIONS) -> Obje
 SCHEMAS.update(
     {
         # status.replicas: how many pods it counts (SERVING is said only when all were read)
-        "ReplicaSet": owner(obj(replicas=INT, selector=ANY), REPLICA_STATUS),
+        "ReplicaSet": owner(
+            obj(replicas=INT, selector=ANY, template=TEMPLATE_NODE), REPLICA_STATUS
+        ),
         # a ReplicationController's selector is a map of labels, not a LabelSelector
-        "ReplicationController": owner(obj(replicas=INT, selector=STR_MAP), REPLICA_STATUS),
+        "ReplicationController": owner(
+            obj(replicas=INT, selector=STR_MAP, template=TEMPLATE_NODE), REPLICA_STATUS
+        ),
         # a paused Deployment's rollout makes no progress (its old ReplicaSets keep their pods)
         # strategy Recreate: a rollout creates no new pod while an old one is not finished
         "Deployment": owner(
@@ -274,6 +283,7 @@ SCHEMAS.update(
                 ordinals=obj(start=INT),
                 podManagementPolicy=STR,
                 selector=ANY,
+                template=TEMPLATE_NODE,
                 # a rolling update replaces the pods not on the update revision
                 updateStrategy=obj(type=STR, rollingUpdate=obj(partition=INT)),
             ),
@@ -296,6 +306,7 @@ SCHEMAS.update(
                 # another controller than the built-in one manages the Job
                 managedBy=STR,
                 selector=ANY,
+                template=TEMPLATE_NODE,
             ),
             # Complete / Failed (a finished Job replaces nothing), and its counts
             obj(

@@ -124,3 +124,86 @@ def test_pods_bound_after_the_taint(control_plane: ControlPlane, plugin: Plugin)
     assert done[f"pod/{NS}/everything"]["result"] == "done", done
     gone = cp.kubectl("get", "pod", "-n", NS, "everything", "--ignore-not-found", "-o", "name")
     assert gone.strip() == ""
+
+
+BOUND_NODE, BOUND_NS = "flaky-r2", "scenario-bound"
+
+
+def _bound_pods(cp: ControlPlane, app: str) -> list[Obj]:
+    data = cp.get("pods", namespace=BOUND_NS, selector=f"app={app}")
+    return list((data or {}).get("items") or [])
+
+
+def test_pods_a_template_binds_to_the_node(control_plane: ControlPlane, plugin: Plugin) -> None:
+    """A Deployment and a StatefulSet whose pod template sets spec.nodeName: every pod they make
+    is bound to the dead node, evicted by its tolerations and made again there; freeing one
+    only makes another there. The diagnosis says so and advises no release; remediate plans
+    nothing; once the node is back, the set's pod runs there again, as said."""
+    cp, node = control_plane, BOUND_NODE
+    cp.add_failable_node(node)
+    wait_node_ready(cp, node)
+    dep = w.deployment(BOUND_NS, "pinned", toleration_seconds=10, grace=30)
+    sts = w.statefulset(BOUND_NS, "db", toleration_seconds=10)
+    for obj in (dep, sts):
+        obj["spec"]["template"]["spec"]["nodeName"] = node
+    cp.apply(w.namespace(BOUND_NS), dep, sts)
+    wait_for(
+        "both Running", lambda: len(_bound_pods(cp, "pinned")) + len(_bound_pods(cp, "db")) == 2
+    )
+    wait_for(
+        "both Running",
+        lambda: all(
+            p["status"].get("phase") == "Running"
+            for app in ("pinned", "db")
+            for p in _bound_pods(cp, app)
+        ),
+    )
+    cp.stop_kubelet(node)
+    wait_node_unknown(cp, node)
+    # two rounds of eviction and replacement: each new pod bound to the dead node again
+    wait_for("a third pod of pinned", lambda: len(_bound_pods(cp, "pinned")) >= 3, 120)
+    made = _bound_pods(cp, "pinned")
+    assert all(p["spec"]["nodeName"] == node for p in made), made
+    assert not any(
+        p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+        for p in made
+    )
+
+    plugin.record("template-node-name", "owners' templates bind spec.nodeName", "after evictions")
+    _, data = plugin.diagnose_json()
+    rows = {p["name"]: p for p in data["pods"] if p["namespace"] == BOUND_NS}
+    standing = [r for r in rows.values() if r["name"].startswith("pinned") and not r["terminating"]]
+    for row in [*standing, rows["db-0"]]:
+        assert row["action"]["code"] == "investigate", row["action"]
+        assert "spec.nodeName" in row["action"]["summary"], row["action"]
+    for row in rows.values():
+        assert f"sets spec.nodeName: {node}" in row["explanation"], row["explanation"]
+    assert f"recreates db-0 on {node} again" in rows["db-0"]["ifNodeReturns"]
+    proc = plugin.run("remediate", node, "--node-shutdown-confirmed", node, "-o", "json")
+    assert proc.returncode == 5, proc.stdout + proc.stderr  # nothing to do
+    assert all(s["action"] == "wait" for s in json.loads(proc.stdout)["steps"])
+
+    # Freeing db-0 by hand only makes another db-0, bound to the dead node, Pending.
+    old = cp.get("pod", "db-0", BOUND_NS)
+    cp.kubectl("delete", "pod", "db-0", "-n", BOUND_NS, "--force", "--grace-period=0")
+    again = wait_for(
+        "db-0 made again",
+        lambda: (
+            (p := cp.get("pod", "db-0", BOUND_NS))
+            and p["metadata"]["uid"] != old["metadata"]["uid"]
+            and p
+        ),
+        60,
+    )
+    assert again["spec"]["nodeName"] == node and again["status"].get("phase") == "Pending"
+
+    cp.start_kubelet(node)
+    wait_node_ready(cp, node)
+    back = wait_for(
+        "db-0 Running on its node",
+        lambda: (
+            (p := cp.get("pod", "db-0", BOUND_NS)) and p["status"].get("phase") == "Running" and p
+        ),
+        90,
+    )
+    assert back["spec"]["nodeName"] == node

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from kubectl_nodefail.analysis import storage
+from kubectl_nodefail.analysis import facts, owners, storage
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact
 from kubectl_nodefail.analysis.controllers.context import Context, Explained
+from kubectl_nodefail.analysis.controllers.replacement import required_hosts
 from kubectl_nodefail.analysis.findings import Replacement
 from kubectl_nodefail.snapshot.model import Obj, Snapshot
 
@@ -138,6 +139,26 @@ def _stale_revision(
             ctx.owner_fact(0, "spec.updateStrategy.rollingUpdate.partition"),
         ],
     )
+
+
+def _bound_here(ctx: Context, sts: Obj | None) -> tuple[str, Premise] | None:
+    """Why the recreated pod can only be on this node, from the set's template or (as it was
+    made from it) the pod's own spec: spec.nodeName, a nodeSelector or a required node
+    affinity naming only this node. None when the scheduler may place it elsewhere."""
+    if sts is not None and owners.template_node(sts) == ctx.node:
+        return "its template binds every pod there (spec.nodeName)", ctx.owner_fact(
+            0, "spec.template.spec.nodeName"
+        )
+    spec = ctx.pod.get("spec") or {}
+    if (spec.get("nodeSelector") or {}).get(facts.LABEL_HOSTNAME) == ctx.node:
+        return f"its nodeSelector allows only {ctx.node}", ctx.pod_fact(
+            f"spec.nodeSelector[{facts.LABEL_HOSTNAME}]"
+        )
+    if required_hosts(spec) == [ctx.node]:
+        return f"its required node affinity allows only {ctx.node}", ctx.pod_fact(
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        )
+    return None
 
 
 def statefulset(ctx: Context) -> Explained:
@@ -336,6 +357,12 @@ def statefulset(ctx: Context) -> Explained:
             f"{pin[2]['metadata']['name']}, whose node affinity allows only {ctx.node} (a local "
             "volume)."
         )
+    elif wanted and (bound := _bound_here(ctx, sts)) is not None:
+        returns = (
+            f"kubelet removes the old pod, then the StatefulSet controller recreates {ctx.name} "
+            f"on {ctx.node} again: {bound[0]}."
+        )
+        owner_wants.append(bound[1])
     elif wanted:
         returns = (
             f"kubelet removes the old pod, then the StatefulSet controller recreates {ctx.name} "

@@ -185,3 +185,40 @@ def test_pods_still_there_long_after_the_out_of_service_taint_are_force_deleted(
     (force,) = [s for s in plan.steps if s.action == "force-delete-pod"]
     assert force.target == "pod/scenario-cleanup/db-flaky-d-0" and force.allowed
     assert plan.exit_code() == 0  # something to run: not "nothing to do"
+
+
+# --- pods a template binds to the node (tests/e2e/test_reaching_the_node.py, the recording) --
+
+BOUND_NODE, BOUND_NS = "flaky-r2", "scenario-bound"
+
+
+def _bound_report(snap: Snapshot) -> Any:
+    report = diagnose(snap, snap.captured_at)
+    return report, {p.name: p for p in report.pods if p.namespace == BOUND_NS}
+
+
+def test_a_template_that_binds_its_pods_to_the_dead_node_is_said_and_no_release_planned() -> None:
+    snap = load("template-node-name")
+    report, rows = _bound_report(snap)
+    assert rows and all(f"sets spec.nodeName: {BOUND_NODE}" in r.explanation for r in rows.values())
+    assert rows["db-0"].bound_here == "StatefulSet/db"
+    assert f"recreates db-0 on {BOUND_NODE} again" in rows["db-0"].if_node_returns
+    standing = [r for r in rows.values() if not r.terminating]
+    assert standing and all(r.action.code == "investigate" for r in [*standing, rows["db-0"]])
+    plan = make_plan(report, Options(attested=[BOUND_NODE], only_nodes=[BOUND_NODE]))
+    assert [s.action for s in plan.steps] and {s.action for s in plan.steps} == {"wait"}
+
+
+def test_without_the_templates_node_name_the_pods_are_released_as_any() -> None:
+    """The neighbour: the same pods, their owners' templates not naming the node (the
+    scheduler bound them): no binding said, and the plan releases them again."""
+    snap = copy.deepcopy(load("template-node-name"))
+    for owner in snap.owners:
+        owner.get("spec", {}).get("template", {}).get("spec", {}).pop("nodeName", None)
+    report, rows = _bound_report(snap)
+    assert not any("sets spec.nodeName" in r.explanation for r in rows.values())
+    assert rows["db-0"].bound_here == "" and "may land on this or another node" in (
+        rows["db-0"].if_node_returns
+    )
+    plan = make_plan(report, Options(attested=[BOUND_NODE], only_nodes=[BOUND_NODE]))
+    assert {s.action for s in plan.steps} - {"wait"}, plan.steps
