@@ -819,6 +819,16 @@ def _return_check(ctx: Ctx, name: str) -> None:
             ctx.add(kind, f"{p.name} recreated once the set is Ready", seen, None)
         else:
             ctx.add(kind, f"{p.name} recreated", seen, bool(new))
+        again = re.search(rf"recreates {re.escape(p.name)} on (\S+) again", p.if_node_returns)
+        if again and new:
+            # "on N again": its template, selector, affinity or local volume allow only N
+            where = {v.node for v in new if v.node}
+            ctx.add(
+                "if-node-returns:same-node",
+                f"{p.name} recreated on {again.group(1)}",
+                f"recreated on {', '.join(sorted(where)) or 'no node yet'}",
+                where == {again.group(1)} if where else None,
+            )
     elif name == "gone-for-good":
         new = [v for v in same_name if v.uid != p.uid]
         ok = old is None and not new

@@ -147,6 +147,13 @@ ORDERS = ("forever-first", "limited-first")
 ORDER_SHARE = 0.25
 ORDERED = ("short", "zero", "long")
 
+# From seed 2060 on (a Random of its own): a pod template that sets spec.nodeName to the failable
+# node (map row 26): every pod the owner makes is bound there, no scheduler involved, so each
+# replacement is made on the dead node again, evicted by its tolerations, and made again.
+BIND_SEED = 2060
+BIND_KINDS = ("deployment", "sts-ordered", "sts-parallel", "job", "job-failed", "job-pfp")
+BIND_SHARE = 0.1
+
 ALL_KINDS = (*KINDS, "job-managed")
 
 
@@ -188,7 +195,7 @@ class Scenario:
     toleration: str  # default | short | forever | zero | long | wildcard
     toleration_seconds: int | None  # the seconds it means (None: forever)
     finalizer: bool
-    placement: str  # prefer | pin-selector | pin-affinity | anti
+    placement: str  # prefer | pin-selector | pin-affinity | anti | pin-nodename
     grace: int
     change: str
     change_at: str  # early | late | -
@@ -301,6 +308,10 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
     wildcard = random.Random(f"{seed}/{index}/{profile}/tolerate")
     if seed >= WILDCARD_SEED and kind != "daemonset" and wildcard.random() < WILDCARD_SHARE:
         toleration, seconds = "wildcard", None
+    bind = random.Random(f"{seed}/{index}/{profile}/bind")
+    if seed >= BIND_SEED and kind in BIND_KINDS and placement != "anti":
+        if bind.random() < BIND_SHARE:
+            placement = "pin-nodename"
     order = "-"
     orders = random.Random(f"{seed}/{index}/{profile}/order")
     if seed >= ORDER_SEED and toleration in ORDERED and orders.random() < ORDER_SHARE:
@@ -344,6 +355,9 @@ def _tolerations(s: Scenario) -> list[Obj]:
 
 
 def _place(spec: Obj, s: Scenario, node: str) -> None:
+    if s.placement == "pin-nodename":
+        spec["nodeName"] = node
+        return
     if s.placement == "pin-selector":
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
         return

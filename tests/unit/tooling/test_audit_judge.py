@@ -931,3 +931,48 @@ def test_no_replacement_ever_is_not_wrong_for_a_pod_the_late_change_made_that_se
 
     assert judged(80) == [True]
     assert judged(78) == [False]
+
+
+def test_recreated_on_the_same_node_again_is_judged_on_where_it_went() -> None:
+    """ "recreates w-0 on N again" (its template, selector, affinity or local volume allow only
+    N): the new pod of that name on another node is wrong; on N, right."""
+    pred = prediction(
+        moment="d2",
+        at=at(85),
+        controller="statefulset",
+        terminating=True,
+        if_node_returns="kubelet removes the old pod, then the StatefulSet controller recreates "
+        "w-0 on n0 again: its template binds every pod there (spec.nodeName).",
+    )
+
+    def judged(node: str) -> list[bool | None]:
+        again = pod(uid="new", node=node, created=at(120))
+        h = history([(85, [evicted(pod(node="n0"), 40)]), (150, [again])])
+        return verdicts([pred], h, "if-node-returns:same-node")
+
+    assert judged("n0") == [True]
+    assert judged("healthy-0") == [False]
+
+
+def test_a_template_bound_to_the_node_is_drawn_from_its_seed_on() -> None:
+    """Map row 26: from BIND_SEED a Deployment's, StatefulSet's or Job's template may set
+    spec.nodeName to the failable node; earlier seeds make the placements they made."""
+    from tests.audit.scenarios import BIND_KINDS, BIND_SEED
+
+    assert all(generate(BIND_SEED - 1, i).placement != "pin-nodename" for i in range(400))
+    bound = [
+        s for s in (generate(BIND_SEED, i) for i in range(400)) if s.placement == "pin-nodename"
+    ]
+    assert bound and all(s.kind in BIND_KINDS for s in bound)
+    for s in bound:
+        names = [spec["nodeName"] for o in manifests(s, "n0") for spec in _specs_with_node_name(o)]
+        assert names == ["n0"], (s.describe(), names)
+
+
+def _specs_with_node_name(obj: Any) -> list[dict[str, Any]]:
+    if isinstance(obj, list):
+        return [t for item in obj for t in _specs_with_node_name(item)]
+    if not isinstance(obj, dict):
+        return []
+    found = [obj] if "nodeName" in obj else []
+    return found + [t for v in obj.values() for t in _specs_with_node_name(v)]
