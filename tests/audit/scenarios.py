@@ -152,7 +152,7 @@ ORDERED = ("short", "zero", "long")
 # replacement is made on the dead node again, evicted by its tolerations, and made again.
 BIND_SEED = 2060
 BIND_KINDS = ("deployment", "sts-ordered", "sts-parallel", "job", "job-failed", "job-pfp")
-BIND_SHARE = 0.1
+BIND_SHARE = 0.2
 
 ALL_KINDS = (*KINDS, "job-managed")
 
@@ -310,7 +310,10 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
         toleration, seconds = "wildcard", None
     bind = random.Random(f"{seed}/{index}/{profile}/bind")
     if seed >= BIND_SEED and kind in BIND_KINDS and placement != "anti":
-        if bind.random() < BIND_SHARE:
+        # not with tolerations of seconds: each replacement, bound to the dead node, is evicted
+        # in its turn and made again, a pod every few seconds (at 0 s, as fast as the two
+        # controllers go); minutes to forever keep a batch's pods countable
+        if bind.random() < BIND_SHARE and toleration not in ("short", "zero"):
             placement = "pin-nodename"
     order = "-"
     orders = random.Random(f"{seed}/{index}/{profile}/order")
