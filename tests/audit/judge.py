@@ -130,7 +130,8 @@ def _fmt(t: datetime | None) -> str:
 
 
 def _owner_uid(ctx: Ctx) -> str:
-    view = ctx.view()
+    """The predicted pod's owner: the one it was made by, even once orphaned (History.ever)."""
+    view = ctx.history.ever().get(ctx.pred.uid)
     return view.owner_uid if view else ""
 
 

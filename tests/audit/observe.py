@@ -4,7 +4,7 @@ out, reduced to the few fields the judge compares predictions with."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -151,10 +151,20 @@ class History:
         return [p for p in self.polls if start <= p.at <= end]
 
     def ever(self) -> dict[str, PodView]:
-        """Every pod seen, in its last seen state."""
+        """Every pod seen, in its last seen state but with the owner it was made by: an
+        orphaning cascade removes a pod's owner reference later, and it was still that
+        owner's pod (2060/51: a Job's replacements, orphaned by the late change)."""
         out: dict[str, PodView] = {}
+        made_by: dict[str, PodView] = {}
         for poll in self.polls:
+            for uid, view in poll.pods.items():
+                if view.owner_uid and uid not in made_by:
+                    made_by[uid] = view
             out.update(poll.pods)
+        for uid, view in out.items():
+            first = made_by.get(uid)
+            if first is not None and not view.owner_uid:
+                out[uid] = replace(view, owner_uid=first.owner_uid, owner_kind=first.owner_kind)
         return out
 
     def last_seen(self, uid: str) -> tuple[datetime, PodView] | None:

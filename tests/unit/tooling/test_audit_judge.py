@@ -976,3 +976,22 @@ def _specs_with_node_name(obj: Any) -> list[dict[str, Any]]:
         return []
     found = [obj] if "nodeName" in obj else []
     return found + [t for v in obj.values() for t in _specs_with_node_name(v)]
+
+
+def test_a_jobs_pods_orphaned_later_are_still_the_jobs() -> None:
+    """2060/51: the Job's replacement came within its backoff; the late change (an orphaning
+    delete of the Job) then removed the owner reference of every pod. The pods were the Job's
+    when made: judged by that owner, not by their last state."""
+    pred = prediction(
+        controller="job", replacement_state="not-yet", terminating=True, expected_by=at(40)
+    )
+    mine = evicted(pod(owner_kind="Job"), 10)
+    made = pod(name="w-9", uid="new", node="", created=at(30), owner_kind="Job")
+
+    def orphaned(view: PodView) -> PodView:
+        return replace(view, owner_uid="", owner_kind="")
+
+    h = history([(20, [mine]), (32, [mine, made]), (90, [orphaned(mine), orphaned(made)])])
+    assert verdicts([pred], h, "replacement:not-yet") == [True]
+    none_made = history([(20, [mine]), (90, [orphaned(mine)])])
+    assert verdicts([pred], none_made, "replacement:not-yet") == [False]
