@@ -105,6 +105,10 @@ def serve(
             ctx.load_verify_locations(cafile=client_ca)
         server.socket = ctx.wrap_socket(server.socket, server_side=True)
         scheme = "https"
+    # A connection reset between the server's select and its accept left accept() blocking
+    # for good, and shutdown() waiting on it (a unit run hung in the kubeconfig tests while an
+    # audit loaded the machine): with a timeout, accept gives up and the loop sees the stop.
+    server.socket.settimeout(1.0)
     api.url = f"{scheme}://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
