@@ -309,12 +309,12 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
     if seed >= WILDCARD_SEED and kind != "daemonset" and wildcard.random() < WILDCARD_SHARE:
         toleration, seconds = "wildcard", None
     bind = random.Random(f"{seed}/{index}/{profile}/bind")
-    if seed >= BIND_SEED and kind in BIND_KINDS and placement != "anti":
-        # not with tolerations of seconds: each replacement, bound to the dead node, is evicted
-        # in its turn and made again, a pod every few seconds (at 0 s, as fast as the two
-        # controllers go); minutes to forever keep a batch's pods countable
-        if bind.random() < BIND_SHARE and toleration not in ("short", "zero"):
-            placement = "pin-nodename"
+    # not with tolerations of seconds: each replacement, bound to the dead node, is evicted in
+    # its turn and made again, a pod every few seconds (at 0 s, as fast as the two controllers
+    # go); minutes to forever keep a batch's pods countable
+    bound = seed >= BIND_SEED and kind in BIND_KINDS and placement != "anti"
+    if bound and bind.random() < BIND_SHARE and toleration not in ("short", "zero"):
+        placement = "pin-nodename"
     order = "-"
     orders = random.Random(f"{seed}/{index}/{profile}/order")
     if seed >= ORDER_SEED and toleration in ORDERED and orders.random() < ORDER_SHARE:
