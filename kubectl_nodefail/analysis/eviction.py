@@ -222,7 +222,7 @@ def _start_words(clock: evictionclock.Clock, spells: list[Spell]) -> tuple[str, 
             "tainted not-ready; that taint, replaced by unreachable when the kubelet went "
             "silent, started the count, and the controller keeps it",
         )
-    if spell is not None and spell != min(spells, key=lambda s: s.since):
+    if spell is not None and spells and spell != min(spells, key=lambda s: s.since):
         return (
             f"{spell.taint.key} timeAdded",
             ": the first taint it does not tolerate without a time limit",

@@ -18,7 +18,13 @@ from kubectl_nodefail.analysis import (
 )
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, text_of
 from kubectl_nodefail.analysis.controllers.jobs import replaces_only_failed
-from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, ZoneFinding
+from kubectl_nodefail.analysis.findings import (
+    Action,
+    NodeFinding,
+    PodFinding,
+    Replacement,
+    ZoneFinding,
+)
 from kubectl_nodefail.analysis.nodes import kubelet_alive
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES, kubectl_status, ready_column
 from kubectl_nodefail.analysis.text import ago, duration
@@ -250,11 +256,12 @@ def _placement(pod: Obj, node: NodeFinding, node_obj: Obj | None, kind: str) -> 
 
 
 def _bound_by_template(
-    pod: Obj, owner_objs: list[Obj], node_name: str, node_obj: Obj | None
+    pod: Obj, owner_objs: list[Obj], node_name: str, node_obj: Obj | None, replacement: Replacement
 ) -> list[Claim]:
     """A pod whose owner's template sets spec.nodeName to its failed node: every pod the owner
     makes is bound here, no scheduler involved, and none starts while the node is down; each
-    is evicted by its tolerations and made again, here (tests/e2e/test_reaching_the_node.py)."""
+    is evicted by its tolerations and made again, here (tests/e2e/test_reaching_the_node.py).
+    "Freeing it only makes another here" only while its owner wants it replaced."""
     owner = owner_objs[0] if owner_objs else None
     if owner is None or node_obj is None or owners.template_node(owner) != node_name:
         return []
@@ -264,16 +271,13 @@ def _bound_by_template(
         fact("Pod", pod, "spec.nodeName"),
         fact("Node", node_obj, "status.conditions[type=Ready].status"),
     )
-    return [
-        claim(
-            "placement",
-            "why",
-            f"{ref}'s pod template sets spec.nodeName: {node_name}: every pod it makes is bound "
-            "to this node, no scheduler involved, and none starts while the node is down. "
-            "Freeing this pod only makes another here.",
-            *premises,
-        ),
-    ]
+    text = (
+        f"{ref}'s pod template sets spec.nodeName: {node_name}: every pod it makes is bound to "
+        "this node, no scheduler involved, and none starts while the node is down."
+    )
+    if replacement.state != "not-wanted":
+        text += " Freeing this pod only makes another here."
+    return [claim("placement", "why", text, *premises)]
 
 
 def _finalizers_outlast(pod: Obj, node_failed: bool) -> list[Claim]:
@@ -381,11 +385,11 @@ def analyse_pod(
     bound_here = ""
     if node_failed and node is not None:
         explained.claims += _placement(pod, node, node_obj, kind)
-        bound = _bound_by_template(pod, owner_objs, node_name, node_obj)
-        if bound:
+        bound = _bound_by_template(pod, owner_objs, node_name, node_obj, explained.replacement)
+        if bound and explained.replacement.state != "not-wanted":
             top = owner_objs[-1]  # whose template to change: a Deployment's, a CronJob's
             bound_here = f"{top.get('kind')}/{top['metadata']['name']}"
-            explained.claims += bound
+        explained.claims += bound
     replacement = explained.replacement
     rep_pods = [p for p in (snap.pod(namespace, n) for n in replacement.pods) if p]
     notes = storage.blockers(pod, node_name, rep_pods, snap, now) if node_failed else []

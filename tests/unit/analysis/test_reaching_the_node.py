@@ -222,3 +222,19 @@ def test_without_the_templates_node_name_the_pods_are_released_as_any() -> None:
     )
     plan = make_plan(report, Options(attested=[BOUND_NODE], only_nodes=[BOUND_NODE]))
     assert {s.action for s in plan.steps} - {"wait"}, plan.steps
+
+
+def test_a_bound_pod_its_owner_no_longer_wants_is_not_said_to_come_back() -> None:
+    """The neighbour where the owner wants fewer pods (scaled to 0): the binding is still said,
+    but not "freeing it only makes another here", and nothing is held back as bound."""
+    snap = copy.deepcopy(load("template-node-name"))
+    for owner in snap.owners:
+        if owner.get("kind") in ("ReplicaSet", "Deployment", "StatefulSet"):
+            owner["spec"]["replicas"] = 0
+    _, rows = _bound_report(snap)
+    for row in rows.values():
+        assert f"sets spec.nodeName: {BOUND_NODE}" in row.explanation
+        assert row.replacement.state != "not-wanted" or not row.bound_here, row.name
+        if row.replacement.state == "not-wanted":
+            assert "only makes another here" not in row.explanation, row.name
+    assert any(r.replacement.state == "not-wanted" for r in rows.values())
