@@ -9,7 +9,7 @@ from kubectl_nodefail.analysis import evictionclock, facts
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, read
 from kubectl_nodefail.analysis.evictionclock import Spell
 from kubectl_nodefail.analysis.findings import TaintView, ZoneFinding
-from kubectl_nodefail.analysis.text import ago
+from kubectl_nodefail.analysis.text import ago, duration
 from kubectl_nodefail.snapshot.model import Obj, format_time, parse_time
 
 # The out-of-service taint as remediate applies it (remediate/mutations.py): a pod that
@@ -149,6 +149,17 @@ def eviction_time(
     if clock.outcome == "scheduled" and clock.at is not None and clock.start is not None:
         if written is not None and (written[1] is None or written[1] > clock.start):
             return _rewritten(written, clock.start, pod, extra)
+        if clock.spell is not None and not clock.spell.timed and not clock.by_arrival:
+            seconds = (clock.at - clock.start).total_seconds()
+            return EvictionTime(
+                "unknown",
+                None,
+                f"{UNKNOWN}: {duration(seconds)} after the taint {clock.spell.taint.key} was "
+                "added (its smallest tolerationSeconds), and the node does not record when: the "
+                "taint has no timeAdded (added by hand or by a tool, not by the node lifecycle "
+                "controller)",
+                extra,
+            )
         late = (now - clock.at).total_seconds()
         start, shown = _start_words(clock, spells)
         if late > EVICTION_LAG_SECONDS:

@@ -77,6 +77,7 @@ class Spell:
     since: datetime
     until: datetime | None = None
     event: Obj | None = None
+    timed: bool = True  # False: a taint without timeAdded (added by hand): `since` is a guess
 
 
 @dataclass(frozen=True)
@@ -124,9 +125,14 @@ def _after(spell: Spell, moment: datetime) -> bool:
 
 
 def node_spells(taints: list[TaintView], now: datetime) -> list[Spell]:
-    """The NoExecute taints on the node now (one without timeAdded: from now, the most a clock
-    read from it can say)."""
-    return [Spell(t, t.time_added or now) for t in taints if t.effect == "NoExecute"]
+    """The NoExecute taints on the node now. One without timeAdded (the node lifecycle
+    controller sets it on its own taints; `kubectl taint` does not) is placed at `now`, and
+    marked untimed: a count it starts has no known start."""
+    return [
+        Spell(t, t.time_added or now, timed=t.time_added is not None)
+        for t in taints
+        if t.effect == "NoExecute"
+    ]
 
 
 def _event_time(ev: Obj) -> datetime | None:

@@ -262,8 +262,8 @@ def _not_evicted(
             node,
             kind,
             holds_rwo,
-            "its eviction time is not known (its spec was written after the taint-eviction "
-            "controller began counting for it): free it rather than wait for it",
+            "its eviction time is not known from what the API records (see its timeline): "
+            "free it rather than wait for it",
             terminating=False,
             stays=stays,
         )

@@ -4,6 +4,7 @@ recorded is diagnosed here as it was there."""
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -193,3 +194,17 @@ def test_a_node_notready_before_it_went_silent_is_down_since_the_kubelets_word()
     assert found is not None and node.ready is not None
     assert node.not_ready_seconds == (snap.captured_at - found[0]).total_seconds()
     assert node.ready.last_transition is not None and found[0] < node.ready.last_transition
+
+
+def test_a_count_started_by_a_taint_without_time_added_is_not_given_a_time() -> None:
+    """A NoExecute taint added by hand carries no timeAdded: a pod whose count it starts (it
+    tolerates the node lifecycle controller's taints without limit, this one with 600 s) has no
+    known eviction time; "due in 600 s" at every run would be a moving target."""
+    snap = copy.deepcopy(load("eviction-clock"))
+    pod = snap.pod("scenario-clock", "not-ready-forever")
+    assert pod is not None
+    pod["spec"]["tolerations"] = [_tol(UN), _tol(NR), _tol(EXTRA, 600)]
+    row = next(p for p in diagnose(snap, snap.captured_at).pods if p.name == "not-ready-forever")
+    assert row.eviction_at is None
+    assert "eviction time not known" in row.timeline and "no timeAdded" in row.timeline
+    assert row.action.code != "wait"
