@@ -259,7 +259,15 @@ class Executor(Trail, NodeLock, Rechecks, Mutations):
                 self._trail(step, "accepted", deferred.sent)
             with self._write:
                 self.pending.append(
-                    Pending(step, node, note, deferred.sent, deferred.by, deferred.every_pod)
+                    Pending(
+                        step,
+                        node,
+                        note,
+                        deferred.sent,
+                        deferred.by,
+                        deferred.every_pod,
+                        deferred.since,
+                    )
                 )
             return
         self._record_result(step, node, note, started, unrecorded)

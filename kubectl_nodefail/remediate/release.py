@@ -6,7 +6,7 @@ run the watch is deferred (Deferred, Pending) and done for every node at once (z
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from kubectl_nodefail.analysis import eviction
 from kubectl_nodefail.analysis.advice import holding_finalizers
@@ -14,7 +14,7 @@ from kubectl_nodefail.common.errors import Forbidden
 from kubectl_nodefail.remediate.execbase import ExecutorBase, _now
 from kubectl_nodefail.remediate.steps import Step
 from kubectl_nodefail.snapshot import dumpschema
-from kubectl_nodefail.snapshot.model import Obj
+from kubectl_nodefail.snapshot.model import Obj, parse_time
 
 
 class NotConfirmed(Exception):
@@ -32,9 +32,9 @@ class Deferred(Exception):
     """A taint or node delete accepted by the server while the executor defers the watch for
     its effect (a zone run watches all its nodes at once: zonerun.py)."""
 
-    def __init__(self, sent: str, by: str, every_pod: bool) -> None:
+    def __init__(self, sent: str, by: str, every_pod: bool, since: datetime) -> None:
         super().__init__(sent)
-        self.sent, self.by, self.every_pod = sent, by, every_pod
+        self.sent, self.by, self.every_pod, self.since = sent, by, every_pod, since
 
 
 @dataclass
@@ -48,6 +48,7 @@ class Pending:
     sent: str
     by: str
     every_pod: bool
+    since: datetime | None = None  # when the request was accepted (release_check)
 
 
 class Release(ExecutorBase):
@@ -58,9 +59,10 @@ class Release(ExecutorBase):
         pods, for a deleted Node) and volume attachments gone. Otherwise NotConfirmed, naming
         what is still there. `sent`: what the accepted request did. In a zone run (deferred),
         Deferred: the watch comes later, for every node of the run at once."""
+        since = _now()
         if self.defer_release:
-            raise Deferred(sent, by, every_pod)
-        released, detail = self._wait_released(node, every_pod)
+            raise Deferred(sent, by, every_pod, since)
+        released, detail = self._wait_released(node, every_pod, since)
         return self._released_text(released, detail, sent, by)
 
     def _released_text(self, released: bool, detail: str, sent: str, by: str) -> str:
@@ -74,13 +76,15 @@ class Release(ExecutorBase):
             "kube-controller-manager's log (an admission policy or webhook), then re-run"
         )
 
-    def _wait_released(self, node: str, every_pod: bool = False) -> tuple[bool, str]:
+    def _wait_released(
+        self, node: str, every_pod: bool = False, since: datetime | None = None
+    ) -> tuple[bool, str]:
         """Watch the node's pods and VolumeAttachments go, up to the timeout or a stop.
 
         Pods held by a finalizer the taint does not release are named, never waited for."""
         deadline = _now() + timedelta(seconds=self.wait_timeout)
         while True:
-            done, detail, stuck, vas = self.release_check(node, every_pod)
+            done, detail, stuck, vas = self.release_check(node, every_pod, since=since)
             if done:
                 return True, detail
             left = (deadline - _now()).total_seconds()
@@ -95,12 +99,22 @@ class Release(ExecutorBase):
             self.stop.wait(2)
 
     def release_check(
-        self, node: str, every_pod: bool = False, attachments: list[Obj] | None = None
+        self,
+        node: str,
+        every_pod: bool = False,
+        attachments: list[Obj] | None = None,
+        since: datetime | None = None,
     ) -> tuple[bool, str, int, int]:
         """One look at what a taint or node delete was to release on `node`: (released, what
         is left or what was seen, pods still to go, volume attachments still on the node).
-        `attachments`: the cluster's VolumeAttachments read once for many nodes (zone run)."""
-        pods = self.cluster.list_all("/api/v1/pods", "Pod", fieldSelector=f"spec.nodeName={node}")
+        `attachments`: the cluster's VolumeAttachments read once for many nodes (zone run).
+        `since`: when the request was accepted; a pod bound to the node after it (its owner's
+        template sets spec.nodeName: made again there as each is released) is not what it was
+        to release, and is named, not waited for (audit 2061: a StatefulSet's w-0, made again
+        on the node every few seconds, held the watch to its timeout)."""
+        listed = self.cluster.list_all("/api/v1/pods", "Pod", fieldSelector=f"spec.nodeName={node}")
+        later = [p for p in listed if since is not None and _arrived_after(p, since)]
+        pods = [p for p in listed if p not in later]
         held = [p for p in pods if _holders(p)]
         stuck = [
             p
@@ -123,6 +137,11 @@ class Release(ExecutorBase):
                 for p in held
             )
             if held
+            else ""
+        ) + (
+            "; bound to the node after the request (made again there), not waited for: "
+            + ", ".join(f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" for p in later)
+            if later
             else ""
         )
         if not stuck and not vas:
@@ -167,3 +186,10 @@ def _holders(pod: Obj) -> list[str]:
     """Finalizers that keep this pod after the out-of-service taint (see holding_finalizers)."""
     meta = pod.get("metadata") or {}
     return holding_finalizers(list(meta.get("finalizers") or []), True, "out-of-service")
+
+
+def _arrived_after(pod: Obj, since: datetime) -> bool:
+    """Created after `since` (to the second the API stamps it): bound to the node after the
+    request was accepted."""
+    created = parse_time(pod["metadata"].get("creationTimestamp"))
+    return created is not None and created > since.replace(microsecond=0)

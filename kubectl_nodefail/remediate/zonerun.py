@@ -172,7 +172,9 @@ def _look(executor: Executor, pending: list[Pending]) -> list[tuple[Pending, tup
 
     def one(p: Pending) -> tuple[Pending, tuple[bool, str]]:
         try:
-            released, detail, _, _ = executor.release_check(p.step.node, p.every_pod, attachments)
+            released, detail, _, _ = executor.release_check(
+                p.step.node, p.every_pod, attachments, since=p.since
+            )
         except NodefailError as exc:
             return p, (False, f"could not read the node's pods: {exc.message}")
         return p, (released, detail)

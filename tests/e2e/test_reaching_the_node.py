@@ -138,7 +138,8 @@ def test_pods_a_template_binds_to_the_node(control_plane: ControlPlane, plugin: 
     """A Deployment and a StatefulSet whose pod template sets spec.nodeName: every pod they make
     is bound to the dead node, evicted by its tolerations and made again there; freeing one
     only makes another there. The diagnosis says so and advises no release; remediate plans
-    nothing; once the node is back, the set's pod runs there again, as said."""
+    only waits for them (the taint it applies for another pod does not wait on them either);
+    once the node is back, the set's pod runs there again, as said."""
     cp, node = control_plane, BOUND_NODE
     cp.add_failable_node(node)
     wait_node_ready(cp, node)
@@ -146,7 +147,10 @@ def test_pods_a_template_binds_to_the_node(control_plane: ControlPlane, plugin: 
     sts = w.statefulset(BOUND_NS, "db", toleration_seconds=10)
     for obj in (dep, sts):
         obj["spec"]["template"]["spec"]["nodeName"] = node
-    cp.apply(w.namespace(BOUND_NS), dep, sts)
+    # beside them, a pod the out-of-service taint releases: the plan's taint step is for it
+    lone = w.bare_pod(BOUND_NS, "lone", pin=node, grace=5)
+    lone["spec"]["tolerations"] = w.forever_tolerations()
+    cp.apply(w.namespace(BOUND_NS), dep, sts, lone)
     wait_for(
         "both Running", lambda: len(_bound_pods(cp, "pinned")) + len(_bound_pods(cp, "db")) == 2
     )
@@ -154,7 +158,7 @@ def test_pods_a_template_binds_to_the_node(control_plane: ControlPlane, plugin: 
         "both Running",
         lambda: all(
             p["status"].get("phase") == "Running"
-            for app in ("pinned", "db")
+            for app in ("pinned", "db", "lone")
             for p in _bound_pods(cp, app)
         ),
     )
@@ -171,7 +175,9 @@ def test_pods_a_template_binds_to_the_node(control_plane: ControlPlane, plugin: 
 
     plugin.record("template-node-name", "owners' templates bind spec.nodeName", "after evictions")
     _, data = plugin.diagnose_json()
-    rows = {p["name"]: p for p in data["pods"] if p["namespace"] == BOUND_NS}
+    rows = {
+        p["name"]: p for p in data["pods"] if p["namespace"] == BOUND_NS and p["name"] != "lone"
+    }
     standing = [r for r in rows.values() if r["name"].startswith("pinned") and not r["terminating"]]
     for row in [*standing, rows["db-0"]]:
         assert row["action"]["code"] == "investigate", row["action"]
@@ -180,8 +186,13 @@ def test_pods_a_template_binds_to_the_node(control_plane: ControlPlane, plugin: 
         assert f"sets spec.nodeName: {node}" in row["explanation"], row["explanation"]
     assert f"recreates db-0 on {node} again" in rows["db-0"]["ifNodeReturns"]
     proc = plugin.run("remediate", node, "--node-shutdown-confirmed", node, "-o", "json")
-    assert proc.returncode == 5, proc.stdout + proc.stderr  # nothing to do
-    assert all(s["action"] == "wait" for s in json.loads(proc.stdout)["steps"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    steps = json.loads(proc.stdout)["steps"]
+    for step in steps:  # the bound pods: waits; the taint releases the lone pod, not them
+        if step["target"].startswith(f"pod/{BOUND_NS}/"):
+            assert step["action"] == "wait", step
+    taint = next(s for s in steps if s["action"] == "taint-out-of-service")
+    assert [r.split(" ")[0] for r in taint["releases"]] == [f"{BOUND_NS}/lone"], taint
 
     # Freeing db-0 by hand only makes another db-0, bound to the dead node, Pending.
     old = cp.get("pod", "db-0", BOUND_NS)
@@ -197,6 +208,18 @@ def test_pods_a_template_binds_to_the_node(control_plane: ControlPlane, plugin: 
     )
     assert again["spec"]["nodeName"] == node and again["status"].get("phase") == "Pending"
 
+    # Applied: the taint releases the lone pod, and the watch does not wait for the pods made
+    # again on the node after it (audit 2061: it ran to --wait-timeout, exit 7)
+    proc = plugin.run(
+        "remediate", node, "--node-shutdown-confirmed", node, "--confirm", "-o", "json"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    done = next(
+        s for s in json.loads(proc.stdout)["steps"] if s["action"] == "taint-out-of-service"
+    )
+    assert done["result"] == "done", done  # not "unconfirmed" after --wait-timeout
+    assert cp.get("pod", "lone", BOUND_NS) is None
+    cp.kubectl("taint", "node", node, "node.kubernetes.io/out-of-service-")
     cp.start_kubelet(node)
     wait_node_ready(cp, node)
     back = wait_for(
