@@ -165,7 +165,7 @@ class ListReads:
                     obj = row.get("object")
                     meta = obj.get("metadata") if isinstance(obj, dict) else None
                     if isinstance(meta, dict) and isinstance(meta.get("name"), str):
-                        meta = trim({"metadata": meta})["metadata"]
+                        meta = trim({"kind": kind, "metadata": meta})["metadata"]
                         if keep is None or keep(meta):
                             rows.append((cells, meta))
                     else:
