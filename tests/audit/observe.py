@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 Obj = dict[str, Any]
+Attached = tuple[str, bool, bool]  # a VolumeAttachment: (node, status.attached, being deleted)
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -109,6 +110,9 @@ class History:
     # the batch's nodes as polled, kept on each change: node -> [(at, its taints as
     # "key:effect", or None when the Node object is gone)]
     nodes: dict[str, list[tuple[datetime, tuple[str, ...] | None]]] = field(default_factory=dict)
+    # the batch's volumes' VolumeAttachments as polled, kept on each change: PV -> [(at, its
+    # attachments as (node, attached, being deleted), sorted)]; a PV never attached is absent
+    volumes: dict[str, list[tuple[datetime, tuple[Attached, ...]]]] = field(default_factory=dict)
 
     def add(self, at: datetime, pods: list[Obj]) -> None:
         self.polls.append(Poll(at, {p["metadata"]["uid"]: pod_view(p) for p in pods}))
@@ -119,6 +123,24 @@ class History:
             rows = self.nodes.setdefault(name, [])
             if not rows or rows[-1][1] != now_:
                 rows.append((at, now_))
+
+    def add_volumes(self, at: datetime, states: dict[str, tuple[Attached, ...]]) -> None:
+        """One poll of the VolumeAttachments: `states` has every PV attached anywhere; a PV
+        seen before and absent now has none left."""
+        for pv in set(self.volumes) | set(states):
+            now_ = tuple(sorted(states.get(pv, ())))
+            rows = self.volumes.setdefault(pv, [])
+            if not rows or rows[-1][1] != now_:
+                rows.append((at, now_))
+
+    def attachments(self, pv: str, when: datetime) -> tuple[Attached, ...]:
+        """The PV's attachments as last polled at or before `when`."""
+        seen: tuple[Attached, ...] = ()
+        for at, states in self.volumes.get(pv, []):
+            if at > when:
+                break
+            seen = states
+        return seen
 
     def node_taints(self, name: str, when: datetime) -> tuple[str, ...] | None:
         """The node's taints as last polled at or before `when` (None: gone or not polled)."""

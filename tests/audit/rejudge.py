@@ -22,7 +22,7 @@ from tests.audit import limits, serving, zonebatch
 from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, Poll, parse_time
 from tests.audit.predictions import PodPrediction, pod_predictions
-from tests.audit.run import summarize, table
+from tests.audit.run import summarize, table, volume_verdicts
 from tests.audit.scenarios import generate
 
 Obj = dict[str, Any]
@@ -58,6 +58,10 @@ def load_history(path: Path) -> History:
         name: [(_time(at), tuple(t) if t is not None else None) for at, t in rows]
         for name, rows in (doc.get("nodes") or {}).items()
     }
+    h.volumes = {
+        pv: [(_time(at), tuple((n, a, d) for n, a, d in states)) for at, states in rows]
+        for pv, rows in (doc.get("volumes") or {}).items()
+    }
     for poll in doc["polls"]:
         views = {}
         for raw in poll["pods"]:
@@ -75,7 +79,7 @@ def load_prediction(raw: Obj) -> PodPrediction:
 
 def rediagnosed(
     results: Path, batch: Obj, prefix: str
-) -> tuple[list[PodPrediction], list[serving.Serving]]:
+) -> tuple[list[PodPrediction], list[serving.Serving], dict[str, Obj]]:
     """The batch's predictions (and SERVING) made again, by the analysis as it is now, from its
     dumps."""
     from kubectl_nodefail.analysis.diagnose import diagnose
@@ -84,12 +88,24 @@ def rediagnosed(
 
     out: list[PodPrediction] = []
     said: list[serving.Serving] = []
+    data_of: dict[str, Obj] = {}
     for moment in ("d1", "d2"):
         snap = load_dump(str(results.parent / f"batch{batch['batch']}-{moment}.dump.json"))
         data = render.report_data(diagnose(snap, snap.captured_at))
         out += pod_predictions(data, moment, prefix)
         said += serving.predictions(data, moment, prefix)
-    return out, said
+        data_of[moment] = data
+    return out, said, data_of
+
+
+def said_then(results: Path, batch: int) -> dict[str, Obj]:
+    """The batch's diagnoses as the run printed them (batchB-d1/d2.diagnosis.json)."""
+    out = {}
+    for moment in ("d1", "d2"):
+        path = results.parent / f"batch{batch}-{moment}.diagnosis.json"
+        if path.exists():
+            out[moment] = json.loads(path.read_text())
+    return out
 
 
 def rejudge(results: Path, again: bool = False) -> Obj:
@@ -104,11 +120,12 @@ def rejudge(results: Path, again: bool = False) -> Obj:
         said: list[serving.Serving] = []
         if again:
             prefix = f"au-{batch['scenarios'][0]['seed']}-"
-            preds, said = rediagnosed(results, batch, prefix)
+            preds, said, diagnoses = rediagnosed(results, batch, prefix)
             batch["predictions"] = [p.as_dict() for p in preds]
             kept = {"node-cause"}
         else:
             preds = [load_prediction(p) for p in batch["predictions"]]
+            diagnoses = said_then(results, batch["batch"])
         batch_verdicts = [Verdict(**v) for v in batch["verdicts"] if v["kind"] in kept]
         if again:
             made = [
@@ -138,6 +155,15 @@ def rejudge(results: Path, again: bool = False) -> Obj:
                 batch_verdicts += zonebatch.judge_refused(
                     done, history, seed, batch["batch"], f"au-{seed}-"
                 )
+        batch_verdicts += volume_verdicts(
+            diagnoses,
+            history,
+            list(batch["nodes"]),
+            [
+                generate(s["seed"], s["index"], s["profile"], len(batch["nodes"]))
+                for s in batch["scenarios"]
+            ],
+        )
         for s in batch["scenarios"]:
             if not s["placed"]:
                 continue

@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from tests.audit import limits, nodepath, serving, zonebatch
+from tests.audit import attach, limits, nodepath, serving, volumes, zonebatch
 from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, audit_pods, node_taints, now, parse_time
 from tests.audit.predictions import PodPrediction, node_predictions, pod_predictions
@@ -60,6 +60,7 @@ D2_WATCH = 20.0  # seconds of watching after the second diagnosis, node still do
 AFTER_RETURN = 30.0
 AFTER_REMEDIATE = 20.0  # watching after remediate --confirm returned, node still down
 OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+MAX_DETACH_WATCH = 420.0  # a force-detach's 6 minutes and the judge's slack
 
 
 def log(msg: str) -> None:
@@ -139,6 +140,12 @@ class Batch:
         self.errors: list[str] = []
         self.sentences: list[Verdict] = []  # sentences.check_moment's, per diagnosis
         self.serving: list[serving.Serving] = []  # SERVING said at d1 and d2
+        # pods with volumes (scenarios `volume`): a node of their own beside the failable ones,
+        # tainted for them alone, whose kubelet (like the failable ones') holds a pod until its
+        # volume is attached (attach.py); what each live node reports mounted
+        self.mounted = any(s.volume != "-" for s in scenarios)
+        self.storage = [f"au{seed}-b{batch}-s"] if self.mounted else []
+        self.reported: dict[str, tuple[str, ...]] = {}
 
     # --- the cluster ---
 
@@ -148,7 +155,17 @@ class Batch:
     def poll(self) -> None:
         at = now()
         out = self.cp.kubectl("get", "pods", "-A", "-o", "json", check=False)
-        self.history.add(at, audit_pods(out, self.prefix))
+        pods = audit_pods(out, self.prefix)
+        self.history.add(at, pods)
+        if self.mounted:
+            vas = self.cp.kubectl("get", "volumeattachments", "-o", "json", check=False)
+            found = attach.attachments(vas, self.prefix)
+            states: dict[str, list[tuple[str, bool, bool]]] = {}
+            for _, va in found:
+                states.setdefault(va.pv, []).append((va.node, va.attached, va.deleting))
+            self.history.add_volumes(at, {pv: tuple(v) for pv, v in states.items()})
+            live = {n for n in [*self.nodes, *self.storage] if n in self.cp.kwoks}
+            attach.play(self.cp.kubectl, pods, found, live, self.reported)
         nodes = self.cp.kubectl("get", "nodes", "-o", "json", check=False)
         self.history.add_nodes(at, node_taints(nodes, self.nodes))
         jobs = json.loads(
@@ -371,12 +388,34 @@ class Batch:
             for node in group:
                 if self.cp.get("node", node) is None:  # deleted by remediate: registered again
                     self.cp.add_node(node, self.zone, managed_by=node)
+                    if self.mounted:
+                        attach.prepare_node(self.cp.kubectl, node)
+                    self.reported.pop(node, None)
                 self.start_kubelet(node)
             self.wait_until(
                 "the nodes Ready again",
                 lambda group=group: all(self.node_ready(n) == "True" for n in group),
                 120,
             )
+
+    def await_force_detach(self) -> None:
+        """With a volume still attached to a failed node whose pods are gone, the node stays
+        down until its force-detach is due (6 minutes after the last of them went, and the
+        judge's slack; at most MAX_DETACH_WATCH more), so that `volume:force-detach` is judged
+        on what the controller did, not cut short by the return."""
+        latest = self.history.polls[-1].at
+        dues = []
+        for pv, rows in self.history.volumes.items():
+            for node, _, deleting in rows[-1][1]:
+                gone = volumes.users_gone(self.history, node, [], pv, latest)
+                if node in self.nodes and not deleting and gone:
+                    dues.append(gone[1] + volumes.FORCE_DETACH + volumes.LATE)
+        if not dues:
+            return
+        wait = min((max(dues) - now()).total_seconds(), MAX_DETACH_WATCH)
+        if wait > 0:
+            log(f"batch {self.batch}: watching {wait:.0f}s more for force-detaches")
+            self.watch(wait)
 
     def judge_zone(self) -> list[Verdict]:
         """The zone batch's own verdicts (zonebatch.py): the brake's lines at d1 and d2, and
@@ -399,12 +438,18 @@ class Batch:
         for node in self.nodes:
             self.cp.add_node(node, self.zone, managed_by=node)
             self.start_kubelet(node)
+        for node in self.storage:  # in the healthy zone: the zone batch's counts stay its own
+            self.cp.add_node(node, HEALTHY_ZONE, managed_by=node)
+            self.start_kubelet(node)
+        if self.mounted:
+            for node in [*self.nodes, *self.storage]:
+                attach.prepare_node(self.cp.kubectl, node, storage=node in self.storage)
+        every = [*self.nodes, *self.zone_healthy, *self.storage]
         self.wait_until(
-            "the failable nodes Ready",
-            lambda: all(self.node_ready(n) == "True" for n in [*self.nodes, *self.zone_healthy]),
-            90,
+            "the failable nodes Ready", lambda: all(self.node_ready(n) == "True" for n in every), 90
         )
         objs = [o for s in self.scenarios for o in manifests(s, self.node_of(s))]
+        objs += [pv for s in self.scenarios for pv in attach.volumes(s)]
         namespaces = [o for o in objs if o["kind"] == "Namespace"]
         self.cp.apply(*namespaces)
         self.cp.apply(*[o for o in objs if o["kind"] != "Namespace"])
@@ -436,6 +481,7 @@ class Batch:
 
         self.wait_until("every scenario's pods Running", lambda: all(placed().values()), 150)
         result = placed()
+        self.poll()  # the volumes mounted are reported before the kubelets stop
         # A scenario with a pod on its node counts, even if some replicas went elsewhere.
         poll = self.history.polls[-1]
         for s in self.scenarios:
@@ -615,10 +661,15 @@ class Batch:
             *sorted({s.namespace for s in self.scenarios}),
             check=False,
         )
-        for node in self.nodes:
+        for node in [*self.nodes, *self.storage]:
             self.cp.stop_kubelet(node)
-        for node in [*self.nodes, *self.zone_healthy]:
+        for node in [*self.nodes, *self.zone_healthy, *self.storage]:
             self.cp.kubectl("delete", "node", node, "--wait=false", check=False)
+        if self.mounted:
+            seed = self.scenarios[0].seed
+            self.cp.kubectl(
+                "delete", "pv", "-l", f"nodefail-audit={seed}", "--wait=false", check=False
+            )
 
     def save_history(self) -> None:
         """Every poll of the batch, so the verdicts can be recomputed offline."""
@@ -642,6 +693,10 @@ class Batch:
             "runs": {
                 ns: {name: at.isoformat() for name, at in seen.items()}
                 for ns, seen in self.history.runs.items()
+            },
+            "volumes": {
+                pv: [(at.isoformat(), [list(a) for a in states]) for at, states in rows]
+                for pv, rows in self.history.volumes.items()
             },
             "polls": polls,
         }
@@ -726,6 +781,7 @@ class Batch:
             # in the zone batch, the node failed last (the brake must refuse every destructive
             # step there)
             self.remediate(self.nodes[-1] if self.zone_healthy else self.nodes[0])
+        self.await_force_detach()
         self.bring_back()
         self.watch(AFTER_RETURN)
         marks["end"] = now()
@@ -741,6 +797,7 @@ class Batch:
         verdicts += self.judge_serving()
         verdicts += self.judge_remediation()
         verdicts += self.judge_zone()
+        verdicts += volume_verdicts(self.said, self.history, self.nodes, self.scenarios)
         stray = {p.namespace for p in preds} - set(by_ns)
         if stray:
             self.errors.append(f"predictions for namespaces not in the batch: {sorted(stray)}")
@@ -802,16 +859,49 @@ spec:
 """
 
 
+def volume_verdicts(
+    said: dict[str, Obj], history: History, nodes: list[str], scenarios: list[Scenario]
+) -> list[Verdict]:
+    """What the diagnoses said of the failed nodes' volumes (volumes.py), as verdicts of the
+    scenario each volume belongs to."""
+    if not scenarios:
+        return []
+    seed = scenarios[0].seed
+    by_ns = {s.namespace: s for s in scenarios}
+    out = []
+    for kind, moment, subject, said_, seen, ok in volumes.judge(
+        said, history, nodes, f"au-{seed}-"
+    ):
+        owner = attach.pod_of(subject.split(" ", 1)[0])
+        s = by_ns.get(owner[0]) if owner else None
+        out.append(
+            Verdict(
+                kind=kind,
+                seed=seed,
+                index=s.index if s else -1,
+                moment=moment,
+                pod=f"{owner[0]}/{owner[1]}" if owner else subject,
+                predicted=said_,
+                observed=f"{subject}: {seen}",
+                ok=ok,
+                scenario=s.describe() if s else "",
+            )
+        )
+    return out
+
+
 def kubelet_stages(cp: ControlPlane) -> Path:
-    """The failable nodes' kwok stages for the audit: the suite's (tests/e2e/controlplane.py),
-    with a deleted pod first put in phase Failed, its containers killed, and only then removed —
-    what a kubelet does since Kubernetes 1.27 (a pod being deleted reaches a terminal phase
-    first). kwok's own pod-delete removes the object at once, so a Job with podReplacementPolicy
-    Failed (or a podFailurePolicy) would never see the Failed phase it waits for."""
+    """The failable (and storage) nodes' kwok stages for the audit: the suite's
+    (tests/e2e/controlplane.py), with a deleted pod first put in phase Failed, its containers
+    killed, and only then removed — what a kubelet does since Kubernetes 1.27 (a pod being
+    deleted reaches a terminal phase first). kwok's own pod-delete removes the object at once,
+    so a Job with podReplacementPolicy Failed (or a podFailurePolicy) would never see the Failed
+    phase it waits for. And a pod that mounts a volume starts once the harness has seen it
+    attached (attach.gate_stages)."""
     path = cp.workdir / "kwok-audit.yaml"
     if path.exists():
         return path
-    docs = [d for d in yaml.safe_load_all(cp.kubelet_config().read_text()) if d]
+    docs = attach.gate_stages(d for d in yaml.safe_load_all(cp.kubelet_config().read_text()) if d)
     for doc in docs:
         if doc["metadata"]["name"] == "pod-delete":
             doc["spec"]["selector"]["matchExpressions"].append(

@@ -156,6 +156,25 @@ BIND_SHARE = 0.2
 
 ALL_KINDS = (*KINDS, "job-managed")
 
+# From seed 2063 on (a Random of its own): a StatefulSet whose pods each mount a ReadWriteOnce CSI
+# volume (map row 25, attach-detach): the attach-detach controller attaches it to the pod's node,
+# keeps it there while a pod object on that node uses it, force-detaches it six minutes after the
+# last one is gone from a node that is not Ready and last reported it mounted, at once under the
+# out-of-service taint, and attaches it nowhere else meanwhile (Multi-Attach). kwok plays neither
+# the CSI attacher nor the kubelet's volume manager: tests/audit/attach.py plays their API
+# effects, and keeps such a pod from starting until its volume is attached to its node.
+VOLUME_SEED = 2063
+VOLUME_KINDS = ("sts-ordered", "sts-parallel")
+VOLUME_SHARE = 0.5
+# the nodes whose kwok holds such a pod until its volume is attached (the batch's failable nodes
+# and its storage node: run.Batch) carry this label, and the storage node this taint, which only
+# the volume pods tolerate (so that no other scenario's placement changes)
+ATTACH_LABEL = "audit.nodefail/attach"
+STORAGE_TAINT = "audit.nodefail/storage"
+WAIT_ATTACH = "audit.nodefail/wait-attach"  # a pod's annotation until its volume is attached
+VOLUME_CLASS = "audit-manual"  # no such StorageClass: each PV is bound to its claim ahead
+SPARE_VOLUMES = 2  # a scale-up's ordinals
+
 
 # From this seed on the three remedies take turns (seed % 3): the out-of-service taint, force
 # deletion, deleting the Node (PodGC removes every pod of it; the harness registers the Node
@@ -203,6 +222,7 @@ class Scenario:
     strategy: str = "-"  # the update strategy (STRATEGIES); "-": the API's default
     cascade: str = "background"  # delete-owner's propagation policy (CASCADES)
     order: str = "-"  # tolerations beside a pair without limit (ORDERS); "-": none
+    volume: str = "-"  # "rwo": each pod mounts a ReadWriteOnce CSI volume (VOLUME_SEED)
 
     @property
     def namespace(self) -> str:
@@ -233,6 +253,8 @@ class Scenario:
             bits.append(f"strategy={self.strategy}")
         if self.order != "-":
             bits.append(self.order)
+        if self.volume != "-":
+            bits.append(f"volume={self.volume}")
         if self.change != "none":
             how = f"/{self.cascade}" if self.cascade != "background" else ""
             bits.append(f"{self.change}{how}@{self.change_at}")
@@ -319,6 +341,11 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
     orders = random.Random(f"{seed}/{index}/{profile}/order")
     if seed >= ORDER_SEED and toleration in ORDERED and orders.random() < ORDER_SHARE:
         order = orders.choice(ORDERS)
+    volume = "-"
+    volumes = random.Random(f"{seed}/{index}/{profile}/volume")
+    mountable = kind in VOLUME_KINDS and placement not in ("anti", "pin-nodename")
+    if seed >= VOLUME_SEED and mountable and volumes.random() < VOLUME_SHARE:
+        volume = "rwo"
     cascade = "background"
     if seed >= CASCADE_SEED and change == "delete-owner":
         cascade = random.Random(f"{seed}/{index}/{profile}/cascade").choice(CASCADES)
@@ -340,6 +367,7 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
         strategy=strategy,
         cascade=cascade,
         order=order,
+        volume=volume,
     )
 
 
@@ -497,6 +525,8 @@ def manifests(s: Scenario, node: str) -> list[Obj]:
                 },
             }
         )
+        if s.volume != "-":
+            _mount(out[-1]["spec"])
     elif s.kind == "daemonset":
         out.append(
             {
@@ -536,6 +566,37 @@ def manifests(s: Scenario, node: str) -> list[Obj]:
             {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": _job_spec(s, node)}
         )
     return out
+
+
+def _mount(spec: Obj) -> None:
+    """A StatefulSet's pods each with a ReadWriteOnce volume of their own (volumeClaimTemplates;
+    the PVs: attach.volumes), on the nodes that play attaching (ATTACH_LABEL), each pod held
+    until its volume is attached to its node (WAIT_ATTACH)."""
+    spec["volumeClaimTemplates"] = [
+        {
+            "metadata": {"name": "data"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": VOLUME_CLASS,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+    ]
+    template = spec["template"]
+    template["metadata"]["annotations"] = {WAIT_ATTACH: "true"}
+    pod = template["spec"]
+    pod["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+    pod["tolerations"] = [
+        *pod["tolerations"],
+        {"key": STORAGE_TAINT, "operator": "Exists", "effect": "NoSchedule"},
+    ]
+    required = {"key": ATTACH_LABEL, "operator": "In", "values": ["true"]}
+    affinity = pod.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+    terms = affinity.setdefault(
+        "requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": [{}]}
+    )["nodeSelectorTerms"]
+    for term in terms:
+        term.setdefault("matchExpressions", []).append(required)
 
 
 def _sts_strategy(s: Scenario) -> Obj:
