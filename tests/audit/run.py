@@ -448,7 +448,13 @@ class Batch:
         self.wait_until(
             "the failable nodes Ready", lambda: all(self.node_ready(n) == "True" for n in every), 90
         )
-        objs = [o for s in self.scenarios for o in manifests(s, self.node_of(s))]
+        # a pod bound by hand after the taint is made with the early changes (change bind-late)
+        objs = [
+            o
+            for s in self.scenarios
+            for o in manifests(s, self.node_of(s))
+            if not (s.change == "bind-late" and o["kind"] == "Pod")
+        ]
         objs += [pv for s in self.scenarios for pv in attach.volumes(s)]
         namespaces = [o for o in objs if o["kind"] == "Namespace"]
         self.cp.apply(*namespaces)
@@ -469,6 +475,9 @@ class Batch:
             poll = self.history.polls[-1]
             out = {}
             for s in self.scenarios:
+                if s.change == "bind-late":
+                    out[s.index] = True
+                    continue
                 running = [
                     v
                     for v in poll.pods.values()
@@ -485,7 +494,7 @@ class Batch:
         # A scenario with a pod on its node counts, even if some replicas went elsewhere.
         poll = self.history.polls[-1]
         for s in self.scenarios:
-            result[s.index] = any(
+            result[s.index] = s.change == "bind-late" or any(
                 v.namespace == s.namespace and v.node == self.node_of(s) and v.phase == "Running"
                 for v in poll.pods.values()
             )
@@ -561,6 +570,10 @@ class Batch:
         elif s.change == "deadline":  # long past: the Job controller sets FailureTarget at once
             patch = '{"spec":{"activeDeadlineSeconds":1}}'
             run("patch", "job", "w", "-n", ns, "--type=merge", "-p", patch)
+        elif s.change == "bind-late":  # its namespace was made with the others
+            pod = manifests(s, self.node_of(s))[-1]
+            pod["spec"]["nodeName"] = self.node_of(s)
+            self.cp.apply(pod)
         elif s.change == "delete-pod":
             run("delete", "pod", "w", "-n", ns, "--wait=false")
         elif s.change == "shutdown":

@@ -61,6 +61,7 @@ CHANGES: dict[str, tuple[str, ...]] = {
     "daemonset": ("none", "delete-owner"),
     "bare": ("none", "delete-pod"),
 }
+# (and "bind-late" for bare pods from seed 2063: see generate)
 # A rollout (a new pod template) replaces a Deployment's or StatefulSet's pods, the stuck one too:
 # drawn from a Random of its own, after the others, so the seeds of earlier runs still make the
 # scenarios they made (the rollout then takes the place of their change).
@@ -166,6 +167,10 @@ ALL_KINDS = (*KINDS, "job-managed")
 VOLUME_SEED = 2063
 VOLUME_KINDS = ("sts-ordered", "sts-parallel")
 VOLUME_SHARE = 0.5
+# - and a pod bound to the node by hand after it was tainted (map row 2, `bind-late`: a bare pod
+#   made with spec.nodeName, no scheduler, in the early changes): the taint-eviction controller
+#   counts its tolerations from when it first sees the pod there, not from the taint
+BIND_LATE_SHARE = 0.7
 # the nodes whose kwok holds such a pod until its volume is attached (the batch's failable nodes
 # and its storage node: run.Batch) carry this label, and the storage node this taint, which only
 # the volume pods tolerate (so that no other scenario's placement changes)
@@ -341,6 +346,10 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
     orders = random.Random(f"{seed}/{index}/{profile}/order")
     if seed >= ORDER_SEED and toleration in ORDERED and orders.random() < ORDER_SHARE:
         order = orders.choice(ORDERS)
+    late = random.Random(f"{seed}/{index}/{profile}/bind-late")
+    loose = seed >= VOLUME_SEED and kind == "bare" and change == "none"
+    if loose and late.random() < BIND_LATE_SHARE:
+        change, change_at = "bind-late", "early"
     volume = "-"
     volumes = random.Random(f"{seed}/{index}/{profile}/volume")
     mountable = kind in VOLUME_KINDS and placement not in ("anti", "pin-nodename")

@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 from tests.audit.judge import EARLY, LATE, judge
 from tests.audit.observe import History, PodView, Poll, parse_time
 from tests.audit.predictions import PodPrediction
-from tests.audit.scenarios import ALL_KINDS, MAP_SEED, WILDCARD_SEED, generate, manifests
+from tests.audit.scenarios import (
+    ALL_KINDS,
+    MAP_SEED,
+    VOLUME_SEED,
+    WILDCARD_SEED,
+    generate,
+    manifests,
+)
 from tests.unit.tooling.auditkit import pod_prediction, pod_view
 
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -995,3 +1002,11 @@ def test_a_jobs_pods_orphaned_later_are_still_the_jobs() -> None:
     assert verdicts([pred], h, "replacement:not-yet") == [True]
     none_made = history([(20, [mine]), (90, [orphaned(mine)])])
     assert verdicts([pred], none_made, "replacement:not-yet") == [False]
+
+
+def test_bare_pods_bound_by_hand_after_the_taint_are_drawn_from_the_volume_seed_on() -> None:
+    late = [generate(VOLUME_SEED, i) for i in range(200)]
+    late = [s for s in late if s.change == "bind-late"]
+    assert late and all(s.kind == "bare" and s.change_at == "early" for s in late)
+    earlier = (generate(VOLUME_SEED - 1, i) for i in range(200))
+    assert not [s for s in earlier if s.change == "bind-late"]
