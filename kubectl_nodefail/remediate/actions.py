@@ -111,6 +111,7 @@ class Executor(Trail, NodeLock, Rechecks, Mutations):
     pending: list[Pending] = field(default_factory=list)
     _locks: dict[str, str] = field(default_factory=dict)  # node -> "" held, or why not
     _write: threading.Lock = field(default_factory=threading.Lock)  # trail lines, `pending`
+    _claims: dict[tuple[str, str], str] = field(default_factory=dict)  # PVC -> its PV (release)
 
     def run(self, plan: Plan) -> Plan:
         if self._refuse_malformed(plan):

@@ -41,3 +41,4 @@ class ExecutorBase:
     defer_release: bool
     _locks: dict[str, str]
     _write: threading.Lock
+    _claims: dict[tuple[str, str], str]

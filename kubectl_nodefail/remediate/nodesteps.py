@@ -463,6 +463,11 @@ def _taint_step(
         else "releases none of the pods below (each tolerates it), but their volumes detach at "
         "once once they are gone"
     )
+    # a pod object that stands keeps its volumes attached (audit 2064): those the diagnosis
+    # found attached (its storage notes) are named
+    mounted = [f"{p.namespace}/{p.name}" for p, _ in held_here if p.storage]
+    if mounted:
+        why += f"; the volumes of {', '.join(mounted)} stay attached while finalizers hold them"
     return Step(
         "taint-out-of-service",
         node.name,

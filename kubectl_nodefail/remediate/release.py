@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 
 from kubectl_nodefail.analysis import eviction
 from kubectl_nodefail.analysis.advice import holding_finalizers
-from kubectl_nodefail.common.errors import Forbidden
+from kubectl_nodefail.analysis.storage import claim_names
+from kubectl_nodefail.common.errors import Forbidden, NotFound
 from kubectl_nodefail.remediate.execbase import ExecutorBase, _now
 from kubectl_nodefail.remediate.steps import Step
 from kubectl_nodefail.snapshot import dumpschema
@@ -111,7 +112,10 @@ class Release(ExecutorBase):
         `since`: when the request was accepted; a pod bound to the node after it (its owner's
         template sets spec.nodeName: made again there as each is released) is not what it was
         to release, and is named, not waited for (audit 2061: a StatefulSet's w-0, made again
-        on the node every few seconds, held the watch to its timeout)."""
+        on the node every few seconds, held the watch to its timeout). A volume a pod left on the
+        node uses (held, tolerating the taint, bound after) stays attached as long as that pod
+        object stands: its attachment is named, not waited for (audit 2064: a StatefulSet's
+        pods held by a finalizer kept theirs, and the watch ran to its timeout)."""
         listed = self.cluster.list_all("/api/v1/pods", "Pod", fieldSelector=f"spec.nodeName={node}")
         later = [p for p in listed if since is not None and _arrived_after(p, since)]
         pods = [p for p in listed if p not in later]
@@ -128,21 +132,35 @@ class Release(ExecutorBase):
         ]
         if attachments is None:
             attachments = self.attachments()
-        vas = [v for v in attachments if (v.get("spec") or {}).get("nodeName") == node]
+        waited = {id(p) for p in stuck}
+        kept = self._volumes_of([*[p for p in pods if id(p) not in waited], *later])
+        on_node = [v for v in attachments if (v.get("spec") or {}).get("nodeName") == node]
+        vas = [v for v in on_node if _volume(v) not in kept]
+        staying = sorted({_volume(v) for v in on_node if _volume(v) in kept})
         not_waited = (
-            "; held by finalizers, not waited for: "
-            + ", ".join(
-                f"{p['metadata'].get('namespace')}/{p['metadata']['name']} "
-                f"({', '.join(_holders(p))})"
-                for p in held
+            (
+                "; held by finalizers, not waited for: "
+                + ", ".join(
+                    f"{p['metadata'].get('namespace')}/{p['metadata']['name']} "
+                    f"({', '.join(_holders(p))})"
+                    for p in held
+                )
+                if held
+                else ""
             )
-            if held
-            else ""
-        ) + (
-            "; bound to the node after the request (made again there), not waited for: "
-            + ", ".join(f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" for p in later)
-            if later
-            else ""
+            + (
+                "; bound to the node after the request (made again there), not waited for: "
+                + ", ".join(
+                    f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" for p in later
+                )
+                if later
+                else ""
+            )
+            + (
+                "; attached for the pods left there, not waited for: " + ", ".join(staying)
+                if staying
+                else ""
+            )
         )
         if not stuck and not vas:
             return (
@@ -169,6 +187,27 @@ class Release(ExecutorBase):
             len(vas),
         )
 
+    def _volumes_of(self, pods: list[Obj]) -> set[str]:
+        """The PVs these pods' claims are bound to (a claim that cannot be read, or is gone,
+        names none: its attachment is waited for, as before)."""
+        out = set()
+        for pod in pods:
+            namespace = pod["metadata"].get("namespace") or ""
+            for claim in claim_names(pod):
+                key = (namespace, claim)
+                if key not in self._claims:
+                    path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim}"
+                    try:
+                        pvc = self.cluster.get(path)
+                    except (Forbidden, NotFound):
+                        pvc = {}
+                    spec = pvc.get("spec") if isinstance(pvc, dict) else None
+                    name = spec.get("volumeName") if isinstance(spec, dict) else None
+                    self._claims[key] = name if isinstance(name, str) else ""
+                if self._claims[key]:
+                    out.add(self._claims[key])
+        return out
+
     def attachments(self) -> list[Obj]:
         """Every VolumeAttachment ([] when they may not be read), held to the dump schema as
         the diagnosis's are (a malformed one: MalformedResponse, exit 14)."""
@@ -180,6 +219,12 @@ class Release(ExecutorBase):
             )
         except Forbidden:
             return []
+
+
+def _volume(va: Obj) -> str:
+    """The PV a VolumeAttachment attaches ("" for an inline volume)."""
+    source = (va.get("spec") or {}).get("source") or {}
+    return str(source.get("persistentVolumeName") or "")
 
 
 def _holders(pod: Obj) -> list[str]:

@@ -2,7 +2,9 @@
 it waits for. Audit 2061 on the real control plane: a StatefulSet whose template sets
 spec.nodeName made its w-0 again on the node after each release, and the watch, counting it,
 ran to --wait-timeout and reported the taint unconfirmed (exit 7) though everything the taint
-was to release had gone."""
+was to release had gone. Audit 2064: a StatefulSet's pods held by a finalizer kept their
+volumes attached, as the attach-detach controller does while a pod object using one stands;
+the taint step said "volumes detach at once", and its watch waited for those attachments."""
 
 from __future__ import annotations
 
@@ -11,9 +13,12 @@ from typing import Any
 
 import pytest
 
+from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.remediate.mutations import Mutations
+from kubectl_nodefail.remediate.plan import Options, make_plan
 from kubectl_nodefail.remediate.stop import Stop
-from kubectl_nodefail.snapshot.model import format_time
+from kubectl_nodefail.snapshot.model import format_time, load_dump
+from tests.unit.conftest import FIXTURES
 
 NODE = "flaky-r2"
 SENT = datetime(2026, 12, 6, 12, 47, 40, 500000, tzinfo=timezone.utc)
@@ -77,3 +82,85 @@ def test_a_pod_made_in_the_requests_own_second_is_still_waited_for(created_after
 def test_without_the_requests_time_every_pod_on_the_node_is_waited_for() -> None:
     released, detail = _watch(None, wait_timeout=1)
     assert not released and "still 1 pods to be released (ns/w-0)" in detail
+
+
+class _Volumes:
+    """A node left with one pod a finalizer holds (its claim bound to pv-held) and two
+    VolumeAttachments: pv-held's, and pv-freed's (the released pod's, gone already)."""
+
+    def __init__(self, freed_detached: bool, claim_readable: bool = True) -> None:
+        self.freed_detached, self.claim_readable = freed_detached, claim_readable
+        self.gets: list[str] = []
+
+    def list_all(self, path: str, kind: str, **query: Any) -> list[Any]:
+        if kind == "Pod":
+            held = _pod("db-0", SENT - timedelta(seconds=60))
+            held["metadata"]["finalizers"] = ["example.com/hold"]
+            held["metadata"]["deletionTimestamp"] = format_time(SENT - timedelta(seconds=30))
+            held["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]
+            return [held]
+        pvs = ["pv-held"] + ([] if self.freed_detached else ["pv-freed"])
+        return [
+            {
+                "metadata": {"name": f"va-{pv}"},
+                "spec": {"nodeName": NODE, "source": {"persistentVolumeName": pv}},
+            }
+            for pv in pvs
+        ]
+
+    def get(self, path: str, **query: Any) -> Any:
+        from kubectl_nodefail.common.errors import Forbidden
+
+        self.gets.append(path)
+        if not self.claim_readable:
+            raise Forbidden("persistentvolumeclaims is forbidden")
+        return {"spec": {"volumeName": "pv-held"}}
+
+
+def _volume_watch(cluster: _Volumes) -> tuple[bool, str]:
+    executor = Mutations.__new__(Mutations)
+    executor.cluster = cluster  # type: ignore[assignment]
+    executor.wait_timeout = 0  # one look
+    executor.stop = Stop()
+    executor._claims = {}
+    executor.progress = lambda message: None  # type: ignore[method-assign]
+    executor.attachments = lambda: cluster.list_all("", "VolumeAttachment")  # type: ignore[method-assign]
+    return executor._wait_released(NODE, False, SENT)
+
+
+def test_a_volume_a_held_pod_uses_is_named_not_waited_for() -> None:
+    """Audit 2064: the out-of-service taint detaches only the volumes of pods that are gone;
+    a StatefulSet pod held by a finalizer keeps its own attached, and the watch waited for it
+    to --wait-timeout (exit 7)."""
+    cluster = _Volumes(freed_detached=True)
+    released, detail = _volume_watch(cluster)
+    assert released, detail
+    assert "attached for the pods left there, not waited for: pv-held" in detail
+    assert cluster.gets == ["/api/v1/namespaces/ns/persistentvolumeclaims/c"]  # read once
+
+
+def test_a_released_pods_volume_still_attached_is_waited_for() -> None:
+    released, detail = _volume_watch(_Volumes(freed_detached=False))
+    assert not released and "and 1 volume attachments on the node" in detail
+
+
+def test_a_claim_that_cannot_be_read_leaves_its_attachment_waited_for() -> None:
+    released, detail = _volume_watch(_Volumes(freed_detached=True, claim_readable=False))
+    assert not released and "and 1 volume attachments on the node" in detail
+
+
+def test_the_taint_step_names_the_volumes_a_held_pod_keeps_attached() -> None:
+    """Recorded by the audit (seed 2064, batch 1): au-2064-106's two pods, a finalizer holding
+    them on the node, each with its volume attached there; au-2064-112's pod, which the taint
+    releases."""
+    snap = load_dump(str(FIXTURES / "held-volumes-out-of-service.json"))
+    report = diagnose(snap, snap.captured_at)
+    plan = make_plan(report, Options(strategy="out-of-service", only_nodes=("au2064-b1-n0",)))
+    taint = next(s for s in plan.steps if s.action == "taint-out-of-service")
+    assert taint.releases == ["au-2064-112/w-0 (statefulset)"]
+    assert taint.why.endswith(
+        "volumes detach at once; the volumes of au-2064-106/w-0, au-2064-106/w-1 stay attached "
+        "while finalizers hold them"
+    )
+    held = {f.object for f in taint.because if f.field == "metadata.finalizers"}
+    assert held == {"Pod/au-2064-106/w-0", "Pod/au-2064-106/w-1"}
