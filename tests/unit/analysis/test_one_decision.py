@@ -48,8 +48,12 @@ def test_advice_is_the_attested_plans_step(path: Path) -> None:
             if pod.node != node.name or not pod.node_failed:
                 continue
             target = f"pod/{pod.namespace}/{pod.name}"
+            # what a step releases is its `releases` (its why may name pods it does not
+            # release: those whose volumes stay attached, held by a finalizer)
             released = any(
-                s.target == target or f"{pod.namespace}/{pod.name} " in s.why for s in destructive
+                s.target == target
+                or any(r.split(" (", 1)[0] == f"{pod.namespace}/{pod.name}" for r in s.releases)
+                for s in destructive
             )
             where = f"{path.name} {target}: advice {pod.action.code} ({pod.action.summary})"
             assert (pod.action.code == "finalizer-held") == (target in finalizer_held), where
