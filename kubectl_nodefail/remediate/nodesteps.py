@@ -463,11 +463,14 @@ def _taint_step(
         else "releases none of the pods below (each tolerates it), but their volumes detach at "
         "once once they are gone"
     )
-    # a pod object that stands keeps its volumes attached (audit 2064): those the diagnosis
-    # found attached (its storage notes) are named
-    mounted = [f"{p.namespace}/{p.name}" for p, _ in held_here if p.storage]
-    if mounted:
-        why += f"; the volumes of {', '.join(mounted)} stay attached while finalizers hold them"
+    # a held pod that tolerates the taint keeps running, and its volumes attached (audit 2064);
+    # a held pod the taint evicts, or one Terminating, PodGC marks Failed, and its volumes
+    # detach (e2e test_storage)
+    running = [p for p, _ in held_here if p.storage and p.stays_under_out_of_service]
+    running = [p for p in running if not p.terminating]
+    if running:
+        names = ", ".join(f"{p.namespace}/{p.name}" for p in running)
+        why += f"; the volumes of {names} stay attached: tolerating the taint, they keep running"
     return Step(
         "taint-out-of-service",
         node.name,
@@ -483,6 +486,7 @@ def _taint_step(
         because=[
             *[f for p in pods for f in pod_facts(p)],
             *[f for p, _ in held_here for f in pod_facts(p, held=True)],
+            *[f for p in running for f in _said(p, "eviction", "storage")],
             *node.cause.because,  # what the gate rests on (the node's state, its shutdown)
         ],
     )

@@ -112,10 +112,12 @@ class Release(ExecutorBase):
         `since`: when the request was accepted; a pod bound to the node after it (its owner's
         template sets spec.nodeName: made again there as each is released) is not what it was
         to release, and is named, not waited for (audit 2061: a StatefulSet's w-0, made again
-        on the node every few seconds, held the watch to its timeout). A volume a pod left on the
-        node uses (held, tolerating the taint, bound after) stays attached as long as that pod
-        object stands: its attachment is named, not waited for (audit 2064: a StatefulSet's
-        pods held by a finalizer kept theirs, and the watch ran to its timeout)."""
+        on the node every few seconds, held the watch to its timeout). A volume a pod that keeps
+        running there uses (tolerating the taint, not Terminating; or bound after) stays
+        attached: its attachment is named, not waited for (audit 2064: a StatefulSet's pods
+        tolerating every taint, held by a finalizer, kept theirs, and the watch ran to its
+        timeout). A held pod's that is Terminating is waited for: PodGC marks it Failed, and
+        the controller detaches what no running pod uses (e2e test_storage)."""
         listed = self.cluster.list_all("/api/v1/pods", "Pod", fieldSelector=f"spec.nodeName={node}")
         later = [p for p in listed if since is not None and _arrived_after(p, since)]
         pods = [p for p in listed if p not in later]
@@ -132,8 +134,14 @@ class Release(ExecutorBase):
         ]
         if attachments is None:
             attachments = self.attachments()
-        waited = {id(p) for p in stuck}
-        kept = self._volumes_of([*[p for p in pods if id(p) not in waited], *later])
+        running = [
+            p
+            for p in pods
+            if not every_pod
+            and not p["metadata"].get("deletionTimestamp")
+            and eviction.stays_under_out_of_service(p)
+        ]
+        kept = self._volumes_of([*running, *later])
         on_node = [v for v in attachments if (v.get("spec") or {}).get("nodeName") == node]
         vas = [v for v in on_node if _volume(v) not in kept]
         staying = sorted({_volume(v) for v in on_node if _volume(v) in kept})

@@ -86,17 +86,24 @@ def test_without_the_requests_time_every_pod_on_the_node_is_waited_for() -> None
 
 class _Volumes:
     """A node left with one pod a finalizer holds (its claim bound to pv-held) and two
-    VolumeAttachments: pv-held's, and pv-freed's (the released pod's, gone already)."""
+    VolumeAttachments: pv-held's, and pv-freed's (the released pod's, gone already). The held
+    pod tolerates every taint and runs on (`running`), or is Terminating."""
 
-    def __init__(self, freed_detached: bool, claim_readable: bool = True) -> None:
+    def __init__(
+        self, freed_detached: bool, claim_readable: bool = True, running: bool = True
+    ) -> None:
         self.freed_detached, self.claim_readable = freed_detached, claim_readable
+        self.running = running
         self.gets: list[str] = []
 
     def list_all(self, path: str, kind: str, **query: Any) -> list[Any]:
         if kind == "Pod":
             held = _pod("db-0", SENT - timedelta(seconds=60))
             held["metadata"]["finalizers"] = ["example.com/hold"]
-            held["metadata"]["deletionTimestamp"] = format_time(SENT - timedelta(seconds=30))
+            if self.running:
+                held["spec"]["tolerations"] = [{"operator": "Exists"}]
+            else:
+                held["metadata"]["deletionTimestamp"] = format_time(SENT - timedelta(seconds=30))
             held["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]
             return [held]
         pvs = ["pv-held"] + ([] if self.freed_detached else ["pv-freed"])
@@ -128,10 +135,10 @@ def _volume_watch(cluster: _Volumes) -> tuple[bool, str]:
     return executor._wait_released(NODE, False, SENT)
 
 
-def test_a_volume_a_held_pod_uses_is_named_not_waited_for() -> None:
-    """Audit 2064: the out-of-service taint detaches only the volumes of pods that are gone;
-    a StatefulSet pod held by a finalizer keeps its own attached, and the watch waited for it
-    to --wait-timeout (exit 7)."""
+def test_a_volume_a_pod_running_on_under_the_taint_uses_is_named_not_waited_for() -> None:
+    """Audit 2064: StatefulSet pods tolerating every taint (held by a finalizer too) run on
+    under the out-of-service taint and keep their volumes attached; the watch waited for those
+    attachments to --wait-timeout (exit 7)."""
     cluster = _Volumes(freed_detached=True)
     released, detail = _volume_watch(cluster)
     assert released, detail
@@ -144,23 +151,32 @@ def test_a_released_pods_volume_still_attached_is_waited_for() -> None:
     assert not released and "and 1 volume attachments on the node" in detail
 
 
+def test_a_held_terminating_pods_volume_is_waited_for() -> None:
+    """PodGC marks a Terminating pod under the taint Failed, a finalizer keeping the object,
+    and the controller detaches its volume (e2e test_storage): its attachment is waited for."""
+    cluster = _Volumes(freed_detached=True, running=False)
+    released, detail = _volume_watch(cluster)
+    assert not released and "and 1 volume attachments on the node" in detail
+    assert cluster.gets == []  # nothing left running there: no claim read
+
+
 def test_a_claim_that_cannot_be_read_leaves_its_attachment_waited_for() -> None:
     released, detail = _volume_watch(_Volumes(freed_detached=True, claim_readable=False))
     assert not released and "and 1 volume attachments on the node" in detail
 
 
 def test_the_taint_step_names_the_volumes_a_held_pod_keeps_attached() -> None:
-    """Recorded by the audit (seed 2064, batch 1): au-2064-106's two pods, a finalizer holding
-    them on the node, each with its volume attached there; au-2064-112's pod, which the taint
-    releases."""
+    """Recorded by the audit (seed 2064, batch 1): au-2064-106's two pods, tolerating every
+    taint and held by a finalizer on the node, each with its volume attached there;
+    au-2064-112's pod, which the taint releases."""
     snap = load_dump(str(FIXTURES / "held-volumes-out-of-service.json"))
     report = diagnose(snap, snap.captured_at)
     plan = make_plan(report, Options(strategy="out-of-service", only_nodes=("au2064-b1-n0",)))
     taint = next(s for s in plan.steps if s.action == "taint-out-of-service")
     assert taint.releases == ["au-2064-112/w-0 (statefulset)"]
     assert taint.why.endswith(
-        "volumes detach at once; the volumes of au-2064-106/w-0, au-2064-106/w-1 stay attached "
-        "while finalizers hold them"
+        "volumes detach at once; the volumes of au-2064-106/w-0, au-2064-106/w-1 stay attached: "
+        "tolerating the taint, they keep running"
     )
     held = {f.object for f in taint.because if f.field == "metadata.finalizers"}
     assert held == {"Pod/au-2064-106/w-0", "Pod/au-2064-106/w-1"}
