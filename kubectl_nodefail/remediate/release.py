@@ -205,12 +205,12 @@ class Release(ExecutorBase):
                 key = (namespace, claim)
                 if key not in self._claims:
                     path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim}"
-                    try:
-                        pvc = self.cluster.get(path)
+                    try:  # held to the dump schema (malformed: MalformedResponse, exit 14)
+                        got = self.cluster.get(path)
+                        pvc = dumpschema.take_live([{**got, "kind": "PersistentVolumeClaim"}])[0]
                     except (Forbidden, NotFound):
                         pvc = {}
-                    spec = pvc.get("spec") if isinstance(pvc, dict) else None
-                    name = spec.get("volumeName") if isinstance(spec, dict) else None
+                    name = (pvc.get("spec") or {}).get("volumeName")
                     self._claims[key] = name if isinstance(name, str) else ""
                 if self._claims[key]:
                     out.add(self._claims[key])

@@ -94,6 +94,7 @@ class _Volumes:
     ) -> None:
         self.freed_detached, self.claim_readable = freed_detached, claim_readable
         self.running = running
+        self.volume_name: object = "pv-held"
         self.gets: list[str] = []
 
     def list_all(self, path: str, kind: str, **query: Any) -> list[Any]:
@@ -121,7 +122,8 @@ class _Volumes:
         self.gets.append(path)
         if not self.claim_readable:
             raise Forbidden("persistentvolumeclaims is forbidden")
-        return {"spec": {"volumeName": "pv-held"}}
+        meta = {"name": "c", "namespace": "ns", "uid": "u-c", "resourceVersion": "7"}
+        return {"metadata": meta, "spec": {"volumeName": self.volume_name}}
 
 
 def _volume_watch(cluster: _Volumes) -> tuple[bool, str]:
@@ -158,6 +160,16 @@ def test_a_held_terminating_pods_volume_is_waited_for() -> None:
     released, detail = _volume_watch(cluster)
     assert not released and "and 1 volume attachments on the node" in detail
     assert cluster.gets == []  # nothing left running there: no claim read
+
+
+def test_a_malformed_claim_is_a_malformed_answer() -> None:
+    """The claim is held to the dump schema, as every object remediate reads (exit 14)."""
+    from kubectl_nodefail.common.errors import MalformedResponse
+
+    cluster = _Volumes(freed_detached=True)
+    cluster.volume_name = ["pv-held"]
+    with pytest.raises(MalformedResponse, match="PersistentVolumeClaim"):
+        _volume_watch(cluster)
 
 
 def test_a_claim_that_cannot_be_read_leaves_its_attachment_waited_for() -> None:
