@@ -24,6 +24,21 @@ def pods(cp: ControlPlane, ns: str, app: str) -> list[Obj]:
     return list((data or {}).get("items") or [])
 
 
+def drop_finalizers(cp: ControlPlane, ns: str, name: str, check: bool = False) -> None:
+    """Remove every finalizer of a pod (a test's own hold), so that the object can go."""
+    cp.kubectl(
+        "patch",
+        "pod",
+        "-n",
+        ns,
+        name,
+        "--type=json",
+        "-p",
+        '[{"op":"remove","path":"/metadata/finalizers"}]',
+        check=check,
+    )
+
+
 def pod_on(cp: ControlPlane, ns: str, app: str, node: str) -> Obj | None:
     found = [p for p in pods(cp, ns, app) if p["spec"].get("nodeName") == node]
     return found[0] if found else None

@@ -21,6 +21,7 @@ from tests.e2e import workloads as w
 from tests.e2e.conftest import HEALTHY_NODES, Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
 from tests.e2e.helpers import (
+    drop_finalizers,
     pod_on,
     pods,
     running,
@@ -280,29 +281,9 @@ def test_force_delete_and_out_of_service_leave_a_finalizer_held_pod(dead: Dead) 
         assert back is not None and back["metadata"]["uid"] == before["metadata"]["uid"]
         assert back["metadata"]["finalizers"] == [FINALIZER]
     finally:
-        cp.kubectl(
-            "patch",
-            "pod",
-            "-n",
-            NS,
-            "held-dead",
-            "--type=json",
-            "-p",
-            '[{"op":"remove","path":"/metadata/finalizers"}]',
-            check=False,
-        )
+        drop_finalizers(cp, NS, "held-dead")
         for p in pods(cp, NS, "held-many"):
-            cp.kubectl(
-                "patch",
-                "pod",
-                "-n",
-                NS,
-                p["metadata"]["name"],
-                "--type=json",
-                "-p",
-                '[{"op":"remove","path":"/metadata/finalizers"}]',
-                check=False,
-            )
+            drop_finalizers(cp, NS, p["metadata"]["name"])
         cp.start_kubelet(NODE)
         wait_node_ready(cp, NODE)
         cp.kubectl("taint", "node", NODE, f"{OOS}-", check=False)

@@ -11,6 +11,7 @@ from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
 from tests.e2e.helpers import (
+    drop_finalizers,
     pod_on,
     terminating,
     wait_node_ready,
@@ -53,16 +54,7 @@ def test_12_finalizer_keeps_pod_terminating_on_a_healthy_node(
     assert held["category"] == "terminating-elsewhere" and held["nodeFailed"] is False
     assert "finalizers e2e.nodefail/hold" in held["meaning"]
     assert held["action"]["code"] == "investigate"
-    cp.kubectl(
-        "patch",
-        "pod",
-        "-n",
-        NS,
-        "held",
-        "--type=json",
-        "-p",
-        '[{"op":"remove","path":"/metadata/finalizers"}]',
-    )
+    drop_finalizers(cp, NS, "held", check=True)
     wait_for("held gone", lambda: pod_on(cp, NS, "held", "healthy-0") is None, 30)
 
 

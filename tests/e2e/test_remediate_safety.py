@@ -28,6 +28,7 @@ from tests.e2e.controlplane import ControlPlane, LeaseRenewing, wait_for
 from tests.e2e.helpers import (
     attested,
     audit_writes,
+    drop_finalizers,
     pod_on,
     running,
     taint_keys,
@@ -489,17 +490,7 @@ def test_a_finalizer_held_pod_is_named_and_never_waited_for(
         assert "after 120s" not in taint["detail"]
         assert terminating(pod_on(cp, NS, held, node))  # still there: nothing claimed otherwise
     finally:
-        cp.kubectl(
-            "patch",
-            "pod",
-            "-n",
-            NS,
-            held,
-            "--type=json",
-            "-p",
-            '[{"op":"remove","path":"/metadata/finalizers"}]',
-            check=False,
-        )
+        drop_finalizers(cp, NS, held)
         cp.start_kubelet(node)
         wait_node_ready(cp, node)
     proc = plugin.run("remediate", node, "--confirm", "-o", "json")  # the stale taint goes

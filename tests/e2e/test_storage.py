@@ -19,6 +19,7 @@ from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
 from tests.e2e.helpers import (
+    drop_finalizers,
     pods,
     wait_node_ready,
     wait_node_unknown,
@@ -180,17 +181,7 @@ def test_the_taint_detaches_what_no_running_pod_uses_and_says_which_stay(
         assert [p["status"]["phase"] for p in held] == ["Failed"]  # PodGC's mark; kept
     finally:
         for name in ("running-hv", "gone-hv"):
-            cp.kubectl(
-                "patch",
-                "pod",
-                name,
-                "-n",
-                NS,
-                "--type=json",
-                "-p",
-                '[{"op":"remove","path":"/metadata/finalizers"}]',
-                check=False,
-            )
+            drop_finalizers(cp, NS, name)
         cp.start_kubelet(HELD_NODE)
         wait_node_ready(cp, HELD_NODE)
         cp.kubectl("taint", "node", HELD_NODE, f"{OOS}-", check=False)
