@@ -652,7 +652,12 @@ class Batch:
                     self.errors.append(f"{s.namespace}: change {s.change}: {exc}")
 
     def cleanup(self) -> None:
-        for ns in {s.namespace for s in self.scenarios}:
+        # The namespaces go first: a Terminating namespace admits no new pod, so a StatefulSet
+        # cannot recreate a pod with its template's finalizer after the strip below (2065: a
+        # pod made between the strip and the delete kept its namespace Terminating for good).
+        namespaces = sorted({s.namespace for s in self.scenarios})
+        self.cp.kubectl("delete", "namespace", "--wait=false", *namespaces, check=False)
+        for ns in namespaces:
             out = self.cp.kubectl("get", "pods", "-n", ns, "-o", "json", check=False)
             for pod in json.loads(out or '{"items":[]}')["items"]:
                 if pod["metadata"].get("finalizers"):
@@ -667,13 +672,6 @@ class Batch:
                         '[{"op":"remove","path":"/metadata/finalizers"}]',
                         check=False,
                     )
-        self.cp.kubectl(
-            "delete",
-            "namespace",
-            "--wait=false",
-            *sorted({s.namespace for s in self.scenarios}),
-            check=False,
-        )
         for node in [*self.nodes, *self.storage]:
             self.cp.stop_kubelet(node)
         for node in [*self.nodes, *self.zone_healthy, *self.storage]:
