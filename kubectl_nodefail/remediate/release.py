@@ -141,8 +141,8 @@ class Release(ExecutorBase):
             and not p["metadata"].get("deletionTimestamp")
             and eviction.stays_under_out_of_service(p)
         ]
-        kept = self._volumes_of([*running, *later])
         on_node = [v for v in attachments if (v.get("spec") or {}).get("nodeName") == node]
+        kept = self._volumes_of([*running, *later]) if on_node else set()
         vas = [v for v in on_node if _volume(v) not in kept]
         staying = sorted({_volume(v) for v in on_node if _volume(v) in kept})
         not_waited = (

@@ -90,10 +90,14 @@ class _Volumes:
     pod tolerates every taint and runs on (`running`), or is Terminating."""
 
     def __init__(
-        self, freed_detached: bool, claim_readable: bool = True, running: bool = True
+        self,
+        freed_detached: bool,
+        claim_readable: bool = True,
+        running: bool = True,
+        attached: bool = True,
     ) -> None:
         self.freed_detached, self.claim_readable = freed_detached, claim_readable
-        self.running = running
+        self.running, self.attached = running, attached
         self.volume_name: object = "pv-held"
         self.gets: list[str] = []
 
@@ -108,6 +112,7 @@ class _Volumes:
             held["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]
             return [held]
         pvs = ["pv-held"] + ([] if self.freed_detached else ["pv-freed"])
+        pvs = pvs if self.attached else []
         return [
             {
                 "metadata": {"name": f"va-{pv}"},
@@ -160,6 +165,15 @@ def test_a_held_terminating_pods_volume_is_waited_for() -> None:
     released, detail = _volume_watch(cluster)
     assert not released and "and 1 volume attachments on the node" in detail
     assert cluster.gets == []  # nothing left running there: no claim read
+
+
+def test_no_claim_is_read_when_no_volume_is_attached_to_the_node() -> None:
+    """The claims matter only to tell attachments apart: with none on the node, the watch
+    sends no PersistentVolumeClaim GET at all."""
+    cluster = _Volumes(freed_detached=True, attached=False)
+    released, detail = _volume_watch(cluster)
+    assert released and "no volume attached" in detail and "not waited for: pv" not in detail
+    assert cluster.gets == []
 
 
 def test_a_malformed_claim_is_a_malformed_answer() -> None:
