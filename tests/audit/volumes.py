@@ -10,7 +10,8 @@ import re
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
-from tests.audit.observe import Attached, History
+from tests.audit.attach import pod_of
+from tests.audit.observe import Attached, History, parse_time
 
 Obj = dict[str, Any]
 Row = tuple[str, str, str, str, str, Optional[bool]]  # kind, moment, subject, said, seen, ok
@@ -210,8 +211,6 @@ def users_gone(
     if one still stood at `until` or none was ever seen there. A pod Succeeded or Failed uses
     nothing, object or not (the attach-detach controller's IsPodTerminated: a graceful
     shutdown's pod, held by a finalizer, 2064/101)."""
-    from tests.audit.attach import pod_of
-
     names = set(users)
     if not names:
         owner = pod_of(pv)
@@ -234,6 +233,4 @@ def users_gone(
 
 
 def _time(value: Any) -> datetime | None:
-    from tests.audit.observe import parse_time
-
     return parse_time(value) if isinstance(value, str) else None
