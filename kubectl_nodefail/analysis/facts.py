@@ -17,6 +17,11 @@ ANNOTATION_MIRROR = "kubernetes.io/config.mirror"
 ANNOTATION_TAINTED_BY = "kubectl-nodefail.io/out-of-service-by"
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
+# kube-controller-manager's leader election Lease (--leader-elect-resource-namespace/-name
+# defaults). Its spec.acquireTime is when the leader of the moment took over: the controllers'
+# in-memory timers (eviction counts, the force-detach wait, the node grace) started then.
+CONTROLLER_LEASE_NAMESPACE = "kube-system"
+CONTROLLER_LEASE_NAME = "kube-controller-manager"
 REASON_NODE_NEVER_UPDATED = "NodeStatusNeverUpdated"
 REASON_NODE_LOST = "NodeLost"  # pod status.reason set by the node controller up to 1.26
 

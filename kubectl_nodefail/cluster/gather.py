@@ -5,6 +5,7 @@ Cost follows the affected nodes and pods, not the cluster size:
 - Terminating pods found by a server-side Table scan (rows of ~150 bytes, no objects) plus a
   metadata scan of finished pods only (a deleted Succeeded/Failed pod does not print as
   Terminating), then full objects of just those;
+- kube-controller-manager's leader Lease (when its in-memory clocks started);
 - per examined node its lease, its pods (field selector spec.nodeName, indexed by the API
   server's cache) and its events;
 - each owner once: by a label selector across namespaces where a label names it
@@ -33,6 +34,7 @@ from kubectl_nodefail.cluster import kube
 from kubectl_nodefail.cluster.automation_read import _automation, _automation_events
 from kubectl_nodefail.cluster.nodes_read import (
     NODE_LEASES,
+    _leader_lease,
     _lease_kept,
     _leases_needed,
     _node_events,
@@ -130,6 +132,12 @@ def gather(
             lambda: cluster.list_all(NODE_LEASES, "Lease", keep=_lease_kept),
             None,
         )
+        f_leader = pool.submit(
+            reader.optional,
+            "kube-controller-manager's leader Lease",
+            lambda: _leader_lease(cluster),
+            [],
+        )
         nodes = f_nodes.result()
         focus = focus_nodes(nodes, only_nodes)
         f_on_nodes = pool.submit(
@@ -143,6 +151,7 @@ def gather(
         events = f_events.result()
         leases = _leases_needed(f_all_leases.result(), nodes, focus, clock(), cluster, reader)
         on_nodes = f_on_nodes.result()
+        leases += f_leader.result()
     missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
     if missing:
         reader.gaps.append(f"nodes not found: {', '.join(sorted(missing))}")

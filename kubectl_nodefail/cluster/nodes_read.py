@@ -10,15 +10,29 @@ from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.nodes import is_ready, lease_late
 from kubectl_nodefail.cluster import kube
 from kubectl_nodefail.cluster.reads import _per_node, _Reader
+from kubectl_nodefail.snapshot import dumpschema
 from kubectl_nodefail.snapshot.model import Obj, parse_time
 
 NODE_LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{facts.NODE_LEASE_NAMESPACE}/leases"
+LEADER_LEASE = (
+    f"/apis/coordination.k8s.io/v1/namespaces/{facts.CONTROLLER_LEASE_NAMESPACE}/leases/"
+    f"{facts.CONTROLLER_LEASE_NAME}"
+)
 
 
 def _lease_kept(obj: Obj) -> Obj:
     """A lease as the analysis reads it: name, renewTime and duration (no managedFields)."""
     kube.trim(obj)
     return obj
+
+
+def _leader_lease(cluster: kube.Cluster) -> list[Obj]:
+    """kube-controller-manager's leader election Lease: when its leader took over, and so the
+    controllers' in-memory clocks started (analysis/leader.py). None without leader election."""
+    obj = cluster.get(LEADER_LEASE)
+    obj.setdefault("kind", "Lease")
+    kube.trim(obj)
+    return dumpschema.take_live([obj])  # malformed: a gap (MalformedResponse), not the end
 
 
 def _leases_needed(

@@ -89,7 +89,8 @@ SCHEMAS: dict[str, Object] = {
     "Lease": obj(
         ("metadata",),
         metadata=METADATA,
-        spec=obj(renewTime=TIME, leaseDurationSeconds=INT),
+        # acquireTime: kube-controller-manager's leader Lease (analysis/leader.py)
+        spec=obj(renewTime=TIME, leaseDurationSeconds=INT, acquireTime=TIME),
     ),
     "Pod": obj(
         ("metadata", "spec"),

@@ -1,0 +1,79 @@
+"""kube-controller-manager's leader Lease as gather reads it (cluster/nodes_read.py): one GET,
+held to the dump schema; refused, malformed or failing, a stated gap, never the end of the
+diagnosis; absent (no leader election), nothing. The server is a local fake
+(tests/support/fakeapi.py): what a real one cannot be made to send."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubectl_nodefail.cluster import kube
+from kubectl_nodefail.cluster.nodes_read import LEADER_LEASE, _leader_lease
+from kubectl_nodefail.cluster.reads import _Reader
+from tests.support.fakeapi import Answer, json_answer, kubeconfig, serve
+
+LEASE = {
+    "kind": "Lease",
+    "apiVersion": "coordination.k8s.io/v1",
+    "metadata": {
+        "name": "kube-controller-manager",
+        "namespace": "kube-system",
+        "uid": "u-1",
+        "resourceVersion": "9",
+        "managedFields": [{"manager": "kube-controller-manager", "fieldsV1": {"f:spec": {}}}],
+    },
+    "spec": {
+        "holderIdentity": "cp-1_4a0f",
+        "acquireTime": "2026-12-06T03:00:01.123456Z",
+        "renewTime": "2026-12-06T03:10:00.000001Z",
+        "leaseDurationSeconds": 15,
+        "leaseTransitions": 2,
+    },
+}
+WHAT = "kube-controller-manager's leader Lease"
+
+
+def _read(tmp_path: Path, answer: Answer) -> tuple[list[Any], list[str], list[str]]:
+    def script(n: int, method: str, path: str) -> Answer:
+        return answer if path == LEADER_LEASE else json_answer({"code": 404}, 404)
+
+    with serve(script) as api:
+        cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+        cluster.sleep = lambda _: None
+        reader = _Reader(cluster)
+        got = reader.optional(WHAT, lambda: _leader_lease(cluster), [])
+    return got, reader.gaps, [path for _, path in api.requests]
+
+
+def test_the_lease_is_read_once_and_kept_without_its_managed_fields(tmp_path: Path) -> None:
+    got, gaps, paths = _read(tmp_path, json_answer(LEASE))
+    assert gaps == [] and paths == [LEADER_LEASE]
+    assert len(got) == 1 and got[0]["spec"]["acquireTime"] == LEASE["spec"]["acquireTime"]
+    assert "managedFields" not in got[0]["metadata"]
+    assert "holderIdentity" not in got[0]["spec"]  # a control-plane host's name, never read
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (json_answer({"kind": "Status", "code": 403, "reason": "Forbidden"}, 403), "forbidden"),
+        (json_answer({**LEASE, "spec": {"acquireTime": 5}}), "malformed"),
+        (json_answer({**LEASE, "spec": {"renewTime": "yesterday"}}), "malformed"),
+        (json_answer({"kind": "Status", "code": 500}, 500), "answered 500"),
+    ],
+)
+def test_a_lease_that_cannot_be_read_is_a_stated_gap(
+    tmp_path: Path, answer: Answer, said: str
+) -> None:
+    got, gaps, _ = _read(tmp_path, answer)
+    assert got == []
+    assert len(gaps) == 1 and gaps[0].startswith(WHAT) and said in gaps[0]
+
+
+def test_no_lease_is_no_gap(tmp_path: Path) -> None:
+    """Without leader election there is no Lease: nothing to say of it."""
+    got, gaps, _ = _read(tmp_path, json_answer({"kind": "Status", "code": 404}, 404))
+    assert got == [] and gaps == []
