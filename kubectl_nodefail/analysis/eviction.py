@@ -9,8 +9,9 @@ from kubectl_nodefail.analysis import evictionclock, facts
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, read
 from kubectl_nodefail.analysis.evictionclock import Spell
 from kubectl_nodefail.analysis.findings import TaintView, ZoneFinding
+from kubectl_nodefail.analysis.leader import Leader
 from kubectl_nodefail.analysis.text import ago, duration
-from kubectl_nodefail.snapshot.model import Obj, format_time, parse_time
+from kubectl_nodefail.snapshot.model import Obj, format_time, parse_time, shifted
 
 # The out-of-service taint as remediate applies it (remediate/mutations.py): a pod that
 # tolerates it with no time limit stays under it, and PodGC force-deletes only Terminating pods
@@ -40,6 +41,7 @@ UNKNOWN = "eviction time not known"
 # second (tests/e2e/test_claims_rules.py). Such a pod without a deletionTimestamp is either that
 # instant or a controller that does not run; past this many seconds, it is the latter.
 EVICTION_LAG_SECONDS = 30
+UNKNOWN_SINCE = "status.conditions[type=Ready].lastTransitionTime"
 
 
 def arrived(pod: Obj) -> datetime | None:
@@ -102,9 +104,13 @@ def eviction_time(
     master_disruption: bool,
     now: datetime,
     earlier: Spell | None = None,
+    chief: Leader | None = None,
+    node: Obj | None = None,
 ) -> EvictionTime:
     """`earlier`: a not-ready spell the node had before the taints it carries now
-    (evictionclock.earlier_not_ready)."""
+    (evictionclock.earlier_not_ready). `chief`: kube-controller-manager's leader, when its
+    Lease was read (analysis/leader.py); `node`: the Node, whose Ready condition tells when it
+    went Unknown."""
     if pod["metadata"].get("deletionTimestamp"):
         return EvictionTime(
             "evicted", None, "already being deleted (evicted or deleted by someone)"
@@ -113,6 +119,20 @@ def eviction_time(
     tolerations = (pod.get("spec") or {}).get("tolerations") or []
     pod_arrived = arrived(pod)
     spells = evictionclock.node_spells(node_taints, now)
+    in_spell: evictionclock.Clock | None = None
+    if earlier is not None and chief is not None and chief.after(earlier.since):
+        # A new leader took over after the kubelet's NotReady: it took the taints off and put
+        # them on again, so the count the not-ready taint started is gone. Before the node went
+        # Unknown, the not-ready taint it put back started one, at a moment no longer shown.
+        unknown_since = _unknown_since(node)
+        if unknown_since is not None and not chief.after(unknown_since) and earlier.until:
+            # counted from when it put the not-ready taint back: at its start at the earliest
+            in_spell = evictionclock.run(
+                [*spells, Spell(earlier.taint, chief.since, earlier.until, earlier.event)],
+                tolerations,
+                pod_arrived,
+            )
+        earlier = None
     clock = evictionclock.run(spells + ([earlier] if earlier else []), tolerations, pod_arrived)
     if earlier and clock.at and (now - clock.at).total_seconds() > EVICTION_LAG_SECONDS:
         # an eviction the not-ready spell would have made long ago has not happened: the spell
@@ -149,6 +169,10 @@ def eviction_time(
     if clock.outcome == "scheduled" and clock.at is not None and clock.start is not None:
         if written is not None and (written[1] is None or written[1] > clock.start):
             return _rewritten(written, clock.start, pod, extra)
+        if in_spell is not None and in_spell.outcome == "scheduled" and chief is not None:
+            return _counted_again(in_spell, chief, node, extra)
+        if chief is not None and chief.after(shifted(clock.start, 1)):
+            return _counted_again(clock, chief, None, extra)
         if clock.spell is not None and not clock.spell.timed and not clock.by_arrival:
             seconds = (clock.at - clock.start).total_seconds()
             return EvictionTime(
@@ -167,10 +191,16 @@ def eviction_time(
                 "not-evicting",
                 None,
                 f"eviction was due {ago(late)} ({start} + smallest tolerationSeconds{shown}) "
-                f"and it has not happened: {NOT_EVICTING} (disabled, down or overloaded), or "
-                "kube-controller-manager restarted since and counts its tolerations again from "
-                "its start",
-                extra,
+                f"and it has not happened: {NOT_EVICTING} "
+                + (
+                    "(disabled, down or overloaded), or kube-controller-manager restarted since "
+                    "and counts its tolerations again from its start"
+                    if chief is None
+                    else f"({chief.no_leader(now)})"
+                    if chief.expired(now)
+                    else "(disabled in kube-controller-manager --controllers, or overloaded)"
+                ),
+                extra + ([chief.premise("renewTime")] if chief is not None else []),
             )
         return EvictionTime(
             "scheduled",
@@ -239,6 +269,49 @@ def _start_words(clock: evictionclock.Clock, spells: list[Spell]) -> tuple[str, 
             ": the first taint it does not tolerate without a time limit",
         )
     return "taint timeAdded", ""
+
+
+def _unknown_since(node: Obj | None) -> datetime | None:
+    """When the node's Ready condition turned Unknown (its kubelet went silent)."""
+    for cond in ((node or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready" and cond.get("status") == "Unknown":
+            return parse_time(cond.get("lastTransitionTime"))
+    return None
+
+
+def _counted_again(
+    clock: evictionclock.Clock, chief: Leader, node: Obj | None, extra: list[Premise]
+) -> EvictionTime:
+    """A count a new leader started again, at a moment the node does not show. `node` None: its
+    taints' timeAdded is from before it took over (it has not put them back yet). Else it took
+    over while the node was not ready and put the not-ready taint back, at a moment between its
+    start and the swap for unreachable (`clock`: the count from its start)."""
+    assert clock.at is not None and clock.start is not None
+    again = (
+        "a new leader takes the node's NoExecute taints off and puts them back (rate-limited per "
+        "zone, with a new timeAdded), and the taint-eviction controller counts again from then"
+    )
+    premises = [*extra, chief.premise()]
+    spell = clock.spell
+    if node is None or spell is None or spell.event is None or spell.until is None:
+        return EvictionTime(
+            "unknown",
+            None,
+            f"{UNKNOWN}: {chief.words()}, after this count began "
+            f"({format_time(clock.start)}); {again}",
+            premises,
+        )
+    premises += [*_spell_premises(clock), fact("Node", node, UNKNOWN_SINCE)]
+    latest = shifted(clock.at, (spell.until - clock.start).total_seconds())
+    return EvictionTime(
+        "unknown",
+        None,
+        f"{UNKNOWN}: {chief.words()} while the node was not ready (its kubelet's NodeNotReady "
+        f"event); {again}, here the not-ready taint, replaced by unreachable when the node went "
+        f"Unknown at {format_time(spell.until)}: evicted between about "
+        f"{format_time(clock.at)} and {format_time(latest)}",
+        premises,
+    )
 
 
 def _spell_premises(clock: evictionclock.Clock) -> list[Premise]:

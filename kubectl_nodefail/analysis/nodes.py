@@ -7,6 +7,7 @@ from datetime import datetime
 from kubectl_nodefail.analysis import evictionclock, facts, storage
 from kubectl_nodefail.analysis.claims import Premise, fact
 from kubectl_nodefail.analysis.findings import Cause, ConditionView, NodeFinding, TaintView
+from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.text import ago
 from kubectl_nodefail.analysis.text import duration as duration_text
 from kubectl_nodefail.snapshot.model import Obj, Snapshot, format_time, parse_time, shifted
@@ -163,6 +164,9 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
     if cause.code in _LEASE_CAUSES and lease is not None:
         because += [fact("Lease", lease, "spec.renewTime")]
         because += [fact("Lease", lease, "spec.leaseDurationSeconds")]
+    chief = leader(snap)
+    if cause.code == "lease-not-renewed" and chief is not None:
+        because.append(chief.premise())  # when the controller's grace began, at the latest
     if cause.code in _MESSAGE_CAUSES or cause.code in _TAINT_CAUSES:
         because.append(fact("Node", node, f"{ready}.message"))
     if cause.code in _TAINT_CAUSES:
@@ -277,15 +281,23 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
         grace = _monitor_grace(snap.server_minor)
         duration = lease_seconds or facts.DEFAULT_LEASE_SECONDS
         age = (now - renew).total_seconds()
+        chief = leader(snap)
+        when = (
+            f"{grace}s after its first look at the node by default (node-monitor-grace-period), "
+            f"at about {format_time(shifted(chief.since, grace))}: {chief.words()}, after the "
+            "last renewal, and the node lifecycle controller keeps when it last heard from each "
+            "node in memory"
+            if chief is not None and chief.after(renew)
+            else f"{grace}s after the last renewal by default (node-monitor-grace-period), at "
+            + format_time(shifted(renew, grace))
+        )
         return Cause(
             "lease-not-renewed",
             f"the kubelet has not renewed its lease for {duration_text(age)} (it renews every "
             f"{duration_text(duration / 4)}; the lease lasts {duration}s"
             + (", so it has expired" if age > duration else "")
             + "): Ready is still True only because the node lifecycle controller has not "
-            f"acted yet. Unless the kubelet renews, it sets Ready Unknown {grace}s after the "
-            "last renewal by default (node-monitor-grace-period), at "
-            + format_time(shifted(renew, grace)),
+            f"acted yet. Unless the kubelet renews, it sets Ready Unknown {when}",
             "high" if age > duration else "medium",
             evidence,
         )

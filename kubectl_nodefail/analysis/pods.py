@@ -25,6 +25,7 @@ from kubectl_nodefail.analysis.findings import (
     Replacement,
     ZoneFinding,
 )
+from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.nodes import kubelet_alive
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES, kubectl_status, ready_column
 from kubectl_nodefail.analysis.text import ago, duration
@@ -363,7 +364,9 @@ def analyse_pod(
         earlier = snap.memo(
             f"eviction.earlier/{node_name}", lambda snap: _earlier(snap, node, zone, now)
         )
-        ev = eviction.eviction_time(pod, node.taints, zone, master_disruption, now, earlier)
+        ev = eviction.eviction_time(
+            pod, node.taints, zone, master_disruption, now, earlier, leader(snap), node_obj
+        )
         eviction_at = ev.at
         when = [eviction.as_claim(ev, pod, node_obj, zone)]
     else:

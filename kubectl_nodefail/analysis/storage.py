@@ -8,8 +8,9 @@ from typing import Any
 from kubectl_nodefail.analysis import claims as said
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.claims import Claim, Premise, fact
+from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.text import duration
-from kubectl_nodefail.snapshot.model import Obj, Snapshot, parse_time
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, format_time, parse_time, shifted
 
 SINGLE_NODE_MODES = {"ReadWriteOnce", "ReadWriteOncePod"}
 # After the force-detach timeout: the reconciler's 100 ms loop, the detach call and the API
@@ -232,25 +233,47 @@ def detach_outlook(
         f"unless {disabled}; " if flag else ""
     ) + "the out-of-service taint detaches it at once"
     gone_by = None if users else _last_user_gone_by(snap, node, pv)
-    if mounted and gone_by is not None:
+    chief = leader(snap)
+    # The wait lives in the controller's memory: a new leader starts it again at its start.
+    restarted = (
+        chief is not None
+        and not users
+        and (now - chief.since).total_seconds() < facts.FORCE_DETACH_SECONDS
+        and (gone_by is None or chief.after(gone_by))
+    )
+    if mounted and gone_by is not None and not restarted:
         waited = (now - gone_by).total_seconds()
         if waited > facts.FORCE_DETACH_SECONDS + FORCE_DETACH_SLACK_SECONDS:
+            why = (
+                "its attach-detach controller is down or restarted (the timer lives in its "
+                "memory and starts again)"
+                if chief is None
+                else chief.no_leader(now)
+                if chief.expired(now)
+                else "its attach-detach controller is disabled (--controllers) or overloaded"
+            )
             return (
                 f"overdue: the last pod object using it on {node} was gone over "
                 f"{duration(waited)} ago, {minutes} minutes is the force-detach timeout, and "
                 "no detach was requested: "
                 + (f"{disabled}, or " if flag else "")
-                + "its attach-detach controller is down or restarted (the timer lives in its "
-                "memory and starts again); the out-of-service taint detaches it at once"
+                + f"{why}; the out-of-service taint detaches it at once"
             )
+    again = (
+        f", and not before about {format_time(shifted(chief.since, facts.FORCE_DETACH_SECONDS))}"
+        f": {chief.words()}, and the attach-detach controller's wait lives in its memory, so "
+        "it started no earlier"
+        if restarted and chief is not None
+        else ""
+    )
     if mounted:
         return (
-            f"{when}force-detached {minutes} minutes later, since {node} last reported it "
-            f"mounted (status.volumesInUse), {unless}"
+            f"{when}force-detached {minutes} minutes later{again}, since {node} last reported "
+            f"it mounted (status.volumesInUse), {unless}"
         )
     return (
-        f"{when}force-detached {minutes} minutes later if {node} last reported it mounted "
-        f"(status.volumesInUse), at once if not; {unless}"
+        f"{when}force-detached {minutes} minutes later{again} if {node} last reported it "
+        f"mounted (status.volumesInUse), at once if not; {unless}"
     )
 
 
@@ -297,6 +320,9 @@ def detach_facts(va: Obj, snap: Snapshot) -> list[Premise]:
     out += [fact("Pod", p, "spec.nodeName") for p in (users_of(snap, name, pv) if pv else [])]
     if node is not None:
         out += [fact("Node", node, "spec.taints"), fact("Node", node, "status.volumesInUse")]
+    chief = leader(snap)
+    if chief is not None:  # when the controller's wait started, at the latest
+        out += [chief.premise(), chief.premise("renewTime")]
     return out
 
 

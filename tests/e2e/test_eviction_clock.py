@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -158,26 +159,48 @@ def _controller_lease(cp: ControlPlane) -> Obj:
     return json.loads(out)["spec"] if out.strip().startswith("{") else {}
 
 
+def _added_on(cp: ControlPlane, node: str, key: str) -> datetime | None:
+    got = cp.get("node", node)
+    return next(
+        (
+            _time(t["timeAdded"])
+            for t in (got or {}).get("spec", {}).get("taints") or []
+            if t["key"] == key and t["effect"] == "NoExecute" and t.get("timeAdded")
+        ),
+        None,
+    )
+
+
 def test_a_controller_manager_restart_counts_again_and_the_taint_says_when(
     control_plane: ControlPlane, plugin: Plugin
 ) -> None:
     """The eviction queue is in kube-controller-manager's memory: a restart (or a new leader)
-    counts every pod again from its start. The node lifecycle controller re-applies the
-    NoExecute taint then, so its timeAdded moves with the count, and the diagnosis, which
-    counts from timeAdded, stays right (map row 2)."""
-    cp, node = control_plane, "flaky-k2"
-    cp.add_failable_node(node)
-    wait_node_ready(cp, node)
-    cp.apply(w.namespace(NS), w.bare_pod(NS, "restarted", pin=node, toleration_seconds=40, grace=5))
-    wait_running_on(cp, NS, "restarted", node)
-    cp.stop_kubelet(node)
-    wait_for("the unreachable NoExecute taint", lambda: (UN, "NoExecute") in taint_keys(cp, node))
-    node_before = cp.get("node", node)
-    before = next(
-        _time(t["timeAdded"])
-        for t in node_before["spec"]["taints"]
-        if t["key"] == UN and t["effect"] == "NoExecute"
+    counts every pod again. The new leader's node lifecycle controller takes each failed node's
+    NoExecute taint off and puts it back (a new timeAdded), and the taint-eviction controller
+    counts from then; the diagnosis counts from timeAdded (map row 2). On a node whose kubelet
+    reported NotReady before it went silent, the kubelet's NodeNotReady event tells of a count
+    the restart ended: the leader's Lease (acquireTime, read by the diagnosis) says so, and the
+    count is told from the taint put back, not from the event."""
+    cp, node, reported = control_plane, "flaky-k2", "flaky-k3"
+    for name in (node, reported):
+        cp.add_failable_node(name)
+        wait_node_ready(cp, name)
+    cp.apply(
+        w.namespace(NS),
+        w.bare_pod(NS, "restarted", pin=node, toleration_seconds=40, grace=5),
+        w.bare_pod(NS, "restarted-nr", pin=reported, toleration_seconds=40, grace=5),
     )
+    wait_running_on(cp, NS, "restarted", node)
+    wait_running_on(cp, NS, "restarted-nr", reported)
+    cp.stop_kubelet(node)
+    cp.stop_kubelet(reported)
+    not_ready = [{"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": "x"}]
+    with KubeletReportingProblem(cp, reported, not_ready, announce=True):
+        wait_for("the not-ready NoExecute taint", lambda: _added_on(cp, reported, NR))
+        time.sleep(NOT_READY_SECONDS)
+    for name in (node, reported):
+        wait_for("the unreachable NoExecute taint", partial(_added_on, cp, name, UN), 120)
+    before = {name: _added_on(cp, name, UN) for name in (node, reported)}
     leader = _controller_lease(cp).get("holderIdentity")
     time.sleep(10)
     cp.restart(down_seconds=3)
@@ -190,25 +213,30 @@ def test_a_controller_manager_restart_counts_again_and_the_taint_says_when(
     )
     acquired = _time(lease["acquireTime"])
 
-    def retainted() -> datetime | None:
-        now_node = cp.get("node", node)
-        return next(
-            (
-                _time(t["timeAdded"])
-                for t in now_node["spec"].get("taints") or []
-                if t["key"] == UN and t["effect"] == "NoExecute" and _time(t["timeAdded"]) > before
-            ),
-            None,
-        )
+    def retainted() -> dict[str, datetime] | None:
+        now = {name: _added_on(cp, name, UN) for name in (node, reported)}
+        if all(now[n] is not None and now[n] > before[n] for n in now):  # type: ignore[operator]
+            return now  # type: ignore[return-value]
+        return None
 
-    again = wait_for("the NoExecute taint added again", retainted, 60)
-    assert abs((again - acquired).total_seconds()) <= 5, (again, acquired)
+    again = wait_for("the NoExecute taints put back", retainted, 60)
+    assert all(abs((t - acquired).total_seconds()) <= 5 for t in again.values()), (again, acquired)
     _, data = plugin.diagnose_json()
-    row = next(p for p in data["pods"] if p["name"] == "restarted")
-    predicted = _time(row["evictionAt"])
-    assert predicted == again + timedelta(seconds=40), (row, again)
-    evicted = wait_for("the eviction", lambda: _evicted_at(cp, "restarted"), 120)
-    assert abs((evicted - predicted).total_seconds()) <= 3, (evicted, predicted)
-    assert (evicted - before - timedelta(seconds=40)).total_seconds() >= 10  # not the first count
-    cp.start_kubelet(node)
-    wait_node_ready(cp, node)
+    rows = {p["name"]: p for p in data["pods"] if p["namespace"] == NS}
+    plugin.record(
+        "controller-restart",
+        "kube-controller-manager restarted after two nodes failed, one reporting NotReady first",
+        "after the new leader put the taints back",
+        nodes=(node, reported),
+    )
+    for pod, on in (("restarted", node), ("restarted-nr", reported)):
+        predicted = _time(rows[pod]["evictionAt"])
+        assert predicted == again[on] + timedelta(seconds=40), (rows[pod], again)
+        assert "NodeNotReady" not in rows[pod]["timeline"], rows[pod]["timeline"]
+        evicted = wait_for("the eviction", partial(_evicted_at, cp, pod), 120)
+        assert abs((evicted - predicted).total_seconds()) <= 3, (pod, evicted, predicted)
+        # not the first count
+        assert (evicted - before[on] - timedelta(seconds=40)).total_seconds() >= 10
+    for name in (node, reported):
+        cp.start_kubelet(name)
+        wait_node_ready(cp, name)

@@ -1,0 +1,196 @@
+"""kube-controller-manager's leader (analysis/leader.py) and the clocks that live in its memory.
+
+A new leader takes every failed node's NoExecute taints off and puts them back (a new
+timeAdded), counts each pod's tolerations again from then, starts the force-detach wait and the
+node grace again: the sentences that time those say so, and rest on the leader's Lease. The
+snapshots are the recordings of tests/e2e (eviction-clock, force-detach-timer-running,
+node-down-recovered) with the Lease a restart leaves; tests/e2e/test_eviction_clock.py proves the
+restart itself on the control plane."""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime, timedelta
+from typing import Any
+
+from kubectl_nodefail.analysis import evictionclock
+from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.analysis.findings import Report
+from kubectl_nodefail.analysis.leader import leader
+from kubectl_nodefail.render import render
+from kubectl_nodefail.snapshot.model import Snapshot, format_time, parse_time
+from tests.oracles import premises
+from tests.unit.conftest import load
+
+Obj = dict[str, Any]
+UN = "node.kubernetes.io/unreachable"
+NODE = "flaky-k1"
+
+
+def _micro(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _with_leader(
+    snap: Snapshot, acquired: datetime, renewed: datetime | None = None, seconds: int = 15
+) -> Snapshot:
+    out = copy.deepcopy(snap)
+    lease = {
+        "kind": "Lease",
+        "metadata": {"name": "kube-controller-manager", "namespace": "kube-system"},
+        "spec": {
+            "holderIdentity": "cp-1_5b0c",
+            "acquireTime": _micro(acquired),
+            "renewTime": _micro(renewed or out.captured_at),
+            "leaseDurationSeconds": seconds,
+            "leaseTransitions": 3,
+        },
+    }
+    out.leases = [*out.leases, lease]
+    return out
+
+
+def _report(snap: Snapshot, now: datetime | None = None) -> Report:
+    report = diagnose(snap, now or snap.captured_at, timelines=True)
+    false = premises.check(snap.to_dump(), render.report_data(report))
+    assert false == [], false
+    return report
+
+
+def _row(report: Report, name: str) -> Any:
+    return next(p for p in report.pods if p.namespace == "scenario-clock" and p.name == name)
+
+
+def _ready(snap: Snapshot) -> Obj:
+    node = snap.node(NODE)
+    assert node is not None
+    return next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+
+
+def _unreachable(snap: Snapshot) -> Obj:
+    node = snap.node(NODE)
+    assert node is not None
+    return next(t for t in node["spec"]["taints"] if (t["key"], t["effect"]) == (UN, "NoExecute"))
+
+
+def _event_time(snap: Snapshot) -> datetime:
+    found = evictionclock.kubelet_not_ready(
+        snap.events_about("Node", "", NODE), snap.captured_at + timedelta(days=1)
+    )
+    assert found is not None
+    return found[0]
+
+
+def test_the_lease_is_read_as_the_leader_and_its_expiry() -> None:
+    snap = load("eviction-clock")
+    assert leader(snap) is None  # not read: nothing is said of it
+    at = snap.captured_at - timedelta(minutes=30)
+    chief = leader(_with_leader(snap, at))
+    assert chief is not None and chief.since.replace(microsecond=0) == at.replace(microsecond=0)
+    assert not chief.expired(snap.captured_at)
+    gone = leader(_with_leader(snap, at, renewed=snap.captured_at - timedelta(seconds=16)))
+    assert gone is not None and gone.expired(snap.captured_at)
+
+
+def test_a_leader_older_than_the_failure_changes_no_time() -> None:
+    snap = load("eviction-clock")
+    before = {p.name: p.eviction_at for p in _report(snap).pods}
+    old = _with_leader(snap, _event_time(snap) - timedelta(hours=2))
+    after = {p.name: p.eviction_at for p in _report(old).pods}
+    assert before == after and any(before.values())
+
+
+def test_a_new_leader_after_the_swap_counts_from_the_taint_it_put_back() -> None:
+    """The kubelet's NodeNotReady tells of a not-ready spell, but a leader that took over
+    after the node went Unknown took the taints off and put unreachable back: the count is
+    from that timeAdded, not from the event (without the Lease, the event would be read)."""
+    snap = copy.deepcopy(load("eviction-clock"))
+    unknown_since = parse_time(_ready(snap)["lastTransitionTime"])
+    assert unknown_since is not None
+    acquired = unknown_since + timedelta(seconds=20)
+    back = acquired.replace(microsecond=0) + timedelta(seconds=2)
+    _unreachable(snap)["timeAdded"] = format_time(back)
+    without = _row(_report(snap), "swap")
+    assert without.eviction_at == _event_time(snap) + timedelta(seconds=60)  # the event's count
+    row = _row(_report(_with_leader(snap, acquired)), "swap")
+    assert row.eviction_at == back + timedelta(seconds=60)
+    assert "NodeNotReady" not in row.timeline
+
+
+def test_a_new_leader_while_the_node_was_not_ready_gives_a_window() -> None:
+    """Took over between the kubelet's NodeNotReady and the node going Unknown: it put the
+    not-ready taint back at a moment the node no longer shows (the swap replaced it)."""
+    snap = load("eviction-clock")
+    said = _event_time(snap)
+    unknown_since = parse_time(_ready(snap)["lastTransitionTime"])
+    assert unknown_since is not None and said < unknown_since
+    acquired = said + (unknown_since - said) / 2
+    report = _report(_with_leader(snap, acquired))
+    row = _row(report, "swap")
+    assert row.eviction_at is None
+    assert "eviction time not known" in row.timeline and "took over at" in row.timeline
+    earliest = format_time(acquired + timedelta(seconds=60))
+    latest = format_time(parse_time(_unreachable(snap)["timeAdded"]) + timedelta(seconds=60))
+    assert f"evicted between about {earliest} and {latest}" in row.timeline
+    claim = next(c for c in row.claims if c.kind == "eviction")
+    assert any(p.object.startswith("Lease/kube-system/") for p in claim.because)
+
+
+def test_a_taint_older_than_the_leader_is_not_counted_from() -> None:
+    """The new leader has not put the taint back yet: the count it starts then is to come."""
+    snap = load("eviction-clock")
+    acquired = snap.captured_at - timedelta(seconds=1)
+    assert acquired > parse_time(_unreachable(snap)["timeAdded"]) + timedelta(seconds=1)
+    row = _row(_report(_with_leader(snap, acquired)), "not-ready-forever")
+    assert row.eviction_at is None
+    assert "eviction time not known" in row.timeline and "puts them back" in row.timeline
+
+
+def test_an_overdue_eviction_names_only_what_the_lease_leaves() -> None:
+    snap = load("eviction-clock")
+    late = snap.captured_at + timedelta(hours=1)
+    old = snap.captured_at - timedelta(hours=2)
+    alive = _row(_report(_with_leader(snap, old, renewed=late), late), "not-ready-forever")
+    assert "taint-eviction controller is not evicting" in alive.timeline
+    assert "restarted since" not in alive.timeline
+    unsaid = _row(_report(snap, late), "not-ready-forever")
+    assert "restarted since" in unsaid.timeline  # without the Lease, still a possibility
+    dead = _report(_with_leader(snap, old, renewed=late - timedelta(minutes=5)), late)
+    assert "kube-controller-manager has no leader" in _row(dead, "not-ready-forever").timeline
+
+
+def test_the_force_detach_wait_starts_again_with_a_new_leader() -> None:
+    snap = load("force-detach-timer-running")
+    acquired = snap.captured_at - timedelta(seconds=30)
+    report = _report(_with_leader(snap, acquired))
+    node = next(n for n in report.nodes if n.name == "flaky-fd")
+    timer = next(v for v in node.volumes_attached if v.startswith("pv-fd-timer"))
+    assert f"not before about {format_time(acquired + timedelta(minutes=6))}" in timer
+    held = next(v for v in node.volumes_attached if v.startswith("pv-fd-held"))
+    assert "not before" not in held  # its pod object is still there: the wait has not begun
+    old = _report(_with_leader(snap, snap.captured_at - timedelta(hours=1)))
+    assert all("not before" not in v for n in old.nodes for v in n.volumes_attached)
+
+
+def test_the_node_grace_starts_again_with_a_new_leader() -> None:
+    from kubectl_nodefail.analysis.nodes import is_ready
+
+    snap = copy.deepcopy(load("node-down-recovered"))
+    node = next(n for n in snap.nodes if is_ready(n))
+    name = node["metadata"]["name"]
+    renewed = snap.captured_at - timedelta(seconds=25)
+    snap.leases = [lease for lease in snap.leases if lease["metadata"]["name"] != name]
+    snap.leases.append(
+        {
+            "kind": "Lease",
+            "metadata": {"name": name, "namespace": "kube-node-lease"},
+            "spec": {"renewTime": format_time(renewed), "leaseDurationSeconds": 40},
+        }
+    )
+    acquired = snap.captured_at - timedelta(seconds=10)
+    report = _report(_with_leader(snap, acquired))
+    found = next(n for n in report.nodes if n.name == name)
+    grace = 50 if (snap.server_minor or 36) >= 32 else 40
+    assert found.cause.code == "lease-not-renewed"
+    assert f"at about {format_time(acquired + timedelta(seconds=grace))}" in found.cause.summary
+    assert format_time(renewed + timedelta(seconds=grace)) not in found.cause.summary
