@@ -26,6 +26,10 @@ OUT_OF_SERVICE = "node.kubernetes.io/out-of-service:"
 TERMINAL = ("Succeeded", "Failed")
 USERS = re.compile(r"([a-z0-9][a-z0-9.-]*/[a-z0-9][a-z0-9.-]*)")
 WAITS = re.compile(r"-> PV (\S+) is still attached to (\S+) \(VolumeAttachment")
+# "force-detached 6 minutes later[, and not before about T: (a new leader's wait)], since …"
+FORCED = re.compile(
+    r"force-detached 6 minutes later(?:, and not before about (\S+Z):[^;]*?)?, since"
+)
 
 
 def judge(said: dict[str, Obj], history: History, nodes: list[str], prefix: str) -> list[Row]:
@@ -81,8 +85,9 @@ def _outlook(
         )
     if "detached at once" in outlook:
         out.append(_at_once(moment, subject, outlook, gone, removed))
-    elif "force-detached 6 minutes later, since" in outlook:
-        out.append(_force(moment, subject, gone, removed, back, history, node))
+    elif (forced := FORCED.search(outlook)) is not None:
+        floor = _time(forced[1]) if forced[1] else None
+        out.append(_force(moment, subject, gone, removed, back, history, node, floor))
     elif not held:
         out.append(("volume:other", moment, subject, outlook, "not judged", None))
     return out
@@ -118,11 +123,17 @@ def _force(
     back: datetime,
     history: History,
     node: str,
+    floor: datetime | None = None,
 ) -> Row:
-    said = "force-detached 6 minutes after the last pod object there is gone"
+    """`floor`: "and not before about T" (a new leader started its wait then)."""
+    said = "force-detached 6 minutes after the last pod object there is gone" + (
+        f", not before {floor:%H:%M:%S}" if floor else ""
+    )
     if gone is None:
         return ("volume:force-detach", moment, subject, said, "its users stayed", None)
     low, high = gone[0] + FORCE_DETACH - EARLY, gone[1] + FORCE_DETACH + LATE
+    if floor is not None:
+        low, high = max(low, floor - EARLY), max(high, floor + LATE)
     window = f"due {low + EARLY:%H:%M:%S}-{high - LATE:%H:%M:%S}"
     seen = f"detached at {removed:%H:%M:%S}" if removed else "not detached before the return"
     acted = history.marks.get("remediate") if history.remediated == node else None

@@ -138,6 +138,26 @@ def test_with_its_pod_gone_the_timer_counts_from_when_it_went() -> None:
     assert "volume:held" not in got
 
 
+@pytest.mark.parametrize(("detached", "ok"), [(461, False), (400 + 361, True), (400 + 420, True)])
+def test_a_new_leaders_floor_moves_the_force_detach_window(detached: float, ok: bool) -> None:
+    """"and not before about T" (analysis/storage.py: a new kube-controller-manager leader
+    started its wait then): the window is from T, not six minutes after the pod went."""
+    outlook = HELD.split("; once it is gone, ", 1)[1].replace(
+        "6 minutes later,",
+        f"6 minutes later, and not before about {at(400 + 360):%Y-%m-%dT%H:%M:%SZ}: "
+        "kube-controller-manager's current leader took over at "
+        f"{at(400):%Y-%m-%dT%H:%M:%SZ} (its Lease kube-system/kube-controller-manager, "
+        "acquireTime), and the attach-detach controller's wait lives in its memory, so it "
+        "started no earlier,",
+    )
+    got = verdicts(
+        history(pod_until=100, va_until=detached, end=1200),
+        said(f"once no pod object on dead uses it, {outlook}", 410),
+    )
+    assert "not before" in got["volume:force-detach"][3]
+    assert got["volume:force-detach"][5] is ok
+
+
 def test_detached_at_once_is_judged_against_the_users_going() -> None:
     outlook = (
         f"not detached while pod object {NS}/w-0 still uses it on dead; once it is gone, "
