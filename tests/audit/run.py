@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from tests.audit import attach, limits, nodepath, serving, volumes, zonebatch
+from tests.audit import attach, limits, nodepath, restart, serving, volumes, zonebatch
 from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, audit_pods, node_taints, now, parse_time
 from tests.audit.predictions import PodPrediction, node_predictions, pod_predictions
@@ -90,12 +90,14 @@ class BatchResult:
     errors: list[str] = field(default_factory=list)
     remediation: Obj = field(default_factory=dict)  # node, exit, file: odd batches
     node_path: str = "silent"  # nodepath.py
+    restart: Obj = field(default_factory=dict)  # restart.py: when, the new leader's acquireTime
 
     def as_dict(self) -> Obj:
         return {
             "batch": self.batch,
             "nodes": self.nodes,
             "nodePath": self.node_path,
+            "restart": self.restart,
             "seconds": round(self.seconds, 1),
             "scenarios": [
                 {**s.as_dict(), "placed": self.placed.get(s.index, False)} for s in self.scenarios
@@ -133,6 +135,9 @@ class Batch:
         self.zone_healthy = [f"au{seed}-b{batch}-h"] if zone else []
         # how the nodes fail (nodepath.py); the zone batch's always silently
         self.node_path = ("silent", 0) if zone else nodepath.node_path(seed, batch)
+        # a new kube-controller-manager leader after the taints (restart.py); never in the zone
+        self.restart_after = None if zone else restart.restart_batch(seed, batch)
+        self.restarted: Obj = {}
         self.said: dict[str, Obj] = {}  # d1, d2: the diagnoses, as JSON
         self.outdir = outdir
         self.history = History()
@@ -345,6 +350,47 @@ class Batch:
         self.watch(3)
         tainted = [n for n in self.nodes if zonebatch.noexecute(self.history.node_taints(n, now()))]
         log(f"batch {self.batch}: zone {self.zone} braked; tainted before it: {tainted}")
+
+    def leader(self) -> Obj:
+        lease = self.cp.get("lease", "kube-controller-manager", "kube-system") or {}
+        return lease.get("spec") or {}
+
+    def restart_manager(self, delay: int) -> None:
+        """restart.py: `delay` seconds after the NoExecute taints, a new kube-controller-manager
+        leader; then wait for it to have put each failed node's taints back."""
+        marks = self.history.marks
+        tainted = max(self.noexec_times(), default=marks["kill"])
+        self.watch(max((tainted + timedelta(seconds=delay) - now()).total_seconds(), 0))
+        holder = self.leader().get("holderIdentity")
+        marks["restart"] = now()
+        restart.restart(self.cp.cluster_dir)
+        log(f"batch {self.batch}: kube-controller-manager restarted {delay}s after the taints")
+        lease: Obj = {}
+
+        def new_leader() -> bool:
+            nonlocal lease
+            lease = self.leader()
+            return lease.get("holderIdentity") not in (None, holder)
+
+        self.wait_until("a new kube-controller-manager leader", new_leader, 120)
+        acquired = parse_time(lease.get("acquireTime"))
+        if acquired is not None:
+            marks["leader"] = acquired
+        self.wait_until(
+            "the NoExecute taints put back",
+            lambda: (
+                len(self.noexec_times()) >= len(self.nodes)
+                and all(t > marks["restart"] - timedelta(seconds=1) for t in self.noexec_times())
+            ),
+            120,
+        )
+        self.restarted = {
+            "after": delay,
+            "at": marks["restart"].isoformat(),
+            "leader": lease.get("acquireTime"),
+            "taints": [t.isoformat() for t in self.noexec_times()],
+        }
+        log(f"batch {self.batch}: new leader from {lease.get('acquireTime')}; taints put back")
 
     def report_not_ready(self, nodes: list[str], hold: int) -> None:
         """nodepath.py's `not-ready-first`: each kubelet reports Ready=False (and its
@@ -742,6 +788,11 @@ class Batch:
         log(
             f"batch {self.batch}: {len(self.scenarios)} scenarios on {', '.join(self.nodes)}, "
             f"failing {self.node_path[0]}"
+            + (
+                f", kube-controller-manager restarted {self.restart_after}s after the taints"
+                if self.restart_after is not None
+                else ""
+            )
         )
         placed = self.setup()
         log(
@@ -751,6 +802,8 @@ class Batch:
         marks["kill"] = now()
         self.kill()
         self.changes("early", placed)
+        if self.restart_after is not None:
+            self.restart_manager(self.restart_after)
         self.watch(3)
         marks["d1"] = now()
         d1 = self.diagnose("d1")
@@ -830,6 +883,7 @@ class Batch:
             f"{self.node_path[0]} ({self.node_path[1]}s)"
             if self.node_path[1]
             else self.node_path[0],
+            self.restarted,
         )
 
 

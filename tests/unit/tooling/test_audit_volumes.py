@@ -140,7 +140,7 @@ def test_with_its_pod_gone_the_timer_counts_from_when_it_went() -> None:
 
 @pytest.mark.parametrize(("detached", "ok"), [(461, False), (400 + 361, True), (400 + 420, True)])
 def test_a_new_leaders_floor_moves_the_force_detach_window(detached: float, ok: bool) -> None:
-    """"and not before about T" (analysis/storage.py: a new kube-controller-manager leader
+    """ "and not before about T" (analysis/storage.py: a new kube-controller-manager leader
     started its wait then): the window is from T, not six minutes after the pod went."""
     outlook = HELD.split("; once it is gone, ", 1)[1].replace(
         "6 minutes later,",
