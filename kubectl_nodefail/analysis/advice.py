@@ -231,6 +231,15 @@ def _for_node(
             "low",
             remediate=remediate_cmd(node.name),
         )
+    if node.cause.code == "no-controller-leader":
+        return Action(
+            "investigate",
+            "bring kube-controller-manager back first (its pods or service on the control plane, "
+            "its log): while it has no leader no controller runs, so no node is marked NotReady "
+            "or tainted, no pod evicted or replaced, no volume force-detached; then check this "
+            "machine, whose kubelet stopped renewing its lease",
+            "none",
+        )
     if node.cause.code == "lease-not-renewed":
         return Action(
             "wait",

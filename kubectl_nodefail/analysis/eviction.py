@@ -200,7 +200,12 @@ def eviction_time(
                     if chief.expired(now)
                     else "(disabled in kube-controller-manager --controllers, or overloaded)"
                 ),
-                extra + ([chief.premise("renewTime")] if chief is not None else []),
+                extra
+                + (
+                    [chief.premise("renewTime"), chief.premise("leaseDurationSeconds")]
+                    if chief is not None
+                    else []
+                ),
             )
         return EvictionTime(
             "scheduled",
@@ -236,6 +241,14 @@ def eviction_time(
             f"no NoExecute taint on its node and zone {zone.zone} is in "
             f"{zone.state}: tainting is stopped, so {PAUSED} the zone stays in {zone.state} "
             "(pods on nodes tainted before the brake are evicted by their tolerations)",
+        )
+    if chief is not None and chief.expired(now):
+        return EvictionTime(
+            "pending-taint",
+            None,
+            f"{PENDING}: {chief.no_leader(now)}, so nothing taints it until a leader takes over; "
+            "eviction follows its tolerationSeconds after that",
+            [chief.premise("renewTime"), chief.premise("leaseDurationSeconds")],
         )
     return EvictionTime(
         "pending-taint",

@@ -144,7 +144,12 @@ def _conditions_cause(
 
 
 # What each cause's summary reads, besides the Ready condition's status and reason.
-_LEASE_CAUSES = ("kubelet-stopped", "kubelet-returning", "lease-not-renewed")
+_LEASE_CAUSES = (
+    "kubelet-stopped",
+    "kubelet-returning",
+    "lease-not-renewed",
+    "no-controller-leader",
+)
 _MESSAGE_CAUSES = ("network-plugin", "runtime-down", "pleg-unhealthy")
 _TAINT_CAUSES = ("machine-shutdown", "attested-shutdown", "shutdown-taint-on-ready-node")
 _CONDITION_CAUSES = ("resource-pressure", "conditions")
@@ -165,8 +170,13 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
         because += [fact("Lease", lease, "spec.renewTime")]
         because += [fact("Lease", lease, "spec.leaseDurationSeconds")]
     chief = leader(snap)
-    if cause.code == "lease-not-renewed" and chief is not None:
-        because.append(chief.premise())  # when the controller's grace began, at the latest
+    if cause.code in ("lease-not-renewed", "no-controller-leader") and chief is not None:
+        # when the controller's grace began, at the latest; whether a leader runs at all
+        because += [
+            chief.premise(),
+            chief.premise("renewTime"),
+            chief.premise("leaseDurationSeconds"),
+        ]
     if cause.code in _MESSAGE_CAUSES or cause.code in _TAINT_CAUSES:
         because.append(fact("Node", node, f"{ready}.message"))
     if cause.code in _TAINT_CAUSES:
@@ -282,6 +292,16 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
         duration = lease_seconds or facts.DEFAULT_LEASE_SECONDS
         age = (now - renew).total_seconds()
         chief = leader(snap)
+        if chief is not None and chief.expired(now):
+            return Cause(
+                "no-controller-leader",
+                f"the kubelet has not renewed its lease for {duration_text(age)} (the lease lasts "
+                f"{duration}s): Ready is still True because nothing marks it otherwise: "
+                f"{chief.no_leader(now)}, so the node stays Ready, untainted, until a leader "
+                "takes over",
+                "high" if age > duration else "medium",
+                evidence,
+            )
         when = (
             f"{grace}s after its first look at the node by default (node-monitor-grace-period), "
             f"at about {format_time(shifted(chief.since, grace))}: {chief.words()}, after the "

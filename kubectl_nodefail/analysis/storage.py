@@ -266,6 +266,12 @@ def detach_outlook(
         if restarted and chief is not None
         else ""
     )
+    if mounted and chief is not None and chief.expired(now):
+        return (
+            f"{when}not force-detached while {chief.no_leader(now)}; once one takes over, "
+            f"{minutes} minutes after its start, since {node} last reported it mounted "
+            f"(status.volumesInUse), {unless}"
+        )
     if mounted:
         return (
             f"{when}force-detached {minutes} minutes later{again}, since {node} last reported "
@@ -321,8 +327,12 @@ def detach_facts(va: Obj, snap: Snapshot) -> list[Premise]:
     if node is not None:
         out += [fact("Node", node, "spec.taints"), fact("Node", node, "status.volumesInUse")]
     chief = leader(snap)
-    if chief is not None:  # when the controller's wait started, at the latest
-        out += [chief.premise(), chief.premise("renewTime")]
+    if chief is not None:  # when the controller's wait started, at the latest; if it runs
+        out += [
+            chief.premise(),
+            chief.premise("renewTime"),
+            chief.premise("leaseDurationSeconds"),
+        ]
     return out
 
 

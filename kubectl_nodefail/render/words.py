@@ -48,6 +48,13 @@ def headline(report: Report) -> str:
             f"; {len(late)} Ready {'node' if len(late) == 1 else 'nodes'} not renewing "
             f"{'its' if len(late) == 1 else 'their'} lease (NotReady is coming)"
         )
+    unmarked = [n for n in report.nodes if n.cause.code == "no-controller-leader"]
+    if unmarked:
+        text += (
+            f"; {len(unmarked)} Ready {'node' if len(unmarked) == 1 else 'nodes'} not renewing "
+            f"{'its' if len(unmarked) == 1 else 'their'} lease, and kube-controller-manager has "
+            "no leader (nothing marks them NotReady)"
+        )
     if c.elsewhere:
         text += (
             f"; {plural(c.elsewhere, 'pod')} Terminating on nodes that did not fail"

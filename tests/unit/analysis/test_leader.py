@@ -194,3 +194,44 @@ def test_the_node_grace_starts_again_with_a_new_leader() -> None:
     assert found.cause.code == "lease-not-renewed"
     assert f"at about {format_time(acquired + timedelta(seconds=grace))}" in found.cause.summary
     assert format_time(renewed + timedelta(seconds=grace)) not in found.cause.summary
+
+
+def test_without_a_leader_nothing_is_said_to_come_that_only_a_leader_does() -> None:
+    """The leader's Lease expired: kube-controller-manager is down, and none of its
+    controllers runs. A NotReady node not tainted yet stays so; a Ready node whose kubelet
+    stopped is never marked NotReady; the advice is to bring the manager back."""
+    from kubectl_nodefail.analysis.nodes import is_ready
+
+    snap = load("eviction-rate-limited")
+    renewed = snap.captured_at - timedelta(minutes=3)
+    gone = _with_leader(snap, renewed - timedelta(hours=1), renewed=renewed)
+    row = next(p for p in _report(gone).pods if (p.namespace, p.name) == ("scenario-rules", "q-1"))
+    assert "the NoExecute taint is not on the node yet: kube-controller-manager has no" in (
+        row.timeline
+    )
+    assert "rate-limited" not in row.timeline
+    alive = _with_leader(snap, renewed - timedelta(hours=1))
+    row = next(p for p in _report(alive).pods if (p.namespace, p.name) == ("scenario-rules", "q-1"))
+    assert "rate-limited per zone" in row.timeline
+
+    down = copy.deepcopy(load("node-down-recovered"))
+    node = next(n for n in down.nodes if is_ready(n))
+    name = node["metadata"]["name"]
+    down.leases = [lease for lease in down.leases if lease["metadata"]["name"] != name]
+    stale = down.captured_at - timedelta(seconds=45)
+    down.leases.append(
+        {
+            "kind": "Lease",
+            "metadata": {"name": name, "namespace": "kube-node-lease"},
+            "spec": {"renewTime": format_time(stale), "leaseDurationSeconds": 40},
+        }
+    )
+    report = _report(_with_leader(down, stale - timedelta(hours=1), renewed=stale))
+    found = next(n for n in report.nodes if n.name == name)
+    assert found.cause.code == "no-controller-leader"
+    assert "Ready Unknown" not in found.cause.summary and "has no leader" in found.cause.summary
+    assert found.action is not None and "bring kube-controller-manager back" in found.action.summary
+    headline = render.headline(report)
+    assert "kube-controller-manager has no leader" in headline and "NotReady is coming" not in (
+        headline
+    )
