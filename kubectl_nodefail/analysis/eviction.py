@@ -120,6 +120,7 @@ def eviction_time(
     pod_arrived = arrived(pod)
     spells = evictionclock.node_spells(node_taints, now)
     in_spell: evictionclock.Clock | None = None
+    forgotten: list[Premise] = []  # what tells that a new leader forgot the event's count
     if earlier is not None and chief is not None and chief.after(earlier.since):
         # A new leader took over after the kubelet's NotReady: it took the taints off and put
         # them on again, so the count the not-ready taint started is gone. Before the node went
@@ -133,12 +134,13 @@ def eviction_time(
                 pod_arrived,
             )
         earlier = None
+        forgotten = [chief.premise(), *([fact("Node", node, UNKNOWN_SINCE)] if node else [])]
     clock = evictionclock.run(spells + ([earlier] if earlier else []), tolerations, pod_arrived)
     if earlier and clock.at and (now - clock.at).total_seconds() > EVICTION_LAG_SECONDS:
         # an eviction the not-ready spell would have made long ago has not happened: the spell
         # the event tells of was not tainted (a zone's brake, a controller that was down)
         clock, earlier = evictionclock.run(spells, tolerations, pod_arrived), None
-    extra = _spell_premises(clock)
+    extra = _spell_premises(clock) + forgotten
     if clock.outcome == "immediate" and clock.spell is not None:
         taint, seen = clock.spell.taint, clock.start
         age = (now - seen).total_seconds() if seen else 0.0

@@ -115,6 +115,8 @@ def test_a_new_leader_after_the_swap_counts_from_the_taint_it_put_back() -> None
     row = _row(_report(_with_leader(snap, acquired)), "swap")
     assert row.eviction_at == back + timedelta(seconds=60)
     assert "NodeNotReady" not in row.timeline
+    claim = next(c for c in row.claims if c.kind == "eviction")  # the event set aside, and why
+    assert any(p.object.startswith("Lease/kube-system/") for p in claim.because)
 
 
 def test_a_new_leader_while_the_node_was_not_ready_gives_a_window() -> None:
