@@ -128,11 +128,13 @@ def eviction_time(
         unknown_since = _unknown_since(node)
         if unknown_since is not None and not chief.after(unknown_since) and earlier.until:
             # counted from when it put the not-ready taint back: at its start at the earliest
-            in_spell = evictionclock.run(
+            found = evictionclock.run(
                 [*spells, Spell(earlier.taint, chief.since, earlier.until, earlier.event)],
                 tolerations,
                 pod_arrived,
             )
+            if found.outcome == "scheduled" and found.spell is not None and found.spell.event:
+                in_spell = found
         earlier = None
         forgotten = [chief.premise(), *([fact("Node", node, UNKNOWN_SINCE)] if node else [])]
     clock = evictionclock.run(spells + ([earlier] if earlier else []), tolerations, pod_arrived)
@@ -141,6 +143,15 @@ def eviction_time(
         # the event tells of was not tainted (a zone's brake, a controller that was down)
         clock, earlier = evictionclock.run(spells, tolerations, pod_arrived), None
     extra = _spell_premises(clock) + forgotten
+    if chief is not None and chief.expired() and clock.outcome in ("immediate", "scheduled"):
+        return EvictionTime(
+            "paused",
+            None,
+            f"{PAUSED} {chief.no_leader(now)}: once a leader takes over, it takes the node's "
+            "NoExecute taints off and puts them back, and the taint-eviction controller counts "
+            "the pod's tolerations again from then",
+            [*extra, *chief.premises()],
+        )
     if clock.outcome == "immediate" and clock.spell is not None:
         taint, seen = clock.spell.taint, clock.start
         age = (now - seen).total_seconds() if seen else 0.0
@@ -156,9 +167,15 @@ def eviction_time(
                 )
                 + ": the "
                 "taint-eviction controller deletes such a pod within moments, so "
-                f"{NOT_EVICTING} (disabled in kube-controller-manager --controllers, or the "
-                "manager is down or overloaded)",
-                extra,
+                f"{NOT_EVICTING} "
+                + (
+                    "(disabled in kube-controller-manager --controllers, or overloaded: its "
+                    "leader renews its Lease)"
+                    if chief is not None and chief.alive()
+                    else "(disabled in kube-controller-manager --controllers, or the manager is "
+                    "down or overloaded)"
+                ),
+                [*extra, *(chief.premises() if chief is not None else [])],
             )
         return EvictionTime(
             "immediate",
@@ -171,10 +188,23 @@ def eviction_time(
     if clock.outcome == "scheduled" and clock.at is not None and clock.start is not None:
         if written is not None and (written[1] is None or written[1] > clock.start):
             return _rewritten(written, clock.start, pod, extra)
-        if in_spell is not None and in_spell.outcome == "scheduled" and chief is not None:
-            return _counted_again(in_spell, chief, node, extra)
-        if chief is not None and chief.after(shifted(clock.start, 1)):
-            return _counted_again(clock, chief, None, extra)
+        if in_spell is not None and chief is not None:
+            return _counted_again(in_spell, chief, node, extra, zone, master_disruption)
+        spell = clock.spell
+        if chief is not None and spell is not None and chief.after(shifted(spell.since, 1)):
+            if spell.taint.key in (facts.TAINT_NOT_READY, facts.TAINT_UNREACHABLE):
+                return _counted_again(clock, chief, None, extra, zone, master_disruption)
+            # a taint of someone else's stays: the new leader counts from its own start
+            seconds = (clock.at - clock.start).total_seconds()
+            return EvictionTime(
+                "scheduled",
+                shifted(max(chief.since, clock.start), seconds),
+                f"eviction due about {format_time(shifted(max(chief.since, clock.start), seconds))}"
+                f" ({chief.words()}, after the count began; the taint-eviction controller keeps "
+                "its counts in memory, and the new leader counted again from its start + "
+                "smallest tolerationSeconds)",
+                [*extra, chief.premise()],
+            )
         if clock.spell is not None and not clock.spell.timed and not clock.by_arrival:
             seconds = (clock.at - clock.start).total_seconds()
             return EvictionTime(
@@ -198,16 +228,12 @@ def eviction_time(
                     "(disabled, down or overloaded), or kube-controller-manager restarted since "
                     "and counts its tolerations again from its start"
                     if chief is None
-                    else f"({chief.no_leader(now)})"
-                    if chief.expired(now)
-                    else "(disabled in kube-controller-manager --controllers, or overloaded)"
+                    else "(disabled in kube-controller-manager --controllers, or overloaded: its "
+                    "leader, there since before the count began, renews its Lease)"
+                    if chief.alive()
+                    else "(disabled, down or overloaded)"
                 ),
-                extra
-                + (
-                    [chief.premise("renewTime"), chief.premise("leaseDurationSeconds")]
-                    if chief is not None
-                    else []
-                ),
+                [*extra, *(chief.premises() if chief is not None else [])],
             )
         return EvictionTime(
             "scheduled",
@@ -244,13 +270,13 @@ def eviction_time(
             f"{zone.state}: tainting is stopped, so {PAUSED} the zone stays in {zone.state} "
             "(pods on nodes tainted before the brake are evicted by their tolerations)",
         )
-    if chief is not None and chief.expired(now):
+    if chief is not None and chief.expired():
         return EvictionTime(
             "pending-taint",
             None,
             f"{PENDING}: {chief.no_leader(now)}, so nothing taints it until a leader takes over; "
             "eviction follows its tolerationSeconds after that",
-            [chief.premise("renewTime"), chief.premise("leaseDurationSeconds")],
+            chief.premises(),
         )
     return EvictionTime(
         "pending-taint",
@@ -295,18 +321,37 @@ def _unknown_since(node: Obj | None) -> datetime | None:
 
 
 def _counted_again(
-    clock: evictionclock.Clock, chief: Leader, node: Obj | None, extra: list[Premise]
+    clock: evictionclock.Clock,
+    chief: Leader,
+    node: Obj | None,
+    extra: list[Premise],
+    zone: ZoneFinding | None,
+    master_disruption: bool,
 ) -> EvictionTime:
     """A count a new leader started again, at a moment the node does not show. `node` None: its
     taints' timeAdded is from before it took over (it has not put them back yet). Else it took
     over while the node was not ready and put the not-ready taint back, at a moment between its
     start and the swap for unreachable (`clock`: the count from its start)."""
     assert clock.at is not None and clock.start is not None
+    premises = [*extra, chief.premise()]
+    if master_disruption or (zone is not None and zone.eviction == "stopped"):
+        return EvictionTime(
+            "paused",
+            None,
+            f"{PAUSED} "
+            + (
+                "every zone is down"
+                if master_disruption
+                else f"zone {zone.zone} is in {zone.state}"  # type: ignore[union-attr]
+            )
+            + f": {chief.words()}, after this count began; a new leader takes the node's "
+            "NoExecute taints off, and puts them back only once tainting resumes",
+            [*premises, *(zone.claims[0].because if zone is not None and zone.claims else [])],
+        )
     again = (
         "a new leader takes the node's NoExecute taints off and puts them back (rate-limited per "
         "zone, with a new timeAdded), and the taint-eviction controller counts again from then"
     )
-    premises = [*extra, chief.premise()]
     spell = clock.spell
     if node is None or spell is None or spell.event is None or spell.until is None:
         return EvictionTime(

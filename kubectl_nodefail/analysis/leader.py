@@ -26,14 +26,23 @@ from kubectl_nodefail.analysis.claims import Premise, fact
 from kubectl_nodefail.analysis.text import duration
 from kubectl_nodefail.snapshot.model import Obj, Snapshot, format_time, parse_time
 
+# Beyond leaseDurationSeconds, this much more before a Lease is called expired: the clocks of
+# this machine and of the control plane may differ by a few seconds.
+CLOCK_SLACK_SECONDS = 10
+
 
 @dataclass(frozen=True)
 class Leader:
     since: datetime  # spec.acquireTime
     lease: Obj
+    state: str  # alive | expired (no renewal within its duration) | unknown (no renewTime)
 
     def premise(self, field: str = "acquireTime") -> Premise:
         return fact("Lease", self.lease, f"spec.{field}")
+
+    def premises(self) -> list[Premise]:
+        """What the leader's story rests on: when it took over, and whether it renews."""
+        return [self.premise(), self.premise("renewTime"), self.premise("leaseDurationSeconds")]
 
     def words(self) -> str:
         return (
@@ -49,16 +58,13 @@ class Leader:
     def renewed(self) -> datetime | None:
         return parse_time((self.lease.get("spec") or {}).get("renewTime"))
 
-    def expired(self, now: datetime) -> bool:
-        """No leader renews the Lease: kube-controller-manager is down (or cut off from the API
-        server), and none of its controllers runs."""
-        renewed = self.renewed()
-        seconds = (self.lease.get("spec") or {}).get("leaseDurationSeconds")
-        return (
-            renewed is not None
-            and isinstance(seconds, int)
-            and (now - renewed).total_seconds() > seconds
-        )
+    def expired(self) -> bool:
+        """No leader renewed the Lease when it was read: kube-controller-manager is down (or
+        cut off from the API server), and none of its controllers runs."""
+        return self.state == "expired"
+
+    def alive(self) -> bool:
+        return self.state == "alive"
 
     def no_leader(self, now: datetime) -> str:
         renewed = self.renewed()
@@ -67,7 +73,7 @@ class Leader:
             "kube-controller-manager has no leader: its Lease "
             f"{facts.CONTROLLER_LEASE_NAMESPACE}/{facts.CONTROLLER_LEASE_NAME} was last renewed "
             f"{duration((now - renewed).total_seconds())} ago, past its leaseDurationSeconds, so "
-            "none of its controllers runs"
+            "none of its controllers runs (unless it now runs without leader election)"
         )
 
 
@@ -84,6 +90,18 @@ def _leader(snap: Snapshot) -> Leader | None:
             facts.CONTROLLER_LEASE_NAME,
         ):
             continue
-        since = parse_time((lease.get("spec") or {}).get("acquireTime"))
-        return Leader(since, lease) if since is not None else None
+        spec = lease.get("spec") or {}
+        since = parse_time(spec.get("acquireTime"))
+        if since is None:
+            return None
+        renewed = parse_time(spec.get("renewTime"))
+        seconds = spec.get("leaseDurationSeconds")
+        read = snap.read_at or snap.captured_at
+        if renewed is None or not isinstance(seconds, int):
+            state = "unknown"
+        elif (read - renewed).total_seconds() > seconds + CLOCK_SLACK_SECONDS:
+            state = "expired"
+        else:
+            state = "alive"
+        return Leader(since, lease, state)
     return None

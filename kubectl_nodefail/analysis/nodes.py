@@ -292,7 +292,7 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
         duration = lease_seconds or facts.DEFAULT_LEASE_SECONDS
         age = (now - renew).total_seconds()
         chief = leader(snap)
-        if chief is not None and chief.expired(now):
+        if chief is not None and chief.expired():
             return Cause(
                 "no-controller-leader",
                 f"the kubelet has not renewed its lease for {duration_text(age)} (the lease lasts "

@@ -212,6 +212,21 @@ def detach_outlook(
         )
     else:
         when = f"once no pod object on {node} uses it, "
+    chief = leader(snap)
+    if chief is not None and chief.expired():
+        held = (
+            f", nor while pod object{'' if len(users) == 1 else 's'} {_names(users)} still "
+            f"{'uses' if len(users) == 1 else 'use'} it on {node}"
+            if users
+            else ""
+        )
+        return (
+            f"not detached while {chief.no_leader(now)}{held}; once a leader runs"
+            + (" and no pod object uses it there" if users else "")
+            + ", its attach-detach controller detaches it (at once under the out-of-service "
+            "taint or if the node does not report it mounted, else after its force-detach wait, "
+            "counted from its start)"
+        )
     taints = ((snap.node(node) or {}).get("spec") or {}).get("taints") or []
     if any(t.get("key") == facts.TAINT_OUT_OF_SERVICE for t in taints):
         return f"{when}detached at once: the out-of-service taint is on {node}"
@@ -233,28 +248,37 @@ def detach_outlook(
         f"unless {disabled}; " if flag else ""
     ) + "the out-of-service taint detaches it at once"
     gone_by = None if users else _last_user_gone_by(snap, node, pv)
-    chief = leader(snap)
     # The wait lives in the controller's memory: a new leader starts it again at its start.
+    started = (
+        chief.since
+        if chief is not None and gone_by is not None and chief.after(gone_by)
+        else gone_by
+    )
     restarted = (
         chief is not None
         and not users
         and (now - chief.since).total_seconds() < facts.FORCE_DETACH_SECONDS
         and (gone_by is None or chief.after(gone_by))
     )
-    if mounted and gone_by is not None and not restarted:
-        waited = (now - gone_by).total_seconds()
+    if mounted and started is not None and gone_by is not None:
+        waited = (now - started).total_seconds()
         if waited > facts.FORCE_DETACH_SECONDS + FORCE_DETACH_SLACK_SECONDS:
             why = (
                 "its attach-detach controller is down or restarted (the timer lives in its "
                 "memory and starts again)"
                 if chief is None
-                else chief.no_leader(now)
-                if chief.expired(now)
                 else "its attach-detach controller is disabled (--controllers) or overloaded"
+                if chief.alive()
+                else "its attach-detach controller is disabled (--controllers), down or overloaded"
+            )
+            since = (
+                f"kube-controller-manager's current leader took over {duration(waited)} ago, "
+                f"after the last pod object using it on {node} was gone"
+                if started != gone_by
+                else f"the last pod object using it on {node} was gone over {duration(waited)} ago"
             )
             return (
-                f"overdue: the last pod object using it on {node} was gone over "
-                f"{duration(waited)} ago, {minutes} minutes is the force-detach timeout, and "
+                f"overdue: {since}, {minutes} minutes is the force-detach timeout, and "
                 "no detach was requested: "
                 + (f"{disabled}, or " if flag else "")
                 + f"{why}; the out-of-service taint detaches it at once"
@@ -266,12 +290,6 @@ def detach_outlook(
         if restarted and chief is not None
         else ""
     )
-    if mounted and chief is not None and chief.expired(now):
-        return (
-            f"{when}not force-detached while {chief.no_leader(now)}; once one takes over, "
-            f"{minutes} minutes after its start, since {node} last reported it mounted "
-            f"(status.volumesInUse), {unless}"
-        )
     if mounted:
         return (
             f"{when}force-detached {minutes} minutes later{again}, since {node} last reported "

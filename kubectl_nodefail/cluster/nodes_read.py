@@ -28,7 +28,8 @@ def _lease_kept(obj: Obj) -> Obj:
 
 def _leader_lease(cluster: kube.Cluster) -> list[Obj]:
     """kube-controller-manager's leader election Lease: when its leader took over, and so the
-    controllers' in-memory clocks started (analysis/leader.py). None without leader election."""
+    controllers' in-memory clocks started (analysis/leader.py). Without leader election there is
+    none: NotFound, which the caller's optional read turns into nothing."""
     obj = cluster.get(LEADER_LEASE)
     obj.setdefault("kind", "Lease")
     kube.trim(obj)

@@ -83,6 +83,9 @@ class Snapshot:
     gaps: list[str] = field(default_factory=list)
     # Free-form provenance, e.g. which scenario and moment a recorded fixture shows.
     notes: dict[str, Any] = field(default_factory=dict)
+    # when the objects were read, where `captured_at` has been moved on since (`diagnose
+    # --watch` shows the diagnosis again as time passes): a Lease's state is judged then
+    read_at: datetime | None = None
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # --- look-ups the analysis uses (indexes built once; snapshots are not mutated) ---

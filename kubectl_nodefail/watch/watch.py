@@ -376,6 +376,7 @@ def _retime(
     if now - state.shown_at < state.show_seconds / RETIME_SHARE:
         return
     snap = copy.copy(state.snap)
+    snap.read_at = state.snap.read_at or state.snap.captured_at
     snap.captured_at = state.snap.captured_at + timedelta(seconds=max(now - state.read_at, 0.0))
     _show(state, show, snap, now)
 

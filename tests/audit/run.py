@@ -361,7 +361,7 @@ class Batch:
         marks = self.history.marks
         tainted = max(self.noexec_times(), default=marks["kill"])
         self.watch(max((tainted + timedelta(seconds=delay) - now()).total_seconds(), 0))
-        holder = self.leader().get("holderIdentity")
+        before = self.leader()
         marks["restart"] = now()
         restart.restart(self.cp.cluster_dir)
         log(f"batch {self.batch}: kube-controller-manager restarted {delay}s after the taints")
@@ -370,7 +370,10 @@ class Batch:
         def new_leader() -> bool:
             nonlocal lease
             lease = self.leader()
-            return lease.get("holderIdentity") not in (None, holder)
+            return bool(lease.get("holderIdentity")) and lease.get("acquireTime") not in (
+                None,
+                before.get("acquireTime"),
+            )
 
         self.wait_until("a new kube-controller-manager leader", new_leader, 120)
         acquired = parse_time(lease.get("acquireTime"))

@@ -23,7 +23,7 @@ from tests.oracles import premises
 from tests.unit.conftest import load
 
 Obj = dict[str, Any]
-UN = "node.kubernetes.io/unreachable"
+UN, NR = "node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"
 NODE = "flaky-k1"
 
 
@@ -87,9 +87,17 @@ def test_the_lease_is_read_as_the_leader_and_its_expiry() -> None:
     at = snap.captured_at - timedelta(minutes=30)
     chief = leader(_with_leader(snap, at))
     assert chief is not None and chief.since.replace(microsecond=0) == at.replace(microsecond=0)
-    assert not chief.expired(snap.captured_at)
-    gone = leader(_with_leader(snap, at, renewed=snap.captured_at - timedelta(seconds=16)))
-    assert gone is not None and gone.expired(snap.captured_at)
+    assert chief.alive() and not chief.expired()
+    # expired past its duration and a slack for the clocks' difference, judged when read
+    late = leader(_with_leader(snap, at, renewed=snap.captured_at - timedelta(seconds=20)))
+    assert late is not None and late.alive()
+    gone = leader(_with_leader(snap, at, renewed=snap.captured_at - timedelta(seconds=30)))
+    assert gone is not None and gone.expired()
+    moved = _with_leader(snap, at)
+    moved.read_at = moved.captured_at  # `diagnose --watch` shows it again a minute later
+    moved.captured_at += timedelta(minutes=1)
+    still = leader(moved)
+    assert still is not None and still.alive()
 
 
 def test_a_leader_older_than_the_failure_changes_no_time() -> None:
@@ -157,7 +165,7 @@ def test_an_overdue_eviction_names_only_what_the_lease_leaves() -> None:
     assert "restarted since" not in alive.timeline
     unsaid = _row(_report(snap, late), "not-ready-forever")
     assert "restarted since" in unsaid.timeline  # without the Lease, still a possibility
-    dead = _report(_with_leader(snap, old, renewed=late - timedelta(minutes=5)), late)
+    dead = _report(_with_leader(snap, old, renewed=snap.captured_at - timedelta(minutes=5)), late)
     assert "kube-controller-manager has no leader" in _row(dead, "not-ready-forever").timeline
 
 
@@ -263,3 +271,94 @@ def test_the_recorded_restart_counts_from_the_taints_put_back() -> None:
     unled = next(p for p in _report(blind).pods if p.name == "restarted-nr")
     assert unled.eviction_at is not None and unled.eviction_at < rows["restarted-nr"].eviction_at
     assert "NodeNotReady event" in unled.timeline  # what the Lease corrects
+
+
+def _tol(key: str, seconds: int | None = None) -> Obj:
+    out: Obj = {"key": key, "operator": "Exists", "effect": "NoExecute"}
+    if seconds is not None:
+        out["tolerationSeconds"] = seconds
+    return out
+
+
+def test_without_a_leader_a_count_not_due_yet_is_not_told_as_coming() -> None:
+    snap = load("eviction-clock")
+    stale = _with_leader(
+        snap, snap.captured_at - timedelta(hours=2), renewed=snap.captured_at - timedelta(minutes=2)
+    )
+    row = _row(_report(stale), "not-ready-forever")
+    assert row.eviction_at is None
+    assert row.timeline.startswith("no eviction while kube-controller-manager has no leader")
+
+
+def test_a_pod_bound_after_the_swap_counts_from_its_arrival_not_a_window() -> None:
+    """The leader took over while the node was not ready; this pod came after the node went
+    Unknown: its count is from its arrival on the tainted node, nothing before concerns it."""
+    snap = copy.deepcopy(load("eviction-clock"))
+    said = _event_time(snap)
+    unknown_since = parse_time(_ready(snap)["lastTransitionTime"])
+    assert unknown_since is not None
+    pod = snap.pod("scenario-clock", "swap")
+    assert pod is not None
+    came = unknown_since + timedelta(seconds=1)
+    for cond in pod["status"]["conditions"]:
+        if cond["type"] == "PodScheduled":
+            cond["lastTransitionTime"] = format_time(came)
+    row = _row(_report(_with_leader(snap, said + (unknown_since - said) / 2)), "swap")
+    assert row.eviction_at == came + timedelta(seconds=60)
+    assert "not known" not in row.timeline and "arrival" in row.timeline
+
+
+def test_under_the_zone_brake_a_new_leader_leaves_the_taints_off() -> None:
+    """A new leader in a zone in PartialDisruption takes the taints off (markNodeAsReachable)
+    and puts none back while the brake holds: no count runs."""
+    snap = copy.deepcopy(load("zone-brake-per-node"))
+    pod = snap.pod("scenario-zones", "zp-2")
+    assert pod is not None
+    del pod["metadata"]["deletionTimestamp"]
+    pod["spec"]["tolerations"] = [_tol(UN, 300)]
+    fresh = _report(_with_leader(snap, snap.captured_at - timedelta(hours=1)))
+    assert next(p for p in fresh.pods if p.name == "zp-2").eviction_at is not None
+    report = _report(_with_leader(snap, snap.captured_at - timedelta(seconds=5)))
+    row = next(p for p in report.pods if p.name == "zp-2")
+    assert row.eviction_at is None
+    assert row.timeline.startswith("no eviction while zone e2e/zone-p is in PartialDisruption")
+    assert "puts them back only once tainting resumes" in row.timeline
+
+
+def test_a_taint_of_someone_elses_is_counted_from_the_new_leaders_start() -> None:
+    """markNodeAsReachable takes off only the not-ready and unreachable taints: another
+    NoExecute taint stays, and the new leader counts from its own start."""
+    snap = copy.deepcopy(load("eviction-clock"))
+    node = snap.node(NODE)
+    assert node is not None
+    extra = next(t for t in node["spec"]["taints"] if t["key"] == "example.com/x")
+    extra["timeAdded"] = format_time(snap.captured_at - timedelta(seconds=40))
+    pod = snap.pod("scenario-clock", "not-ready-forever")
+    assert pod is not None
+    pod["spec"]["tolerations"] = [_tol(UN), _tol(NR), _tol("example.com/x", 600)]
+    acquired = snap.captured_at - timedelta(seconds=10)
+    row = _row(_report(_with_leader(snap, acquired)), "not-ready-forever")
+    assert row.eviction_at == acquired + timedelta(seconds=600)
+    assert "counted again from its start" in row.timeline
+
+
+def test_an_overdue_force_detach_counts_from_a_later_leader() -> None:
+    """The recorded StatefulSet replacement waiting for the dead node's volume, read an hour
+    later: overdue under a leader there all along; under one that took over 400 s ago (past the
+    six minutes, within their slack) its wait has not run out, and nothing is overdue."""
+    snap = load("volume-held-by-dead-node")
+    later = snap.captured_at + timedelta(hours=1)
+
+    def line(acquired: datetime) -> str:
+        read = _with_leader(snap, acquired, renewed=later)
+        read.read_at = later  # the Lease as read an hour later, renewed then
+        report = _report(read, later)
+        return next(v for n in report.nodes if n.name == "flaky-v2" for v in n.volumes_attached)
+
+    assert "overdue: the last pod object using it on flaky-v2 was gone over 1h" in line(
+        snap.captured_at - timedelta(hours=2)
+    )
+    assert "overdue" not in line(later - timedelta(seconds=400))
+    assert "overdue: kube-controller-manager's current leader took over 7m" in line(
+        later - timedelta(seconds=430)
+    )
