@@ -412,6 +412,19 @@ def _blocked(ctx: Ctx, kind: str) -> None:
     if p.controller in ("job", "cronjob") and HELD_OPEN.search(p.replacement_summary):
         _job_held_open(ctx, kind)
         return
+    if OWNER_DELETED.search(p.replacement_summary):
+        # an owner being deleted makes no pod (map row 22): none created after the diagnosis.
+        # A pod it made before (2069/34: a Job's replacement in the second of the foreground
+        # delete, itself deleted at once and held by a finalizer) is not one the claim denies.
+        said = p.at.replace(microsecond=0)
+        new = [v for v in _new_pods(ctx, p.at, ctx.until) if v.created and v.created > said]
+        observed = (
+            f"{new[0].name} created at {_fmt(new[0].created)}"
+            if new
+            else "no pod of the owner made after the diagnosis"
+        )
+        ctx.add(kind, "blocked: its owner is being deleted and makes no pod", observed, not new)
+        return
     if p.controller in ("job", "cronjob"):
         over = _job_over_parallelism(ctx)
         ctx.add(
@@ -430,6 +443,9 @@ def _blocked(ctx: Ctx, kind: str) -> None:
 # held open by the Terminating pod; it makes no new pod (2046/113: judged by the parallelism
 # rule, it counted the pods its deadline had just deleted).
 HELD_OPEN = re.compile(r"cannot be (Complete|Failed) while this pod exists")
+# "none wanted: Job J is being deleted and waits for this pod" (analysis: the owner's
+# deletionTimestamp; its controller makes no pod for it)
+OWNER_DELETED = re.compile(r"^none wanted: .* (is|are) being deleted")
 
 
 def _job_held_open(ctx: Ctx, kind: str) -> None:

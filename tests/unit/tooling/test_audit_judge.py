@@ -706,6 +706,27 @@ def test_a_job_held_open_is_judged_on_not_finishing_and_making_no_pod() -> None:
     assert verdicts([pred], more, "replacement:blocked") == [False]
 
 
+def test_an_owner_being_deleted_is_judged_on_the_pods_it_makes_after_the_word() -> None:
+    """ "none wanted: Job w is being deleted and waits for this pod" (2069/34: a replacement made
+    in the second of the foreground delete, before the diagnosis, itself deleted at once and held
+    by a finalizer, was counted by the parallelism rule): judged on pods made after it."""
+    pred = d2_job_prediction(
+        replacement_state="blocked",
+        replacement_summary="none wanted: Job w is being deleted and waits for this pod",
+    )
+    old = evicted(pod(owner_kind="Job"), 40)
+    before = replace(
+        pod(name="w-1", uid="u1", node="", phase="Pending", owner_kind="Job"),
+        created=at(80),
+        deletion=at(81),
+    )
+    earlier = history([(86, [old, before]), (100, [old, before]), (150, [])])
+    assert verdicts([pred], earlier, "replacement:blocked") == [True]
+    after = replace(before, uid="u2", created=at(95), deletion=None)
+    made = history([(86, [old]), (100, [old, after]), (150, [])])
+    assert verdicts([pred], made, "replacement:blocked") == [False]
+
+
 def test_a_shut_down_higher_ordinal_waits_for_the_lower_ones_ready() -> None:
     """OrderedReady makes w-1 again only once w-0 runs Ready (2046/155): not judged while a lower
     ordinal is not Ready; judged once it is."""
