@@ -15,10 +15,12 @@ The counts are premises about sets of Nodes (claims.py): `Node[]` (every node) o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, read
 from kubectl_nodefail.analysis.findings import ZoneFinding
+from kubectl_nodefail.analysis.leader import Leader
 from kubectl_nodefail.snapshot.model import Obj
 
 MASS_FAILURE_NODES = 3
@@ -66,11 +68,25 @@ def is_mass_failure(failed: int, total: int) -> bool:
     return failed >= MASS_FAILURE_NODES and bool(total) and failed / total >= MASS_FAILURE_SHARE
 
 
+# Why nothing is forced while kube-controller-manager has no leader (analysis/leader.py).
+WHY_NO_LEADER = (
+    "without them neither the out-of-service taint nor deleting the Node releases anything "
+    "(PodGC, attach-detach), nothing replaces a pod forced off, and the control plane itself "
+    "is in trouble"
+)
+
+
 def find(
-    nodes: list[Obj], zones: list[ZoneFinding], failed: int, master_disruption: bool
+    nodes: list[Obj],
+    zones: list[ZoneFinding],
+    failed: int,
+    master_disruption: bool,
+    chief: Leader | None = None,
+    now: datetime | None = None,
 ) -> Claim | None:
     """The brake in force, as one claim; None when the failure is narrow enough to act on.
-    `failed`: the cluster's not-Ready nodes (all of them, not a view's)."""
+    `failed`: the cluster's not-Ready nodes (all of them, not a view's). `chief`:
+    kube-controller-manager's leader: with its Lease expired, nothing is forced either."""
     # A zone fully down is a brake only with at least MASS_FAILURE_NODES nodes (or in master
     # disruption): a node alone in its zone (some clusters give each node a zone of its own)
     # going down is one node failing, as the node lifecycle controller's evictions there go on
@@ -95,12 +111,19 @@ def find(
             f"{failed} of {total} nodes not Ready at once: {WHY}",
             *cluster_counts(nodes),
         )
+    if chief is not None and chief.expired() and now is not None and failed:
+        return claim(
+            "brake", "cluster", f"{chief.no_leader(now)}: {WHY_NO_LEADER}", *chief.premises()
+        )
     return None
 
 
 def reason(brake: Claim) -> str:
     """The brake's facts without its why: `3 of 6 nodes not Ready at once`."""
-    return brake.text[: -len(f": {WHY}")] if brake.text.endswith(WHY) else brake.text
+    for why in (WHY, WHY_NO_LEADER):
+        if brake.text.endswith(why):
+            return brake.text[: -len(f": {why}")]
+    return brake.text
 
 
 def refusal(brake: Claim) -> str:

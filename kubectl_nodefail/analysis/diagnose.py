@@ -15,7 +15,14 @@ from kubectl_nodefail.analysis import (
     versions,
 )
 from kubectl_nodefail.analysis.claims import Claim, claim, fact
-from kubectl_nodefail.analysis.findings import NodeFinding, NodeTimeline, PodFinding, Report
+from kubectl_nodefail.analysis.findings import (
+    NodeFinding,
+    NodeTimeline,
+    PodFinding,
+    Report,
+    ZoneFinding,
+)
+from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.nodes import analyse_node
 from kubectl_nodefail.analysis.pods import (
     analyse_orphan_pod,
@@ -41,6 +48,23 @@ def _listed(node: NodeFinding) -> bool:
         or node.out_of_service
         or any(c.problem for c in node.conditions)
     )
+
+
+def _leaderless(zones: list[ZoneFinding], snap: Snapshot, now: datetime) -> None:
+    """With kube-controller-manager's leader Lease expired, what a zone line says its node
+    lifecycle controller does is not done: each zone with a node not Ready says so too."""
+    chief = leader(snap)
+    if chief is None or not chief.expired():
+        return
+    for zone in zones:
+        if not zone.not_ready:
+            continue
+        zone.explanation += f" While {chief.no_leader(now)}, none of this runs."
+        zone.eviction = "stopped"
+        zone.claims = [
+            claim(c.kind, c.section, zone.explanation, *c.because, *chief.premises())
+            for c in zone.claims
+        ]
 
 
 def _stuck_pod(pod: Obj, node: NodeFinding | None, now: datetime) -> bool:
@@ -72,10 +96,11 @@ def diagnose(
     minor = snap.server_minor
     node_findings = {n["metadata"]["name"]: analyse_node(n, snap, now) for n in snap.nodes}
     zones, master_disruption = analyse_zones(snap.nodes)
+    _leaderless(zones, snap, now)
     zone_by_name = {z.zone: z for z in zones}
     failed = {name for name, f in node_findings.items() if f.failed}
     # computed over every node, whatever the view's scope: remediate NODE sees the same brake
-    braked = brake.find(snap.nodes, zones, len(failed), master_disruption)
+    braked = brake.find(snap.nodes, zones, len(failed), master_disruption, leader(snap), now)
     pods = []
     for pod in snap.pods:
         node_name = (pod.get("spec") or {}).get("nodeName") or ""

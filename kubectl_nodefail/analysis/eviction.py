@@ -145,11 +145,11 @@ def eviction_time(
     extra = _spell_premises(clock) + forgotten
     if chief is not None and chief.expired() and clock.outcome in ("immediate", "scheduled"):
         return EvictionTime(
-            "paused",
+            "not-evicting",
             None,
-            f"{PAUSED} {chief.no_leader(now)}: once a leader takes over, it takes the node's "
-            "NoExecute taints off and puts them back, and the taint-eviction controller counts "
-            "the pod's tolerations again from then",
+            f"{NOT_EVICTING}: {chief.no_leader(now)}; once a leader takes over, it takes the "
+            "node's NoExecute taints off and puts them back, and counts the pod's tolerations "
+            "again from then",
             [*extra, *chief.premises()],
         )
     if clock.outcome == "immediate" and clock.spell is not None:
@@ -255,6 +255,15 @@ def eviction_time(
         return EvictionTime(
             "never", None, f"tolerates unreachable/not-ready without a time limit: {NEVER}"
         )
+    if chief is not None and chief.expired():
+        return EvictionTime(
+            "not-evicting",
+            None,
+            f"no NoExecute taint on its node, and {NOT_EVICTING}: {chief.no_leader(now)}; once "
+            "a leader takes over, it taints the node and eviction follows the pod's "
+            "tolerationSeconds",
+            chief.premises(),
+        )
     if master_disruption:
         return EvictionTime(
             "paused",
@@ -269,14 +278,6 @@ def eviction_time(
             f"no NoExecute taint on its node and zone {zone.zone} is in "
             f"{zone.state}: tainting is stopped, so {PAUSED} the zone stays in {zone.state} "
             "(pods on nodes tainted before the brake are evicted by their tolerations)",
-        )
-    if chief is not None and chief.expired():
-        return EvictionTime(
-            "pending-taint",
-            None,
-            f"{PENDING}: {chief.no_leader(now)}, so nothing taints it until a leader takes over; "
-            "eviction follows its tolerationSeconds after that",
-            chief.premises(),
         )
     return EvictionTime(
         "pending-taint",

@@ -19,7 +19,7 @@ from kubectl_nodefail.analysis.findings import Report
 from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.render import render
 from kubectl_nodefail.snapshot.model import Snapshot, format_time, parse_time
-from tests.oracles import premises
+from tests.oracles import invariants, premises
 from tests.unit.conftest import load
 
 Obj = dict[str, Any]
@@ -54,6 +54,7 @@ def _report(snap: Snapshot, now: datetime | None = None) -> Report:
     report = diagnose(snap, now or snap.captured_at, timelines=True)
     false = premises.check(snap.to_dump(), render.report_data(report))
     assert false == [], false
+    assert invariants.check(report) == []
     return report
 
 
@@ -216,9 +217,10 @@ def test_without_a_leader_nothing_is_said_to_come_that_only_a_leader_does() -> N
     renewed = snap.captured_at - timedelta(minutes=3)
     gone = _with_leader(snap, renewed - timedelta(hours=1), renewed=renewed)
     row = next(p for p in _report(gone).pods if (p.namespace, p.name) == ("scenario-rules", "q-1"))
-    assert "the NoExecute taint is not on the node yet: kube-controller-manager has no" in (
+    assert "no NoExecute taint on its node, and the taint-eviction controller is not" in (
         row.timeline
     )
+    assert "kube-controller-manager has no leader" in row.timeline
     assert "rate-limited" not in row.timeline
     alive = _with_leader(snap, renewed - timedelta(hours=1))
     row = next(p for p in _report(alive).pods if (p.namespace, p.name) == ("scenario-rules", "q-1"))
@@ -287,7 +289,9 @@ def test_without_a_leader_a_count_not_due_yet_is_not_told_as_coming() -> None:
     )
     row = _row(_report(stale), "not-ready-forever")
     assert row.eviction_at is None
-    assert row.timeline.startswith("no eviction while kube-controller-manager has no leader")
+    assert row.timeline.startswith(
+        "the taint-eviction controller is not evicting: kube-controller-manager has no leader"
+    )
 
 
 def test_a_pod_bound_after_the_swap_counts_from_its_arrival_not_a_window() -> None:
@@ -361,4 +365,33 @@ def test_an_overdue_force_detach_counts_from_a_later_leader() -> None:
     assert "overdue" not in line(later - timedelta(seconds=400))
     assert "overdue: kube-controller-manager's current leader took over 7m" in line(
         later - timedelta(seconds=430)
+    )
+
+
+def test_without_a_leader_remediate_refuses_what_only_a_leader_would_carry_out() -> None:
+    """The brake (analysis/brake.py) holds while kube-controller-manager has no leader: the
+    taint and the Node's deletion act through its controllers, and a pod forced off is not
+    replaced; diagnose's destructive suggestions say so first."""
+    snap = load("eviction-rate-limited")
+    assert _report(snap).brake is None
+    renewed = snap.captured_at - timedelta(minutes=3)
+    report = _report(_with_leader(snap, renewed - timedelta(hours=1), renewed=renewed))
+    assert report.brake is not None
+    assert report.brake.text.startswith("kube-controller-manager has no leader")
+    assert any(p.object.startswith("Lease/kube-system/") for p in report.brake.because)
+    alive = _report(_with_leader(snap, renewed - timedelta(hours=1)))
+    assert alive.brake is None
+
+
+def test_without_a_leader_the_zone_line_says_its_controller_does_not_run() -> None:
+    snap = load("eviction-rate-limited")
+    renewed = snap.captured_at - timedelta(minutes=3)
+    report = _report(_with_leader(snap, renewed - timedelta(hours=1), renewed=renewed))
+    down = [z for z in report.zones if z.not_ready]
+    assert down and all(z.explanation.endswith("none of this runs.") for z in down)
+    assert all("has no leader" in c.text for z in down for c in z.claims)
+    assert all(
+        any(p.object.startswith("Lease/kube-system/") for p in c.because)
+        for z in down
+        for c in z.claims
     )
