@@ -88,13 +88,15 @@ def judge(pred: PodPrediction, history: History) -> tuple[str, str, bool | None]
     if not seen:
         return words, "not judged: the Job was never read", None
     last = max(seen)
+    # when the Jobs were read (the polls' own times in runs that did not record it)
+    reads = history.job_reads or [p.at for p in history.polls]
     # there at the last poll before the run (polls are seconds apart: 2049's were at :57, :00.6)
-    before = max((p.at for p in history.polls if p.at < when - EARLY), default=None)
+    before = max((at for at in reads if at < when - EARLY), default=None)
     if before is not None and last < before:
         return words, f"last read {last:%H:%M:%S}, gone by {before:%H:%M:%S}", False
     if last > when + LATE:
         return words, f"still there at {last:%H:%M:%S}, after the run", False
-    gone = next((p.at for p in history.polls if p.at > last), None)
+    gone = next((at for at in reads if at > last), None)
     if gone is None:
         return words, "not judged: no poll after its last reading", None
     return words, f"last read {last:%H:%M:%S}, gone at {gone:%H:%M:%S}", gone <= when + LATE

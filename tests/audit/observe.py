@@ -107,6 +107,9 @@ class History:
     # first seen)
     cron_runs: dict[str, datetime] = field(default_factory=dict)
     runs: dict[str, dict[str, datetime]] = field(default_factory=dict)
+    # when each poll read the Jobs (seconds after the poll's own time, its pods read first;
+    # 2069/123: a Job deleted by the run at :00 read as gone in the poll stamped :58.9)
+    job_reads: list[datetime] = field(default_factory=list)
     # the batch's nodes as polled, kept on each change: node -> [(at, its taints as
     # "key:effect", or None when the Node object is gone)]
     nodes: dict[str, list[tuple[datetime, tuple[str, ...] | None]]] = field(default_factory=dict)

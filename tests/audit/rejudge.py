@@ -50,6 +50,7 @@ def load_history(path: Path) -> History:
     h.shut_down = dict(doc.get("shutDown") or {})
     h.jobs = {ns: [(_time(at), st) for at, st in rows] for ns, rows in doc["jobs"].items()}
     h.cron_runs = {ns: _time(at) for ns, at in (doc.get("cronRuns") or {}).items()}
+    h.job_reads = [_time(at) for at in doc.get("jobReads") or []]
     h.runs = {
         ns: {name: _time(at) for name, at in seen.items()}
         for ns, seen in (doc.get("runs") or {}).items()

@@ -173,6 +173,8 @@ class Batch:
             attach.play(self.cp.kubectl, pods, found, live, self.reported)
         nodes = self.cp.kubectl("get", "nodes", "-o", "json", check=False)
         self.history.add_nodes(at, node_taints(nodes, self.nodes))
+        at = now()  # the Jobs as read from now, not from the poll's start (2069/123)
+        self.history.job_reads.append(at)
         jobs = json.loads(
             self.cp.kubectl("get", "jobs", "-A", "-o", "json", check=False) or '{"items":[]}'
         )
@@ -746,6 +748,7 @@ class Batch:
                 for ns, rows in self.history.jobs.items()
             },
             "cronRuns": {ns: at.isoformat() for ns, at in self.history.cron_runs.items()},
+            "jobReads": [at.isoformat() for at in self.history.job_reads],
             "nodes": {
                 name: [(at.isoformat(), list(t) if t is not None else None) for at, t in rows]
                 for name, rows in self.history.nodes.items()

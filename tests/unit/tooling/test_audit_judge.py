@@ -871,6 +871,20 @@ def test_a_replace_run_is_judged_on_the_job_going_in_the_minute_said() -> None:
     assert verdict([20, 40, 58], polls) is True  # there at :58, gone at :00.5 (2049/40)
     assert verdict([20, 40], polls) is False  # gone before the run
     assert verdict([20, 40, 58, 60.5, 62, 90], polls) is False  # still there after it
+    # the Jobs read seconds after the poll's own time (2069/123): the poll stamped :58.9 read
+    # them at :00.4, after the run deleted the Job; judged on when they were read
+    late = [20, 40, 58.9, 62, 90]
+    h = history([(t, [mine]) for t in late])
+    h.jobs[NS] = [(at(t), {"active": 1}) for t in (20, 40)]
+    (stamped,) = [v.ok for v in judge(SCENARIO, [pred], h) if v.kind == "cron:replace"]
+    assert stamped is False  # by the polls' own times: gone "by :58.9"
+    h.job_reads = [at(t + 1.5) for t in late]
+    h.jobs[NS] = [(at(t + 1.5), {"active": 1}) for t in (20, 40)]
+    (read,) = [v.ok for v in judge(SCENARIO, [pred], h) if v.kind == "cron:replace"]
+    assert read is True
+    h.job_reads = [at(t) for t in (21.5, 41.5, 57.5, 60.4)]  # a read at :57.5 without it
+    (early,) = [v.ok for v in judge(SCENARIO, [pred], h) if v.kind == "cron:replace"]
+    assert early is False
     # the node back before the run (2049/174): the Job finished, nothing to delete
     h = history([(t, [mine]) for t in polls])
     h.marks["return"] = at(55)
