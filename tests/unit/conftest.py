@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import PodFinding, Report
-from kubectl_nodefail.analysis.nodes import machine_ran
-from kubectl_nodefail.snapshot.model import Snapshot, load_dump
+from kubectl_nodefail.analysis.nodes import is_ready, machine_ran
+from kubectl_nodefail.snapshot.model import Snapshot, format_time, load_dump
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -35,6 +36,23 @@ def attestable(report: Report) -> list[str]:
 
 def load(name: str) -> Snapshot:
     return load_dump(str(FIXTURES / f"{name}.json"))
+
+
+def stale_ready_node(name: str, seconds: float) -> tuple[Snapshot, str]:
+    """The recording `name` with its first Ready node's kubelet lease last renewed `seconds`
+    before it was read (a 40 s lease): a node the node lifecycle controller has not marked yet."""
+    snap = load(name)
+    node_name = next(n["metadata"]["name"] for n in snap.nodes if is_ready(n))
+    snap.leases = [x for x in snap.leases if x["metadata"]["name"] != node_name]
+    renewed = snap.captured_at - timedelta(seconds=seconds)
+    snap.leases.append(
+        {
+            "kind": "Lease",
+            "metadata": {"name": node_name, "namespace": "kube-node-lease"},
+            "spec": {"renewTime": format_time(renewed), "leaseDurationSeconds": 40},
+        }
+    )
+    return snap, node_name
 
 
 def report_of(name: str, **kwargs: object) -> Report:

@@ -20,7 +20,7 @@ from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.render import render
 from kubectl_nodefail.snapshot.model import Snapshot, format_time, parse_time
 from tests.oracles import invariants, premises
-from tests.unit.conftest import load
+from tests.unit.conftest import load, stale_ready_node
 
 Obj = dict[str, Any]
 UN, NR = "node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"
@@ -184,20 +184,8 @@ def test_the_force_detach_wait_starts_again_with_a_new_leader() -> None:
 
 
 def test_the_node_grace_starts_again_with_a_new_leader() -> None:
-    from kubectl_nodefail.analysis.nodes import is_ready
-
-    snap = copy.deepcopy(load("node-down-recovered"))
-    node = next(n for n in snap.nodes if is_ready(n))
-    name = node["metadata"]["name"]
+    snap, name = stale_ready_node("node-down-recovered", 25)
     renewed = snap.captured_at - timedelta(seconds=25)
-    snap.leases = [lease for lease in snap.leases if lease["metadata"]["name"] != name]
-    snap.leases.append(
-        {
-            "kind": "Lease",
-            "metadata": {"name": name, "namespace": "kube-node-lease"},
-            "spec": {"renewTime": format_time(renewed), "leaseDurationSeconds": 40},
-        }
-    )
     acquired = snap.captured_at - timedelta(seconds=10)
     report = _report(_with_leader(snap, acquired))
     found = next(n for n in report.nodes if n.name == name)
@@ -211,7 +199,6 @@ def test_without_a_leader_nothing_is_said_to_come_that_only_a_leader_does() -> N
     """The leader's Lease expired: kube-controller-manager is down, and none of its
     controllers runs. A NotReady node not tainted yet stays so; a Ready node whose kubelet
     stopped is never marked NotReady; the advice is to bring the manager back."""
-    from kubectl_nodefail.analysis.nodes import is_ready
 
     snap = load("eviction-rate-limited")
     renewed = snap.captured_at - timedelta(minutes=3)
@@ -226,18 +213,8 @@ def test_without_a_leader_nothing_is_said_to_come_that_only_a_leader_does() -> N
     row = next(p for p in _report(alive).pods if (p.namespace, p.name) == ("scenario-rules", "q-1"))
     assert "rate-limited per zone" in row.timeline
 
-    down = copy.deepcopy(load("node-down-recovered"))
-    node = next(n for n in down.nodes if is_ready(n))
-    name = node["metadata"]["name"]
-    down.leases = [lease for lease in down.leases if lease["metadata"]["name"] != name]
+    down, name = stale_ready_node("node-down-recovered", 45)
     stale = down.captured_at - timedelta(seconds=45)
-    down.leases.append(
-        {
-            "kind": "Lease",
-            "metadata": {"name": name, "namespace": "kube-node-lease"},
-            "spec": {"renewTime": format_time(stale), "leaseDurationSeconds": 40},
-        }
-    )
     report = _report(_with_leader(down, stale - timedelta(hours=1), renewed=stale))
     found = next(n for n in report.nodes if n.name == name)
     assert found.cause.code == "no-controller-leader"

@@ -7,7 +7,7 @@ from datetime import timedelta
 from kubectl_nodefail.analysis import summary
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import Report
-from tests.unit.conftest import load, pod, report_of
+from tests.unit.conftest import load, pod, report_of, stale_ready_node
 
 DOWN, NS = "flaky-a", "scenario-down"
 
@@ -202,22 +202,11 @@ def test_a_ready_node_whose_kubelet_stopped_renewing_is_not_all_clear() -> None:
     still Ready, but its lease tells: the diagnosis says NotReady is coming, and when."""
     from datetime import timedelta
 
-    from kubectl_nodefail.analysis.nodes import is_ready
     from kubectl_nodefail.render import render
     from kubectl_nodefail.snapshot.model import format_time
 
-    snap = load("node-down-recovered")
-    node = next(n for n in snap.nodes if is_ready(n))
-    name = node["metadata"]["name"]
-    snap.leases = [lease for lease in snap.leases if lease["metadata"]["name"] != name]
+    snap, name = stale_ready_node("node-down-recovered", 25)
     renewed = snap.captured_at - timedelta(seconds=25)
-    snap.leases.append(
-        {
-            "kind": "Lease",
-            "metadata": {"name": name, "namespace": "kube-node-lease"},
-            "spec": {"renewTime": format_time(renewed), "leaseDurationSeconds": 40},
-        }
-    )
     report = diagnose(snap, snap.captured_at)
     found = next(n for n in report.nodes if n.name == name)
     assert not found.failed and found.cause.code == "lease-not-renewed"
