@@ -50,7 +50,7 @@ from tests.audit.scenarios import (
 )
 from tests.audit.sentences import check_moment
 from tests.e2e.controlplane import HEALTHY_ZONE, ControlPlane, KubeletReportingProblem
-from tests.e2e.helpers import zone_state_logged
+from tests.e2e.helpers import drop_finalizers, zone_state_logged
 
 Obj = dict[str, Any]
 POLL_SECONDS = 2.0
@@ -712,17 +712,7 @@ class Batch:
             out = self.cp.kubectl("get", "pods", "-n", ns, "-o", "json", check=False)
             for pod in json.loads(out or '{"items":[]}')["items"]:
                 if pod["metadata"].get("finalizers"):
-                    self.cp.kubectl(
-                        "patch",
-                        "pod",
-                        pod["metadata"]["name"],
-                        "-n",
-                        ns,
-                        "--type=json",
-                        "-p",
-                        '[{"op":"remove","path":"/metadata/finalizers"}]',
-                        check=False,
-                    )
+                    drop_finalizers(self.cp, ns, pod["metadata"]["name"])
         for node in [*self.nodes, *self.storage]:
             self.cp.stop_kubelet(node)
         for node in [*self.nodes, *self.zone_healthy, *self.storage]:

@@ -36,7 +36,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc (Linux)")
 def test_the_process_is_started_again_as_it_was(tmp_path: Path) -> None:
     sleep = shutil.which("sleep")
     assert sleep
