@@ -1,7 +1,8 @@
 """The audit's kube-controller-manager restart (tests/audit/restart.py): which batch has it,
-and the stop and start again of one process as kwokctl left it (a stand-in process under the
-component's name: the control plane's own restart is proven by the audit and by
-tests/e2e/test_eviction_clock.py)."""
+and the stop and start again of one process as kwokctl left it (tests/e2e/components.py, on a
+stand-in process under the component's name: the control plane's own restart is proven by the
+audit and by tests/e2e/test_eviction_clock.py, its stop without a start by
+tests/e2e/test_brake_live.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.audit import restart
+from tests.e2e import components
 
 
 def test_one_regular_batch_per_seed_from_the_first_seed_on() -> None:
@@ -61,10 +63,10 @@ def test_the_process_is_started_again_as_it_was(tmp_path: Path) -> None:
         assert os.readlink(proc / "cwd") == str(tmp_path)
         assert _alive(again)
     finally:
-        for started in restart.STARTED:
+        for started in components.STARTED:
             started.kill()
             started.wait(5)
-        restart.STARTED.clear()
+        components.STARTED.clear()
         first.kill()
         first.wait(5)
 
@@ -80,3 +82,30 @@ def test_a_pid_that_is_not_the_component_is_not_touched(tmp_path: Path) -> None:
     finally:
         other.kill()
         other.wait(5)
+
+
+def test_a_stopped_component_stays_stopped_until_started(tmp_path: Path) -> None:
+    sleep = shutil.which("sleep")
+    assert sleep
+    for sub in ("bin", "pids", "logs"):
+        (tmp_path / sub).mkdir()
+    binary = tmp_path / "bin" / "kube-scheduler"
+    binary.symlink_to(sleep)
+    first = subprocess.Popen([str(binary), "60"], cwd=tmp_path)
+    (tmp_path / "pids" / "kube-scheduler.pid").write_text(str(first.pid))
+    try:
+        stopped = components.stop(tmp_path, "kube-scheduler")
+        first.wait(5)
+        assert not _alive(first.pid)
+        assert stopped.argv == (str(binary), "60")
+        assert not components.STARTED  # nothing started by stop
+        again = stopped.start()
+        assert _alive(again)
+        assert (tmp_path / "pids" / "kube-scheduler.pid").read_text() == str(again)
+    finally:
+        for started in components.STARTED:
+            started.kill()
+            started.wait(5)
+        components.STARTED.clear()
+        first.kill()
+        first.wait(5)
