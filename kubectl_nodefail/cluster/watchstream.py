@@ -12,8 +12,9 @@ change means for the diagnosis on the screen).
 
 Rows are read small: Nodes as Table rows without their objects (~300 bytes, where a Node with
 its images is ~10 KB and a 5,000-node cluster's kubelets update theirs ~1,000 times a minute),
-Pods as Table rows with their metadata, owners as metadata only, VolumeAttachments and Events
-(filtered by the server) whole. Every stream is counted in the request budget (-v) as `watch
+Pods as Table rows with their metadata, owners as metadata only, VolumeAttachments, Events
+(filtered by the server) and kube-controller-manager's Lease (one, named by the server's field
+selector) whole. Every stream is counted in the request budget (-v) as `watch
 RESOURCE`, with the bytes it carried.
 """
 
@@ -84,6 +85,9 @@ class Row:
     node: str = ""  # a Pod row's NODE cell; a VolumeAttachment's spec.nodeName
     involved: tuple[str, str] = ("", "")  # an Event's involvedObject kind and name
     reason: str = ""  # an Event's reason
+    acquired: str = ""  # a Lease's spec.acquireTime
+    renewed: str = ""  # a Lease's spec.renewTime
+    lasts: int = 0  # a Lease's spec.leaseDurationSeconds
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,8 @@ def row_of(obj: Obj, columns: list[str]) -> Row | None:
         return None
     refs = meta.get("ownerReferences")
     involved = _obj(obj.get("involvedObject"))
+    spec = _obj(obj.get("spec"))
+    lasts = spec.get("leaseDurationSeconds")
     return Row(
         name=_text(meta.get("name")) or cells.get("Name", ""),
         namespace=_text(meta.get("namespace")),
@@ -142,6 +148,9 @@ def row_of(obj: Obj, columns: list[str]) -> Row | None:
         node=cells.get("Node", "") or _text(_obj(obj.get("spec")).get("nodeName")),
         involved=(_text(involved.get("kind")), _text(involved.get("name"))),
         reason=_text(obj.get("reason")),
+        acquired=_text(spec.get("acquireTime")),
+        renewed=_text(spec.get("renewTime")),
+        lasts=lasts if isinstance(lasts, int) and not isinstance(lasts, bool) else 0,
     )
 
 

@@ -11,10 +11,14 @@ when one of them shows a change the diagnosis on the screen could depend on (`In
 - an owner read changed (scaled, deleted, rolled out, suspended);
 - a VolumeAttachment of an examined Node; a FailedAttachVolume Event; an Event of an examined
   Node;
+- kube-controller-manager's leader Lease (analysis/leader.py): a new leader (another
+  acquireTime), a leader renewing again after the read found it expired, or, with no event, the
+  Lease read past its leaseDurationSeconds and the clock slack without a renewal (no leader:
+  a change no object makes, so the watch keeps its own deadline, moved by each renewal);
 - a watch that had to list again or cannot reach the server (events may have been missed).
-Nothing else is watched: Leases (a stale lease shows as the Node's Ready going Unknown; a
-kubelet that returns posts its status at once), remediation automation, claims and volumes
-are read again with the rest at the next read.
+Nothing else is watched: the nodes' Leases (a stale lease shows as the Node's Ready going
+Unknown; a kubelet that returns posts its status at once), remediation automation, claims and
+volumes are read again with the rest at the next read.
 
 A read made for a change reads everything again, so the screen is what a fresh `diagnose`
 shows at that moment; the changes that arrive while it reads are judged against it afterwards.
@@ -29,6 +33,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from urllib.parse import quote
 
+from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis.leader import CLOCK_SLACK_SECONDS, leader
 from kubectl_nodefail.analysis.nodes import kubectl_status
 from kubectl_nodefail.cluster.gather import focus_nodes
 from kubectl_nodefail.cluster.kube import Cluster
@@ -42,7 +48,7 @@ from kubectl_nodefail.cluster.watchstream import (
     table,
 )
 from kubectl_nodefail.common.errors import Forbidden, NodefailError, NotFound
-from kubectl_nodefail.snapshot.model import Obj, Snapshot, parse_time, shifted
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, format_time, parse_time, shifted
 
 SETTLE_SECONDS = 0.25  # after a change, what else comes with it (a node's pods) is awaited
 # With nothing heard for this long, one small request (GET /version) asks whether the server
@@ -76,6 +82,11 @@ def resources(namespaces: Collection[str]) -> list[Resource]:
         Resource("volumeattachments", "/apis/storage.k8s.io/v1/volumeattachments"),
         Resource("events", "/api/v1/events", query={"fieldSelector": "reason=FailedAttachVolume"}),
         Resource("events", "/api/v1/events", query={"fieldSelector": "involvedObject.kind=Node"}),
+        Resource(
+            "leases",
+            f"/apis/coordination.k8s.io/v1/namespaces/{facts.CONTROLLER_LEASE_NAMESPACE}/leases",
+            query={"fieldSelector": f"metadata.name={facts.CONTROLLER_LEASE_NAME}"},
+        ),
     ]
     return out
 
@@ -95,6 +106,11 @@ class Interest:
     owners: dict[str, str] = field(default_factory=dict)  # uid -> resourceVersion ("": unread)
     attachments: dict[str, str] = field(default_factory=dict)
     due: dict[str, tuple[datetime, str]] = field(default_factory=dict)  # uid -> (when, name)
+    # kube-controller-manager's leader as read: when it took over (None: no Lease read), whether
+    # it was renewing, and when, unrenewed, it would be read as expired (moved by each renewal)
+    leader_since: datetime | None = None
+    leader_state: str = ""
+    leader_due: datetime | None = None
 
     @classmethod
     def of(cls, snap: Snapshot, only_nodes: Collection[str] = ()) -> Interest:
@@ -104,7 +120,14 @@ class Interest:
             for ref in pod["metadata"].get("ownerReferences") or []
         }
         owners.update({str(o["metadata"].get("uid")): _version(o) for o in snap.owners})
+        chief = leader(snap)
+        renewed = chief.renewed() if chief is not None else None
+        lasts = (chief.lease.get("spec") or {}).get("leaseDurationSeconds") if chief else None
+        alive = chief is not None and chief.alive() and renewed is not None
         return cls(
+            leader_since=chief.since if chief is not None else None,
+            leader_state=chief.state if chief is not None else "",
+            leader_due=_expiry(renewed, lasts) if alive else None,
             status={n["metadata"]["name"]: kubectl_status(n) for n in snap.nodes},
             focus=set(focus_nodes(snap.nodes, only_nodes)),
             nodes={n["metadata"]["name"]: _version(n) for n in snap.nodes},
@@ -137,6 +160,8 @@ class Interest:
             if kind != "Node" or name in self.focus:
                 return f"Event {row.reason} of {name}"
             return None
+        if change.resource == "leases":
+            return self._leader(change.kind, row)
         known = self.owners.get(row.uid)  # an owner kind
         if known is not None and (not known or known != row.version):
             return f"{change.resource} {row.name}"
@@ -169,8 +194,29 @@ class Interest:
             self.due[row.uid] = (shifted(deleted, DUE_SLACK), named)
         return None
 
+    def _leader(self, kind: str, row: Row) -> str | None:
+        """kube-controller-manager's Lease changed: read again for a new leader or one renewing
+        again; a renewal of the leader read only moves the moment it would be read expired."""
+        named = "kube-controller-manager's leader Lease"
+        if kind == "DELETED":
+            return f"{named} deleted" if self.leader_since is not None else None
+        since, renewed = parse_time(row.acquired), parse_time(row.renewed)
+        if since is None:
+            return None
+        if self.leader_since is None or since != self.leader_since:
+            return f"kube-controller-manager has a new leader (since {format_time(since)})"
+        if self.leader_state == "expired" and renewed is not None:
+            return f"{named} renewed again"
+        if self.leader_state == "alive" and renewed is not None and row.lasts > 0:
+            self.leader_due = _expiry(renewed, row.lasts)
+        return None
+
     def overdue(self, now: datetime) -> str | None:
-        """A deleted pod still there past its deletion time (one of them, said once)."""
+        """A deleted pod still there past its deletion time (one of them, said once), or the
+        leader's Lease past its duration without a renewal (said once)."""
+        if self.leader_due is not None and self.leader_due <= now:
+            self.leader_due = None
+            return "kube-controller-manager's leader Lease not renewed within its duration"
         for uid, (when, named) in list(self.due.items()):
             if when <= now:
                 del self.due[uid]
@@ -178,7 +224,18 @@ class Interest:
         return None
 
     def next_due(self) -> datetime | None:
-        return min((when for when, _ in self.due.values()), default=None)
+        times = [when for when, _ in self.due.values()]
+        if self.leader_due is not None:
+            times.append(self.leader_due)
+        return min(times, default=None)
+
+
+def _expiry(renewed: datetime | None, lasts: object) -> datetime | None:
+    """When a Lease renewed at `renewed` is read as expired (analysis/leader.py's rule), a
+    moment after (so that the read made then finds it so)."""
+    if renewed is None or not isinstance(lasts, int) or isinstance(lasts, bool) or lasts <= 0:
+        return None
+    return shifted(renewed, lasts + CLOCK_SLACK_SECONDS + DUE_SLACK / 2)
 
 
 class Follower:
@@ -229,6 +286,8 @@ class Follower:
         watches start with the first."""
         interest = Interest.of(snap, self.only_nodes)
         interest.carry(self.interest)
+        if not any(w.resource.name == "leases" and not w.stopping.is_set() for w in self.watchers):
+            interest.leader_due = None  # no renewal would move it: not a deadline
         self.interest = interest
         for watcher in self.watchers:
             if not watcher.is_alive() and not watcher.stopping.is_set():
@@ -287,6 +346,8 @@ class Follower:
         why = change.error.message if change.error is not None else "refused"
         if change.resource not in REQUIRED:
             self.skipped.append(change.resource)
+            if change.resource == "leases":
+                self.interest.leader_due = None  # no renewal will move it now
             return []
         self.off = f"no watch of {change.resource} ({why})"
         for watcher in self.watchers:

@@ -21,10 +21,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kubectl_nodefail.analysis.leader import CLOCK_SLACK_SECONDS, leader
 from kubectl_nodefail.cluster.kube import Cluster
 from kubectl_nodefail.cluster.watchstream import Change, Resource, Row, Watcher, row_of
-from kubectl_nodefail.snapshot.model import Snapshot, load_dump
-from kubectl_nodefail.watch.follow import Follower, Interest, resources
+from kubectl_nodefail.snapshot.model import Snapshot, load_dump, parse_time
+from kubectl_nodefail.watch.follow import DUE_SLACK, Follower, Interest, resources
 from tests.support.fakeapi import json_answer, kubeconfig, serve
 from tests.unit.conftest import FIXTURES
 
@@ -454,3 +455,113 @@ def test_a_watch_that_gets_no_answer_is_the_tools_error_and_counted(tmp_path: Pa
     assert caught.value.message.startswith("Unable to connect to the server")  # as kubectl says
     spent = budget.spent["watch nodes"]
     assert spent.requests == 1 and spent.failed == 1
+
+
+# --- kube-controller-manager's leader Lease (analysis/leader.py), watched ---
+
+
+def _lease_change(snap: Snapshot, kind: str = "MODIFIED", **spec: Any) -> Change:
+    lease = next(x for x in snap.leases if x["metadata"]["name"] == "kube-controller-manager")
+    obj = {**lease, "spec": {**lease["spec"], **spec}}
+    row = row_of(obj, [])
+    assert row is not None
+    return Change("leases", kind, row)
+
+
+def _micro(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_the_leaders_lease_is_watched_by_name_in_its_namespace() -> None:
+    (lease,) = [r for r in resources(("a",)) if r.name == "leases"]
+    assert lease.path == "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+    assert lease.query == {"fieldSelector": "metadata.name=kube-controller-manager"}
+
+
+def test_a_leader_that_stops_renewing_is_read_again_at_the_moment_the_read_finds_it_expired() -> (
+    None
+):
+    """Recorded after a restart (tests/e2e/test_eviction_clock.py): the leader renews. Its
+    renewals move the deadline and are no change; past the deadline with none, the watch reads
+    again (no object changes when a leader goes), once; the read then finds it expired, as the
+    diagnosis judges (leaseDurationSeconds plus the clock slack)."""
+    snap = load_dump(str(FIXTURES / "controller-restart.json"))
+    interest = Interest.of(snap)
+    spec = next(x for x in snap.leases if x["metadata"]["name"] == "kube-controller-manager")[
+        "spec"
+    ]
+    renewed = parse_time(spec["renewTime"])
+    assert renewed is not None and interest.leader_due is not None
+    lasts = spec["leaseDurationSeconds"]
+    assert interest.leader_due > renewed + timedelta(seconds=lasts + CLOCK_SLACK_SECONDS)
+    assert interest.next_due() == interest.leader_due
+
+    later = renewed + timedelta(seconds=2)
+    assert interest.relevant(_lease_change(snap, renewTime=_micro(later))) is None
+    due = interest.leader_due
+    assert due == later + timedelta(seconds=lasts + CLOCK_SLACK_SECONDS + DUE_SLACK / 2)
+    assert interest.overdue(due - timedelta(seconds=1)) is None
+    said = interest.overdue(due)
+    assert said == "kube-controller-manager's leader Lease not renewed within its duration"
+    assert interest.overdue(due + timedelta(minutes=5)) is None  # once
+    assert interest.next_due() is None
+    # the read made then finds what the watch expected
+    read = replace(snap, read_at=due)
+    chief = leader(read)
+    assert chief is not None and chief.expired()
+    assert Interest.of(read).leader_due is None  # nothing left to expire
+
+
+def test_a_new_leader_or_a_leader_back_is_a_change() -> None:
+    snap = load_dump(str(FIXTURES / "controller-restart.json"))
+    chief = leader(snap)
+    assert chief is not None
+    new = chief.since + timedelta(minutes=3)
+    why = Interest.of(snap).relevant(
+        _lease_change(snap, acquireTime=_micro(new), renewTime=_micro(new))
+    )
+    assert why is not None and why.startswith("kube-controller-manager has a new leader")
+    renewed = chief.renewed()
+    assert renewed is not None
+    gone = Interest.of(replace(snap, read_at=renewed + timedelta(minutes=2)))
+    assert gone.leader_state == "expired"
+    back = gone.relevant(_lease_change(snap, renewTime=_micro(renewed + timedelta(minutes=2))))
+    assert back == "kube-controller-manager's leader Lease renewed again"
+    assert Interest.of(snap).relevant(_lease_change(snap, "DELETED")) is not None
+
+
+def test_without_the_leaders_lease_read_only_its_creation_is_a_change() -> None:
+    """No leader election (no Lease: the read found nothing) or a Lease not read: a Lease made
+    later is a change; a deletion of one never read, or a Lease without acquireTime, is not."""
+    snap = load_dump(str(FIXTURES / "controller-restart.json"))
+    bare = replace(
+        snap,
+        leases=[x for x in snap.leases if x["metadata"]["name"] != "kube-controller-manager"],
+    )
+    interest = Interest.of(bare)
+    assert interest.leader_since is None and interest.leader_due is None
+    assert interest.relevant(_lease_change(snap, "ADDED")) is not None
+    assert interest.relevant(_lease_change(snap, "DELETED")) is None
+    assert interest.relevant(_lease_change(snap, acquireTime=None)) is None
+
+
+@pytest.mark.parametrize("lasts", ["15", True, -3, None, 1.5])
+def test_a_lease_duration_of_another_type_sets_no_deadline(lasts: Any) -> None:
+    snap = load_dump(str(FIXTURES / "controller-restart.json"))
+    interest = Interest.of(snap)
+    before = interest.leader_due
+    assert interest.relevant(_lease_change(snap, leaseDurationSeconds=lasts)) is None
+    assert interest.leader_due == before  # kept, not moved by a value it cannot read
+
+
+def test_a_refused_or_missing_lease_watch_keeps_no_deadline() -> None:
+    """Without the Lease's watch no renewal moves the deadline: it would read again every
+    half minute for nothing."""
+    snap = load_dump(str(FIXTURES / "controller-restart.json"))
+    follower = Follower(None, (), ())  # type: ignore[arg-type]
+    follower.rebase(snap)  # no watches (none primed)
+    assert follower.interest.leader_due is None
+    follower.interest = Interest.of(snap)
+    assert follower.interest.leader_due is not None
+    assert follower._refused(Change("leases", "refused")) == []
+    assert follower.interest.leader_due is None and follower.skipped == ["leases"]
