@@ -106,11 +106,13 @@ def eviction_time(
     earlier: Spell | None = None,
     chief: Leader | None = None,
     node: Obj | None = None,
+    kept_since: datetime | None = None,
 ) -> EvictionTime:
     """`earlier`: a not-ready spell the node had before the taints it carries now
     (evictionclock.earlier_not_ready). `chief`: kube-controller-manager's leader, when its
     Lease was read (analysis/leader.py); `node`: the Node, whose Ready condition tells when it
-    went Unknown."""
+    went Unknown. `kept_since`: the earliest moment whose Events are still kept
+    (evictionclock.kept_since): a NodeNotReady event before it is gone."""
     if pod["metadata"].get("deletionTimestamp"):
         return EvictionTime(
             "evicted", None, "already being deleted (evicted or deleted by someone)"
@@ -235,10 +237,21 @@ def eviction_time(
                 ),
                 [*extra, *(chief.premises() if chief is not None else [])],
             )
+        hidden = _hidden_spell(clock, earlier, tolerations, now, kept_since)
         return EvictionTime(
             "scheduled",
             clock.at,
-            f"eviction due {ago(late)} ({start} + smallest tolerationSeconds{shown})",
+            f"eviction due {ago(late)} ({start} + smallest tolerationSeconds{shown})"
+            + (
+                ", unless its kubelet reported NotReady before it went silent, from over "
+                f"{duration((now - min(kept_since, clock.start)).total_seconds())} ago: the "
+                "count then began under the not-ready taint, at a moment whose NodeNotReady "
+                "event is gone (Events are kept an hour by default: kube-apiserver "
+                f"--event-ttl), and ends {duration(hidden)} after that moment (its not-ready "
+                "tolerationSeconds)"
+                if hidden is not None and kept_since is not None
+                else ""
+            ),
             extra,
         )
     if noexec:
@@ -286,6 +299,40 @@ def eviction_time(
         + (", slowed in this disrupted zone" if zone and zone.eviction == "slowed" else "")
         + "); eviction follows its tolerationSeconds after that",
     )
+
+
+def _hidden_spell(
+    clock: evictionclock.Clock,
+    earlier: Spell | None,
+    tolerations: list[Obj],
+    now: datetime,
+    kept_since: datetime | None,
+) -> float | None:
+    """A count from the unreachable taint that a not-ready spell before it, told only by an
+    Event no longer kept, would have started instead: the pod's not-ready tolerationSeconds, or
+    None when no such spell can matter. It matters when the pod would still be here under it:
+    a spell begun before the oldest Event kept, its not-ready count not run out by now (so only
+    tolerations longer than the Events' TTL)."""
+    spell = clock.spell
+    if (
+        kept_since is None
+        or earlier is not None
+        or spell is None
+        or spell.taint.key != facts.TAINT_UNREACHABLE
+        or not spell.timed
+        or clock.by_arrival
+        or clock.at is None
+    ):
+        return None
+    untolerated, used = evictionclock.first_match(
+        [TaintView(facts.TAINT_NOT_READY, "NoExecute")], tolerations
+    )
+    seconds = None if untolerated is not None else evictionclock.smallest(used)
+    if seconds is None:  # evicted at once under it, or never counted: no spell kept the pod
+        return None
+    if shifted(min(kept_since, spell.since), seconds) <= now:
+        return None  # a spell whose event is gone would have evicted it by now
+    return seconds
 
 
 def _start_words(clock: evictionclock.Clock, spells: list[Spell]) -> tuple[str, str]:

@@ -30,6 +30,9 @@ from kubectl_nodefail.snapshot.model import Obj, parse_time, shifted
 # older than the unreachable taint tells of a NotReady spell before the silence.
 SPELL_MARGIN_SECONDS = 3
 KUBELET = "kubelet"
+# kube-apiserver --event-ttl's default: an Event not updated for this long is gone. A longer
+# setting shows as older Events still there (`kept_since`).
+EVENT_TTL_SECONDS = 3600
 
 
 def tolerates(toleration: Obj, taint: TaintView) -> bool:
@@ -133,6 +136,18 @@ def node_spells(taints: list[TaintView], now: datetime) -> list[Spell]:
         for t in taints
         if t.effect == "NoExecute"
     ]
+
+
+def oldest_event(events: list[Obj]) -> datetime | None:
+    return min((t for ev in events for t in [_event_time(ev)] if t is not None), default=None)
+
+
+def kept_since(oldest: datetime | None, now: datetime) -> datetime:
+    """The earliest moment whose Events the API server still keeps, as far as the snapshot
+    shows: the `oldest` Event read, or the default --event-ttl before `now` if that is earlier
+    (a quiet cluster has no old Events; a longer TTL shows as older ones)."""
+    ttl = shifted(now, -EVENT_TTL_SECONDS)
+    return ttl if oldest is None else min(oldest, ttl)
 
 
 def _event_time(ev: Obj) -> datetime | None:

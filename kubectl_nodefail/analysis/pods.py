@@ -364,8 +364,10 @@ def analyse_pod(
         earlier = snap.memo(
             f"eviction.earlier/{node_name}", lambda snap: _earlier(snap, node, zone, now)
         )
+        oldest = snap.memo("eviction.oldest", lambda snap: evictionclock.oldest_event(snap.events))
+        kept = evictionclock.kept_since(oldest, now)
         ev = eviction.eviction_time(
-            pod, node.taints, zone, master_disruption, now, earlier, leader(snap), node_obj
+            pod, node.taints, zone, master_disruption, now, earlier, leader(snap), node_obj, kept
         )
         eviction_at = ev.at
         when = [eviction.as_claim(ev, pod, node_obj, zone)]

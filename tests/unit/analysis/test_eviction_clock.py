@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 from kubectl_nodefail.analysis import evictionclock as clock
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import TaintView
+from kubectl_nodefail.render import render
 from kubectl_nodefail.snapshot.model import format_time, parse_time
+from tests.oracles import invariants, premises
 from tests.unit.conftest import load
 
 Obj = dict[str, Any]
@@ -208,3 +210,84 @@ def test_a_count_started_by_a_taint_without_time_added_is_not_given_a_time() -> 
     assert row.eviction_at is None
     assert "eviction time not known" in row.timeline and "no timeAdded" in row.timeline
     assert row.action.code != "wait"
+
+
+def _long_toleration_rows(
+    not_ready: int | None,
+    unreachable: int,
+    later: timedelta,
+    keep_event: bool = False,
+    oldest: datetime | None = None,
+) -> Any:
+    """The recorded swap node (eviction-clock), its kubelet's NodeNotReady event gone (past
+    the Events' TTL) unless `keep_event`, the pod `swap` tolerating not-ready and unreachable
+    for the given seconds, diagnosed `later` after the recording; `oldest`: an Event of that
+    time kept (a longer TTL)."""
+    snap = copy.deepcopy(load("eviction-clock"))
+    if not keep_event:
+        snap.events = [
+            e
+            for e in snap.events
+            if not (e.get("reason") == "NodeNotReady" and "kubelet" in str(e.get("source")))
+        ]
+    if oldest is not None:
+        old = copy.deepcopy(snap.events[0])
+        old["lastTimestamp"] = format_time(oldest)
+        old["reason"] = "RegisteredNode"
+        old["metadata"]["name"] = "flaky-k1.registered"
+        snap.events.append(old)
+    pod = snap.pod("scenario-clock", "swap")
+    assert pod is not None
+    pod["spec"]["tolerations"] = [_tol(UN, unreachable), _tol(NR, not_ready), _tol(EXTRA)]
+    report = diagnose(snap, snap.captured_at + later, timelines=True)
+    assert premises.check(snap.to_dump(), render.report_data(report)) == []
+    assert invariants.check(report) == []
+    return snap, next(p for p in report.pods if p.name == "swap")
+
+
+CAVEAT = "unless its kubelet reported NotReady before it went silent"
+
+
+def test_a_not_ready_spell_whose_event_is_gone_is_named_where_it_could_still_matter() -> None:
+    """Events are kept an hour by default: a kubelet that reported NotReady over an hour before
+    it went silent left no word of the spell, and its count (the not-ready tolerationSeconds
+    from then) is the one the controller keeps. The time from the unreachable taint stands,
+    with that said, only where such a spell could still leave the pod here: tolerations longer
+    than the Events kept."""
+    day, hour = 86400, 3600
+    snap, row = _long_toleration_rows(day, day, timedelta(minutes=5))
+    node = snap.node("flaky-k1")
+    assert node is not None
+    swapped = parse_time(next(t for t in node["spec"]["taints"] if t["key"] == UN)["timeAdded"])
+    assert swapped is not None and row.eviction_at == swapped + timedelta(days=1)
+    assert f"{CAVEAT}, from over 1h" in row.timeline
+    assert "ends 1d after that moment (its not-ready tolerationSeconds)" in row.timeline
+    # tolerations within the Events kept: a spell whose event is gone would have evicted it
+    _, short = _long_toleration_rows(hour - 600, hour - 600, timedelta(minutes=5))
+    assert CAVEAT not in short.timeline and short.eviction_at is not None
+    # not-ready tolerated without limit: such a spell started no count
+    _, forever = _long_toleration_rows(None, day, timedelta(minutes=5))
+    assert CAVEAT not in forever.timeline
+    # the node Unknown for hours: the spell would be before that
+    _, late = _long_toleration_rows(day, day, timedelta(hours=5))
+    assert f"{CAVEAT}, from over 5h" in late.timeline
+
+
+def test_an_event_kept_from_before_the_spells_reach_leaves_no_caveat() -> None:
+    """An Event older than any spell that could still leave the pod here shows the Events are
+    kept long enough (a longer --event-ttl): a NodeNotReady event would be there too."""
+    snap = load("eviction-clock")
+    _, kept = _long_toleration_rows(
+        7200, 7200, timedelta(minutes=5), oldest=snap.captured_at - timedelta(hours=3)
+    )
+    assert CAVEAT not in kept.timeline and kept.eviction_at is not None
+    _, short = _long_toleration_rows(
+        7200, 7200, timedelta(minutes=5), oldest=snap.captured_at - timedelta(minutes=90)
+    )
+    assert f"{CAVEAT}, from over 1h" in short.timeline  # kept 95 min: a 2 h count reaches past
+
+
+def test_the_caveat_leaves_alone_a_count_the_kubelets_event_tells() -> None:
+    """The event still there (the recording): the count is read from it, no caveat."""
+    _, row = _long_toleration_rows(86400, 86400, timedelta(minutes=5), keep_event=True)
+    assert "NodeNotReady event" in row.timeline and CAVEAT not in row.timeline
