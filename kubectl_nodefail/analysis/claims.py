@@ -87,6 +87,8 @@ KINDS = {
     "headline": "how many of the cluster's nodes are not Ready (the first line's counts)",
     "server-behaviour": "which behaviour of the server's Kubernetes minor the analysis applied "
     "(JSON serverBehaviourClaims; the texts are serverBehaviour)",
+    "no-leader": "kube-controller-manager has no leader (its Lease expired when read): none of "
+    "its controllers acts on the pod, its owner or its volumes until one takes over",
     "cluster-note": "a cluster-wide conclusion (master disruption mode, a mass failure, the "
     "NodeLost era)",
     # a node's or pod's suggested action (analysis/advice.py)

@@ -67,6 +67,25 @@ def _leaderless(zones: list[ZoneFinding], snap: Snapshot, now: datetime) -> None
         ]
 
 
+def _leaderless_pods(pods: list[PodFinding], snap: Snapshot, now: datetime) -> None:
+    """With kube-controller-manager's leader Lease expired, what a pod's report says its
+    controllers do (the owner's replacement, PodGC, the garbage collector, the CronJob's next
+    run) comes only once a leader takes over: each pod's explanation opens with that."""
+    chief = leader(snap)
+    if chief is None or not chief.expired():
+        return
+    note = claim(
+        "no-leader",
+        "why",
+        f"{chief.no_leader(now)}: what its controllers do for this pod, its owner and its "
+        "volumes comes only once a leader takes over.",
+        *chief.premises(),
+    )
+    for pod in pods:
+        pod.claims.insert(0, note)
+        pod.explanation = f"{note.text} {pod.explanation}".strip()
+
+
 def _stuck_pod(pod: Obj, node: NodeFinding | None, now: datetime) -> bool:
     """On a failed node (and not finished), or deleted and past its grace period anywhere."""
     deletion = parse_time(pod["metadata"].get("deletionTimestamp"))
@@ -128,6 +147,7 @@ def diagnose(
             by_failed = {n: node_findings[n] for n in failed}
             pods.append(analyse_waiting_pod(pod, snap, held, by_failed, now, braked))
     pods.sort(key=lambda p: (not p.node_failed, p.node, p.namespace, p.name))
+    _leaderless_pods(pods, snap, now)
     listed = [
         f
         for name, f in sorted(node_findings.items())

@@ -203,15 +203,26 @@ def test_without_a_leader_nothing_is_said_to_come_that_only_a_leader_does() -> N
     snap = load("eviction-rate-limited")
     renewed = snap.captured_at - timedelta(minutes=3)
     gone = _with_leader(snap, renewed - timedelta(hours=1), renewed=renewed)
-    row = next(p for p in _report(gone).pods if (p.namespace, p.name) == ("scenario-rules", "q-1"))
+    leaderless = _report(gone)
+    row = next(p for p in leaderless.pods if (p.namespace, p.name) == ("scenario-rules", "q-1"))
     assert "no NoExecute taint on its node, and the taint-eviction controller is not" in (
         row.timeline
+    )
+    # every pod's explanation opens with it: its owner's controller, PodGC and the garbage
+    # collector act only once a leader takes over
+    assert leaderless.pods and all(
+        p.explanation.startswith("kube-controller-manager has no leader")
+        and p.claims[0].kind == "no-leader"
+        and any(f.object.startswith("Lease/kube-system/") for f in p.claims[0].because)
+        for p in leaderless.pods
     )
     assert "kube-controller-manager has no leader" in row.timeline
     assert "rate-limited" not in row.timeline
     alive = _with_leader(snap, renewed - timedelta(hours=1))
-    row = next(p for p in _report(alive).pods if (p.namespace, p.name) == ("scenario-rules", "q-1"))
+    led = _report(alive)
+    row = next(p for p in led.pods if (p.namespace, p.name) == ("scenario-rules", "q-1"))
     assert "rate-limited per zone" in row.timeline
+    assert not any(c.kind == "no-leader" for p in led.pods for c in p.claims)
 
     down, name = stale_ready_node("node-down-recovered", 45)
     stale = down.captured_at - timedelta(seconds=45)
