@@ -34,11 +34,21 @@ from typing import Any
 
 import yaml
 
-from tests.audit import attach, limits, nodepath, restart, serving, volumes, zonebatch
+from tests.audit import (
+    attach,
+    latetaint,
+    limits,
+    nodepath,
+    restart,
+    serving,
+    volumes,
+    zonebatch,
+)
 from tests.audit.judge import Verdict, judge, judge_remediation
 from tests.audit.observe import History, PodView, audit_pods, node_taints, now, parse_time
 from tests.audit.predictions import PodPrediction, node_predictions, pod_predictions
 from tests.audit.scenarios import (
+    LATE_TAINT,
     LIVE_CRON_POLICIES,
     LONG_TOLERATION,
     SHUTDOWN_MESSAGE,
@@ -60,6 +70,7 @@ D2_WATCH = 20.0  # seconds of watching after the second diagnosis, node still do
 AFTER_RETURN = 30.0
 AFTER_REMEDIATE = 20.0  # watching after remediate --confirm returned, node still down
 OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+LATE_DELAY = 8.0  # seconds from the node's own NoExecute taints to another owner's (latetaint)
 MAX_DETACH_WATCH = 420.0  # a force-detach's 6 minutes and the judge's slack
 
 
@@ -138,6 +149,8 @@ class Batch:
         # a new kube-controller-manager leader after the taints (restart.py); never in the zone
         self.restart_after = None if zone else restart.restart_batch(seed, batch)
         self.restarted: Obj = {}
+        # another owner's NoExecute taint after the node's own (latetaint.py); never in the zone
+        self.late_taint = not zone and latetaint.late_batch(seed, batch)
         self.said: dict[str, Obj] = {}  # d1, d2: the diagnoses, as JSON
         self.outdir = outdir
         self.history = History()
@@ -396,6 +409,17 @@ class Batch:
             "taints": [t.isoformat() for t in self.noexec_times()],
         }
         log(f"batch {self.batch}: new leader from {lease.get('acquireTime')}; taints put back")
+
+    def add_late_taint(self) -> None:
+        """latetaint.py: LATE_DELAY seconds after the node's own NoExecute taints, another
+        owner's on each failed node; the diagnosis follows once the controller has seen it."""
+        marks = self.history.marks
+        tainted = max(self.noexec_times(), default=marks["kill"])
+        self.watch(max((tainted + timedelta(seconds=LATE_DELAY) - now()).total_seconds(), 0))
+        marks["late-taint"] = now()
+        for node in self.nodes:
+            latetaint.add(self.cp, node, marks["late-taint"])
+        log(f"batch {self.batch}: {LATE_TAINT} NoExecute added to {', '.join(self.nodes)}")
 
     def report_not_ready(self, nodes: list[str], hold: int) -> None:
         """nodepath.py's `not-ready-first`: each kubelet reports Ready=False (and its
@@ -800,6 +824,8 @@ class Batch:
         self.changes("early", placed)
         if self.restart_after is not None:
             self.restart_manager(self.restart_after)
+        if self.late_taint:
+            self.add_late_taint()
         self.watch(3)
         marks["d1"] = now()
         d1 = self.diagnose("d1")

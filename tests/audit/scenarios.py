@@ -171,6 +171,18 @@ VOLUME_SHARE = 0.5
 #   made with spec.nodeName, no scheduler, in the early changes): the taint-eviction controller
 #   counts its tolerations from when it first sees the pod there, not from the taint
 BIND_LATE_SHARE = 0.7
+# From seed 2071 on (a Random of its own): a NoExecute taint added to the failed nodes after
+# their unreachable taint, by another owner (a tool that writes timeAdded), in one regular batch
+# per seed (tests/audit/latetaint.py; map row 1). Each pod tolerates it without limit, for a
+# few seconds (a shorter limit does not move an eviction already set; it starts one for a pod
+# that tolerates the node's own taints without limit), or not at all (evicted at once). A pod
+# its owner makes on that node again (spec.nodeName in the template, a DaemonSet) tolerates it
+# without limit: one evicted each time would be made again, a pod every few seconds.
+LATE_SEED = 2071
+LATE_TAINT = "audit.nodefail/late"
+LATE_CHOICES = ("forever", "limited", "none")
+LATE_WEIGHTS = (0.5, 0.35, 0.15)
+LATE_SECONDS = (3, 20)
 # the nodes whose kwok holds such a pod until its volume is attached (the batch's failable nodes
 # and its storage node: run.Batch) carry this label, and the storage node this taint, which only
 # the volume pods tolerate (so that no other scenario's placement changes)
@@ -228,6 +240,8 @@ class Scenario:
     cascade: str = "background"  # delete-owner's propagation policy (CASCADES)
     order: str = "-"  # tolerations beside a pair without limit (ORDERS); "-": none
     volume: str = "-"  # "rwo": each pod mounts a ReadWriteOnce CSI volume (VOLUME_SEED)
+    late: str = "-"  # how it tolerates LATE_TAINT (LATE_CHOICES); "-": not drawn
+    late_seconds: int | None = None  # "limited": its tolerationSeconds
 
     @property
     def namespace(self) -> str:
@@ -260,6 +274,10 @@ class Scenario:
             bits.append(self.order)
         if self.volume != "-":
             bits.append(f"volume={self.volume}")
+        if self.late != "-":
+            bits.append(
+                f"late={self.late}" + (f"({self.late_seconds}s)" if self.late_seconds else "")
+            )
         if self.change != "none":
             how = f"/{self.cascade}" if self.cascade != "background" else ""
             bits.append(f"{self.change}{how}@{self.change_at}")
@@ -358,6 +376,13 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
     cascade = "background"
     if seed >= CASCADE_SEED and change == "delete-owner":
         cascade = random.Random(f"{seed}/{index}/{profile}/cascade").choice(CASCADES)
+    late_taint, late_seconds = "-", None
+    if seed >= LATE_SEED:
+        drawn = random.Random(f"{seed}/{index}/{profile}/late-taint")
+        late_taint = drawn.choices(LATE_CHOICES, LATE_WEIGHTS)[0]
+        if placement == "pin-nodename" or kind == "daemonset" or toleration == "wildcard":
+            late_taint = "forever"
+        late_seconds = drawn.randint(*LATE_SECONDS) if late_taint == "limited" else None
     return Scenario(
         seed=seed,
         index=index,
@@ -377,10 +402,21 @@ def generate(seed: int, index: int, profile: str = "full", node_slots: int = 2) 
         cascade=cascade,
         order=order,
         volume=volume,
+        late=late_taint,
+        late_seconds=late_seconds,
     )
 
 
 def _tolerations(s: Scenario) -> list[Obj]:
+    if s.late in ("forever", "limited") and s.toleration != "wildcard":
+        late: Obj = {"key": LATE_TAINT, "operator": "Exists", "effect": "NoExecute"}
+        if s.late_seconds is not None:
+            late["tolerationSeconds"] = s.late_seconds
+        return [*_node_tolerations(s), late]
+    return _node_tolerations(s)
+
+
+def _node_tolerations(s: Scenario) -> list[Obj]:
     if s.toleration == "default":
         return []  # the admission plugin adds 300 s
     if s.toleration == "forever":
