@@ -4,7 +4,8 @@ Only what the reads show, as the API server states it: a node going NotReady or 
 long it was not Ready, from its Ready condition's lastTransitionTime in both reads; see _after),
 appearing, being deleted or re-registered (a new UID), tainted or cordoned; a pod becoming
 Terminating, deleted (it was Terminating and is gone), replaced (same name, new UID: a
-StatefulSet's pod), or bound to a node. A pod that merely stops being listed (its node is
+StatefulSet's pod), or bound to a node; kube-controller-manager's leader gone, back or new
+(its Lease, analysis/leader.py). A pod that merely stops being listed (its node is
 Ready again) is said by its node's line, never as "deleted".
 """
 
@@ -13,8 +14,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.text import duration
-from kubectl_nodefail.snapshot.model import Snapshot, parse_time
+from kubectl_nodefail.snapshot.model import Snapshot, format_time, parse_time
 
 Obj = dict[str, Any]
 
@@ -52,7 +54,27 @@ GROUP = 3  # more pods than this changing the same way in one read: one line for
 def between(before: Snapshot, after: Snapshot) -> list[str]:
     """The changes from `before` to `after`, nodes first, in a stable order; more than GROUP
     pods that became Terminating, or were deleted, in one read are one line."""
-    return _nodes(before, after) + _grouped(_pods(before, after))
+    return _leader(before, after) + _nodes(before, after) + _grouped(_pods(before, after))
+
+
+def leader_state(snap: Snapshot) -> tuple[str, str]:
+    """kube-controller-manager's leader as the watch compares it: when it took over, and
+    whether it renewed when read (("", "") when its Lease was not read)."""
+    chief = leader(snap)
+    return ("", "") if chief is None else (format_time(chief.since), chief.state)
+
+
+def _leader(before: Snapshot, after: Snapshot) -> list[str]:
+    (was_since, was), (since, state) = leader_state(before), leader_state(after)
+    if not since or (since, state) == (was_since, was):
+        return []
+    if state == "expired":
+        return ["kube-controller-manager has no leader (its Lease not renewed in time)"]
+    if was_since and since != was_since:
+        return [f"kube-controller-manager has a new leader (since {since})"]
+    if was == "expired":
+        return ["kube-controller-manager's leader renews its Lease again"]
+    return []
 
 
 def _grouped(lines: list[tuple[str, str]]) -> list[str]:

@@ -68,7 +68,8 @@ def _ready(obj: dict[str, Any]) -> str:
 
 
 def fingerprint(snap: Snapshot) -> tuple[Any, ...]:
-    """What the watch reacts to; heartbeats and resourceVersions alone are not changes."""
+    """What the watch reacts to; heartbeats and resourceVersions alone are not changes (nor
+    the leader's renewals: only its going, its return or a new one)."""
     nodes = sorted(
         (
             n["metadata"]["name"],
@@ -92,7 +93,7 @@ def fingerprint(snap: Snapshot) -> tuple[Any, ...]:
         )
         for p in snap.pods
     )
-    return (tuple(nodes), tuple(pods))
+    return (tuple(nodes), tuple(pods), changes.leader_state(snap))
 
 
 def clip(line: str, width: int) -> str:

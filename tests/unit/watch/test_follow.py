@@ -25,7 +25,9 @@ from kubectl_nodefail.analysis.leader import CLOCK_SLACK_SECONDS, leader
 from kubectl_nodefail.cluster.kube import Cluster
 from kubectl_nodefail.cluster.watchstream import Change, Resource, Row, Watcher, row_of
 from kubectl_nodefail.snapshot.model import Snapshot, load_dump, parse_time
+from kubectl_nodefail.watch.changes import between
 from kubectl_nodefail.watch.follow import DUE_SLACK, Follower, Interest, resources
+from kubectl_nodefail.watch.watch import fingerprint
 from tests.support.fakeapi import json_answer, kubeconfig, serve
 from tests.unit.conftest import FIXTURES
 
@@ -565,3 +567,34 @@ def test_a_refused_or_missing_lease_watch_keeps_no_deadline() -> None:
     assert follower.interest.leader_due is not None
     assert follower._refused(Change("leases", "refused")) == []
     assert follower.interest.leader_due is None and follower.skipped == ["leases"]
+
+
+def _lease_spec(snap: Snapshot, **spec: Any) -> Snapshot:
+    out = replace(snap, leases=[dict(x) for x in snap.leases])
+    for lease in out.leases:
+        if lease["metadata"]["name"] == "kube-controller-manager":
+            lease["spec"] = {**lease["spec"], **spec}
+    return out
+
+
+def test_the_leaders_going_return_or_change_is_a_new_block_and_a_change_line() -> None:
+    """A leader going, coming back or changing is a change of the screen (its fingerprint) and
+    a line of the change log; its renewals are neither."""
+    snap = load_dump(str(FIXTURES / "controller-restart.json"))
+    chief = leader(snap)
+    assert chief is not None and chief.alive()
+    renewed = chief.renewed()
+    assert renewed is not None
+    again = _lease_spec(snap, renewTime=_micro(renewed + timedelta(seconds=2)))
+    gone = replace(snap, read_at=renewed + timedelta(minutes=1))
+    new = _lease_spec(
+        snap, acquireTime=_micro(chief.since + timedelta(minutes=3)), renewTime=_micro(renewed)
+    )
+    assert fingerprint(again) == fingerprint(snap) and between(snap, again) == []
+    assert fingerprint(gone) != fingerprint(snap)
+    assert between(snap, gone) == [
+        "kube-controller-manager has no leader (its Lease not renewed in time)"
+    ]
+    assert between(gone, snap) == ["kube-controller-manager's leader renews its Lease again"]
+    assert fingerprint(new) != fingerprint(snap)
+    assert between(snap, new)[0].startswith("kube-controller-manager has a new leader (since ")
