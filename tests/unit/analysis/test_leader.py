@@ -383,3 +383,25 @@ def test_without_a_leader_the_zone_line_says_its_controller_does_not_run() -> No
         for z in down
         for c in z.claims
     )
+
+
+def test_the_recorded_missing_leader() -> None:
+    """Recorded by tests/e2e/test_no_leader.py: kube-controller-manager stopped after lost-l1
+    failed (tainted unreachable) and before lost-l2's kubelet stopped; the Lease past its
+    duration, held-1's tolerationSeconds run out without an eviction. The control plane showed
+    what the diagnosis says: lost-l2 Ready and untainted, no eviction, remediate refused."""
+    snap = load("no-leader")
+    chief = leader(snap)
+    assert chief is not None and chief.expired()
+    report = _report(snap)
+    nodes = {n.name: n for n in report.nodes}
+    assert nodes["lost-l2"].cause.code == "no-controller-leader"
+    assert nodes["lost-l1"].failed and not nodes["lost-l2"].failed
+    assert report.brake is not None and report.brake.text.startswith(
+        "kube-controller-manager has no leader"
+    )
+    pods = {p.name: p for p in report.pods}
+    assert pods["held-1"].eviction_at is None and "has no leader" in pods["held-1"].timeline
+    assert all(p.claims[0].kind == "no-leader" for p in report.pods)
+    assert "kube-controller-manager has no leader" in render.headline(report)
+    assert all(z.explanation.endswith("none of this runs.") for z in report.zones if z.not_ready)
