@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -137,6 +139,36 @@ def audit_writes(cp: ControlPlane) -> list[Obj]:
         and e.get("objectRef", {}).get("resource")
         not in ("selfsubjectaccessreviews", "selfsubjectreviews")
     ]
+
+
+def writes_since(cp: ControlPlane, start: datetime) -> list[Obj]:
+    """The plugin's completed writes (audit_writes) received from `start` on."""
+    time.sleep(1)  # the audit log is written as requests complete
+    return [
+        e
+        for e in audit_writes(cp)
+        if datetime.fromisoformat(str(e["requestReceivedTimestamp"]).replace("Z", "+00:00"))
+        >= start
+    ]
+
+
+def refused_without_a_write(
+    cp: ControlPlane, plugin: Plugin, node: str, saved: Path, because: str
+) -> None:
+    """`remediate NODE --confirm`, attested, and the saved plan replayed with --confirm: both
+    refused by the brake (exit 4, saying `because`), and nothing written, the out-of-service
+    taint above all."""
+    start = datetime.now(timezone.utc)
+    named = plugin.run(*attested(node))
+    assert named.returncode == 4, named.stdout + named.stderr
+    assert because in named.stdout, named.stdout
+    replay = plugin.run(
+        "remediate", "--plan-in", str(saved), "--node-shutdown-confirmed", node, "--confirm"
+    )
+    assert replay.returncode == 4, replay.stdout + replay.stderr
+    assert because in replay.stdout, replay.stdout
+    assert writes_since(cp, start) == []
+    assert ("node.kubernetes.io/out-of-service", "NoExecute") not in taint_keys(cp, node)
 
 
 def attested(

@@ -6,10 +6,12 @@ tests/e2e/test_brake_live.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,17 +40,31 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_the_process_is_started_again_as_it_was(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _running(tmp_path: Path, component: str) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
+    """A stand-in process under the component's name, as kwokctl leaves one (its pid file,
+    logs folder); it and every process started again from it are gone afterwards."""
     sleep = shutil.which("sleep")
     assert sleep
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "pids").mkdir()
-    (tmp_path / "logs").mkdir()
-    binary = tmp_path / "bin" / restart.COMPONENT
+    for sub in ("bin", "pids", "logs"):
+        (tmp_path / sub).mkdir()
+    binary = tmp_path / "bin" / component
     binary.symlink_to(sleep)
     first = subprocess.Popen([str(binary), "60"], cwd=tmp_path, env={**os.environ, "KCM_MARK": "x"})
-    (tmp_path / "pids" / f"{restart.COMPONENT}.pid").write_text(str(first.pid))
+    (tmp_path / "pids" / f"{component}.pid").write_text(str(first.pid))
     try:
+        yield binary, first
+    finally:
+        for started in components.STARTED:
+            started.kill()
+            started.wait(5)
+        components.STARTED.clear()
+        first.kill()
+        first.wait(5)
+
+
+def test_the_process_is_started_again_as_it_was(tmp_path: Path) -> None:
+    with _running(tmp_path, restart.COMPONENT) as (binary, first):
         again = restart.restart(tmp_path)
         first.wait(5)
         assert again != first.pid
@@ -62,13 +78,6 @@ def test_the_process_is_started_again_as_it_was(tmp_path: Path) -> None:
         assert b"KCM_MARK=x" in (proc / "environ").read_bytes().split(b"\0")
         assert os.readlink(proc / "cwd") == str(tmp_path)
         assert _alive(again)
-    finally:
-        for started in components.STARTED:
-            started.kill()
-            started.wait(5)
-        components.STARTED.clear()
-        first.kill()
-        first.wait(5)
 
 
 def test_a_pid_that_is_not_the_component_is_not_touched(tmp_path: Path) -> None:
@@ -85,15 +94,7 @@ def test_a_pid_that_is_not_the_component_is_not_touched(tmp_path: Path) -> None:
 
 
 def test_a_stopped_component_stays_stopped_until_started(tmp_path: Path) -> None:
-    sleep = shutil.which("sleep")
-    assert sleep
-    for sub in ("bin", "pids", "logs"):
-        (tmp_path / sub).mkdir()
-    binary = tmp_path / "bin" / "kube-scheduler"
-    binary.symlink_to(sleep)
-    first = subprocess.Popen([str(binary), "60"], cwd=tmp_path)
-    (tmp_path / "pids" / "kube-scheduler.pid").write_text(str(first.pid))
-    try:
+    with _running(tmp_path, "kube-scheduler") as (binary, first):
         stopped = components.stop(tmp_path, "kube-scheduler")
         first.wait(5)
         assert not _alive(first.pid)
@@ -102,10 +103,3 @@ def test_a_stopped_component_stays_stopped_until_started(tmp_path: Path) -> None
         again = stopped.start()
         assert _alive(again)
         assert (tmp_path / "pids" / "kube-scheduler.pid").read_text() == str(again)
-    finally:
-        for started in components.STARTED:
-            started.kill()
-            started.wait(5)
-        components.STARTED.clear()
-        first.kill()
-        first.wait(5)
