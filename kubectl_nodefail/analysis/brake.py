@@ -131,10 +131,20 @@ def refusal(brake: Claim) -> str:
     return f"{brake.text}. Destructive steps refused (override: {OVERRIDE}, after ruling that out)"
 
 
+# How diagnose's advice opens while the brake holds: a wide failure's cause is to be ruled out;
+# a missing controller leader's cure is known.
+ADVICE_OPENINGS = ("first rule out", "first bring kube-controller-manager back")
+
+
 def advice(brake: Claim) -> str:
     """What diagnose says before a destructive suggestion while the brake holds."""
+    if brake.text.endswith(WHY_NO_LEADER):
+        return (
+            f"{ADVICE_OPENINGS[1]} ({reason(brake)}): remediate refuses destructive steps until "
+            f"then ({OVERRIDE} if it runs without leader election)"
+        )
     return (
-        f"first rule out the network and the control plane ({reason(brake)}): remediate "
+        f"{ADVICE_OPENINGS[0]} the network and the control plane ({reason(brake)}): remediate "
         f"refuses destructive steps until then ({OVERRIDE} once ruled out)"
     )
 

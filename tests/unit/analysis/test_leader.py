@@ -403,5 +403,10 @@ def test_the_recorded_missing_leader() -> None:
     pods = {p.name: p for p in report.pods}
     assert pods["held-1"].eviction_at is None and "has no leader" in pods["held-1"].timeline
     assert all(p.claims[0].kind == "no-leader" for p in report.pods)
+    # the cure is known: the advice before any destructive step says it, not "rule out"
+    assert all(
+        a is not None and a.summary.startswith("first bring kube-controller-manager back")
+        for a in [nodes["lost-l1"].action, *(p.action for p in report.pods)]
+    )
     assert "kube-controller-manager has no leader" in render.headline(report)
     assert all(z.explanation.endswith("none of this runs.") for z in report.zones if z.not_ready)

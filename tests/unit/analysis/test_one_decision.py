@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_nodefail.analysis import advice
+from kubectl_nodefail.analysis import advice, brake
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import NodeFinding, Report
 from kubectl_nodefail.analysis.nodes import machine_ran
@@ -99,7 +99,7 @@ def _braked_advice_is_the_refusal(
         assert action.code not in RELEASING, f"{where} {node.name}: {action}"
         takes_a_step = attestation.FLAG in action.remediate or "delete-node" in action.remediate
         if takes_a_step or "out-of-service taint" in action.summary.split("Then:")[-1]:
-            assert action.summary.startswith("first rule out"), f"{where}: {action.summary}"
+            assert action.summary.startswith(brake.ADVICE_OPENINGS), f"{where}: {action.summary}"
             assert set(report.brake.because) <= set(action.because), where
 
 
