@@ -183,6 +183,8 @@ def test_without_a_leader_nothing_comes_and_remediate_writes_nothing(
         assert rows["held-1"]["evictionAt"] is None, rows["held-1"]
         assert "has no leader" in rows["held-1"]["timeline"], rows["held-1"]["timeline"]
         assert rows["lone-1"]["explanation"].startswith("kube-controller-manager has no leader")
+        for row in rows.values():
+            assert row["action"]["summary"].startswith("first bring kube-controller-manager back")
         assert data["brake"]["text"].startswith("kube-controller-manager has no leader")
 
         # remediate refuses what only the stopped controllers would carry out, whatever it is
