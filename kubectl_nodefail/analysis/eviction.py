@@ -42,6 +42,7 @@ UNKNOWN = "eviction time not known"
 # instant or a controller that does not run; past this many seconds, it is the latter.
 EVICTION_LAG_SECONDS = 30
 UNKNOWN_SINCE = "status.conditions[type=Ready].lastTransitionTime"
+CREATED = "metadata.creationTimestamp"
 
 
 def arrived(pod: Obj) -> datetime | None:
@@ -237,22 +238,26 @@ def eviction_time(
                 ),
                 [*extra, *(chief.premises() if chief is not None else [])],
             )
-        hidden = _hidden_spell(clock, earlier, tolerations, now, kept_since)
+        hidden = _hidden_spell(
+            clock, earlier, tolerations, now, kept_since, pod_arrived, node, chief
+        )
         return EvictionTime(
             "scheduled",
             clock.at,
             f"eviction due {ago(late)} ({start} + smallest tolerationSeconds{shown})"
             + (
-                ", unless its kubelet reported NotReady before it went silent, from over "
-                f"{duration((now - min(kept_since, clock.start)).total_seconds())} ago: the "
-                "count then began under the not-ready taint, at a moment whose NodeNotReady "
-                "event is gone (Events are kept an hour by default: kube-apiserver "
-                f"--event-ttl), and ends {duration(hidden)} after that moment (its not-ready "
-                "tolerationSeconds)"
-                if hidden is not None and kept_since is not None
+                ", unless its kubelet reported NotReady before it went silent, from before "
+                f"{format_time(hidden[1])}, whose Events are no longer kept (an hour by default: "
+                "kube-apiserver --event-ttl): the count then began earlier, under the not-ready "
+                "taint, at a moment no kept Event shows, and runs its not-ready "
+                f"tolerationSeconds ({duration(hidden[0])})"
+                if hidden is not None
                 else ""
             ),
-            extra,
+            [
+                *extra,
+                *([fact("Node", node, "metadata.creationTimestamp")] if hidden and node else []),
+            ],
         )
     if noexec:
         return EvictionTime(
@@ -307,12 +312,19 @@ def _hidden_spell(
     tolerations: list[Obj],
     now: datetime,
     kept_since: datetime | None,
-) -> float | None:
+    pod_arrived: datetime | None,
+    node: Obj | None,
+    chief: Leader | None,
+) -> tuple[float, datetime] | None:
     """A count from the unreachable taint that a not-ready spell before it, told only by an
-    Event no longer kept, would have started instead: the pod's not-ready tolerationSeconds, or
-    None when no such spell can matter. It matters when the pod would still be here under it:
-    a spell begun before the oldest Event kept, its not-ready count not run out by now (so only
-    tolerations longer than the Events' TTL)."""
+    Event no longer kept, would have started instead: (the pod's not-ready tolerationSeconds,
+    the moment before which such a spell began), or None when none can matter.
+
+    `kept_since` (evictionclock.kept_since) is None when the kubelet's own word on the node's
+    readiness is still kept (any spell since is shown, or ruled out by its NodeReady). The spell
+    began before both the oldest Event kept and the unreachable taint, after the Node was
+    created; its count began at the latest of its start, the pod's arrival and a new leader's
+    start, and it matters only if a count begun then would not have run out by now."""
     spell = clock.spell
     if (
         kept_since is None
@@ -330,9 +342,14 @@ def _hidden_spell(
     seconds = None if untolerated is not None else evictionclock.smallest(used)
     if seconds is None:  # evicted at once under it, or never counted: no spell kept the pod
         return None
-    if shifted(min(kept_since, spell.since), seconds) <= now:
-        return None  # a spell whose event is gone would have evicted it by now
-    return seconds
+    before = min(kept_since, spell.since)
+    created = parse_time(((node or {}).get("metadata") or {}).get("creationTimestamp"))
+    if created is None or created >= before:
+        return None  # the node did not exist then
+    starts = [before, *(t for t in (pod_arrived, chief.since if chief else None) if t)]
+    if shifted(max(starts), seconds) <= now:
+        return None  # a count begun then would have evicted it by now
+    return seconds, before
 
 
 def _start_words(clock: evictionclock.Clock, spells: list[Spell]) -> tuple[str, str]:

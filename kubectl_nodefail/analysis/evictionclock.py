@@ -30,9 +30,6 @@ from kubectl_nodefail.snapshot.model import Obj, parse_time, shifted
 # older than the unreachable taint tells of a NotReady spell before the silence.
 SPELL_MARGIN_SECONDS = 3
 KUBELET = "kubelet"
-# kube-apiserver --event-ttl's default: an Event not updated for this long is gone. A longer
-# setting shows as older Events still there (`kept_since`).
-EVENT_TTL_SECONDS = 3600
 
 
 def tolerates(toleration: Obj, taint: TaintView) -> bool:
@@ -138,16 +135,34 @@ def node_spells(taints: list[TaintView], now: datetime) -> list[Spell]:
     ]
 
 
-def oldest_event(events: list[Obj]) -> datetime | None:
-    return min((t for ev in events for t in [_event_time(ev)] if t is not None), default=None)
+def kept_since(node_events: list[Obj], oldest: datetime | None, now: datetime) -> datetime | None:
+    """The earliest moment whose Events the snapshot shows kept: `oldest` (oldest_update of
+    every Event read; `now` if none), or None when the kubelet's own word on its node's
+    readiness is among `node_events` (a NotReady spell since would show, and one before ended
+    with it). The API server keeps an Event --event-ttl (an hour by default) after its last
+    update; older ones are gone, and nothing here assumes the TTL."""
+    kubelet = [ev for ev in node_events if _by_kubelet(ev)]
+    if any(ev.get("reason") in ("NodeNotReady", "NodeReady") for ev in kubelet):
+        return None
+    return now if oldest is None else min(oldest, now)
 
 
-def kept_since(oldest: datetime | None, now: datetime) -> datetime:
-    """The earliest moment whose Events the API server still keeps, as far as the snapshot
-    shows: the `oldest` Event read, or the default --event-ttl before `now` if that is earlier
-    (a quiet cluster has no old Events; a longer TTL shows as older ones)."""
-    ttl = shifted(now, -EVENT_TTL_SECONDS)
-    return ttl if oldest is None else min(oldest, ttl)
+def oldest_update(events: list[Obj]) -> datetime | None:
+    """The oldest last update among `events`."""
+    return min((t for ev in events for t in [_last_time(ev)] if t is not None), default=None)
+
+
+def _last_time(ev: Obj) -> datetime | None:
+    """An Event's last update (a series' last observation, else its last or first time)."""
+    times = [
+        parse_time(v)
+        for v in (
+            ev.get("lastTimestamp"),
+            ev.get("eventTime"),
+            (ev.get("series") or {}).get("lastObservedTime"),
+        )
+    ]
+    return max((t for t in times if t is not None), default=None)
 
 
 def _event_time(ev: Obj) -> datetime | None:

@@ -364,8 +364,8 @@ def analyse_pod(
         earlier = snap.memo(
             f"eviction.earlier/{node_name}", lambda snap: _earlier(snap, node, zone, now)
         )
-        oldest = snap.memo("eviction.oldest", lambda snap: evictionclock.oldest_event(snap.events))
-        kept = evictionclock.kept_since(oldest, now)
+        oldest = snap.memo("eviction.oldest", lambda snap: evictionclock.oldest_update(snap.events))
+        kept = evictionclock.kept_since(snap.events_about("Node", "", node_name), oldest, now)
         ev = eviction.eviction_time(
             pod, node.taints, zone, master_disruption, now, earlier, leader(snap), node_obj, kept
         )

@@ -218,11 +218,15 @@ def _long_toleration_rows(
     later: timedelta,
     keep_event: bool = False,
     oldest: datetime | None = None,
+    node_age: timedelta = timedelta(days=10),
+    pod_age: timedelta = timedelta(days=5),
+    leader_since: datetime | None = None,
 ) -> Any:
     """The recorded swap node (eviction-clock), its kubelet's NodeNotReady event gone (past
-    the Events' TTL) unless `keep_event`, the pod `swap` tolerating not-ready and unreachable
-    for the given seconds, diagnosed `later` after the recording; `oldest`: an Event of that
-    time kept (a longer TTL)."""
+    the Events' TTL) unless `keep_event`, the Node and the pod `swap` made `node_age` and
+    `pod_age` before the recording, the pod tolerating not-ready and unreachable for the given
+    seconds, diagnosed `later` after the recording; `oldest`: an Event of that time kept;
+    `leader_since`: kube-controller-manager's leader took over then."""
     snap = copy.deepcopy(load("eviction-clock"))
     if not keep_event:
         snap.events = [
@@ -236,58 +240,85 @@ def _long_toleration_rows(
         old["reason"] = "RegisteredNode"
         old["metadata"]["name"] = "flaky-k1.registered"
         snap.events.append(old)
+    node = snap.node("flaky-k1")
     pod = snap.pod("scenario-clock", "swap")
-    assert pod is not None
+    assert node is not None and pod is not None
+    node["metadata"]["creationTimestamp"] = format_time(snap.captured_at - node_age)
+    born = format_time(snap.captured_at - pod_age)
+    pod["metadata"]["creationTimestamp"] = born
+    for cond in pod["status"]["conditions"]:
+        if cond["type"] == "PodScheduled":
+            cond["lastTransitionTime"] = born
     pod["spec"]["tolerations"] = [_tol(UN, unreachable), _tol(NR, not_ready), _tol(EXTRA)]
+    if leader_since is not None:
+        lease = {
+            "kind": "Lease",
+            "metadata": {"name": "kube-controller-manager", "namespace": "kube-system"},
+            "spec": {
+                "acquireTime": format_time(leader_since),
+                "renewTime": format_time(snap.captured_at + later),
+                "leaseDurationSeconds": 15,
+            },
+        }
+        snap.leases = [*snap.leases, lease]
     report = diagnose(snap, snap.captured_at + later, timelines=True)
     assert premises.check(snap.to_dump(), render.report_data(report)) == []
     assert invariants.check(report) == []
     return snap, next(p for p in report.pods if p.name == "swap")
 
 
-CAVEAT = "unless its kubelet reported NotReady before it went silent"
+CAVEAT = "unless its kubelet reported NotReady before it went silent, from before"
 
 
 def test_a_not_ready_spell_whose_event_is_gone_is_named_where_it_could_still_matter() -> None:
-    """Events are kept an hour by default: a kubelet that reported NotReady over an hour before
-    it went silent left no word of the spell, and its count (the not-ready tolerationSeconds
-    from then) is the one the controller keeps. The time from the unreachable taint stands,
-    with that said, only where such a spell could still leave the pod here: tolerations longer
-    than the Events kept."""
+    """A kubelet that reported NotReady before it went silent, from before the oldest Event
+    kept, left no word of the spell, and its count (the not-ready tolerationSeconds from then)
+    is the one the controller keeps. The time from the unreachable taint stands, with that said,
+    only where such a spell could still leave the pod here: the Node existed before, and a count
+    begun then would not have run out."""
     day, hour = 86400, 3600
     snap, row = _long_toleration_rows(day, day, timedelta(minutes=5))
     node = snap.node("flaky-k1")
     assert node is not None
     swapped = parse_time(next(t for t in node["spec"]["taints"] if t["key"] == UN)["timeAdded"])
     assert swapped is not None and row.eviction_at == swapped + timedelta(days=1)
-    assert f"{CAVEAT}, from over 1h" in row.timeline
-    assert "ends 1d after that moment (its not-ready tolerationSeconds)" in row.timeline
-    # tolerations within the Events kept: a spell whose event is gone would have evicted it
-    _, short = _long_toleration_rows(hour - 600, hour - 600, timedelta(minutes=5))
+    # the oldest Event kept is the node's registration, a second before the kubelet's NotReady
+    assert f"{CAVEAT} 2026-12-06T11:36:20Z, whose Events are no longer kept" in row.timeline
+    assert "runs its not-ready tolerationSeconds (1d)" in row.timeline
+    # a count begun before the oldest Event would have run out by now
+    _, short = _long_toleration_rows(hour, day, timedelta(hours=2))
     assert CAVEAT not in short.timeline and short.eviction_at is not None
     # not-ready tolerated without limit: such a spell started no count
     _, forever = _long_toleration_rows(None, day, timedelta(minutes=5))
     assert CAVEAT not in forever.timeline
-    # the node Unknown for hours: the spell would be before that
-    _, late = _long_toleration_rows(day, day, timedelta(hours=5))
-    assert f"{CAVEAT}, from over 5h" in late.timeline
+    # a Node made after the oldest Event kept had no spell before it
+    _, young = _long_toleration_rows(day, day, timedelta(minutes=5), node_age=timedelta(0))
+    assert CAVEAT not in young.timeline
 
 
-def test_an_event_kept_from_before_the_spells_reach_leaves_no_caveat() -> None:
-    """An Event older than any spell that could still leave the pod here shows the Events are
-    kept long enough (a longer --event-ttl): a NodeNotReady event would be there too."""
+def test_the_pods_arrival_or_a_new_leader_keeps_a_hidden_count_alive() -> None:
+    """The count began at the latest of the spell's start, the pod's arrival and a new
+    leader's start: read when an hour's count from before the oldest Event kept (11:36:20) has
+    run out, a pod that arrived at 11:36:40, or a leader that took over then, still has one."""
+    hour, day = 3600, 86400
+    later = timedelta(minutes=59, seconds=41)  # 12:36:30: the spell's hour has run out
     snap = load("eviction-clock")
-    _, kept = _long_toleration_rows(
-        7200, 7200, timedelta(minutes=5), oldest=snap.captured_at - timedelta(hours=3)
-    )
-    assert CAVEAT not in kept.timeline and kept.eviction_at is not None
-    _, short = _long_toleration_rows(
-        7200, 7200, timedelta(minutes=5), oldest=snap.captured_at - timedelta(minutes=90)
-    )
-    assert f"{CAVEAT}, from over 1h" in short.timeline  # kept 95 min: a 2 h count reaches past
+    _, old = _long_toleration_rows(hour, day, later, pod_age=timedelta(days=5))
+    assert CAVEAT not in old.timeline and old.eviction_at is not None
+    _, came = _long_toleration_rows(hour, day, later, pod_age=timedelta(seconds=8))
+    assert CAVEAT in came.timeline
+    led = snap.captured_at - timedelta(seconds=8)
+    _, again = _long_toleration_rows(hour, day, later, leader_since=led)
+    assert CAVEAT in again.timeline
 
 
-def test_the_caveat_leaves_alone_a_count_the_kubelets_event_tells() -> None:
-    """The event still there (the recording): the count is read from it, no caveat."""
+def test_the_kubelets_word_kept_leaves_no_caveat() -> None:
+    """The kubelet's NodeNotReady still kept (the recording): the count is read from it; an
+    Event older than the node shows nothing hidden either."""
     _, row = _long_toleration_rows(86400, 86400, timedelta(minutes=5), keep_event=True)
     assert "NodeNotReady event" in row.timeline and CAVEAT not in row.timeline
+    snap = load("eviction-clock")
+    _, kept = _long_toleration_rows(
+        7200, 7200, timedelta(minutes=5), oldest=snap.captured_at - timedelta(days=20)
+    )
+    assert CAVEAT not in kept.timeline and kept.eviction_at is not None
