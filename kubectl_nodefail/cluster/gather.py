@@ -132,12 +132,6 @@ def gather(
             lambda: cluster.list_all(NODE_LEASES, "Lease", keep=_lease_kept),
             None,
         )
-        f_leader = pool.submit(
-            reader.optional,
-            "kube-controller-manager's leader Lease",
-            lambda: _leader_lease(cluster),
-            [],
-        )
         nodes = f_nodes.result()
         focus = focus_nodes(nodes, only_nodes)
         f_on_nodes = pool.submit(
@@ -151,7 +145,6 @@ def gather(
         events = f_events.result()
         leases = _leases_needed(f_all_leases.result(), nodes, focus, clock(), cluster, reader)
         on_nodes = f_on_nodes.result()
-        leases += f_leader.result()
     missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
     if missing:
         reader.gaps.append(f"nodes not found: {', '.join(sorted(missing))}")
@@ -189,6 +182,11 @@ def gather(
     events += _node_events(cluster, reader, focus)
     automation_objects = _automation(cluster, reader, nodes, focus)
     events += _automation_events(cluster, reader, nodes, focus, automation_objects)
+    # Read last, right before the snapshot's time: whether its leader renews is judged at that
+    # time (analysis/leader.py), and the reads above may take longer than its 15 s.
+    leases += reader.optional(
+        "kube-controller-manager's leader Lease", lambda: _leader_lease(cluster), []
+    )
     return Snapshot(
         captured_at=clock(),
         server_version=version,

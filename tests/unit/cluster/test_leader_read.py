@@ -77,3 +77,27 @@ def test_no_lease_is_no_gap(tmp_path: Path) -> None:
     """Without leader election there is no Lease: nothing to say of it."""
     got, gaps, _ = _read(tmp_path, json_answer({"kind": "Status", "code": 404}, 404))
     assert got == [] and gaps == []
+
+
+def test_gather_reads_the_lease_last_so_it_is_judged_as_read(tmp_path: Path) -> None:
+    """Whether the leader renews is judged at the snapshot's time (analysis/leader.py): the
+    Lease is the last request of a diagnosis's read, after everything a slow server may take
+    longer than its 15 s over."""
+    from kubectl_nodefail.cluster.gather import gather
+
+    empty = {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
+
+    def script(n: int, method: str, path: str) -> Answer:
+        if path.startswith("/version"):
+            return json_answer({"major": "1", "minor": "36", "gitVersion": "v1.36.1"})
+        if path == LEADER_LEASE:
+            return json_answer(LEASE)
+        return json_answer(empty)
+
+    with serve(script) as api:
+        cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+        cluster.sleep = lambda _: None
+        snap = gather(cluster)
+    paths = [path.split("?")[0] for _, path in api.requests]
+    assert paths[-1] == LEADER_LEASE and paths.count(LEADER_LEASE) == 1, paths
+    assert [x["metadata"]["name"] for x in snap.leases] == ["kube-controller-manager"]
