@@ -72,7 +72,7 @@ def _leader(before: Snapshot, after: Snapshot) -> list[str]:
         return ["kube-controller-manager has no leader (its Lease not renewed in time)"]
     if was_since and since != was_since:
         return [f"kube-controller-manager has a new leader (since {since})"]
-    if was == "expired":
+    if was == "expired" and state == "alive":
         return ["kube-controller-manager's leader renews its Lease again"]
     return []
 

@@ -25,6 +25,7 @@ from kubectl_nodefail.analysis.leader import CLOCK_SLACK_SECONDS, leader
 from kubectl_nodefail.cluster.kube import Cluster
 from kubectl_nodefail.cluster.watchstream import Change, Resource, Row, Watcher, row_of
 from kubectl_nodefail.snapshot.model import Snapshot, load_dump, parse_time
+from kubectl_nodefail.watch import follow
 from kubectl_nodefail.watch.changes import between
 from kubectl_nodefail.watch.follow import DUE_SLACK, Follower, Interest, resources
 from kubectl_nodefail.watch.watch import fingerprint
@@ -514,7 +515,10 @@ def test_a_leader_that_stops_renewing_is_read_again_at_the_moment_the_read_finds
     assert Interest.of(read).leader_due is None  # nothing left to expire
 
 
-def test_a_new_leader_or_a_leader_back_is_a_change() -> None:
+def test_a_new_leader_or_a_leader_back_is_a_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new leader, or the one read as expired renewing again in time by this machine's clock
+    (once: its next renewals are no change); a renewal this clock finds stale is not read for
+    (a clock far ahead of the control plane's would read again at every renewal)."""
     snap = load_dump(str(FIXTURES / "controller-restart.json"))
     chief = leader(snap)
     assert chief is not None
@@ -527,8 +531,15 @@ def test_a_new_leader_or_a_leader_back_is_a_change() -> None:
     assert renewed is not None
     gone = Interest.of(replace(snap, read_at=renewed + timedelta(minutes=2)))
     assert gone.leader_state == "expired"
-    back = gone.relevant(_lease_change(snap, renewTime=_micro(renewed + timedelta(minutes=2))))
+    again = renewed + timedelta(minutes=2)
+    monkeypatch.setattr(follow, "_now", lambda: again + timedelta(seconds=40))  # skewed
+    assert gone.relevant(_lease_change(snap, renewTime=_micro(again))) is None
+    monkeypatch.setattr(follow, "_now", lambda: again + timedelta(seconds=1))
+    stale = gone.relevant(_lease_change(snap, renewTime=_micro(renewed)))
+    assert stale is None  # the renewal read already: no news
+    back = gone.relevant(_lease_change(snap, renewTime=_micro(again)))
     assert back == "kube-controller-manager's leader Lease renewed again"
+    assert gone.relevant(_lease_change(snap, renewTime=_micro(again))) is None  # said once
     assert Interest.of(snap).relevant(_lease_change(snap, "DELETED")) is not None
 
 
@@ -598,3 +609,21 @@ def test_the_leaders_going_return_or_change_is_a_new_block_and_a_change_line() -
     assert between(gone, snap) == ["kube-controller-manager's leader renews its Lease again"]
     assert fingerprint(new) != fingerprint(snap)
     assert between(snap, new)[0].startswith("kube-controller-manager has a new leader (since ")
+
+
+def test_a_renewal_queued_during_a_read_moves_the_deadline_before_it_is_checked() -> None:
+    """A read longer than the Lease's duration: the renewals that came meanwhile are taken
+    first, so the deadline the read left behind does not call for a read of its own."""
+    snap = load_dump(str(FIXTURES / "controller-restart.json"))
+    follower = Follower(None, (), ())  # type: ignore[arg-type]
+    follower.interest = Interest.of(snap)
+    due = follower.interest.leader_due
+    assert due is not None and due < datetime.now(timezone.utc)  # recorded hours ago
+    follower.changes.put(_lease_change(snap, renewTime=_micro(datetime.now(timezone.utc))))
+    assert follower.wait(0.2) == []
+    later = follower.interest.leader_due
+    assert later is not None and later > datetime.now(timezone.utc)
+    follower.interest.leader_due = due  # none queued: the deadline is the reason
+    assert follower.wait(0.2) == [
+        "kube-controller-manager's leader Lease not renewed within its duration"
+    ]
