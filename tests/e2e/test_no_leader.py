@@ -10,8 +10,9 @@ duration and the clock slack:
   manager back); the first node's pod outlives its tolerationSeconds, not evicted;
 - `remediate --confirm` is refused (exit 4) for the named node and for the saved plan, and the
   API server's audit log shows no write from the plugin;
-- a `diagnose --watch` running all along says so by itself, within seconds of the Lease's
-  expiry (no object changes when the leader goes: the watch keeps the Lease's deadline);
+- a `diagnose --watch` running all along, as a user with the shipped read-only role, says so
+  by itself within seconds of the Lease's expiry (no object changes when the leader goes: the
+  watch keeps the Lease's deadline, moved by the renewals the role lets it watch);
 - the manager started again, the new leader marks the second node Ready Unknown its grace after
   its own start, not after the kubelet's last renewal, as the diagnosis says (it gives the
   default 50 s; the test bed runs 16 s).
@@ -40,6 +41,7 @@ from tests.e2e.helpers import (
     pods,
     ready,
     refused_without_a_write,
+    service_account_kubeconfig,
     taint_keys,
     terminating,
     wait_node_ready,
@@ -53,7 +55,6 @@ NS = "scenario-no-leader"
 BEFORE, AFTER = "lost-l1", "lost-l2"  # failed while the leader ran / after it stopped
 MANAGER = "kube-controller-manager"
 UN = ("node.kubernetes.io/unreachable", "NoExecute")
-OOS = ("node.kubernetes.io/out-of-service", "NoExecute")
 TOLERATED = 30  # held-1's tolerationSeconds: run out while no leader runs
 
 Obj = dict[str, Any]
@@ -81,8 +82,8 @@ def _expired(cp: ControlPlane) -> bool:
 class Watched:
     """`diagnose --watch -o json` running: each document with the moment it arrived."""
 
-    def __init__(self, cp: ControlPlane, plugin: Plugin) -> None:
-        self.proc = watching(cp, plugin, "-o", "json")
+    def __init__(self, cp: ControlPlane, plugin: Plugin, *args: str) -> None:
+        self.proc = watching(cp, plugin, "-o", "json", *args)
         self.docs: list[tuple[datetime, Obj]] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -133,7 +134,11 @@ def test_without_a_leader_nothing_comes_and_remediate_writes_nothing(
     steps = json.loads(saved.read_text())["steps"]
     assert any(s["action"] == "taint-out-of-service" and s["allowed"] for s in steps), steps
 
-    watch = Watched(cp, plugin)
+    # the watch runs as a user with the shipped read-only role: its watch of the leader's
+    # Lease (by name) is allowed, or it would not see the leader go
+    cp.kubectl("apply", "-f", "-", stdin=plugin.run("rbac", "diagnose").stdout)
+    reader = service_account_kubeconfig(cp, tmp_path, "reader", ["kubectl-nodefail-diagnose"], NS)
+    watch = Watched(cp, plugin, "--kubeconfig", str(reader))
     wait_for("the watch's first screen", lambda: watch.docs, 30)
     stopped = components.stop(cp.cluster_dir, MANAGER)
     leader = _lease(cp).get("holderIdentity")
