@@ -74,14 +74,12 @@ def _leaderless_pods(pods: list[PodFinding], snap: Snapshot, now: datetime) -> N
     chief = leader(snap)
     if chief is None or not chief.expired():
         return
-    note = claim(
-        "no-leader",
-        "why",
+    text = (
         f"{chief.no_leader(now)}: what its controllers do for this pod, its owner and its "
-        "volumes comes only once a leader takes over.",
-        *chief.premises(),
+        "volumes comes only once a leader takes over."
     )
     for pod in pods:
+        note = claim("no-leader", "why", text, *chief.premises())  # one per pod: its own
         pod.claims.insert(0, note)
         pod.explanation = f"{note.text} {pod.explanation}".strip()
 

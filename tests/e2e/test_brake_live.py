@@ -26,7 +26,6 @@ from tests.e2e.helpers import (
 pytestmark = pytest.mark.e2e
 NS = "scenario-brake"
 NODES = ("flaky-m1", "flaky-m2", "flaky-m3")  # with the 3 healthy nodes: 3 of 6 down
-OOS = ("node.kubernetes.io/out-of-service", "NoExecute")
 
 
 def test_a_mass_failure_refuses_whatever_remediate_is_handed(

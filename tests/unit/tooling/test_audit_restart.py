@@ -2,7 +2,7 @@
 and the stop and start again of one process as kwokctl left it (tests/e2e/components.py, on a
 stand-in process under the component's name: the control plane's own restart is proven by the
 audit and by tests/e2e/test_eviction_clock.py, its stop without a start by
-tests/e2e/test_brake_live.py)."""
+tests/e2e/test_no_leader.py)."""
 
 from __future__ import annotations
 
