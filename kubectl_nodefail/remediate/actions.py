@@ -112,6 +112,7 @@ class Executor(Trail, NodeLock, Rechecks, Mutations):
     _locks: dict[str, str] = field(default_factory=dict)  # node -> "" held, or why not
     _write: threading.Lock = field(default_factory=threading.Lock)  # trail lines, `pending`
     _claims: dict[tuple[str, str], str] = field(default_factory=dict)  # PVC -> its PV (release)
+    _pvs: dict[str, str] = field(default_factory=dict)  # PV -> its CSI unique name (release)
 
     def run(self, plan: Plan) -> Plan:
         if self._refuse_malformed(plan):

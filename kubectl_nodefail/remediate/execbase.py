@@ -42,3 +42,4 @@ class ExecutorBase:
     _locks: dict[str, str]
     _write: threading.Lock
     _claims: dict[tuple[str, str], str]
+    _pvs: dict[str, str]

@@ -14,7 +14,7 @@ from kubectl_nodefail.cluster import kube
 from kubectl_nodefail.common.errors import NotFound
 from kubectl_nodefail.remediate.execbase import _now, _pod_ref
 from kubectl_nodefail.remediate.nodepatch import NodePatch, _annotation_set
-from kubectl_nodefail.remediate.release import NotConfirmed, Release
+from kubectl_nodefail.remediate.release import NotConfirmed, Release, in_use
 from kubectl_nodefail.remediate.steps import Step
 from kubectl_nodefail.snapshot.model import Obj, format_time
 
@@ -104,7 +104,11 @@ class Mutations(NodePatch, Release):
             resource_version=node["metadata"]["resourceVersion"],
         )
         return self._released(
-            step.node, "PodGC (the Node is gone)", "Node object deleted", every_pod=True
+            step.node,
+            "PodGC (the Node is gone)",
+            "Node object deleted",
+            every_pod=True,
+            in_use=in_use(node),
         )
 
     def _annotation_ops(self, node: Obj, key: str) -> list[Obj]:

@@ -5,6 +5,7 @@ run the watch is deferred (Deferred, Pending) and done for every node at once (z
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -55,7 +56,9 @@ class Pending:
 class Release(ExecutorBase):
     """The Executor's watch for the effect of an accepted taint or node delete."""
 
-    def _released(self, node: str, by: str, sent: str, every_pod: bool = False) -> str:
+    def _released(
+        self, node: str, by: str, sent: str, every_pod: bool = False, in_use: Sequence[str] = ()
+    ) -> str:
         """What the step was for, observed: the node's Terminating pods (`every_pod`: all its
         pods, for a deleted Node) and volume attachments gone. Otherwise NotConfirmed, naming
         what is still there. `sent`: what the accepted request did. In a zone run (deferred),
@@ -63,7 +66,7 @@ class Release(ExecutorBase):
         since = _now()
         if self.defer_release:
             raise Deferred(sent, by, every_pod, since)
-        released, detail = self._wait_released(node, every_pod, since)
+        released, detail = self._wait_released(node, every_pod, since, in_use)
         return self._released_text(released, detail, sent, by)
 
     def _released_text(self, released: bool, detail: str, sent: str, by: str) -> str:
@@ -78,14 +81,20 @@ class Release(ExecutorBase):
         )
 
     def _wait_released(
-        self, node: str, every_pod: bool = False, since: datetime | None = None
+        self,
+        node: str,
+        every_pod: bool = False,
+        since: datetime | None = None,
+        in_use: Sequence[str] = (),
     ) -> tuple[bool, str]:
         """Watch the node's pods and VolumeAttachments go, up to the timeout or a stop.
 
         Pods held by a finalizer the taint does not release are named, never waited for."""
         deadline = _now() + timedelta(seconds=self.wait_timeout)
         while True:
-            done, detail, stuck, vas = self.release_check(node, every_pod, since=since)
+            done, detail, stuck, vas = self.release_check(
+                node, every_pod, since=since, in_use=in_use
+            )
             if done:
                 return True, detail
             left = (deadline - _now()).total_seconds()
@@ -105,6 +114,7 @@ class Release(ExecutorBase):
         every_pod: bool = False,
         attachments: list[Obj] | None = None,
         since: datetime | None = None,
+        in_use: Sequence[str] = (),
     ) -> tuple[bool, str, int, int]:
         """One look at what a taint or node delete was to release on `node`: (released, what
         is left or what was seen, pods still to go, volume attachments still on the node).
@@ -117,7 +127,11 @@ class Release(ExecutorBase):
         attached: its attachment is named, not waited for (audit 2064: a StatefulSet's pods
         tolerating every taint, held by a finalizer, kept theirs, and the watch ran to its
         timeout). A held pod's that is Terminating is waited for: PodGC marks it Failed, and
-        the controller detaches what no running pod uses (e2e test_storage)."""
+        the controller detaches what no running pod uses (e2e test_storage). `in_use`: a deleted
+        Node's last status.volumesInUse: a volume it reported mounted is force-detached by the
+        attach-detach controller only six minutes after its last pod went (it cannot learn
+        the node unmounted it: audit 2072, 9 attachments left at 120 s): named, not waited
+        for."""
         listed = self.cluster.list_all("/api/v1/pods", "Pod", fieldSelector=f"spec.nodeName={node}")
         later = [p for p in listed if since is not None and _arrived_after(p, since)]
         pods = [p for p in listed if p not in later]
@@ -145,6 +159,9 @@ class Release(ExecutorBase):
         kept = self._volumes_of([*running, *later]) if on_node else set()
         vas = [v for v in on_node if _volume(v) not in kept]
         staying = sorted({_volume(v) for v in on_node if _volume(v) in kept})
+        mounted = set(in_use)
+        timed = sorted({_volume(v) for v in vas if mounted and self._unique(_volume(v)) in mounted})
+        vas = [v for v in vas if _volume(v) not in timed]
         not_waited = (
             (
                 "; held by finalizers, not waited for: "
@@ -167,6 +184,13 @@ class Release(ExecutorBase):
             + (
                 "; attached for the pods left there, not waited for: " + ", ".join(staying)
                 if staying
+                else ""
+            )
+            + (
+                "; reported mounted by the node when it was deleted, so force-detached by the "
+                "attach-detach controller 6 minutes after their last pod went, not waited for: "
+                + ", ".join(timed)
+                if timed
                 else ""
             )
         )
@@ -216,6 +240,24 @@ class Release(ExecutorBase):
                     out.add(self._claims[key])
         return out
 
+    def _unique(self, pv_name: str) -> str:
+        """The PV's name as a node reports it in status.volumesInUse (CSI:
+        kubernetes.io/csi/DRIVER^HANDLE); "" when it cannot be read or is not CSI (its
+        attachment is then waited for, as before)."""
+        if pv_name and pv_name not in self._pvs:
+            try:  # held to the dump schema (malformed: MalformedResponse, exit 14)
+                got = self.cluster.get(f"/api/v1/persistentvolumes/{pv_name}")
+                pv = dumpschema.take_live([{**got, "kind": "PersistentVolume"}])[0]
+            except (Forbidden, NotFound):
+                pv = {}
+            csi = (pv.get("spec") or {}).get("csi") or {}
+            driver, handle = csi.get("driver"), csi.get("volumeHandle")
+            unique = f"kubernetes.io/csi/{driver}^{handle}"
+            self._pvs[pv_name] = (
+                unique if isinstance(driver, str) and isinstance(handle, str) else ""
+            )
+        return self._pvs.get(pv_name, "")
+
     def attachments(self) -> list[Obj]:
         """Every VolumeAttachment ([] when they may not be read), held to the dump schema as
         the diagnosis's are (a malformed one: MalformedResponse, exit 14)."""
@@ -227,6 +269,12 @@ class Release(ExecutorBase):
             )
         except Forbidden:
             return []
+
+
+def in_use(node: Obj) -> list[str]:
+    """A Node's status.volumesInUse (the volumes its kubelet last reported mounted)."""
+    got = (node.get("status") or {}).get("volumesInUse")
+    return [v for v in got if isinstance(v, str)] if isinstance(got, list) else []
 
 
 def _volume(va: Obj) -> str:

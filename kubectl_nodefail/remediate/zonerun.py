@@ -29,6 +29,7 @@ from kubectl_nodefail.cluster import kube
 from kubectl_nodefail.common.errors import NodefailError
 from kubectl_nodefail.remediate.actions import Executor, Pending
 from kubectl_nodefail.remediate.plan import Plan, Step
+from kubectl_nodefail.remediate.release import in_use
 from kubectl_nodefail.remediate.zoneplan import POOL
 
 POLL_SECONDS = 5.0  # between two looks at every pending node (one pod list per node)
@@ -173,7 +174,11 @@ def _look(executor: Executor, pending: list[Pending]) -> list[tuple[Pending, tup
     def one(p: Pending) -> tuple[Pending, tuple[bool, str]]:
         try:
             released, detail, _, _ = executor.release_check(
-                p.step.node, p.every_pod, attachments, since=p.since
+                p.step.node,
+                p.every_pod,
+                attachments,
+                since=p.since,
+                in_use=in_use(p.node) if p.every_pod else [],
             )
         except NodefailError as exc:
             return p, (False, f"could not read the node's pods: {exc.message}")

@@ -206,3 +206,54 @@ def test_the_taint_step_names_the_volumes_a_held_pod_keeps_attached() -> None:
     )
     held = {f.object for f in taint.because if f.field == "metadata.finalizers"}
     assert held == {"Pod/au-2064-106/w-0", "Pod/au-2064-106/w-1"}
+
+
+class _DeletedNode(_Volumes):
+    """The Node deleted: its pods gone (PodGC), pv-freed's attachment still there, its PV a CSI
+    volume (`csi`: else another kind)."""
+
+    def __init__(self, csi: bool = True) -> None:
+        super().__init__(freed_detached=False)
+        self.csi = csi
+
+    def list_all(self, path: str, kind: str, **query: Any) -> list[Any]:
+        if kind == "Pod":
+            return []
+        return [a for a in super().list_all(path, kind) if "pv-freed" in a["metadata"]["name"]]
+
+    def get(self, path: str, **query: Any) -> Any:
+        self.gets.append(path)
+        spec = {"csi": {"driver": "csi.example.com", "volumeHandle": "h-1"}} if self.csi else {}
+        return {
+            "metadata": {"name": "pv-freed", "uid": "u-pv", "resourceVersion": "3"},
+            "spec": spec,
+        }
+
+
+def _deleted_watch(cluster: _DeletedNode, in_use: list[str]) -> tuple[bool, str]:
+    executor = Mutations.__new__(Mutations)
+    executor.cluster = cluster  # type: ignore[assignment]
+    executor.wait_timeout = 0  # one look
+    executor.stop = Stop()
+    executor._claims, executor._pvs = {}, {}
+    executor.progress = lambda message: None  # type: ignore[method-assign]
+    executor.attachments = lambda: cluster.list_all("", "VolumeAttachment")  # type: ignore[method-assign]
+    return executor._wait_released(NODE, True, SENT, in_use)
+
+
+def test_a_deleted_nodes_volume_it_reported_mounted_is_named_not_waited_for() -> None:
+    """Audit 2072 (deleting the Node): 9 attachments were still on the deleted node at 120 s,
+    every pod gone. The attach-detach controller cannot learn that a node it no longer has
+    unmounted a volume it reported mounted (status.volumesInUse, read before the delete): it
+    force-detaches it six minutes after its last pod went. The watch waited for them, said
+    "unconfirmed" (exit 7) and blamed a refusal; they are now named, with when they go."""
+    mounted = ["kubernetes.io/csi/csi.example.com^h-1"]
+    released, detail = _deleted_watch(_DeletedNode(), mounted)
+    assert released, detail
+    assert "force-detached by the attach-detach controller 6 minutes after" in detail
+    assert detail.endswith("not waited for: pv-freed")
+    # not reported mounted: detached at once, so waited for; a PV not CSI: waited for too
+    released, detail = _deleted_watch(_DeletedNode(), [])
+    assert not released and "and 1 volume attachments on the node" in detail
+    released, detail = _deleted_watch(_DeletedNode(csi=False), mounted)
+    assert not released and "and 1 volume attachments on the node" in detail
