@@ -113,8 +113,9 @@ def test_10_deleting_the_node_lets_podgc_remove_its_pods(down: Down) -> None:
         ),
         120,
     )
-    # "within about 60 s of the node's deletion": the quarantine, a pass, and the API's moment
-    assert time.monotonic() - deleted < 75, time.monotonic() - deleted
+    # "40-80s after the node's deletion": the first pass, the quarantine, the pass after it
+    # (77.8 s seen in a fresh-clone CI run), and this poll's own seconds
+    assert time.monotonic() - deleted < 85, time.monotonic() - deleted
     new = wait_running_elsewhere(cp, NS, f"db-{GONE}", GONE, timeout=60)
     assert new["metadata"]["uid"] != down.uids[GONE]
     events = cp.get("events", namespace=NS)
