@@ -19,7 +19,7 @@ spec.acquireTime (proven on the real control plane: tests/e2e/test_eviction_cloc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.claims import Premise, fact
@@ -94,14 +94,16 @@ def _leader(snap: Snapshot) -> Leader | None:
         since = parse_time(spec.get("acquireTime"))
         if since is None:
             return None
-        renewed = parse_time(spec.get("renewTime"))
-        seconds = spec.get("leaseDurationSeconds")
+        until = expires(parse_time(spec.get("renewTime")), spec.get("leaseDurationSeconds"))
         read = snap.read_at or snap.captured_at
-        if renewed is None or not isinstance(seconds, int):
-            state = "unknown"
-        elif (read - renewed).total_seconds() > seconds + CLOCK_SLACK_SECONDS:
-            state = "expired"
-        else:
-            state = "alive"
+        state = "unknown" if until is None else "expired" if read > until else "alive"
         return Leader(since, lease, state)
     return None
+
+
+def expires(renewed: datetime | None, seconds: object) -> datetime | None:
+    """When a Lease renewed at `renewed`, lasting `seconds`, is called expired: past its
+    duration and CLOCK_SLACK_SECONDS (None: either is missing or not an integer)."""
+    if renewed is None or not isinstance(seconds, int) or isinstance(seconds, bool):
+        return None
+    return renewed + timedelta(seconds=seconds + CLOCK_SLACK_SECONDS)

@@ -123,12 +123,21 @@ def users_of(snap: Snapshot, node: str, pv_name: str) -> list[Obj]:
 def reported_mounted(snap: Snapshot, node: str, pv_name: str) -> bool | None:
     """Whether the node's last status lists the CSI volume in status.volumesInUse (as
     kubernetes.io/csi/DRIVER^HANDLE); None when the node or the PV's CSI source is unknown."""
-    csi = ((snap.pv(pv_name) or {}).get("spec") or {}).get("csi") or {}
+    unique = in_use_name(snap.pv(pv_name) or {})
     node_obj = snap.node(node)
-    if not csi.get("driver") or not csi.get("volumeHandle") or node_obj is None:
+    if unique is None or node_obj is None:
         return None
-    unique = f"kubernetes.io/csi/{csi['driver']}^{csi['volumeHandle']}"
     return unique in ((node_obj.get("status") or {}).get("volumesInUse") or [])
+
+
+def in_use_name(pv: Obj) -> str | None:
+    """A CSI PersistentVolume's name as a node reports it in status.volumesInUse
+    (kubernetes.io/csi/DRIVER^HANDLE); None when it is not CSI or lacks either."""
+    csi = (pv.get("spec") or {}).get("csi") or {}
+    driver, handle = csi.get("driver"), csi.get("volumeHandle")
+    if not isinstance(driver, str) or not isinstance(handle, str) or not driver or not handle:
+        return None
+    return f"kubernetes.io/csi/{driver}^{handle}"
 
 
 def pod_name(pod: Obj) -> str:

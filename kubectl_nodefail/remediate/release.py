@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from kubectl_nodefail.analysis import eviction
 from kubectl_nodefail.analysis.advice import holding_finalizers
-from kubectl_nodefail.analysis.storage import claim_names
+from kubectl_nodefail.analysis.storage import claim_names, in_use_name
 from kubectl_nodefail.common.errors import Forbidden, NotFound
 from kubectl_nodefail.remediate.execbase import ExecutorBase, _now
 from kubectl_nodefail.remediate.steps import Step
@@ -250,12 +250,7 @@ class Release(ExecutorBase):
                 pv = dumpschema.take_live([{**got, "kind": "PersistentVolume"}])[0]
             except (Forbidden, NotFound):
                 pv = {}
-            csi = (pv.get("spec") or {}).get("csi") or {}
-            driver, handle = csi.get("driver"), csi.get("volumeHandle")
-            unique = f"kubernetes.io/csi/{driver}^{handle}"
-            self._pvs[pv_name] = (
-                unique if isinstance(driver, str) and isinstance(handle, str) else ""
-            )
+            self._pvs[pv_name] = in_use_name(pv) or ""
         return self._pvs.get(pv_name, "")
 
     def attachments(self) -> list[Obj]:

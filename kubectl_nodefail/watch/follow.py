@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from urllib.parse import quote
 
 from kubectl_nodefail.analysis import facts
-from kubectl_nodefail.analysis.leader import CLOCK_SLACK_SECONDS, leader
+from kubectl_nodefail.analysis.leader import expires, leader
 from kubectl_nodefail.analysis.nodes import kubectl_status
 from kubectl_nodefail.cluster.gather import focus_nodes
 from kubectl_nodefail.cluster.kube import Cluster
@@ -214,9 +214,8 @@ class Interest:
                 self.leader_renewed is None or renewed > self.leader_renewed
             )
             if newer and row.lasts > 0:
-                assert renewed is not None
-                fresh = shifted(renewed, row.lasts + CLOCK_SLACK_SECONDS)
-                if fresh > _now():
+                fresh = expires(renewed, row.lasts)
+                if fresh is not None and fresh > _now():
                     self.leader_renewed = renewed  # said once
                     return f"{named} renewed again"
             return None
@@ -248,11 +247,10 @@ def _now() -> datetime:
 
 
 def _expiry(renewed: datetime | None, lasts: object) -> datetime | None:
-    """When a Lease renewed at `renewed` is read as expired (analysis/leader.py's rule), a
-    moment after (so that the read made then finds it so)."""
-    if renewed is None or not isinstance(lasts, int) or isinstance(lasts, bool) or lasts <= 0:
-        return None
-    return shifted(renewed, lasts + CLOCK_SLACK_SECONDS + DUE_SLACK / 2)
+    """When the read made then finds a Lease renewed at `renewed` expired (leader.expires, and
+    a moment more)."""
+    until = expires(renewed, lasts)
+    return None if until is None else shifted(until, DUE_SLACK / 2)
 
 
 class Follower:
