@@ -170,7 +170,8 @@ class State:
     log: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)  # changes not yet printed (pipes)
     shown_at: float = 0.0  # when the diagnosis on the screen was made, and its cost
-    show_seconds: float = 0.0
+    show_seconds: float = 0.0  # in CPU seconds of this thread (a loaded machine's wait is not cost)
+    cpu: Callable[[], float] = time.thread_time
 
 
 def _clock(t: float) -> str:
@@ -292,11 +293,13 @@ def run(
     clock: Callable[[], float] = time.time,
     size: Callable[[], tuple[int, int]] | None = None,
     follow: Any = None,
+    cpu: Callable[[], float] = time.thread_time,
 ) -> int:
     """Follow until Ctrl-C (or `max_polls` refreshes, for tests); return the last diagnosis's
     exit code. `follow` (follow.Follower): the cluster is read again when its watches show a
-    change, not every `interval` (which then only moves the screen's times on)."""
-    state = State()
+    change, not every `interval` (which then only moves the screen's times on). `cpu`: the
+    CPU-seconds meter the screen's redraws are rationed by (RETIME_SHARE)."""
+    state = State(cpu=cpu)
     try:
         if not tty:
             return _lines(
@@ -388,9 +391,9 @@ def _show(
     snap: Snapshot,
     now: float,
 ) -> None:
-    started = time.monotonic()
+    started = state.cpu()
     state.text, state.code = show(snap)
-    state.shown_at, state.show_seconds = now, time.monotonic() - started
+    state.shown_at, state.show_seconds = now, max(state.cpu() - started, 0.0)
 
 
 def _read(

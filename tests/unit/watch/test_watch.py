@@ -443,8 +443,12 @@ def test_with_watches_the_cluster_is_read_again_only_when_they_show_a_change() -
     assert out.getvalue().count("--- ") == 2  # the first block, and the one the change brought
 
 
-def test_on_a_terminal_the_times_move_on_between_reads_without_reading() -> None:
+def _redraws(cost: float, polls: int) -> tuple[int, list[object]]:
+    """Reads and the moments shown by a terminal watch with nothing changing, whose
+    diagnosis costs `cost` CPU seconds (on a meter of the test's own: the machine's load
+    does not move it)."""
     clock = Clock()
+    used = [0.0]
     shown: list[object] = []
     reads: list[int] = []
 
@@ -454,26 +458,39 @@ def test_on_a_terminal_the_times_move_on_between_reads_without_reading() -> None
 
     def show(snap: Snapshot) -> tuple[str, int]:
         shown.append(snap.captured_at)
+        used[0] += cost
         return _show(snap)
 
-    follow = Follow([[], [], []], clock)
-    out = io.StringIO()
     run(
         load,
         show,
         2.0,
-        out,
+        io.StringIO(),
         io.StringIO(),
         tty=True,
         title="t",
-        max_polls=4,
+        max_polls=polls,
         sleep=clock.sleep,
         clock=clock,
         size=lambda: (120, 60),
-        follow=follow,
+        follow=Follow([[]] * (polls - 1), clock),
+        cpu=lambda: used[0],
     )
-    assert len(reads) == 1 and len(shown) == 4
+    return len(reads), shown
+
+
+def test_on_a_terminal_the_times_move_on_between_reads_without_reading() -> None:
+    reads, shown = _redraws(0.05, 4)  # 5% of a core: 1 s of CPU per 20 s, under every 2 s
+    assert reads == 1 and len(shown) == 4
     assert len(set(shown)) == 4 and shown == sorted(shown)  # each at its own moment
+
+
+def test_a_costly_diagnosis_is_redrawn_only_as_often_as_its_share_of_a_core_allows() -> None:
+    # 0.15 s of CPU at 5% of a core: one redraw per 3 s at most, so every other 2 s interval
+    reads, shown = _redraws(0.15, 7)
+    assert reads == 1 and len(shown) == 4
+    gaps = [(b - a).total_seconds() for a, b in zip(shown, shown[1:])]  # type: ignore[operator]
+    assert gaps == [4.0, 4.0, 4.0]
 
 
 def test_without_watches_allowed_or_while_reads_fail_it_reads_every_interval() -> None:
