@@ -58,7 +58,9 @@ class NodeFinding:
     cause: Cause
     shutdown_evidence: list[str]
     out_of_service: bool
-    stale_out_of_service: bool  # out-of-service taint on a Ready node: someone forgot to remove it
+    stale_out_of_service: (
+        bool  # out-of-service taint on a Ready node whose kubelet renews: forgotten
+    )
     kubelet_version: str
     failed: bool  # not Ready
     cloud_shutdown: bool  # carries the cloud provider's shutdown taint

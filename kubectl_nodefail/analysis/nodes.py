@@ -421,7 +421,11 @@ def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
         shutdown_evidence=shutdown_evidence(node),
         out_of_service=out_of_service,
         out_of_service_seconds=_taint_age(tviews, facts.TAINT_OUT_OF_SERVICE, now),
-        stale_out_of_service=out_of_service and ready_now,
+        # forgotten only if its kubelet renews: Ready alone may be a silent node not yet
+        # marked (or never, with no controller leader), where the taint is still wanted
+        stale_out_of_service=out_of_service
+        and ready_now
+        and not (renew is not None and lease_late(now, renew, lease_seconds)),
         kubelet_version=((node.get("status") or {}).get("nodeInfo") or {}).get(
             "kubeletVersion", ""
         ),

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import timedelta
 
 from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER, holding_finalizers
+from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import Report
 from kubectl_nodefail.common.errors import Exit
 from kubectl_nodefail.remediate import planfile
@@ -20,6 +22,7 @@ from kubectl_nodefail.remediate.plan import (
     narrow,
 )
 from kubectl_nodefail.render import render
+from kubectl_nodefail.snapshot.model import format_time
 from tests.unit.conftest import load, report_of
 
 NODE = "flaky-a"
@@ -148,6 +151,21 @@ def test_cloud_shutdown_needs_no_attestation() -> None:
 def test_stale_out_of_service_taint_is_the_only_step_on_a_ready_node() -> None:
     plan = make_plan(report_of("out-of-service-stale"), Options(only_nodes=["flaky-d"]))
     assert [(s.action, s.allowed) for s in plan.steps] == [("remove-out-of-service", True)]
+
+
+def test_an_out_of_service_taint_on_a_ready_node_whose_kubelet_is_silent_stays() -> None:
+    """Ready alone is not "back": a node whose kubelet stopped renewing its lease is not marked
+    yet (or never, without a controller leader); its out-of-service taint is still wanted, and
+    remediate does not offer to remove it."""
+    snap = load("out-of-service-stale")
+    lease = next(x for x in snap.leases if x["metadata"]["name"] == "flaky-d")
+    lease["spec"]["renewTime"] = format_time(snap.captured_at - timedelta(seconds=90))
+    report = diagnose(snap, snap.captured_at)
+    node = next(n for n in report.nodes if n.name == "flaky-d")
+    assert not node.failed and not node.stale_out_of_service
+    assert node.action is not None and node.action.code != "remove-out-of-service"
+    plan = make_plan(report, Options(only_nodes=["flaky-d"]))
+    assert "remove-out-of-service" not in [s.action for s in plan.steps]
 
 
 def test_healthy_cluster_has_nothing_to_do() -> None:
