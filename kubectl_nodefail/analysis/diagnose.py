@@ -12,6 +12,7 @@ from kubectl_nodefail.analysis import (
     outage,
     summary,
     timeline,
+    unmarked,
     versions,
 )
 from kubectl_nodefail.analysis.claims import Claim, claim, fact
@@ -119,11 +120,14 @@ def diagnose(
     # computed over every node, whatever the view's scope: remediate NODE sees the same brake
     braked = brake.find(snap.nodes, zones, len(failed), master_disruption, leader(snap), now)
     pods = []
+    chief = leader(snap)
+    unmarked_views = unmarked.views(node_findings) if chief and chief.expired() else {}
     for pod in snap.pods:
         node_name = (pod.get("spec") or {}).get("nodeName") or ""
         node = node_findings.get(node_name)
-        if node is not None and node.failed:
+        if node is not None and (node.failed or node_name in unmarked_views):
             node.pod_count += 1
+        node = unmarked_views.get(node_name, node)  # its pods' reports see it as failed
         if namespaces and pod["metadata"].get("namespace") not in namespaces:
             continue
         if node_name and node is None and not _finished(pod):  # its Node object was deleted
@@ -132,7 +136,10 @@ def diagnose(
             continue
         if (not only_nodes or node_name in only_nodes) and _stuck_pod(pod, node, now):
             zone = zone_by_name.get(node.zone) if node else None
-            pods.append(analyse_pod(pod, snap, node, zone, master_disruption, failed, now, braked))
+            found = analyse_pod(pod, snap, node, zone, master_disruption, failed, now, braked)
+            if chief is not None and node_name in unmarked_views:
+                unmarked.tell(found, node_findings[node_name], chief, now)
+            pods.append(found)
             continue
         pinned = pinned_to(pod, failed) if failed else []
         if pinned:

@@ -90,15 +90,22 @@ def _leader(snap: Snapshot) -> Leader | None:
             facts.CONTROLLER_LEASE_NAME,
         ):
             continue
-        spec = lease.get("spec") or {}
-        since = parse_time(spec.get("acquireTime"))
+        since = parse_time((lease.get("spec") or {}).get("acquireTime"))
         if since is None:
             return None
-        until = expires(parse_time(spec.get("renewTime")), spec.get("leaseDurationSeconds"))
-        read = snap.read_at or snap.captured_at
-        state = "unknown" if until is None else "expired" if read > until else "alive"
-        return Leader(since, lease, state)
+        return Leader(since, lease, state(lease, snap.read_at or snap.captured_at))
     return None
+
+
+def state(lease: Obj, read: datetime) -> str:
+    """Whether the leader Lease, read at `read`, renews: alive | expired | unknown (no
+    renewTime or duration)."""
+    spec = lease.get("spec") or {}
+    renew = spec.get("renewTime")
+    until = expires(
+        parse_time(renew) if isinstance(renew, str) else None, spec.get("leaseDurationSeconds")
+    )
+    return "unknown" if until is None else "expired" if read > until else "alive"
 
 
 def expires(renewed: datetime | None, seconds: object) -> datetime | None:

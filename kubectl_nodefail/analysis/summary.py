@@ -16,7 +16,8 @@ from kubectl_nodefail.analysis.claims import Claim, Premise, claim, once
 from kubectl_nodefail.analysis.findings import PodFinding, Report
 from kubectl_nodefail.analysis.text import ago, plural
 
-ON_FAILED = ("on-failed-node", "terminating-on-failed-node")
+# on a node that failed; on-unmarked-node: a Ready one nothing marks (analysis/unmarked.py)
+ON_FAILED = ("on-failed-node", "terminating-on-failed-node", "on-unmarked-node")
 WAITING_FOR_VOLUME = "waiting-for-volume"
 WAITING_FOR_NODE = "waiting-for-node"  # Pending, and may run only on failed nodes
 ELSEWHERE = "terminating-elsewhere"

@@ -29,6 +29,8 @@ from collections.abc import Callable, Collection
 from datetime import datetime, timezone
 from urllib.parse import quote
 
+from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis.leader import state as leader_state
 from kubectl_nodefail.analysis.nodes import has_problem_condition, is_ready, shutdown_evidence
 from kubectl_nodefail.cluster import kube
 from kubectl_nodefail.cluster.automation_read import _automation, _automation_events
@@ -90,6 +92,27 @@ def focus_nodes(nodes: list[Obj], requested: Collection[str]) -> list[str]:
     ]
 
 
+def _unmarked(
+    cluster: kube.Cluster, reader: _Reader, leases: list[Obj], focus: list[str], now: datetime
+) -> list[str]:
+    """Ready nodes whose kubelet stopped renewing its lease while kube-controller-manager has
+    no leader: nothing marks them, so their pods are as stuck as a failed node's and are read
+    too (analysis/unmarked.py). The leader's Lease is read for this only when such a node is
+    there; the snapshot's own copy is read last (gather)."""
+    late = [
+        lease["metadata"]["name"]
+        for lease in leases
+        if lease["metadata"].get("namespace") == facts.NODE_LEASE_NAMESPACE
+        and lease["metadata"].get("name") not in focus
+    ]
+    if not late:
+        return []
+    chief = reader.optional(
+        "kube-controller-manager's leader Lease", lambda: _leader_lease(cluster), []
+    )
+    return late if chief and leader_state(chief[0], now) == "expired" else []
+
+
 def gather(
     cluster: kube.Cluster,
     now: Callable[[], datetime] | None = None,
@@ -144,7 +167,12 @@ def gather(
         attachments = f_attach.result()
         events = f_events.result()
         leases = _leases_needed(f_all_leases.result(), nodes, focus, clock(), cluster, reader)
-        on_nodes = f_on_nodes.result()
+        unmarked = [] if only_nodes else _unmarked(cluster, reader, leases, focus, clock())
+        on_nodes = [
+            *f_on_nodes.result(),
+            *kube.parallel(lambda name: _pods_on(cluster, namespaces, name), unmarked),
+        ]
+        focus = [*focus, *unmarked]  # a new list: the one above may still be read
     missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
     if missing:
         reader.gaps.append(f"nodes not found: {', '.join(sorted(missing))}")

@@ -182,6 +182,11 @@ def test_without_a_leader_nothing_comes_and_remediate_writes_nothing(
         headline = shown.stdout.splitlines()[0]
         assert "kube-controller-manager has no leader" in headline, shown.stdout
         assert any(p["object"].startswith("Lease/kube-system/") for p in cause["because"])
+        # Its pod is read and listed as stuck there, told apart, and sent to the leader first.
+        unmarked = rows["held-2"]
+        assert unmarked["category"] == "on-unmarked-node" and unmarked["node"] == AFTER, unmarked
+        assert not unmarked["action"]["remediate"], unmarked["action"]
+        assert f"marks {AFTER} NotReady" in unmarked["action"]["summary"]
         # The first node's pod outlived its tolerationSeconds, and nothing says it will go.
         pod = pods(cp, NS, "held-1")[0]
         assert not terminating(pod), pod["metadata"]

@@ -249,11 +249,15 @@ def _returns_on_healthy(v: _View) -> Iterator[Violation]:
 def _rows(v: _View) -> Iterator[Violation]:
     """Headline counts that disagree with the rows, and rows that disagree with their node."""
     c = summary.counts(v.report)
-    failed_nodes = {n.name for n in v.report.nodes if n.failed}
+    not_ready = {n.name for n in v.report.nodes if n.failed}
+    # a Ready node whose kubelet went silent while no controller leader marks it holds its
+    # pods as a failed one does (listed, counted with the failed nodes' pods)
+    unmarked = {n.name for n in v.report.nodes if n.cause.code == "no-controller-leader"}
+    failed_nodes = not_ready | unmarked
     scoped = bool(v.report.scope_nodes)
     by_hand = {
         # A node filter lists only the named nodes; the count is the whole cluster's.
-        "nodes_not_ready": v.report.nodes_not_ready_total if scoped else len(failed_nodes),
+        "nodes_not_ready": v.report.nodes_not_ready_total if scoped else len(not_ready),
         "on_failed_nodes": sum(1 for p in v.report.pods if p.node in failed_nodes),
         "waiting_for_volume": sum(
             1 for p in v.report.pods if p.category == summary.WAITING_FOR_VOLUME
@@ -287,6 +291,8 @@ def _rows(v: _View) -> Iterator[Violation]:
                 f"category {p.category}, node_failed {p.node_failed}, but node {p.node} "
                 f"{'failed' if on_failed else 'did not fail'}",
             )
+        if (p.category == "on-unmarked-node") != (p.node in unmarked):
+            yield Violation("rows-disagree", _pod(p), f"category {p.category} on node {p.node}")
         node = v.node_of(p)
         if p.node_failed and node is not None and node.pod_count < 1:
             yield Violation("rows-disagree", _pod(p), f"node {node.name} counts no pod")

@@ -403,6 +403,12 @@ def test_the_recorded_missing_leader() -> None:
     pods = {p.name: p for p in report.pods}
     assert pods["held-1"].eviction_at is None and "has no leader" in pods["held-1"].timeline
     assert all(p.claims[0].kind == "no-leader" for p in report.pods)
+    # the pod on the node nothing marks is listed, told apart, and sent to the leader first
+    assert pods["held-2"].category == "on-unmarked-node" and pods["held-2"].node_failed
+    assert [c.kind for c in pods["held-2"].claims[:2]] == ["no-leader", "unmarked-node"]
+    assert (
+        not pods["held-2"].action.remediate and "lost-l2 NotReady" in pods["held-2"].action.summary
+    )
     # the cure is known: the advice before any destructive step says it, not "rule out"
     assert all(
         a is not None and a.summary.startswith("first bring kube-controller-manager back")

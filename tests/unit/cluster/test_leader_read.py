@@ -101,3 +101,103 @@ def test_gather_reads_the_lease_last_so_it_is_judged_as_read(tmp_path: Path) -> 
     paths = [path.split("?")[0] for _, path in api.requests]
     assert paths[-1] == LEADER_LEASE and paths.count(LEADER_LEASE) == 1, paths
     assert [x["metadata"]["name"] for x in snap.leases] == ["kube-controller-manager"]
+
+
+def _unmarked_cluster(tmp_path: Path, renewed: str) -> tuple[Any, list[str]]:
+    """A Ready node whose kubelet last renewed its lease at 03:00, read at 03:10 with the
+    controller leader's Lease last renewed at `renewed`; one pod on that node."""
+    from datetime import datetime, timezone
+
+    from kubectl_nodefail.cluster.gather import gather
+
+    def listing(*items: Any) -> Answer:
+        return json_answer(
+            {
+                "kind": "List",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": "1"},
+                "items": list(items),
+            }
+        )
+
+    node = {
+        "kind": "Node",
+        "apiVersion": "v1",
+        "metadata": {"name": "n1", "uid": "n-1", "resourceVersion": "5"},
+        "status": {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "lastHeartbeatTime": "2026-12-06T02:59:00Z",
+                    "lastTransitionTime": "2026-12-06T02:00:00Z",
+                }
+            ]
+        },
+    }
+    node_lease = {
+        "kind": "Lease",
+        "apiVersion": "coordination.k8s.io/v1",
+        "metadata": {
+            "name": "n1",
+            "namespace": "kube-node-lease",
+            "uid": "l-1",
+            "resourceVersion": "6",
+        },
+        "spec": {"renewTime": "2026-12-06T03:00:00.000000Z", "leaseDurationSeconds": 40},
+    }
+    pod = {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {
+            "name": "p",
+            "namespace": "d",
+            "uid": "p-1",
+            "resourceVersion": "7",
+            "creationTimestamp": "2026-12-06T02:10:00Z",
+        },
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
+        "status": {"phase": "Running"},
+    }
+    lease = {**LEASE, "spec": {**LEASE["spec"], "renewTime": renewed}}
+
+    def script(n: int, method: str, path: str) -> Answer:
+        if path.startswith("/version"):
+            return json_answer({"major": "1", "minor": "36", "gitVersion": "v1.36.1"})
+        if path == LEADER_LEASE:
+            return json_answer(lease)
+        if path.startswith("/api/v1/nodes"):
+            return listing(node)
+        if path.startswith("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"):
+            return listing(node_lease)
+        if path.startswith("/api/v1/pods") and "spec.nodeName%3Dn1" in path:
+            return listing(pod)
+        return listing()
+
+    at = datetime(2026, 12, 6, 3, 10, tzinfo=timezone.utc)
+    with serve(script) as api:
+        cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+        cluster.sleep = lambda _: None
+        snap = gather(cluster, now=lambda: at)
+    return snap, [path for _, path in api.requests]
+
+
+def test_a_ready_node_nothing_marks_has_its_pods_read_and_listed(tmp_path: Path) -> None:
+    """No leader since 03:00:30: the Ready node whose kubelet went silent at 03:00 is never
+    marked, so its pods are read (one list on the node) and listed as stuck on it; with a
+    leader renewing, that node is about to be marked, and its pods are not read."""
+    from datetime import datetime, timezone
+
+    from kubectl_nodefail.analysis.diagnose import diagnose
+
+    snap, paths = _unmarked_cluster(tmp_path, "2026-12-06T03:00:30.000000Z")
+    on_node = [p for p in paths if "spec.nodeName%3Dn1" in p]
+    assert len(on_node) == 1 and paths[-1] == LEADER_LEASE, paths
+    report = diagnose(snap, datetime(2026, 12, 6, 3, 10, tzinfo=timezone.utc))
+    assert [(p.name, p.category) for p in report.pods] == [("p", "on-unmarked-node")]
+    assert report.nodes_not_ready_total == 0
+
+    snap, paths = _unmarked_cluster(tmp_path, "2026-12-06T03:09:58.000000Z")
+    assert not [p for p in paths if "spec.nodeName%3Dn1" in p] and snap.pods == []
+    assert paths.count(LEADER_LEASE) == 2  # whether it is marked, then the snapshot's own

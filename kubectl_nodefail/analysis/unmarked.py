@@ -1,0 +1,62 @@
+"""Pods on a node nothing marks: its kubelet stopped renewing its lease while
+kube-controller-manager has no leader, so the node stays Ready, untainted (nodes.classify's
+`no-controller-leader`). Such a pod is as stuck as one on a node marked NotReady: nothing
+evicts it, nothing replaces it, and the API still says Running.
+
+Its report is made as on a failed node (pods.analyse_pod with the node seen as failed: what it
+says of the missing taint and the missing leader holds), then told apart here: its category is
+`on-unmarked-node`, and its suggestion is the leader's return, not a step on the node (remediate
+takes none on a Ready node, and refuses every destructive one while there is no leader).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+
+from kubectl_nodefail.analysis import brake
+from kubectl_nodefail.analysis.claims import claim
+from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding
+from kubectl_nodefail.analysis.leader import Leader
+from kubectl_nodefail.analysis.text import ago
+
+CAUSE = "no-controller-leader"  # the node's cause (nodes.classify)
+CATEGORY = "on-unmarked-node"
+
+
+def views(findings: dict[str, NodeFinding]) -> dict[str, NodeFinding]:
+    """Each unmarked node as its pods' reports see it: failed (its kubelet is silent past its
+    lease), though its Ready condition does not say so."""
+    return {
+        name: dataclasses.replace(f, failed=True)
+        for name, f in findings.items()
+        if f.cause.code == CAUSE and not f.failed
+    }
+
+
+def tell(pod: PodFinding, node: NodeFinding, chief: Leader, now: datetime) -> None:
+    """The pod's category and suggestion, once its report is made."""
+    pod.category = CATEGORY
+    renewed = node.lease_age_seconds
+    said = claim(
+        "unmarked-node",
+        "why",
+        f"its node {node.name} is still Ready only because nothing marks it: its kubelet "
+        + (f"last renewed its lease {ago(renewed)}" if renewed is not None else "is silent")
+        + ", and no controller sets Ready Unknown or taints the node without a leader.",
+        *node.cause.because,
+        *chief.premises(),
+    )
+    pod.claims.insert(0, said)  # after the missing leader's (diagnose._leaderless_pods)
+    pod.explanation = f"{said.text} {pod.explanation}".strip()
+    pod.action = Action(
+        "investigate",
+        f"{brake.ADVICE_OPENINGS[1]} (its pods or service on the control plane, its log): "
+        f"once a leader runs, it marks {node.name} NotReady and taints it, and what then "
+        "happens to this pod is what happens on any failed node (diagnose again then); "
+        "remediate takes no step on a node still Ready",
+        "none",
+        kubectl=f"kubectl -n kube-system get lease {chief.lease['metadata']['name']} -o yaml",
+        because=[*node.cause.because, *chief.premises()],
+        rests_on=["no-leader", "unmarked-node", "cause"],
+    )
