@@ -70,7 +70,10 @@ def next_step(pod: PodFinding, now: datetime) -> str:
     if pod.category == WAITING_FOR_NODE:
         return "waits for node"
     if pod.category == ON_DELETED:
-        return "held (finalizers)" if pod.action.code == "finalizer-held" else "PodGC removes"
+        if pod.action.code == "finalizer-held":
+            return "held (finalizers)"
+        leaderless = any(c.kind == "no-leader" for c in pod.claims)
+        return "PodGC, once a leader" if leaderless else "PodGC removes"
     if not pod.node_failed:
         return "held (finalizers)" if pod.finalizers else "kubelet slow"
     if not pod.terminating:

@@ -11,6 +11,7 @@ from datetime import datetime
 from kubectl_nodefail.analysis import advice, controllers, facts, owners, pod_advice, storage
 from kubectl_nodefail.analysis.claims import Claim, claim, fact, text_of
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Replacement
+from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.podstatus import kubectl_status, ready_column
 from kubectl_nodefail.snapshot.model import Obj, Snapshot, parse_time
 
@@ -255,11 +256,19 @@ def analyse_orphan_pod(pod: Obj, snap: Snapshot, now: datetime) -> PodFinding:
         "force-deletes it",
         *because[:1],
     )
+    chief = leader(snap)
+    leaderless = chief is not None and chief.expired()
+    if leaderless and chief is not None:
+        because += chief.premises()
+    # PodGC runs in kube-controller-manager, its quarantine in the leader's memory: without a
+    # leader it does not look, and the count starts at a new leader's first look
+    counted_from = "a leader takes over" if leaderless else "the node's deletion"
     why = (
         "no kubelet confirms anything and no taint applies; PodGC force-deletes a pod bound to "
         f"a missing node once the node has been missing {PODGC_QUARANTINE_SECONDS}s from its "
-        f"first look (it looks every {PODGC_PERIOD_SECONDS}s), so it goes "
-        f"{PODGC_QUARANTINE_SECONDS}-{within}s after the node's deletion"
+        f"first look (it looks every {PODGC_PERIOD_SECONDS}s)"
+        + (", but it runs in kube-controller-manager, which has no leader" if leaderless else "")
+        + f", so it goes {PODGC_QUARANTINE_SECONDS}-{within}s after {counted_from}"
         + (
             f"; finalizers {', '.join(held)} then keep the object until removed "
             f"({'; '.join(advice.finalizer_owner(f) for f in held)})"
@@ -307,11 +316,14 @@ def analyse_orphan_pod(pod: Obj, snap: Snapshot, now: datetime) -> PodFinding:
         if_node_returns="",  # the node cannot return: a node registering again is a new object
         action=advice.rests_on(
             Action(
-                "finalizer-held" if held else "wait",
+                "finalizer-held" if held else "investigate" if leaderless else "wait",
                 (
                     f"PodGC removes it, but finalizers {', '.join(held)} keep the object: "
                     f"{'; '.join(advice.finalizer_owner(f) for f in held)}"
                     if held
+                    else f"bring kube-controller-manager back: PodGC removes it "
+                    f"{PODGC_QUARANTINE_SECONDS}-{within}s after a leader takes over"
+                    if leaderless
                     else f"PodGC removes it {PODGC_QUARANTINE_SECONDS}-{within}s after the node's "
                     "deletion; if "
                     "it stays longer, check kube-controller-manager (its podgc controller)"

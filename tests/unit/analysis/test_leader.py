@@ -13,7 +13,7 @@ import copy
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubectl_nodefail.analysis import evictionclock
+from kubectl_nodefail.analysis import evictionclock, summary
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import Report
 from kubectl_nodefail.analysis.leader import leader
@@ -416,3 +416,24 @@ def test_the_recorded_missing_leader() -> None:
     )
     assert "kube-controller-manager has no leader" in render.headline(report)
     assert all(z.explanation.endswith("none of this runs.") for z in report.zones if z.not_ready)
+
+
+def test_a_deleted_nodes_pods_wait_for_a_leader_not_for_podgc_without_one() -> None:
+    """PodGC runs in kube-controller-manager, its 40 s quarantine in the leader's memory: with
+    no leader, a deleted Node's pods go 40-80 s after a leader takes over, not after the
+    deletion, and waiting alone does nothing."""
+    snap = load("no-leader")
+    snap.nodes = [n for n in snap.nodes if n["metadata"]["name"] != "lost-l1"]
+    report = diagnose(snap, snap.captured_at)
+    orphans = [p for p in report.pods if p.node == "lost-l1"]
+    assert orphans and all(p.category == "on-deleted-node" for p in orphans)
+    for p in orphans:
+        assert "after a leader takes over" in p.explanation and "node's deletion" not in (
+            p.explanation
+        ), p.explanation
+        assert p.action.code == "investigate" and "bring kube-controller-manager back" in (
+            p.action.summary
+        )
+        assert summary.next_step(p, report.captured_at) == "PodGC, once a leader"
+        why = next(c for c in p.claims if c.kind == "released-by")
+        assert any(b.object.startswith("Lease/kube-system/") for b in why.because)
