@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from kubectl_nodefail.analysis import cron
 from kubectl_nodefail.analysis.claims import Premise
 from kubectl_nodefail.analysis.controllers.context import Context
+from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.text import duration
 from kubectl_nodefail.snapshot.model import Obj, parse_time
 
@@ -59,6 +60,14 @@ def next_run(ctx: Context) -> tuple[datetime | None, str, list[Premise]]:
         return None, f"its next scheduled run ({said}; not timed: {why})", facts
     seconds = (when - ctx.now).total_seconds()
     at = when.strftime("%H:%M" if seconds < 86400 else "%Y-%m-%d %H:%M")
+    chief = leader(ctx.snap)
+    if chief is not None and chief.expired():  # the CronJob controller runs in the leader
+        return (
+            when,
+            f"its next run, due in {duration(seconds)} ({at} UTC; {said}; only if "
+            "kube-controller-manager has a leader by then: it has none now)",
+            [*facts, *chief.premises()],
+        )
     return when, f"its next run, in {duration(seconds)} ({at} UTC; {said})", facts
 
 

@@ -17,6 +17,7 @@ from kubectl_nodefail.analysis.controllers.context import (
 from kubectl_nodefail.analysis.controllers.replacement import _found, _replacements
 from kubectl_nodefail.analysis.controllers.simple import owner_decides
 from kubectl_nodefail.analysis.findings import Replacement
+from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
 from kubectl_nodefail.snapshot.model import Obj, shifted
 
@@ -259,12 +260,21 @@ def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, C
         )
     ]
     bound = job_backoff_bound(job_obj, len(uncounted))
-    rep = Replacement(
-        "not-yet",
-        f"none yet: Job {name} has {active} of {wants} wanted active pod(s); it creates the "
-        f"next after its pod-failure backoff, within {bound} s",
-        expected_by=shifted(ctx.now, bound),
-    )
+    chief = leader(ctx.snap)
+    if chief is not None and chief.expired():  # the Job controller runs in the leader
+        counts += chief.premises()
+        rep = Replacement(
+            "not-yet",
+            f"none yet: Job {name} has {active} of {wants} wanted active pod(s); it creates the "
+            f"next after its pod-failure backoff, within {bound} s of a leader taking over",
+        )
+    else:
+        rep = Replacement(
+            "not-yet",
+            f"none yet: Job {name} has {active} of {wants} wanted active pod(s); it creates the "
+            f"next after its pod-failure backoff, within {bound} s",
+            expected_by=shifted(ctx.now, bound),
+        )
     return rep, claim(
         "replacement", "replacement", rep.summary, *counts, ctx.owner_fact(0, "status.failed")
     )

@@ -437,3 +437,37 @@ def test_a_deleted_nodes_pods_wait_for_a_leader_not_for_podgc_without_one() -> N
         assert summary.next_step(p, report.captured_at) == "PodGC, once a leader"
         why = next(c for c in p.claims if c.kind == "released-by")
         assert any(b.object.startswith("Lease/kube-system/") for b in why.because)
+
+
+def test_without_a_leader_no_run_or_replacement_is_timed_as_if_it_ran() -> None:
+    """The CronJob and Job controllers run in kube-controller-manager's leader: without one,
+    a CronJob's next run is due only if a leader runs by then, and a Job's next pod comes
+    within its backoff of a leader taking over, never by a time of its own."""
+    snap = load("job-three-evicted-at-once")
+    renewed = snap.captured_at - timedelta(minutes=3)
+    report = _report(_with_leader(snap, renewed - timedelta(hours=1), renewed=renewed))
+    cron = [p for p in report.pods if "next run" in p.explanation]
+    assert cron, [p.explanation for p in report.pods]
+    for p in cron:
+        assert "only if kube-controller-manager has a leader by then" in p.explanation
+    assert all(p.replacement.expected_by is None for p in report.pods)
+    led = _report(_with_leader(snap, renewed - timedelta(hours=1)))
+    assert not any("leader by then" in p.explanation for p in led.pods)
+
+
+def test_without_a_leader_a_jobs_next_pod_has_no_time_of_its_own() -> None:
+    snap = load("job-three-evicted-at-once")
+    evicted = next(p for p in snap.pods if p["metadata"]["name"].startswith("w-manual-"))
+    evicted["metadata"]["deletionTimestamp"] = format_time(snap.captured_at - timedelta(seconds=5))
+    evicted["metadata"]["deletionGracePeriodSeconds"] = 0
+    name = evicted["metadata"]["name"]
+    renewed = snap.captured_at - timedelta(minutes=3)
+    led = diagnose(_with_leader(snap, renewed - timedelta(hours=1)), snap.captured_at)
+    row = next(p for p in led.pods if p.name == name)
+    assert row.replacement.state == "not-yet" and row.replacement.expected_by is not None, (
+        row.replacement
+    )
+    gone = diagnose(_with_leader(snap, renewed - timedelta(hours=1), renewed), snap.captured_at)
+    row = next(p for p in gone.pods if p.name == name)
+    assert row.replacement.expected_by is None
+    assert "of a leader taking over" in row.replacement.summary, row.replacement.summary
