@@ -45,6 +45,10 @@ def values(scenario: Obj, batch: Obj, zone: bool) -> list[tuple[str, str]]:
         ),
         ("how the node fails", str(batch.get("nodePath") or "silent").split(" (")[0]),
         ("a new controller leader", "yes" if batch.get("restart") else "no"),
+        (
+            "a diagnosis with no controller leader",
+            "yes" if (batch.get("restart") or {}).get("leaderless") else "no",
+        ),
         ("zone batch", "yes" if zone else "no"),
         ("remedy", remedy(seed)),
     ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from tests.audit import cronrun
+from tests.audit import cronrun, leaderless
 from tests.audit.observe import History, PodView
 from tests.audit.predictions import PodPrediction
 from tests.audit.scenarios import Scenario
@@ -964,6 +964,12 @@ def judge(
     marks = Marks.of(history)
     latest: dict[str, PodPrediction] = {}
     verdicts: list[Verdict] = []
+    for pred in [p for p in preds if p.moment == "d0"]:  # no leader (leaderless.py)
+        ctx = Ctx(scenario, pred, history, marks)
+        for row in leaderless.judge(pred, history):
+            ctx.add(*row)
+        verdicts += ctx.verdicts
+    preds = [p for p in preds if p.moment != "d0"]
     for pred in preds:
         ctx = Ctx(scenario, pred, history, marks)
         judge_eviction(ctx)

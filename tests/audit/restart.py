@@ -6,6 +6,11 @@ NoExecute taints off and puts them back (a new timeAdded), counts each pod again
 force-detach waits again. The first diagnosis is made once the taints are back, so every
 prediction it makes is judged against that leader (analysis/leader.py reads its Lease).
 
+From seed LEADERLESS_SEED on, the manager stays stopped until its Lease has expired (its
+duration and the analysis' clock slack): a diagnosis `d0` is made then, with no leader, and
+judged by leaderless.py (nothing evicted, replaced or removed until a new leader takes over);
+only then is the manager started again.
+
 The process is stopped and started again as it was (tests/e2e/components.py).
 """
 
@@ -17,6 +22,10 @@ from random import Random
 from tests.e2e import components
 
 RESTART_SEED = 2068
+LEADERLESS_SEED = 2076  # from it on, a diagnosis with no leader before the start (d0)
+# d0 is made this long past the Lease's duration: the clocks of the harness and of the
+# control plane may differ, and a diagnosis calling a Lease expired must be right to
+LEADERLESS_SLACK = 15
 DELAY = (5, 40)  # seconds between the taints and the restart
 COMPONENT = "kube-controller-manager"
 
@@ -29,6 +38,16 @@ def restart_batch(seed: int, batch: int) -> int | None:
     return Random(f"{seed}-restart").randint(*DELAY)
 
 
+def leaderless(seed: int) -> bool:
+    """Whether the restart batch of `seed` diagnoses with no leader before the start."""
+    return seed >= LEADERLESS_SEED
+
+
+def stop(cluster_dir: Path) -> components.Stopped:
+    """Stop the cluster's kube-controller-manager; `.start()` starts it again as it was."""
+    return components.stop(cluster_dir, COMPONENT)
+
+
 def restart(cluster_dir: Path) -> int:
     """Stop the cluster's kube-controller-manager and start it again as it was; the new pid."""
-    return components.stop(cluster_dir, COMPONENT).start()
+    return stop(cluster_dir).start()

@@ -149,6 +149,9 @@ class Batch:
         # a new kube-controller-manager leader after the taints (restart.py); never in the zone
         self.restart_after = None if zone else restart.restart_batch(seed, batch)
         self.restarted: Obj = {}
+        # and a diagnosis with no leader before the start (restart.py, leaderless.py)
+        self.leaderless = self.restart_after is not None and restart.leaderless(seed)
+        self.leaderless_preds: list[PodPrediction] = []
         # another owner's NoExecute taint after the node's own (latetaint.py); never in the zone
         self.late_taint = not zone and latetaint.late_batch(seed, batch)
         self.said: dict[str, Obj] = {}  # d1, d2: the diagnoses, as JSON
@@ -381,7 +384,10 @@ class Batch:
         self.watch(max((tainted + timedelta(seconds=delay) - now()).total_seconds(), 0))
         before = self.leader()
         marks["restart"] = now()
-        restart.restart(self.cp.cluster_dir)
+        stopped = restart.stop(self.cp.cluster_dir)
+        if self.leaderless:
+            self.diagnose_leaderless(self.leader())  # its last renewal, read once it stopped
+        stopped.start()
         log(f"batch {self.batch}: kube-controller-manager restarted {delay}s after the taints")
         lease: Obj = {}
 
@@ -410,8 +416,25 @@ class Batch:
             "at": marks["restart"].isoformat(),
             "leader": lease.get("acquireTime"),
             "taints": [t.isoformat() for t in self.noexec_times()],
+            "leaderless": "d0" in marks,  # a diagnosis made with no leader first
         }
         log(f"batch {self.batch}: new leader from {lease.get('acquireTime')}; taints put back")
+
+    def diagnose_leaderless(self, lease: Obj) -> None:
+        """The manager stopped: once its Lease has expired with room for the clocks
+        (LEADERLESS_SLACK past its duration), the diagnosis `d0`, judged by
+        leaderless.py against what happens until the new leader."""
+        renewed = parse_time(lease.get("renewTime"))
+        seconds = lease.get("leaseDurationSeconds")
+        if renewed is None or not isinstance(seconds, int):
+            self.errors.append(f"no leader Lease to wait out: {lease}")
+            return
+        expiry = renewed + timedelta(seconds=seconds + restart.LEADERLESS_SLACK)
+        self.watch(max((expiry - now()).total_seconds(), 0))
+        self.history.marks["d0"] = now()
+        d0 = self.diagnose("d0")
+        self.leaderless_preds = pod_predictions(d0, "d0", self.prefix)
+        log(f"batch {self.batch}: d0 (no leader) lists {len(self.leaderless_preds)} pods")
 
     def add_late_taint(self) -> None:
         """latetaint.py: LATE_DELAY seconds after the node's own NoExecute taints, another
@@ -876,6 +899,7 @@ class Batch:
         marks["end"] = now()
         verdicts: list[Verdict] = []
         by_ns = {s.namespace: s for s in self.scenarios}
+        preds = [*self.leaderless_preds, *preds]  # d0, made with no leader (leaderless.py)
         for s in self.scenarios:
             if not placed.get(s.index):
                 continue
