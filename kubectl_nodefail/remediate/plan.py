@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from kubectl_nodefail.analysis.findings import Report
+from kubectl_nodefail.analysis import unmarked
+from kubectl_nodefail.analysis.findings import NodeFinding, Report
 from kubectl_nodefail.analysis.nodes import analyse_node, machine_ran
 from kubectl_nodefail.common import attestation
 from kubectl_nodefail.common.errors import AttestationContradicted
@@ -87,6 +88,21 @@ def check_attestations(snap: Snapshot, attested: Collection[str]) -> None:
             )
 
 
+def _is_unmarked(node: NodeFinding) -> bool:
+    """Ready only because nothing marks it: its kubelet silent, no controller leader."""
+    return not node.failed and node.cause.code == unmarked.CAUSE
+
+
+def _unmarked(node: NodeFinding, report: Report) -> str:
+    """Why no step is planned on a node nothing marks, and what stays stuck there."""
+    stuck = [f"{p.namespace}/{p.name}" for p in report.pods if p.node == node.name]
+    return (
+        f"{node.name}: {node.cause.summary}. remediate takes no step on a Ready node: bring "
+        "kube-controller-manager back first, then plan again"
+        + (f". Until then, these stay stuck: {', '.join(stuck)}" if stuck else "")
+    )
+
+
 def make_plan(report: Report, opts: Options) -> Plan:
     refusals: list[str] = []
     candidates = [n for n in report.nodes if not opts.only_nodes or n.name in opts.only_nodes]
@@ -102,6 +118,7 @@ def make_plan(report: Report, opts: Options) -> Plan:
             "(--max-nodes): name the nodes to act on, or raise the bound"
         )
         refusal = refusal or refusals[-1]
+    refusals += [_unmarked(node, report) for node in candidates if _is_unmarked(node)]
     steps: list[Step] = []
     for node in candidates:
         steps += _node_steps(node, report, opts, refusal)

@@ -63,7 +63,11 @@ def plan_table(
     lines += [f"REFUSED: {r}" for r in plan.refusals]
     out = [wrapped for line in lines for wrapped in fit.prose(line, width)]
     if not plan.steps:
-        out.append("Nothing to do: no failed node (or stale out-of-service taint) in scope.")
+        out.append(
+            "No step planned: see the refusal above."
+            if plan.refusals
+            else "Nothing to do: no failed node (or stale out-of-service taint) in scope."
+        )
         return "\n".join(out) + "\n"
     rows = []
     for i, s in enumerate(plan.steps, 1):

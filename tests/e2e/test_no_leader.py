@@ -48,6 +48,7 @@ from tests.e2e.helpers import (
     wait_node_unknown,
     wait_running_on,
     watching,
+    writes_since,
 )
 
 pytestmark = pytest.mark.e2e
@@ -201,6 +202,13 @@ def test_without_a_leader_nothing_comes_and_remediate_writes_nothing(
         # handed, and writes nothing.
         refused_without_a_write(cp, plugin, BEFORE, saved, "kube-controller-manager has no leader")
         assert not any(terminating(p) for p in pods(cp, NS, "lone-1"))
+        # The node nothing marks: remediate takes no step on it, says why and what stays stuck
+        # (exit 4, not "nothing to do"), and writes nothing.
+        start = datetime.now(timezone.utc)
+        on_unmarked = plugin.run("remediate", AFTER, "--confirm")
+        assert on_unmarked.returncode == 4, on_unmarked.stdout + on_unmarked.stderr
+        assert f"these stay stuck: {NS}/held-2" in " ".join(on_unmarked.stdout.split())
+        assert writes_since(cp, start) == []
     finally:
         watch.end()
         stopped.start()

@@ -22,6 +22,7 @@ from kubectl_nodefail.remediate.plan import (
     narrow,
 )
 from kubectl_nodefail.render import render
+from kubectl_nodefail.render.plantext import plan_table
 from kubectl_nodefail.snapshot.model import format_time
 from tests.unit.conftest import load, report_of
 
@@ -344,3 +345,16 @@ def test_a_pod_a_finalizer_holds_is_never_said_released_by_deleting_the_node() -
     for pod in held:
         assert f"{pod.namespace}/{pod.name}" not in {e.split(" ", 1)[0] for e in step.releases}
         assert any(e.startswith(f"{pod.namespace}/{pod.name} (") for e in step.leaves_stuck)
+
+
+def test_a_node_nothing_marks_is_refused_with_its_stuck_pods_not_nothing_to_do() -> None:
+    """Ready only because no controller leader marks it: remediate takes no step on it, and
+    says so (exit 4, its stuck pods named), instead of "nothing to do" (exit 5)."""
+    report = report_of("no-leader")
+    plan = make_plan(report, Options(only_nodes=["lost-l2"]))
+    assert plan.steps == [] and plan.exit_code() == Exit.PARTIAL
+    assert len(plan.refusals) == 1 and plan.refusals[0].startswith("lost-l2: ")
+    assert "has no leader" in plan.refusals[0]
+    assert plan.refusals[0].endswith("these stay stuck: scenario-no-leader/held-2")
+    text = plan_table(plan, confirmed=False)
+    assert "Nothing to do" not in text and "No step planned: see the refusal above." in text
