@@ -14,14 +14,31 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
-from kubectl_nodefail.analysis import brake
+from kubectl_nodefail.analysis import brake, facts
 from kubectl_nodefail.analysis.claims import claim
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding
-from kubectl_nodefail.analysis.leader import Leader
+from kubectl_nodefail.analysis.leader import Leader, leader
+from kubectl_nodefail.analysis.nodes import is_ready
 from kubectl_nodefail.analysis.text import ago
+from kubectl_nodefail.snapshot.model import Snapshot
 
 CAUSE = "no-controller-leader"  # the node's cause (nodes.classify)
 CATEGORY = "on-unmarked-node"
+
+
+def read_for(snap: Snapshot) -> set[str]:
+    """The Ready nodes whose pods a read took because nothing marks them (cluster/gather.py
+    reads them when the leader's Lease has expired; their leases are in the snapshot)."""
+    chief = leader(snap)
+    if chief is None or not chief.expired():
+        return set()
+    ready = {n["metadata"]["name"] for n in snap.nodes if is_ready(n)}
+    return {
+        str(x["metadata"].get("name"))
+        for x in snap.leases
+        if x["metadata"].get("namespace") == facts.NODE_LEASE_NAMESPACE
+        and x["metadata"].get("name") in ready
+    }
 
 
 def views(findings: dict[str, NodeFinding]) -> dict[str, NodeFinding]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from urllib.parse import quote
 
-from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis import facts, unmarked
 from kubectl_nodefail.analysis.leader import expires, leader
 from kubectl_nodefail.analysis.nodes import kubectl_status
 from kubectl_nodefail.cluster.gather import focus_nodes
@@ -131,7 +131,7 @@ class Interest:
             leader_renewed=renewed,
             leader_due=_expiry(renewed, lasts) if alive else None,
             status={n["metadata"]["name"]: kubectl_status(n) for n in snap.nodes},
-            focus=set(focus_nodes(snap.nodes, only_nodes)),
+            focus=set(focus_nodes(snap.nodes, only_nodes)) | unmarked.read_for(snap),
             nodes={n["metadata"]["name"]: _version(n) for n in snap.nodes},
             pods={str(p["metadata"].get("uid")): _version(p) for p in snap.pods},
             owners=owners,

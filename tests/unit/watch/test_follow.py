@@ -627,3 +627,23 @@ def test_a_renewal_queued_during_a_read_moves_the_deadline_before_it_is_checked(
     assert follower.wait(0.2) == [
         "kube-controller-manager's leader Lease not renewed within its duration"
     ]
+
+
+def test_without_a_leader_a_pod_bound_to_a_node_nothing_marks_is_a_change() -> None:
+    """The read took the pods of the Ready node whose kubelet went silent (nothing marks it
+    without a leader): a new pod bound there (the scheduler runs without kube-controller-
+    manager) is a change, as on a failed node."""
+    from tests.unit.conftest import load
+
+    snap = load("no-leader")
+    interest = Interest.of(snap)
+    assert "lost-l2" in interest.focus and "lost-l1" in interest.focus
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "new-1", "namespace": "x", "uid": "u-new", "resourceVersion": "9"},
+        "spec": {"nodeName": "lost-l2"},
+        "status": {"phase": "Pending"},
+    }
+    row = row_of(pod, [])
+    assert row is not None
+    assert interest.relevant(Change("pods", "ADDED", row)) == "pod x/new-1 on lost-l2"
