@@ -18,7 +18,8 @@ when one of them shows a change the diagnosis on the screen could depend on (`In
 - a watch that had to list again or cannot reach the server (events may have been missed).
 Nothing else is watched: the nodes' Leases (a stale lease shows as the Node's Ready going
 Unknown; a kubelet that returns posts its status at once), remediation automation, claims and
-volumes are read again with the rest at the next read.
+volumes are read again with the rest at the next read. Without a controller leader nothing turns
+a stale lease into the Node's Ready: the cluster is then read every interval until one returns.
 
 A read made for a change reads everything again, so the screen is what a fresh `diagnose`
 shows at that moment; the changes that arrive while it reads are judged against it afterwards.
@@ -354,7 +355,15 @@ class Follower:
                     end = min(end, time.monotonic() + SETTLE_SECONDS)
                 continue
             if time.monotonic() >= end:
-                return reasons
+                return reasons or self._leaderless()
+
+    def _leaderless(self) -> list[str]:
+        """With no controller leader, a kubelet going silent or coming back changes only its
+        node's Lease, which is not watched (no controller turns it into the Node's Ready):
+        the cluster is read again every interval until a leader returns."""
+        if self.interest.leader_state != "expired":
+            return []
+        return ["kube-controller-manager has no leader: node leases read again every interval"]
 
     def _probe(self) -> list[str]:
         """Whether the server still answers (after PROBE_SECONDS of silence): if not, every

@@ -647,3 +647,18 @@ def test_without_a_leader_a_pod_bound_to_a_node_nothing_marks_is_a_change() -> N
     row = row_of(pod, [])
     assert row is not None
     assert interest.relevant(Change("pods", "ADDED", row)) == "pod x/new-1 on lost-l2"
+
+
+def test_without_a_leader_the_cluster_is_read_every_interval() -> None:
+    """No controller leader: a kubelet going silent or coming back changes only its node's
+    Lease (not watched; nothing turns it into the Node's Ready), so an interval with no other
+    change is a reason to read; with a leader renewing it is not."""
+    from tests.unit.conftest import load
+
+    follower = object.__new__(Follower)
+    follower.interest = Interest.of(load("no-leader"))
+    assert follower._leaderless() == [
+        "kube-controller-manager has no leader: node leases read again every interval"
+    ]
+    follower.interest = Interest.of(load_dump(str(FIXTURES / "controller-restart.json")))
+    assert follower._leaderless() == []
