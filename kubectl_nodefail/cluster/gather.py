@@ -99,18 +99,24 @@ def _unmarked(
     no leader: nothing marks them, so their pods are as stuck as a failed node's and are read
     too (analysis/unmarked.py). The leader's Lease is read for this only when such a node is
     there; the snapshot's own copy is read last (gather)."""
-    late = [
-        lease["metadata"]["name"]
-        for lease in leases
-        if lease["metadata"].get("namespace") == facts.NODE_LEASE_NAMESPACE
-        and lease["metadata"].get("name") not in focus
-    ]
+    late = _late_ready(leases, focus)
     if not late:
         return []
     chief = reader.optional(
         "kube-controller-manager's leader Lease", lambda: _leader_lease(cluster), []
     )
     return late if chief and leader_state(chief[0], now) == "expired" else []
+
+
+def _late_ready(leases: list[Obj], focus: Collection[str]) -> list[str]:
+    """The nodes not examined whose late leases were read: Ready nodes whose kubelet stopped
+    renewing (nodes_read._leases_needed)."""
+    return [
+        str(lease["metadata"]["name"])
+        for lease in leases
+        if lease["metadata"].get("namespace") == facts.NODE_LEASE_NAMESPACE
+        and lease["metadata"].get("name") not in focus
+    ]
 
 
 def gather(
@@ -212,11 +218,21 @@ def gather(
     events += _automation_events(cluster, reader, nodes, focus, automation_objects)
     # Read last, right before the snapshot's time: whether its leader renews is judged at that
     # time (analysis/leader.py), and the reads above may take longer than its 15 s.
-    leases += reader.optional(
+    chief = reader.optional(
         "kube-controller-manager's leader Lease", lambda: _leader_lease(cluster), []
     )
+    leases += chief
+    captured = clock()
+    unread = [] if only_nodes else _late_ready(leases, focus)
+    if unread and chief and leader_state(chief[0], captured) == "expired":
+        # expired since it was read for them: their pods, stuck as a failed node's, unread
+        reader.gaps.append(
+            "kube-controller-manager's leader Lease expired during the read: the pods of "
+            f"{', '.join(unread)} (Ready, kubelet silent, nothing marks them) were not read; "
+            "diagnose again"
+        )
     return Snapshot(
-        captured_at=clock(),
+        captured_at=captured,
         server_version=version,
         source=f"context {cluster.context}",
         nodes=nodes,

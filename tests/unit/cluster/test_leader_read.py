@@ -103,7 +103,7 @@ def test_gather_reads_the_lease_last_so_it_is_judged_as_read(tmp_path: Path) -> 
     assert [x["metadata"]["name"] for x in snap.leases] == ["kube-controller-manager"]
 
 
-def _unmarked_cluster(tmp_path: Path, renewed: str) -> tuple[Any, list[str]]:
+def _unmarked_cluster(tmp_path: Path, renewed: str | list[str]) -> tuple[Any, list[str]]:
     """A Ready node whose kubelet last renewed its lease at 03:00, read at 03:10 with the
     controller leader's Lease last renewed at `renewed`; one pod on that node."""
     from datetime import datetime, timezone
@@ -160,13 +160,20 @@ def _unmarked_cluster(tmp_path: Path, renewed: str) -> tuple[Any, list[str]]:
         "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
         "status": {"phase": "Running"},
     }
-    lease = {**LEASE, "spec": {**LEASE["spec"], "renewTime": renewed}}
+    # one renewTime per read of the leader's Lease (the last one repeated)
+    times = [renewed] if isinstance(renewed, str) else list(renewed)
+    lease_reads: list[int] = []
+
+    def lease() -> dict[str, Any]:
+        at = times[min(len(lease_reads), len(times) - 1)]
+        lease_reads.append(1)
+        return {**LEASE, "spec": {**LEASE["spec"], "renewTime": at}}
 
     def script(n: int, method: str, path: str) -> Answer:
         if path.startswith("/version"):
             return json_answer({"major": "1", "minor": "36", "gitVersion": "v1.36.1"})
         if path == LEADER_LEASE:
-            return json_answer(lease)
+            return json_answer(lease())
         if path.startswith("/api/v1/nodes"):
             return listing(node)
         if path.startswith("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"):
@@ -201,3 +208,18 @@ def test_a_ready_node_nothing_marks_has_its_pods_read_and_listed(tmp_path: Path)
     snap, paths = _unmarked_cluster(tmp_path, "2026-12-06T03:09:58.000000Z")
     assert not [p for p in paths if "spec.nodeName%3Dn1" in p] and snap.pods == []
     assert paths.count(LEADER_LEASE) == 2  # whether it is marked, then the snapshot's own
+
+
+def test_a_leader_lost_during_the_read_leaves_a_gap_not_a_node_without_pods(
+    tmp_path: Path,
+) -> None:
+    """The Lease renewing when read for the silent node, expired when read last: the node is
+    analysed as one nothing marks, but its pods were not read: a stated gap says so."""
+    snap, paths = _unmarked_cluster(
+        tmp_path, ["2026-12-06T03:09:58.000000Z", "2026-12-06T03:00:30.000000Z"]
+    )
+    assert not [p for p in paths if "spec.nodeName%3Dn1" in p]
+    assert any(
+        g.startswith("kube-controller-manager's leader Lease expired during") for g in snap.gaps
+    )
+    assert "n1" in snap.gaps[-1]
