@@ -147,12 +147,19 @@ def eviction_time(
         clock, earlier = evictionclock.run(spells, tolerations, pod_arrived), None
     extra = _spell_premises(clock) + forgotten
     if chief is not None and chief.expired() and clock.outcome in ("immediate", "scheduled"):
+        own = (facts.TAINT_UNREACHABLE, facts.TAINT_NOT_READY)
+        others = sorted({t.key for t in noexec if t.key not in own})
+        then = (
+            "it takes the node's NoExecute taints off and puts them back, and counts the pod's "
+            "tolerations again from then"
+            if not others
+            else "its taint-eviction controller counts the pod's tolerations again from then (its "
+            f"node lifecycle controller takes off only its own taints, not {', '.join(others)})"
+        )
         return EvictionTime(
             "not-evicting",
             None,
-            f"{NOT_EVICTING}: {chief.no_leader(now)}; once a leader takes over, it takes the "
-            "node's NoExecute taints off and puts them back, and counts the pod's tolerations "
-            "again from then",
+            f"{NOT_EVICTING}: {chief.no_leader(now)}; once a leader takes over, {then}",
             [*extra, *chief.premises()],
         )
     if clock.outcome == "immediate" and clock.spell is not None:
