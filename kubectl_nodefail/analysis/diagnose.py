@@ -122,6 +122,9 @@ def diagnose(
     pods = []
     chief = leader(snap)
     unmarked_views = unmarked.views(node_findings) if chief and chief.expired() else {}
+    # what holds pods as a failed node does: a replacement there is not running, a volume
+    # attached there is not detached (a Pending pod may still be scheduled there: not pinned)
+    down = failed | set(unmarked_views)
     for pod in snap.pods:
         node_name = (pod.get("spec") or {}).get("nodeName") or ""
         node = node_findings.get(node_name)
@@ -136,7 +139,7 @@ def diagnose(
             continue
         if (not only_nodes or node_name in only_nodes) and _stuck_pod(pod, node, now):
             zone = zone_by_name.get(node.zone) if node else None
-            found = analyse_pod(pod, snap, node, zone, master_disruption, failed, now, braked)
+            found = analyse_pod(pod, snap, node, zone, master_disruption, down, now, braked)
             if chief is not None and node_name in unmarked_views:
                 unmarked.tell(found, node_findings[node_name], chief, now)
             pods.append(found)
@@ -146,10 +149,10 @@ def diagnose(
             if not only_nodes or set(pinned) & set(only_nodes):
                 pods.append(analyse_pinned_pod(pod, snap, pinned))
             continue
-        held = held_by_failed_node(pod, snap, failed) if failed else []
+        held = held_by_failed_node(pod, snap, down) if down else []
         holders = {va["spec"]["nodeName"] for _, _, va in held}
         if held and (not only_nodes or holders & set(only_nodes)):
-            by_failed = {n: node_findings[n] for n in failed}
+            by_failed = {n: unmarked_views.get(n) or node_findings[n] for n in down}
             pods.append(analyse_waiting_pod(pod, snap, held, by_failed, now, braked))
     pods.sort(key=lambda p: (not p.node_failed, p.node, p.namespace, p.name))
     _leaderless_pods(pods, snap, now)

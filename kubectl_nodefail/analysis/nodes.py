@@ -293,12 +293,19 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
         age = (now - renew).total_seconds()
         chief = leader(snap)
         if chief is not None and chief.expired():
+            marks = (
+                "nothing marks the node NotReady or taints it for that until a leader takes over"
+            )
             return Cause(
                 "no-controller-leader",
                 f"the kubelet has not renewed its lease for {duration_text(age)} (the lease lasts "
-                f"{duration}s): Ready is still True because nothing marks it otherwise: "
-                f"{chief.no_leader(now)}, so the node stays Ready, untainted, until a leader "
-                "takes over",
+                f"{duration}s"
+                + (
+                    f", so it has expired): Ready is still True, and {marks}: "
+                    if age > duration
+                    else f"): if it does not renew, {marks}: "
+                )
+                + chief.no_leader(now),
                 "high" if age > duration else "medium",
                 evidence,
             )

@@ -44,11 +44,12 @@ def read_for(snap: Snapshot) -> set[str]:
 def views(findings: dict[str, NodeFinding]) -> dict[str, NodeFinding]:
     """Each unmarked node as its pods' reports see it: failed (its kubelet is silent past its
     lease), though its Ready condition does not say so."""
-    return {
-        name: dataclasses.replace(f, failed=True)
-        for name, f in findings.items()
-        if f.cause.code == CAUSE and not f.failed
-    }
+    return {name: dataclasses.replace(f, failed=True) for name, f in findings.items() if of(f)}
+
+
+def of(node: NodeFinding) -> bool:
+    """Ready, its kubelet's lease expired, and no controller leader to mark it."""
+    return node.cause.code == CAUSE and not node.failed and bool(node.lease_stale)
 
 
 def tell(pod: PodFinding, node: NodeFinding, chief: Leader, now: datetime) -> None:
@@ -58,9 +59,10 @@ def tell(pod: PodFinding, node: NodeFinding, chief: Leader, now: datetime) -> No
     said = claim(
         "unmarked-node",
         "why",
-        f"its node {node.name} is still Ready only because nothing marks it: its kubelet "
+        f"its node {node.name} is still Ready, but its kubelet "
         + (f"last renewed its lease {ago(renewed)}" if renewed is not None else "is silent")
-        + ", and no controller sets Ready Unknown or taints the node without a leader.",
+        + " (past the lease's duration), and no controller marks the node NotReady or taints "
+        "it for that without a leader.",
         *node.cause.because,
         *chief.premises(),
     )
@@ -71,7 +73,7 @@ def tell(pod: PodFinding, node: NodeFinding, chief: Leader, now: datetime) -> No
         f"{brake.ADVICE_OPENINGS[1]} (its pods or service on the control plane, its log): "
         f"once a leader runs, it marks {node.name} NotReady and taints it, and what then "
         "happens to this pod is what happens on any failed node (diagnose again then); "
-        "remediate takes no step on a node still Ready",
+        "remediate takes no step on this node while it is Ready",
         "none",
         kubectl=f"kubectl -n kube-system get lease {chief.lease['metadata']['name']} -o yaml",
         because=[*node.cause.because, *chief.premises()],

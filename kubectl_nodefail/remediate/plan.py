@@ -88,17 +88,12 @@ def check_attestations(snap: Snapshot, attested: Collection[str]) -> None:
             )
 
 
-def _is_unmarked(node: NodeFinding) -> bool:
-    """Ready only because nothing marks it: its kubelet silent, no controller leader."""
-    return not node.failed and node.cause.code == unmarked.CAUSE
-
-
 def _unmarked(node: NodeFinding, report: Report) -> str:
     """Why no step is planned on a node nothing marks, and what stays stuck there."""
     stuck = [f"{p.namespace}/{p.name}" for p in report.pods if p.node == node.name]
     return (
-        f"{node.name}: {node.cause.summary}. remediate takes no step on a Ready node: bring "
-        "kube-controller-manager back first, then plan again"
+        f"{node.name}: {node.cause.summary}. remediate takes no step on this node while it is "
+        "Ready: bring kube-controller-manager back first, then plan again"
         + (f". Until then, these stay stuck: {', '.join(stuck)}" if stuck else "")
     )
 
@@ -118,7 +113,7 @@ def make_plan(report: Report, opts: Options) -> Plan:
             "(--max-nodes): name the nodes to act on, or raise the bound"
         )
         refusal = refusal or refusals[-1]
-    refusals += [_unmarked(node, report) for node in candidates if _is_unmarked(node)]
+    refusals += [_unmarked(node, report) for node in candidates if unmarked.of(node)]
     steps: list[Step] = []
     for node in candidates:
         steps += _node_steps(node, report, opts, refusal)

@@ -252,7 +252,9 @@ def _rows(v: _View) -> Iterator[Violation]:
     not_ready = {n.name for n in v.report.nodes if n.failed}
     # a Ready node whose kubelet went silent while no controller leader marks it holds its
     # pods as a failed one does (listed, counted with the failed nodes' pods)
-    unmarked = {n.name for n in v.report.nodes if n.cause.code == "no-controller-leader"}
+    unmarked = {
+        n.name for n in v.report.nodes if n.cause.code == "no-controller-leader" and n.lease_stale
+    }
     failed_nodes = not_ready | unmarked
     scoped = bool(v.report.scope_nodes)
     by_hand = {
@@ -300,8 +302,13 @@ def _rows(v: _View) -> Iterator[Violation]:
 
 @_check("volume-wait-without-holder")
 def _volume_wait(v: _View) -> Iterator[Violation]:
-    """A pod said to wait for a failed node's volume names a failed node holding it."""
-    failed_nodes = {n.name for n in v.report.nodes if n.failed}
+    """A pod said to wait for a failed node's volume names a failed node holding it (or a
+    Ready one nothing marks: its kubelet's lease expired with no controller leader)."""
+    failed_nodes = {
+        n.name
+        for n in v.report.nodes
+        if n.failed or (n.cause.code == "no-controller-leader" and n.lease_stale)
+    }
     for p in v.report.pods:
         if p.category != summary.WAITING_FOR_VOLUME:
             continue
