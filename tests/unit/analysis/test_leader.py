@@ -471,3 +471,58 @@ def test_without_a_leader_a_jobs_next_pod_has_no_time_of_its_own() -> None:
     row = next(p for p in gone.pods if p.name == name)
     assert row.replacement.expected_by is None
     assert "of a leader taking over" in row.replacement.summary, row.replacement.summary
+
+
+def _lease_of(snap: Snapshot, name: str) -> Obj:
+    return next(x for x in snap.leases if x["metadata"]["name"] == name)
+
+
+def test_a_node_is_unmarked_only_once_its_kubelets_lease_expired() -> None:
+    """Renewed 6 s ago, the lease lasting 10 s: a kubelet that may yet renew, so its pod is not
+    listed as stuck and its node not told "still Ready, but"; the cause says what happens if
+    it does not renew."""
+    snap = load("no-leader")
+    _lease_of(snap, "lost-l2")["spec"]["renewTime"] = _micro(
+        snap.captured_at - timedelta(seconds=6)
+    )
+    report = _report(snap)
+    assert "held-2" not in {p.name for p in report.pods}
+    node = next(n for n in report.nodes if n.name == "lost-l2")
+    assert node.cause.summary.startswith(
+        "the kubelet has not renewed its lease for 6s (the lease lasts 10s): if it does not renew"
+    ), node.cause.summary
+    assert "untainted" not in node.cause.summary
+
+
+def test_a_replacement_on_an_unmarked_node_is_not_a_running_one() -> None:
+    """held-1 evicted from the failed node, its ReplicaSet's other pod held-2 on the node
+    nothing marks: held-2 is stuck too, so held-1 is not told replaced by a running pod."""
+    snap = load("no-leader")
+    rs = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web-abc", "namespace": "scenario-no-leader", "uid": "rs-uid"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}},
+        "status": {"replicas": 1, "readyReplicas": 1},
+    }
+    snap.owners = [*snap.owners, rs]
+    ref = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "web-abc",
+        "uid": "rs-uid",
+        "controller": True,
+    }
+    for pod in snap.pods:
+        if pod["metadata"]["name"] in ("held-1", "held-2"):
+            pod["metadata"]["ownerReferences"] = [ref]
+            pod["metadata"]["labels"] = {**pod["metadata"].get("labels", {}), "app": "web"}
+        if pod["metadata"]["name"] == "held-1":
+            pod["metadata"]["deletionTimestamp"] = format_time(
+                snap.captured_at - timedelta(seconds=29)
+            )
+            pod["metadata"]["deletionGracePeriodSeconds"] = 5
+    report = diagnose(snap, snap.captured_at)
+    old = next(p for p in report.pods if p.name == "held-1")
+    assert old.replacement.state != "running", old.replacement
+    assert "on failed node lost-l2" in old.replacement.summary, old.replacement.summary
