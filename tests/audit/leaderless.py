@@ -7,7 +7,7 @@ owner's controller makes a pod, PodGC removes nothing. So, for every pod d0 list
 - `no-leader:said`: its report opens with the missing leader (its first claim `no-leader`);
 - `no-leader:eviction`: a pod not deleted at d0 is told "not evicted" until a leader (no
   evictionAt), and the taint-eviction controller deletes it at no time before the new leader
-  took over; an evictionAt before that would be a time the controller cannot keep;
+  took over; any evictionAt is wrong (no controller keeps it, and a new leader counts afresh);
 - `no-leader:replacement`: no pod of its owner is made from d0 until the new leader.
 Read from the diagnosis' JSON and the polls only, like every judge of the audit.
 """
@@ -59,7 +59,7 @@ def judge(pred: PodPrediction, history: History) -> list[Row]:
         )
         if pred.eviction_at is None:
             rows.append(("no-leader:eviction", "not evicted until a leader", seen, not early))
-        elif pred.eviction_at < leader:
+        else:  # a time set with no controller to keep it: the new leader counts afresh
             rows.append(("no-leader:eviction", f"evicted at {_fmt(pred.eviction_at)}", seen, False))
     owner = _owner(pred, history)
     if owner:

@@ -111,3 +111,9 @@ def test_the_judge_takes_d0_apart_and_only_with_a_leader_to_judge_by() -> None:
     } and all(v.moment == "d0" for v in verdicts)
     del h.marks["leader"]
     assert leaderless.judge(_d0(), h) == []
+
+
+def test_any_eviction_time_said_with_no_leader_is_wrong_even_one_after_it() -> None:
+    old = _pod("w-0", "old")
+    h = _history([(t, [old]) for t in (50, 69, 90)])
+    assert _rows(_d0(eviction_at=at(120)), h)["no-leader:eviction"] is False
