@@ -19,12 +19,12 @@ spec.acquireTime (proven on the real control plane: tests/e2e/test_eviction_cloc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.claims import Premise, fact
 from kubectl_nodefail.analysis.text import duration
-from kubectl_nodefail.snapshot.model import Obj, Snapshot, format_time, parse_time
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, format_time, parse_time, shifted
 
 # Beyond leaseDurationSeconds, this much more before a Lease is called expired: the clocks of
 # this machine and of the control plane may differ by a few seconds.
@@ -113,4 +113,4 @@ def expires(renewed: datetime | None, seconds: object) -> datetime | None:
     duration and CLOCK_SLACK_SECONDS (None: either is missing or not an integer)."""
     if renewed is None or not isinstance(seconds, int) or isinstance(seconds, bool):
         return None
-    return renewed + timedelta(seconds=seconds + CLOCK_SLACK_SECONDS)
+    return shifted(renewed, seconds + CLOCK_SLACK_SECONDS)  # 2^62 s: never, not an overflow

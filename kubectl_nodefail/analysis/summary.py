@@ -63,6 +63,11 @@ def counts(report: Report) -> Counts:
     )
 
 
+def leaderless(pod: PodFinding) -> bool:
+    """The pod's report was made with no kube-controller-manager leader (its claim says so)."""
+    return any(c.kind == "no-leader" for c in pod.claims)
+
+
 def next_step(pod: PodFinding, now: datetime) -> str:
     """What happens next to the pod, in a few words (the NEXT column)."""
     if pod.category == WAITING_FOR_VOLUME:
@@ -72,8 +77,7 @@ def next_step(pod: PodFinding, now: datetime) -> str:
     if pod.category == ON_DELETED:
         if pod.action.code == "finalizer-held":
             return "held (finalizers)"
-        leaderless = any(c.kind == "no-leader" for c in pod.claims)
-        return "PodGC, once a leader" if leaderless else "PodGC removes"
+        return "PodGC, once a leader" if leaderless(pod) else "PodGC removes"
     if not pod.node_failed:
         return "held (finalizers)" if pod.finalizers else "kubelet slow"
     if not pod.terminating:

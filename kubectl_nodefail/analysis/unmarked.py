@@ -12,10 +12,11 @@ takes none on a Ready node, and refuses every destructive one while there is no 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from datetime import datetime
 
 from kubectl_nodefail.analysis import brake, facts
-from kubectl_nodefail.analysis.claims import claim
+from kubectl_nodefail.analysis.claims import claim, once
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding
 from kubectl_nodefail.analysis.leader import Leader, leader
 from kubectl_nodefail.analysis.nodes import is_ready
@@ -26,11 +27,12 @@ CAUSE = "no-controller-leader"  # the node's cause (nodes.classify)
 CATEGORY = "on-unmarked-node"
 
 
-def read_for(snap: Snapshot) -> set[str]:
+def read_for(snap: Snapshot, only_nodes: Collection[str] = ()) -> set[str]:
     """The Ready nodes whose pods a read took because nothing marks them (cluster/gather.py
-    reads them when the leader's Lease has expired; their leases are in the snapshot)."""
+    reads them when the leader's Lease has expired, with no node filter; their leases are in
+    the snapshot)."""
     chief = leader(snap)
-    if chief is None or not chief.expired():
+    if chief is None or not chief.expired() or only_nodes:
         return set()
     ready = {n["metadata"]["name"] for n in snap.nodes if is_ready(n)}
     return {
@@ -63,8 +65,7 @@ def tell(pod: PodFinding, node: NodeFinding, chief: Leader, now: datetime) -> No
         + (f"last renewed its lease {ago(renewed)}" if renewed is not None else "is silent")
         + " (past the lease's duration), and no controller marks the node NotReady or taints "
         "it for that without a leader.",
-        *node.cause.because,
-        *chief.premises(),
+        *once([*node.cause.because, *chief.premises()]),
     )
     pod.claims.insert(0, said)  # after the missing leader's (diagnose._leaderless_pods)
     pod.explanation = f"{said.text} {pod.explanation}".strip()
@@ -76,6 +77,6 @@ def tell(pod: PodFinding, node: NodeFinding, chief: Leader, now: datetime) -> No
         "remediate takes no step on this node while it is Ready",
         "none",
         kubectl=f"kubectl -n kube-system get lease {chief.lease['metadata']['name']} -o yaml",
-        because=[*node.cause.because, *chief.premises()],
+        because=once([*node.cause.because, *chief.premises()]),
         rests_on=["no-leader", "unmarked-node", "cause"],
     )

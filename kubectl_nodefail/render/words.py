@@ -39,7 +39,13 @@ def headline(report: Report) -> str:
     if c.waiting_for_node:
         waits.append(f"{c.waiting_for_node} Pending: they may run only on a failed node")
     if c.on_deleted_nodes:
-        waits.append(f"{c.on_deleted_nodes} bound to a deleted node: PodGC removes them")
+        leaderless = any(
+            summary.leaderless(p) for p in report.pods if p.category == summary.ON_DELETED
+        )
+        waits.append(
+            f"{c.on_deleted_nodes} bound to a deleted node: PodGC removes them"
+            + (" once kube-controller-manager has a leader" if leaderless else "")
+        )
     if waits:
         text += f" ({'; '.join(waits)})"
     late = [n for n in report.nodes if n.cause.code == "lease-not-renewed"]

@@ -132,7 +132,7 @@ class Interest:
             leader_renewed=renewed,
             leader_due=_expiry(renewed, lasts) if alive else None,
             status={n["metadata"]["name"]: kubectl_status(n) for n in snap.nodes},
-            focus=set(focus_nodes(snap.nodes, only_nodes)) | unmarked.read_for(snap),
+            focus=set(focus_nodes(snap.nodes, only_nodes)) | unmarked.read_for(snap, only_nodes),
             nodes={n["metadata"]["name"]: _version(n) for n in snap.nodes},
             pods={str(p["metadata"].get("uid")): _version(p) for p in snap.pods},
             owners=owners,

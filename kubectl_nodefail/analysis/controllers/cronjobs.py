@@ -62,10 +62,17 @@ def next_run(ctx: Context) -> tuple[datetime | None, str, list[Premise]]:
     at = when.strftime("%H:%M" if seconds < 86400 else "%Y-%m-%d %H:%M")
     chief = leader(ctx.snap)
     if chief is not None and chief.expired():  # the CronJob controller runs in the leader
+        # a leader taking over later starts a run it missed, unless startingDeadlineSeconds
+        # has passed by then (cronjob_controllerv2 syncCronJob: mostRecentScheduleTime)
+        within = (
+            f", if within its startingDeadlineSeconds ({deadline}s)"
+            if isinstance(deadline, int)
+            else ""
+        )
         return (
             when,
-            f"its next run, due in {duration(seconds)} ({at} UTC; {said}; only if "
-            "kube-controller-manager has a leader by then: it has none now)",
+            f"its next run, due in {duration(seconds)} ({at} UTC; {said}; kube-controller-"
+            f"manager has no leader now: with none by then, when one takes over{within})",
             [*facts, *chief.premises()],
         )
     return when, f"its next run, in {duration(seconds)} ({at} UTC; {said})", facts

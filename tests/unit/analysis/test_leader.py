@@ -449,7 +449,7 @@ def test_without_a_leader_no_run_or_replacement_is_timed_as_if_it_ran() -> None:
     cron = [p for p in report.pods if "next run" in p.explanation]
     assert cron, [p.explanation for p in report.pods]
     for p in cron:
-        assert "only if kube-controller-manager has a leader by then" in p.explanation
+        assert "with none by then, when one takes over" in p.explanation
     assert all(p.replacement.expected_by is None for p in report.pods)
     led = _report(_with_leader(snap, renewed - timedelta(hours=1)))
     assert not any("leader by then" in p.explanation for p in led.pods)
@@ -526,3 +526,21 @@ def test_a_replacement_on_an_unmarked_node_is_not_a_running_one() -> None:
     old = next(p for p in report.pods if p.name == "held-1")
     assert old.replacement.state != "running", old.replacement
     assert "on failed node lost-l2" in old.replacement.summary, old.replacement.summary
+
+
+def test_a_lease_lasting_2_to_the_62_seconds_never_expires_and_breaks_nothing() -> None:
+    snap = load("no-leader")
+    _lease_of(snap, "kube-controller-manager")["spec"]["leaseDurationSeconds"] = 2**62
+    chief = leader(snap)
+    assert chief is not None and chief.alive()
+    assert diagnose(snap, snap.captured_at).pods  # no OverflowError
+
+
+def test_without_a_leader_the_headline_does_not_say_podgc_removes_now() -> None:
+    snap = load("no-leader")
+    snap.nodes = [n for n in snap.nodes if n["metadata"]["name"] != "lost-l1"]
+    said = render.headline(diagnose(snap, snap.captured_at))
+    assert (
+        "bound to a deleted node: PodGC removes them once kube-controller-manager has a leader"
+        in said
+    )
