@@ -989,9 +989,11 @@ def judge(
             # its delete was sent, and a finalizer kept the object until the return: what the
             # prediction spoke of (the node left alone) did not happen (audit 2038/140)
             why = "remediate deleted it before the node returned"
-        elif pred.moment == "d1" and not pred.terminating and _deleted_before(ctx, marks.back):
+        elif not pred.terminating and _deleted_before(ctx, marks.back):
             # "If the node returns" spoke of a return before the eviction; the node came back
-            # after it (the pod was deleted since, and no later diagnosis listed it).
+            # after it (the pod was deleted since, and no later diagnosis listed it). The
+            # second diagnosis too: a pod a late rollout made is evicted its tolerationSeconds
+            # later, after d2 and before the return (2075/147).
             why = "the pod was deleted before the node returned"
         if why:
             ctx.add("if-node-returns:superseded", pred.if_node_returns, f"not judged: {why}", None)

@@ -646,6 +646,19 @@ def test_a_return_prediction_is_superseded_for_a_pod_remediate_deleted() -> None
     assert verdicts([pred], left_alone, "if-node-returns:carries-on") == [False]
 
 
+def test_a_second_diagnosis_return_prediction_is_superseded_by_its_own_eviction() -> None:
+    """d2 said "carries on" of a pod a late rollout made, due for eviction after d2; it was
+    evicted at 100, the node returned at 110 and the kubelet removed it (audit 2075/147): the
+    return spoke of came after the eviction, so it is not judged. Not deleted, it is."""
+    pred = prediction(moment="d2", at=at(85), if_node_returns="the pod carries on in place.")
+    h = history([(85, [pod()]), (101, [evicted(pod(), 100)]), (111, []), (150, [])])
+    assert verdicts([pred], h, "if-node-returns:superseded") == [None]
+    assert verdicts([pred], h, "if-node-returns:carries-on") == []
+    running = pod(phase="Running")
+    kept = history([(85, [running]), (111, [running]), (150, [running])])
+    assert verdicts([pred], kept, "if-node-returns:carries-on") == [True]
+
+
 def test_an_eviction_by_remediates_taint_is_not_the_one_predicted() -> None:
     """remediate's out-of-service taint evicts at 100 s (the condition's time truncated to the
     second, before the mark of 100.5 s): a prediction of an eviction an hour away is judged on
