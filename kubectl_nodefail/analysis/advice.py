@@ -248,6 +248,14 @@ def _for_node(
             "after their tolerations (300 s by default); check the machine meanwhile",
             "none",
         )
+    if node.cause.code == "lease-overdue":
+        return Action(
+            "investigate",
+            "find out why the node lifecycle controller has not marked it (kube-controller-"
+            "manager's --node-monitor-grace-period and --controllers, its log); check this "
+            "machine, whose kubelet stopped renewing its lease",
+            "none",
+        )
     if node.cause.code == "healthy":
         return Action("wait", "the kubelet is reporting again", "none")
     if node.cause.code == "kubelet-returning":

@@ -43,7 +43,7 @@ def _listed(node: NodeFinding) -> bool:
     (pressure, NetworkUnavailable, node-problem-detector); unknown custom conditions never."""
     return (
         node.failed
-        or node.cause.code in ("lease-not-renewed", "no-controller-leader")
+        or node.cause.code in ("lease-not-renewed", "lease-overdue", "no-controller-leader")
         or node.stale_out_of_service
         or node.cloud_shutdown
         or node.out_of_service

@@ -148,6 +148,7 @@ _LEASE_CAUSES = (
     "kubelet-stopped",
     "kubelet-returning",
     "lease-not-renewed",
+    "lease-overdue",
     "no-controller-leader",
 )
 _MESSAGE_CAUSES = ("network-plugin", "runtime-down", "pleg-unhealthy")
@@ -170,7 +171,7 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
         because += [fact("Lease", lease, "spec.renewTime")]
         because += [fact("Lease", lease, "spec.leaseDurationSeconds")]
     chief = leader(snap)
-    if cause.code in ("lease-not-renewed", "no-controller-leader") and chief is not None:
+    if cause.code in ("lease-not-renewed", "lease-overdue", "no-controller-leader") and chief:
         # when the controller's grace began, at the latest; whether a leader runs at all
         because += [
             chief.premise(),
@@ -309,12 +310,28 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
                 "high" if age > duration else "medium",
                 evidence,
             )
+        first_look = chief is not None and chief.after(renew)
+        due = shifted(chief.since if chief is not None and first_look else renew, grace)
+        if age > duration and (now - due).total_seconds() > MARK_SLACK_SECONDS:
+            since = "its first look at the node" if first_look else "the last renewal"
+            return Cause(
+                "lease-overdue",
+                f"the kubelet has not renewed its lease for {duration_text(age)} (the lease "
+                f"lasts {duration}s, so it has expired): Ready is still True, though the node "
+                f"lifecycle controller sets Ready Unknown {grace}s after {since} by default "
+                f"(node-monitor-grace-period), at {format_time(due)}, "
+                f"{duration_text((now - due).total_seconds())} ago; it has not, so here its grace "
+                "period is longer or it does not run (kube-controller-manager's --controllers, "
+                "its health)",
+                "medium",
+                evidence,
+            )
         when = (
             f"{grace}s after its first look at the node by default (node-monitor-grace-period), "
             f"at about {format_time(shifted(chief.since, grace))}: {chief.words()}, after the "
             "last renewal, and the node lifecycle controller keeps when it last heard from each "
             "node in memory"
-            if chief is not None and chief.after(renew)
+            if chief is not None and first_look
             else f"{grace}s after the last renewal by default (node-monitor-grace-period), at "
             + format_time(shifted(renew, grace))
         )
@@ -324,7 +341,12 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
             f"{duration_text(duration / 4)}; the lease lasts {duration}s"
             + (", so it has expired" if age > duration else "")
             + "): Ready is still True only because the node lifecycle controller has not "
-            f"acted yet. Unless the kubelet renews, it sets Ready Unknown {when}",
+            f"acted yet. Unless the kubelet renews, it sets Ready Unknown {when}"
+            + (
+                " (past: due at its next look, every 5s, or its grace is longer here)"
+                if due <= now
+                else ""
+            ),
             "high" if age > duration else "medium",
             evidence,
         )
@@ -340,6 +362,12 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
             "conditions", "node is Ready but reports", problem_conditions, evidence
         )
     return Cause("healthy", "node is Ready", "high", evidence)
+
+
+# Past the default grace, this much more before a Ready node with an expired lease is called
+# overdue to be marked: the node lifecycle controller looks every 5 s (node-monitor-period), and
+# the clocks may differ by a few seconds.
+MARK_SLACK_SECONDS = 15
 
 
 def lease_late(now: datetime, renewed: datetime, duration: int | None) -> bool:

@@ -54,6 +54,12 @@ def headline(report: Report) -> str:
             f"; {len(late)} Ready {'node' if len(late) == 1 else 'nodes'} not renewing "
             f"{'its' if len(late) == 1 else 'their'} lease (NotReady is coming)"
         )
+    overdue = [n for n in report.nodes if n.cause.code == "lease-overdue"]
+    if overdue:
+        text += (
+            f"; {len(overdue)} Ready {'node' if len(overdue) == 1 else 'nodes'} not renewing "
+            f"{'its' if len(overdue) == 1 else 'their'} lease and not marked NotReady in time"
+        )
     unmarked = [n for n in report.nodes if n.cause.code == "no-controller-leader"]
     if unmarked:
         text += (

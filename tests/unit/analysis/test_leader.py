@@ -544,3 +544,29 @@ def test_without_a_leader_the_headline_does_not_say_podgc_removes_now() -> None:
         "bound to a deleted node: PodGC removes them once kube-controller-manager has a leader"
         in said
     )
+
+
+def test_a_node_long_past_its_default_grace_is_not_told_it_will_be_marked_then() -> None:
+    """The leader renews, the kubelet stopped 10 minutes ago and the node is still Ready: the
+    default grace ran out 9 minutes ago, so "it sets Ready Unknown at T" would tell a past
+    moment as coming. The cause says the controller has not marked it, and why that may be."""
+    down, name = stale_ready_node("node-down-recovered", 600)
+    renewed = down.captured_at - timedelta(seconds=600)
+    report = _report(_with_leader(down, renewed - timedelta(hours=1)))
+    found = next(n for n in report.nodes if n.name == name)
+    assert found.cause.code == "lease-overdue", found.cause.summary
+    assert "9m10s ago; it has not" in found.cause.summary
+    assert "Unless the kubelet renews" not in found.cause.summary
+    assert found.action is not None and found.action.code == "investigate"
+    assert "not marked NotReady in time" in render.headline(report)
+    assert "NotReady is coming" not in render.headline(report)
+    # just past the default grace, within the controller's next look: said as past, not coming
+    down, name = stale_ready_node("node-down-recovered", 55)
+    renewed = down.captured_at - timedelta(seconds=55)
+    found = next(
+        n for n in _report(_with_leader(down, renewed - timedelta(hours=1))).nodes if n.name == name
+    )
+    assert found.cause.code == "lease-not-renewed"
+    assert found.cause.summary.endswith(
+        "(past: due at its next look, every 5s, or its grace is longer here)"
+    )
