@@ -243,9 +243,10 @@ def _for_node(
     if node.cause.code == "lease-not-renewed":
         return Action(
             "wait",
-            "nothing to do yet: unless the kubelet renews its lease, the node turns NotReady "
-            "(Ready Unknown) at the time above, is tainted unreachable, and its pods are evicted "
-            "after their tolerations (300 s by default); check the machine meanwhile",
+            "nothing to do yet: unless the kubelet renews its lease, the node lifecycle "
+            "controller marks the node NotReady (Ready Unknown) as the cause says, taints it "
+            "unreachable, and its pods are evicted after their tolerations (300 s by default); "
+            "check the machine meanwhile",
             "none",
         )
     if node.cause.code == "lease-overdue":

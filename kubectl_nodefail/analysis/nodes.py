@@ -170,6 +170,8 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
     if cause.code in _LEASE_CAUSES and lease is not None:
         because += [fact("Lease", lease, "spec.renewTime")]
         because += [fact("Lease", lease, "spec.leaseDurationSeconds")]
+    if cause.code in ("lease-not-renewed", "lease-overdue"):  # when it last heard, too
+        because.append(fact("Node", node, f"{ready}.lastHeartbeatTime"))
     chief = leader(snap)
     if cause.code in ("lease-not-renewed", "lease-overdue", "no-controller-leader") and chief:
         # when the controller's grace began, at the latest; whether a leader runs at all
@@ -310,40 +312,47 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
                 "high" if age > duration else "medium",
                 evidence,
             )
-        first_look = chief is not None and chief.after(renew)
-        due = shifted(chief.since if chief is not None and first_look else renew, grace)
-        if age > duration and (now - due).total_seconds() > MARK_SLACK_SECONDS:
-            since = "its first look at the node" if first_look else "the last renewal"
+        # the controller's grace runs from when it last heard from the kubelet: a renewal of
+        # the lease or a new Ready heartbeat (tryUpdateNodeHealth), or a new leader's first look
+        beat = parse_time((ready_condition(node) or {}).get("lastHeartbeatTime"))
+        heard = max(renew, beat) if beat is not None else renew
+        first_look = chief is not None and chief.after(heard)
+        due = shifted(chief.since if chief is not None and first_look else heard, grace)
+        unread = any(g.startswith(LEADER_GAP) for g in snap.gaps)  # a new leader unseen
+        expired = ", so it has expired" if age > duration else ""
+        start = (
+            f"its first look at the node by default (node-monitor-grace-period), at about "
+            f"{format_time(due)}: {chief.words()}, after the last renewal, and the node "
+            "lifecycle controller keeps when it last heard from each node in memory"
+            if chief is not None and first_look
+            else f"the last {'renewal' if heard == renew else 'Ready heartbeat'} by default "
+            f"(node-monitor-grace-period), at {format_time(due)}"
+        )
+        if (now - due).total_seconds() > MARK_SLACK_SECONDS and not unread:
             return Cause(
                 "lease-overdue",
                 f"the kubelet has not renewed its lease for {duration_text(age)} (the lease "
-                f"lasts {duration}s, so it has expired): Ready is still True, though the node "
-                f"lifecycle controller sets Ready Unknown {grace}s after {since} by default "
-                f"(node-monitor-grace-period), at {format_time(due)}, "
-                f"{duration_text((now - due).total_seconds())} ago; it has not, so here its grace "
-                "period is longer or it does not run (kube-controller-manager's --controllers, "
-                "its health)",
+                f"lasts {duration}s{expired}): Ready is still True, though the node lifecycle "
+                f"controller sets Ready Unknown {grace}s after {start}, "
+                f"{duration_text((now - due).total_seconds())} ago; it has not, so here its "
+                "grace period is longer or it does not run (kube-controller-manager's "
+                "--controllers, its health)",
                 "medium",
                 evidence,
             )
-        when = (
-            f"{grace}s after its first look at the node by default (node-monitor-grace-period), "
-            f"at about {format_time(shifted(chief.since, grace))}: {chief.words()}, after the "
-            "last renewal, and the node lifecycle controller keeps when it last heard from each "
-            "node in memory"
-            if chief is not None and first_look
-            else f"{grace}s after the last renewal by default (node-monitor-grace-period), at "
-            + format_time(shifted(renew, grace))
-        )
         return Cause(
             "lease-not-renewed",
             f"the kubelet has not renewed its lease for {duration_text(age)} (it renews every "
-            f"{duration_text(duration / 4)}; the lease lasts {duration}s"
-            + (", so it has expired" if age > duration else "")
-            + "): Ready is still True only because the node lifecycle controller has not "
-            f"acted yet. Unless the kubelet renews, it sets Ready Unknown {when}"
+            f"{duration_text(duration / 4)}; the lease lasts {duration}s{expired}): Ready is "
+            "still True only because the node lifecycle controller has not acted yet. Unless "
+            f"the kubelet renews, it sets Ready Unknown {grace}s after {start}"
             + (
-                " (past: due at its next look, every 5s, or its grace is longer here)"
+                " (past: due at its next look, every 5s, unless its grace is longer here"
+                + (
+                    ", it does not run, or a new leader took over since: its Lease was not read)"
+                    if unread
+                    else " or it does not run)"
+                )
                 if due <= now
                 else ""
             ),
@@ -368,6 +377,8 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
 # overdue to be marked: the node lifecycle controller looks every 5 s (node-monitor-period), and
 # the clocks may differ by a few seconds.
 MARK_SLACK_SECONDS = 15
+# how gather states that kube-controller-manager's leader Lease could not be read
+LEADER_GAP = "kube-controller-manager's leader Lease"
 
 
 def lease_late(now: datetime, renewed: datetime, duration: int | None) -> bool:

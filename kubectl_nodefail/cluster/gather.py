@@ -31,7 +31,12 @@ from urllib.parse import quote
 
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.leader import state as leader_state
-from kubectl_nodefail.analysis.nodes import has_problem_condition, is_ready, shutdown_evidence
+from kubectl_nodefail.analysis.nodes import (
+    LEADER_GAP,
+    has_problem_condition,
+    is_ready,
+    shutdown_evidence,
+)
 from kubectl_nodefail.cluster import kube
 from kubectl_nodefail.cluster.automation_read import _automation, _automation_events
 from kubectl_nodefail.cluster.nodes_read import (
@@ -102,9 +107,7 @@ def _unmarked(
     late = _late_ready(leases, focus)
     if not late:
         return []
-    chief = reader.optional(
-        "kube-controller-manager's leader Lease", lambda: _leader_lease(cluster), []
-    )
+    chief = reader.optional(LEADER_GAP, lambda: _leader_lease(cluster), [])
     return late if chief and leader_state(chief[0], now) == "expired" else []
 
 
@@ -218,16 +221,14 @@ def gather(
     events += _automation_events(cluster, reader, nodes, focus, automation_objects)
     # Read last, right before the snapshot's time: whether its leader renews is judged at that
     # time (analysis/leader.py), and the reads above may take longer than its 15 s.
-    chief = reader.optional(
-        "kube-controller-manager's leader Lease", lambda: _leader_lease(cluster), []
-    )
+    chief = reader.optional(LEADER_GAP, lambda: _leader_lease(cluster), [])
     leases += chief
     captured = clock()
     unread = [] if only_nodes else _late_ready(leases, focus)
     if unread and chief and leader_state(chief[0], captured) == "expired":
         # expired since it was read for them: their pods, stuck as a failed node's, unread
         reader.gaps.append(
-            "kube-controller-manager's leader Lease expired during the read: the pods of "
+            f"{LEADER_GAP} expired during the read: the pods of "
             f"{', '.join(unread)} (Ready, kubelet silent, nothing marks them) were not read; "
             "diagnose again"
         )

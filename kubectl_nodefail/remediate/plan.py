@@ -89,11 +89,17 @@ def check_attestations(snap: Snapshot, attested: Collection[str]) -> None:
 
 
 def _unmarked(node: NodeFinding, report: Report) -> str:
-    """Why no step is planned on a node nothing marks, and what stays stuck there."""
+    """Why no step is planned on a Ready node nothing marks (no controller leader) or that was
+    not marked in time, and what stays stuck there."""
     stuck = [f"{p.namespace}/{p.name}" for p in report.pods if p.node == node.name]
+    first = (
+        "bring kube-controller-manager back first"
+        if unmarked.of(node)
+        else "find out first why the node lifecycle controller has not marked it NotReady"
+    )
     return (
         f"{node.name}: {node.cause.summary}. remediate takes no step on this node while it is "
-        "Ready: bring kube-controller-manager back first, then plan again"
+        f"Ready: {first}, then plan again"
         + (f". Until then, these stay stuck: {', '.join(stuck)}" if stuck else "")
     )
 
@@ -113,7 +119,11 @@ def make_plan(report: Report, opts: Options) -> Plan:
             "(--max-nodes): name the nodes to act on, or raise the bound"
         )
         refusal = refusal or refusals[-1]
-    refusals += [_unmarked(node, report) for node in candidates if unmarked.of(node)]
+    refusals += [
+        _unmarked(node, report)
+        for node in candidates
+        if unmarked.of(node) or node.cause.code == "lease-overdue"
+    ]
     steps: list[Step] = []
     for node in candidates:
         steps += _node_steps(node, report, opts, refusal)

@@ -11,7 +11,7 @@ import pytest
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import PodFinding, Report
 from kubectl_nodefail.analysis.nodes import is_ready, machine_ran
-from kubectl_nodefail.snapshot.model import Snapshot, format_time, load_dump
+from kubectl_nodefail.snapshot.model import Snapshot, format_time, load_dump, parse_time
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -40,9 +40,11 @@ def load(name: str) -> Snapshot:
 
 def stale_ready_node(name: str, seconds: float) -> tuple[Snapshot, str]:
     """The recording `name` with its first Ready node's kubelet lease last renewed `seconds`
-    before it was read (a 40 s lease): a node the node lifecycle controller has not marked yet."""
+    before it was read (a 40 s lease), and its Ready heartbeat no later (the kubelet stopped
+    then): a node the node lifecycle controller has not marked yet."""
     snap = load(name)
-    node_name = next(n["metadata"]["name"] for n in snap.nodes if is_ready(n))
+    node = next(n for n in snap.nodes if is_ready(n))
+    node_name = node["metadata"]["name"]
     snap.leases = [x for x in snap.leases if x["metadata"]["name"] != node_name]
     renewed = snap.captured_at - timedelta(seconds=seconds)
     snap.leases.append(
@@ -52,6 +54,10 @@ def stale_ready_node(name: str, seconds: float) -> tuple[Snapshot, str]:
             "spec": {"renewTime": format_time(renewed), "leaseDurationSeconds": 40},
         }
     )
+    for cond in node["status"]["conditions"]:
+        beat = parse_time(cond.get("lastHeartbeatTime"))
+        if cond["type"] == "Ready" and beat is not None and beat > renewed:
+            cond["lastHeartbeatTime"] = format_time(renewed)
     return snap, node_name
 
 
