@@ -88,7 +88,7 @@ def check_attestations(snap: Snapshot, attested: Collection[str]) -> None:
             )
 
 
-def _unmarked(node: NodeFinding, report: Report) -> str:
+def _not_marked(node: NodeFinding, report: Report) -> str:
     """Why no step is planned on a Ready node nothing marks (no controller leader) or that was
     not marked in time, and what stays stuck there."""
     stuck = [f"{p.namespace}/{p.name}" for p in report.pods if p.node == node.name]
@@ -120,7 +120,7 @@ def make_plan(report: Report, opts: Options) -> Plan:
         )
         refusal = refusal or refusals[-1]
     refusals += [
-        _unmarked(node, report)
+        _not_marked(node, report)
         for node in candidates
         if unmarked.of(node) or node.cause.code == "lease-overdue"
     ]

@@ -10,6 +10,16 @@ from kubectl_nodefail.analysis.findings import Action, NodeFinding, Report
 from kubectl_nodefail.analysis.text import ago, plural
 from kubectl_nodefail.snapshot.model import format_time
 
+# The headline's words for each cause of a Ready node whose kubelet stopped renewing its lease.
+_SILENT_READY = (
+    ("lease-not-renewed", " (NotReady is coming)"),
+    ("lease-overdue", " and not marked NotReady in time"),
+    (
+        "no-controller-leader",
+        ", and kube-controller-manager has no leader (nothing marks them NotReady)",
+    ),
+)
+
 
 def _lease(node: NodeFinding) -> str:
     return ago(node.lease_age_seconds) if node.lease_age_seconds is not None else "-"
@@ -48,25 +58,13 @@ def headline(report: Report) -> str:
         )
     if waits:
         text += f" ({'; '.join(waits)})"
-    late = [n for n in report.nodes if n.cause.code == "lease-not-renewed"]
-    if late:
-        text += (
-            f"; {len(late)} Ready {'node' if len(late) == 1 else 'nodes'} not renewing "
-            f"{'its' if len(late) == 1 else 'their'} lease (NotReady is coming)"
-        )
-    overdue = [n for n in report.nodes if n.cause.code == "lease-overdue"]
-    if overdue:
-        text += (
-            f"; {len(overdue)} Ready {'node' if len(overdue) == 1 else 'nodes'} not renewing "
-            f"{'its' if len(overdue) == 1 else 'their'} lease and not marked NotReady in time"
-        )
-    unmarked = [n for n in report.nodes if n.cause.code == "no-controller-leader"]
-    if unmarked:
-        text += (
-            f"; {len(unmarked)} Ready {'node' if len(unmarked) == 1 else 'nodes'} not renewing "
-            f"{'its' if len(unmarked) == 1 else 'their'} lease, and kube-controller-manager has "
-            "no leader (nothing marks them NotReady)"
-        )
+    for code, tail in _SILENT_READY:  # Ready nodes whose kubelet stopped renewing its lease
+        silent = sum(1 for n in report.nodes if n.cause.code == code)
+        if silent:
+            text += (
+                f"; {silent} Ready {'node' if silent == 1 else 'nodes'} not renewing "
+                f"{'its' if silent == 1 else 'their'} lease{tail}"
+            )
     if c.elsewhere:
         text += (
             f"; {plural(c.elsewhere, 'pod')} Terminating on nodes that did not fail"
