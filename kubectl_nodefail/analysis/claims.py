@@ -90,7 +90,8 @@ KINDS = {
     "no-leader": "kube-controller-manager has no leader (its Lease expired when read): none of "
     "its controllers acts on the pod, its owner or its volumes until one takes over",
     "unmarked-node": "the pod's node is Ready only because nothing marks it: its kubelet's lease "
-    "expired while kube-controller-manager has no leader (analysis/unmarked.py)",
+    "expired while kube-controller-manager has no leader, or the node lifecycle controller is "
+    "past its time to mark it (analysis/unmarked.py)",
     "cluster-note": "a cluster-wide conclusion (master disruption mode, a mass failure, the "
     "NodeLost era)",
     # a node's or pod's suggested action (analysis/advice.py)

@@ -121,7 +121,7 @@ def diagnose(
     braked = brake.find(snap.nodes, zones, len(failed), master_disruption, leader(snap), now)
     pods = []
     chief = leader(snap)
-    unmarked_views = unmarked.views(node_findings) if chief and chief.expired() else {}
+    unmarked_views = unmarked.views(node_findings)
     # what holds pods as a failed node does: a replacement there is not running, a volume
     # attached there is not detached (a Pending pod may still be scheduled there: not pinned)
     down = failed | set(unmarked_views)
@@ -140,7 +140,7 @@ def diagnose(
         if (not only_nodes or node_name in only_nodes) and _stuck_pod(pod, node, now):
             zone = zone_by_name.get(node.zone) if node else None
             found = analyse_pod(pod, snap, node, zone, master_disruption, down, now, braked)
-            if chief is not None and node_name in unmarked_views:
+            if node_name in unmarked_views:
                 unmarked.tell(found, node_findings[node_name], chief, now)
             pods.append(found)
             continue

@@ -35,6 +35,7 @@ PAUSED = "no eviction while"
 PENDING = "the NoExecute taint is not on the node yet"
 NOT_EVICTING = "the taint-eviction controller is not evicting"
 UNKNOWN = "eviction time not known"
+UNMARKED = "none comes until the node lifecycle controller"
 
 # The taint-eviction controller deletes a pod that does not tolerate a NoExecute taint as soon
 # as it handles the node update: on the real control plane the deletion carries the taint's own
@@ -108,12 +109,15 @@ def eviction_time(
     chief: Leader | None = None,
     node: Obj | None = None,
     kept_since: datetime | None = None,
+    unmarked: list[Premise] | None = None,
 ) -> EvictionTime:
     """`earlier`: a not-ready spell the node had before the taints it carries now
     (evictionclock.earlier_not_ready). `chief`: kube-controller-manager's leader, when its
     Lease was read (analysis/leader.py); `node`: the Node, whose Ready condition tells when it
     went Unknown. `kept_since`: the earliest moment whose Events are still kept
-    (evictionclock.kept_since): a NodeNotReady event before it is gone."""
+    (evictionclock.kept_since): a NodeNotReady event before it is gone. `unmarked`: the
+    premises of a Ready node the node lifecycle controller is past its time to mark
+    (nodes.classify's `lease-overdue`), whose NoExecute taint does not come until it does."""
     if pod["metadata"].get("deletionTimestamp"):
         return EvictionTime(
             "evicted", None, "already being deleted (evicted or deleted by someone)"
@@ -288,6 +292,15 @@ def eviction_time(
             "a leader takes over, it taints the node and eviction follows the pod's "
             "tolerationSeconds",
             chief.premises(),
+        )
+    if unmarked is not None:
+        return EvictionTime(
+            "not-evicting",
+            None,
+            f"no NoExecute taint on its node, and {UNMARKED} marks the node NotReady, which it "
+            "was due to do and has not (the node's cause); once it does, it taints the node "
+            "and eviction follows the pod's tolerationSeconds",
+            unmarked,
         )
     if master_disruption:
         return EvictionTime(

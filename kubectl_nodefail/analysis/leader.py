@@ -90,11 +90,14 @@ def _leader(snap: Snapshot) -> Leader | None:
             facts.CONTROLLER_LEASE_NAME,
         ):
             continue
-        since = parse_time((lease.get("spec") or {}).get("acquireTime"))
-        if since is None:
-            return None
-        return Leader(since, lease, state(lease, snap.read_at or snap.captured_at))
+        return of_lease(lease, snap.read_at or snap.captured_at)
     return None
+
+
+def of_lease(lease: Obj, read: datetime) -> Leader | None:
+    """The leader a Lease read at `read` names (None: it says not when it took over)."""
+    since = parse_time((lease.get("spec") or {}).get("acquireTime"))
+    return None if since is None else Leader(since, lease, state(lease, read))
 
 
 def state(lease: Obj, read: datetime) -> str:

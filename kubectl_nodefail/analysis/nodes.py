@@ -7,7 +7,7 @@ from datetime import datetime
 from kubectl_nodefail.analysis import evictionclock, facts, storage
 from kubectl_nodefail.analysis.claims import Premise, fact
 from kubectl_nodefail.analysis.findings import Cause, ConditionView, NodeFinding, TaintView
-from kubectl_nodefail.analysis.leader import leader
+from kubectl_nodefail.analysis.leader import Leader, leader
 from kubectl_nodefail.analysis.text import ago
 from kubectl_nodefail.analysis.text import duration as duration_text
 from kubectl_nodefail.snapshot.model import Obj, Snapshot, format_time, parse_time, shifted
@@ -291,7 +291,7 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
     # Ready=True: only listed when its lease expired, tainted out-of-service / shut down, or
     # with problem conditions.
     if renew is not None and lease_late(now, renew, lease_seconds):
-        grace = _monitor_grace(snap.server_minor)
+        grace = monitor_grace(snap.server_minor)
         duration = lease_seconds or facts.DEFAULT_LEASE_SECONDS
         age = (now - renew).total_seconds()
         chief = leader(snap)
@@ -312,12 +312,7 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
                 "high" if age > duration else "medium",
                 evidence,
             )
-        # the controller's grace runs from when it last heard from the kubelet: a renewal of
-        # the lease or a new Ready heartbeat (tryUpdateNodeHealth), or a new leader's first look
-        beat = parse_time((ready_condition(node) or {}).get("lastHeartbeatTime"))
-        heard = max(renew, beat) if beat is not None else renew
-        first_look = chief is not None and chief.after(heard)
-        due = shifted(chief.since if chief is not None and first_look else heard, grace)
+        due, heard, first_look = mark_due(node, renew, chief, grace)
         unread = any(g.startswith(LEADER_GAP) for g in snap.gaps)  # a new leader unseen
         expired = ", so it has expired" if age > duration else ""
         start = (
@@ -328,7 +323,7 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
             else f"the last {'renewal' if heard == renew else 'Ready heartbeat'} by default "
             f"(node-monitor-grace-period), at {format_time(due)}"
         )
-        if (now - due).total_seconds() > MARK_SLACK_SECONDS and not unread:
+        if past_mark(due, now) and not unread:
             return Cause(
                 "lease-overdue",
                 f"the kubelet has not renewed its lease for {duration_text(age)} (the lease "
@@ -381,13 +376,64 @@ MARK_SLACK_SECONDS = 15
 LEADER_GAP = "kube-controller-manager's leader Lease"
 
 
+def mark_due(
+    node: Obj, renew: datetime, chief: Leader | None, grace: int
+) -> tuple[datetime, datetime, bool]:
+    """When the node lifecycle controller sets a Ready node's Ready Unknown unless its kubelet
+    speaks: its grace after it last heard from the kubelet, a renewal of the lease or a Ready
+    heartbeat (tryUpdateNodeHealth moves its probe time on either), or after a new leader's
+    first look (it keeps that time in memory). (due, when it last heard, whether a new leader's
+    first look is the start)."""
+    beat = parse_time((ready_condition(node) or {}).get("lastHeartbeatTime"))
+    heard = max(renew, beat) if beat is not None else renew
+    first_look = chief is not None and chief.after(heard)
+    return (
+        shifted(chief.since if chief is not None and first_look else heard, grace),
+        heard,
+        first_look,
+    )
+
+
+def past_mark(due: datetime, now: datetime) -> bool:
+    """Past the moment the node lifecycle controller was due to mark the node, by more than its
+    next look and the clocks' difference: it has not, and is not about to."""
+    return (now - due).total_seconds() > MARK_SLACK_SECONDS
+
+
+def overdue(
+    node: Obj, lease: Obj | None, chief: Leader | None, minor: int | None, now: datetime
+) -> bool:
+    """A Ready node whose kubelet's lease has expired and that the node lifecycle controller,
+    with a leader that renews (or none read), was due to mark NotReady and has not
+    (nodes.classify's `lease-overdue`): nothing marks it. The caller rules out a leader Lease
+    it could not read (a new leader's later first look)."""
+    after = unmarked_after(node, lease, chief, minor)
+    return after is not None and now > after
+
+
+def unmarked_after(
+    node: Obj, lease: Obj | None, chief: Leader | None, minor: int | None
+) -> datetime | None:
+    """The moment after which the Ready node, its kubelet silent since the lease's last renewal
+    and still not marked, is `overdue`: past both the lease's duration and the controller's
+    time to mark it (with its next look). None: not Ready, no renewal read, or no leader."""
+    spec = (lease or {}).get("spec") or {}
+    renew = parse_time(spec.get("renewTime")) if isinstance(spec.get("renewTime"), str) else None
+    if renew is None or not is_ready(node) or (chief is not None and chief.expired()):
+        return None
+    seconds = spec.get("leaseDurationSeconds")
+    lasts = seconds if isinstance(seconds, int) and seconds > 0 else facts.DEFAULT_LEASE_SECONDS
+    due, _, _ = mark_due(node, renew, chief, monitor_grace(minor))
+    return max(shifted(renew, lasts), shifted(due, MARK_SLACK_SECONDS))
+
+
 def lease_late(now: datetime, renewed: datetime, duration: int | None) -> bool:
     """The kubelet missed at least two renewals (it renews every quarter of the duration): a
     Ready node that will turn NotReady unless it renews soon."""
     return (now - renewed).total_seconds() > (duration or facts.DEFAULT_LEASE_SECONDS) / 2
 
 
-def _monitor_grace(minor: int | None) -> int:
+def monitor_grace(minor: int | None) -> int:
     """kube-controller-manager's default node-monitor-grace-period for this server."""
     if minor is not None and minor < facts.NODE_MONITOR_GRACE_50S_MINOR:
         return facts.NODE_MONITOR_GRACE_SECONDS_BEFORE_1_32

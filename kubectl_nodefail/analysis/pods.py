@@ -366,8 +366,18 @@ def analyse_pod(
         )
         oldest = snap.memo("eviction.oldest", lambda snap: evictionclock.oldest_update(snap.events))
         kept = evictionclock.kept_since(snap.events_about("Node", "", node_name), oldest, now)
+        overdue = node.cause.because if node.cause.code == "lease-overdue" else None
         ev = eviction.eviction_time(
-            pod, node.taints, zone, master_disruption, now, earlier, leader(snap), node_obj, kept
+            pod,
+            node.taints,
+            zone,
+            master_disruption,
+            now,
+            earlier,
+            leader(snap),
+            node_obj,
+            kept,
+            overdue,
         )
         eviction_at = ev.at
         when = [eviction.as_claim(ev, pod, node_obj, zone)]

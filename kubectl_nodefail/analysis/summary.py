@@ -89,7 +89,7 @@ def next_step(pod: PodFinding, now: datetime) -> str:
             return "never evicted"
         if eviction.PAUSED in pod.timeline:
             return "not evicted (zone)"
-        if eviction.NOT_EVICTING in pod.timeline:
+        if eviction.NOT_EVICTING in pod.timeline or eviction.UNMARKED in pod.timeline:
             return "not evicted (controller)"
         if eviction.UNKNOWN in pod.timeline:
             return "eviction time unknown"

@@ -29,7 +29,8 @@ from collections.abc import Callable, Collection
 from datetime import datetime, timezone
 from urllib.parse import quote
 
-from kubectl_nodefail.analysis import facts
+from kubectl_nodefail.analysis import facts, unmarked
+from kubectl_nodefail.analysis.leader import of_lease
 from kubectl_nodefail.analysis.leader import state as leader_state
 from kubectl_nodefail.analysis.nodes import (
     LEADER_GAP,
@@ -67,7 +68,7 @@ from kubectl_nodefail.cluster.siblings_read import (
     _whole_owners,
 )
 from kubectl_nodefail.common.errors import NodefailError, NotFound, closest
-from kubectl_nodefail.snapshot.model import Obj, Snapshot, one_per_name
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, minor_of, one_per_name
 
 # What the package, the tests and the tools import from here (a few names now live in the
 # modules above).
@@ -98,17 +99,38 @@ def focus_nodes(nodes: list[Obj], requested: Collection[str]) -> list[str]:
 
 
 def _unmarked(
-    cluster: kube.Cluster, reader: _Reader, leases: list[Obj], focus: list[str], now: datetime
+    cluster: kube.Cluster,
+    reader: _Reader,
+    nodes: list[Obj],
+    leases: list[Obj],
+    focus: list[str],
+    version: str | None,
+    now: datetime,
 ) -> list[str]:
-    """Ready nodes whose kubelet stopped renewing its lease while kube-controller-manager has
-    no leader: nothing marks them, so their pods are as stuck as a failed node's and are read
-    too (analysis/unmarked.py). The leader's Lease is read for this only when such a node is
-    there; the snapshot's own copy is read last (gather)."""
-    late = _late_ready(leases, focus)
+    """Ready nodes whose kubelet stopped renewing its lease and that nothing marks NotReady (no
+    kube-controller-manager leader, or its node lifecycle controller past due): their pods are
+    as stuck as a failed node's and are read too (analysis/unmarked.py). The leader's Lease is
+    read for this only when a Ready node's lease is late; the snapshot's own copy is read last
+    (gather)."""
+    late = [x for x in leases if x["metadata"].get("name") in _late_ready(leases, focus)]
     if not late:
         return []
     chief = reader.optional(LEADER_GAP, lambda: _leader_lease(cluster), [])
-    return late if chief and leader_state(chief[0], now) == "expired" else []
+    return _silent(nodes, late, chief, version, now, reader.gaps)
+
+
+def _silent(
+    nodes: list[Obj],
+    late: list[Obj],
+    chief: list[Obj],
+    version: str | None,
+    now: datetime,
+    gaps: list[str],
+) -> list[str]:
+    """unmarked.silent on what gather read: the leader's Lease, if any, read at `now`."""
+    read = not any(g.startswith(LEADER_GAP) for g in gaps)
+    lead = of_lease(chief[0], now) if chief else None
+    return unmarked.silent(nodes, late, lead, minor_of(version), now, read)
 
 
 def _late_ready(leases: list[Obj], focus: Collection[str]) -> list[str]:
@@ -176,12 +198,14 @@ def gather(
         attachments = f_attach.result()
         events = f_events.result()
         leases = _leases_needed(f_all_leases.result(), nodes, focus, clock(), cluster, reader)
-        unmarked = [] if only_nodes else _unmarked(cluster, reader, leases, focus, clock())
+        silent = (
+            [] if only_nodes else _unmarked(cluster, reader, nodes, leases, focus, version, clock())
+        )
         on_nodes = [
             *f_on_nodes.result(),
-            *kube.parallel(lambda name: _pods_on(cluster, namespaces, name), unmarked),
+            *kube.parallel(lambda name: _pods_on(cluster, namespaces, name), silent),
         ]
-        focus = [*focus, *unmarked]  # a new list: the one above may still be read
+        focus = [*focus, *silent]  # a new list: the one above may still be read
     missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
     if missing:
         reader.gaps.append(f"nodes not found: {', '.join(sorted(missing))}")
@@ -224,13 +248,16 @@ def gather(
     chief = reader.optional(LEADER_GAP, lambda: _leader_lease(cluster), [])
     leases += chief
     captured = clock()
-    unread = [] if only_nodes else _late_ready(leases, focus)
-    if unread and chief and leader_state(chief[0], captured) == "expired":
-        # expired since it was read for them: their pods, stuck as a failed node's, unread
+    late = [x for x in leases if x["metadata"].get("name") in _late_ready(leases, focus)]
+    unread = [] if only_nodes else _silent(nodes, late, chief, version, captured, reader.gaps)
+    if unread:
+        # nothing marks them since they were looked at (the leader's Lease expired, or the
+        # controller's time to mark them passed): their pods, stuck as a failed node's, unread
+        expired = chief and leader_state(chief[0], captured) == "expired"
         reader.gaps.append(
-            f"{LEADER_GAP} expired during the read: the pods of "
-            f"{', '.join(unread)} (Ready, kubelet silent, nothing marks them) were not read; "
-            "diagnose again"
+            (f"{LEADER_GAP} expired" if expired else "nodes past their time to be marked NotReady")
+            + f" during the read: the pods of {', '.join(unread)} (Ready, kubelet silent, "
+            "nothing marks them) were not read; diagnose again"
         )
     return Snapshot(
         captured_at=captured,

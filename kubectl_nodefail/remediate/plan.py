@@ -94,7 +94,7 @@ def _not_marked(node: NodeFinding, report: Report) -> str:
     stuck = [f"{p.namespace}/{p.name}" for p in report.pods if p.node == node.name]
     first = (
         "bring kube-controller-manager back first"
-        if unmarked.of(node)
+        if node.cause.code == unmarked.CAUSE
         else "find out first why the node lifecycle controller has not marked it NotReady"
     )
     return (

@@ -36,7 +36,12 @@ from urllib.parse import quote
 
 from kubectl_nodefail.analysis import facts, unmarked
 from kubectl_nodefail.analysis.leader import expires, leader
-from kubectl_nodefail.analysis.nodes import kubectl_status
+from kubectl_nodefail.analysis.nodes import (
+    LEADER_GAP,
+    kubectl_status,
+    lease_late,
+    unmarked_after,
+)
 from kubectl_nodefail.cluster.gather import focus_nodes
 from kubectl_nodefail.cluster.kube import Cluster
 from kubectl_nodefail.cluster.resources import OWNER_PATHS, node_path, owners_path
@@ -113,6 +118,10 @@ class Interest:
     leader_state: str = ""
     leader_renewed: datetime | None = None
     leader_due: datetime | None = None
+    # each Ready node whose kubelet stopped renewing: when, still not marked, it is one nothing
+    # marks (its pods read then: analysis/unmarked.py). Its Lease is not watched, and nothing
+    # on the Node changes when the node lifecycle controller does not act
+    unmarked_after: dict[str, datetime] = field(default_factory=dict)
 
     @classmethod
     def of(cls, snap: Snapshot, only_nodes: Collection[str] = ()) -> Interest:
@@ -131,6 +140,7 @@ class Interest:
             leader_state=chief.state if chief is not None else "",
             leader_renewed=renewed,
             leader_due=_expiry(renewed, lasts) if alive else None,
+            unmarked_after=_unmarked_after(snap, only_nodes),
             status={n["metadata"]["name"]: kubectl_status(n) for n in snap.nodes},
             focus=set(focus_nodes(snap.nodes, only_nodes)) | unmarked.read_for(snap, only_nodes),
             nodes={n["metadata"]["name"]: _version(n) for n in snap.nodes},
@@ -230,6 +240,10 @@ class Interest:
         if self.leader_due is not None and self.leader_due <= now:
             self.leader_due = None
             return "kube-controller-manager's leader Lease not renewed within its duration"
+        for name, when in sorted(self.unmarked_after.items(), key=lambda item: item[1]):
+            if when <= now:
+                del self.unmarked_after[name]
+                return f"node {name} past its time to be marked NotReady"
         for uid, (when, named) in list(self.due.items()):
             if when <= now:
                 del self.due[uid]
@@ -240,7 +254,34 @@ class Interest:
         times = [when for when, _ in self.due.values()]
         if self.leader_due is not None:
             times.append(self.leader_due)
+        times += self.unmarked_after.values()
         return min(times, default=None)
+
+
+def _unmarked_after(snap: Snapshot, only_nodes: Collection[str]) -> dict[str, datetime]:
+    """The Ready nodes whose late leases the read took, not yet ones nothing marks: when each,
+    its kubelet still silent and the node still not marked, becomes one (a moment after)."""
+    if only_nodes or any(g.startswith(LEADER_GAP) for g in snap.gaps):
+        return {}
+    chief, read = leader(snap), unmarked.read_for(snap)
+    out = {}
+    for lease in snap.leases:
+        name = str(lease["metadata"].get("name"))
+        node = snap.node(name)
+        if lease["metadata"].get("namespace") != facts.NODE_LEASE_NAMESPACE or node is None:
+            continue
+        spec = lease.get("spec") or {}
+        renew = spec.get("renewTime")
+        renewed = parse_time(renew) if isinstance(renew, str) else None
+        lasts = spec.get("leaseDurationSeconds")
+        if renewed is None or not lease_late(
+            snap.captured_at, renewed, lasts if isinstance(lasts, int) else None
+        ):
+            continue  # renewing: nothing is coming
+        after = unmarked_after(node, lease, chief, snap.server_minor)
+        if name not in read and after is not None and after > snap.captured_at:
+            out[name] = shifted(after, DUE_SLACK)
+    return out
 
 
 def _now() -> datetime:

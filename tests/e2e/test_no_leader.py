@@ -25,6 +25,7 @@ import re
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ import pytest
 
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.leader import CLOCK_SLACK_SECONDS
+from kubectl_nodefail.analysis.nodes import MARK_SLACK_SECONDS
 from tests.e2e import components
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
@@ -236,3 +238,98 @@ def test_without_a_leader_nothing_comes_and_remediate_writes_nothing(
     for node in (BEFORE, AFTER):
         cp.start_kubelet(node)
         wait_node_ready(cp, node)
+
+
+OFF = "unmarked-o1"  # a node whose kubelet stops while the node lifecycle controller is off
+NS_OFF = "scenario-lifecycle-off"
+
+
+@pytest.fixture(scope="module")
+def lifecycle_off() -> Iterator[ControlPlane]:
+    """A control plane of its own whose kube-controller-manager runs every controller but the
+    node lifecycle one (--controllers=*,-node-lifecycle-controller): a leader renews its Lease,
+    and nothing marks a silent node NotReady or taints it."""
+    from tests.e2e.conftest import running_control_plane
+    from tests.e2e.controlplane import requested_version
+
+    with running_control_plane(
+        requested_version(),
+        controller_manager_args={"controllers": "*,-node-lifecycle-controller"},
+        label="no-leader-lifecycle-off",
+    ) as cp:
+        yield cp
+
+
+def test_a_node_past_its_time_to_be_marked_holds_its_pods_and_remediate_writes_nothing(
+    lifecycle_off: ControlPlane, tmp_path: Path
+) -> None:
+    """The leader runs; the node lifecycle controller does not. A node's kubelet stops: past the
+    default grace (50 s) from the last word heard and the controller's next look, the node is
+    still Ready and untainted. The diagnosis (`lease-overdue`) lists its pods as stuck there
+    (`on-unmarked-node`), says no NoExecute taint comes until the node is marked, and sends the
+    user to the controller; the control plane agrees for a while longer (no taint, no eviction,
+    no replacement of the Deployment's pod); a `diagnose --watch` running all along says so by
+    itself at the moment it is due (nothing on the Node changes); `remediate NODE --confirm`
+    is refused (exit 4), naming what stays stuck, and writes nothing."""
+    cp = lifecycle_off
+    plugin = Plugin(cp)
+    cp.add_failable_node(OFF)
+    wait_node_ready(cp, OFF)
+    cp.apply(
+        w.namespace(NS_OFF),
+        w.only_on(w.deployment(NS_OFF, "web"), [OFF]),
+        w.bare_pod(NS_OFF, "lone-o1", pin=OFF, grace=5),
+    )
+    wait_running_on(cp, NS_OFF, "web", OFF)
+    wait_running_on(cp, NS_OFF, "lone-o1", OFF)
+    watch = Watched(cp, plugin, "-n", NS_OFF)
+    try:
+        wait_for("the watch's first screen", lambda: watch.docs, 30)
+        cp.stop_kubelet(OFF)
+        time.sleep(3)  # anything in flight lands
+        lease = cp.kubectl("get", "lease", "-n", "kube-node-lease", OFF, "-o", "json")
+        renewed = _time(json.loads(lease)["spec"]["renewTime"])
+        heard = max(renewed, _time(ready(cp, OFF)["lastHeartbeatTime"]))
+        due = heard + timedelta(seconds=facts.NODE_MONITOR_GRACE_SECONDS)
+        past = due + timedelta(seconds=MARK_SLACK_SECONDS)
+        told = wait_for("the watch to list the pods", lambda: watch.first("on-unmarked-node"), 120)
+        assert past < told <= past + timedelta(seconds=8), (told, past)
+    finally:
+        watch.end()
+
+    _, data = plugin.diagnose_json("-n", NS_OFF)
+    assert ready(cp, OFF)["status"] == "True" and not taint_keys(cp, OFF)
+    node = next(n for n in data["nodes"] if n["name"] == OFF)
+    assert node["cause"]["code"] == "lease-overdue", node["cause"]
+    assert "it has not" in node["cause"]["summary"]
+    rows = {p["name"]: p for p in data["pods"] if p["namespace"] == NS_OFF}
+    web = [n for n in rows if n.startswith("web-")]
+    assert len(web) == 1 and "lone-o1" in rows, sorted(rows)
+    for row in rows.values():
+        assert row["category"] == "on-unmarked-node" and row["node"] == OFF, row
+        assert row["evictionAt"] is None
+        assert "none comes until the node lifecycle controller marks the node" in row["timeline"]
+        assert not row["action"]["remediate"] and "--controllers" in row["action"]["summary"]
+        assert "no leader" not in row["explanation"]
+    plugin.record(
+        "lifecycle-off",
+        "kube-controller-manager without its node lifecycle controller; a node's kubelet stopped",
+        "past the default grace and the controller's next look: still Ready, untainted",
+        nodes=(OFF,),
+    )
+    # the control plane agrees: nothing comes for the node or its pods
+    time.sleep(15)
+    assert ready(cp, OFF)["status"] == "True" and not taint_keys(cp, OFF)
+    web_pods = pods(cp, NS_OFF, "web")
+    assert [p["metadata"]["name"] for p in web_pods] == web, web_pods
+    assert not any(terminating(p) for p in [*web_pods, *pods(cp, NS_OFF, "lone-o1")])
+
+    start = datetime.now(timezone.utc)
+    refused = plugin.run("remediate", OFF, "--confirm")
+    assert refused.returncode == 4, refused.stdout + refused.stderr
+    said = " ".join(refused.stdout.split())
+    assert "find out first why the node lifecycle controller has not marked it" in said, said
+    assert f"{NS_OFF}/lone-o1" in said and f"{NS_OFF}/{web[0]}" in said, said
+    assert writes_since(cp, start) == []
+    cp.start_kubelet(OFF)
+    wait_node_ready(cp, OFF)

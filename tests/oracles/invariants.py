@@ -250,10 +250,13 @@ def _rows(v: _View) -> Iterator[Violation]:
     """Headline counts that disagree with the rows, and rows that disagree with their node."""
     c = summary.counts(v.report)
     not_ready = {n.name for n in v.report.nodes if n.failed}
-    # a Ready node whose kubelet went silent while no controller leader marks it holds its
-    # pods as a failed one does (listed, counted with the failed nodes' pods)
+    # a Ready node whose kubelet went silent while nothing marks it (no controller leader, or
+    # the node lifecycle controller past its time) holds its pods as a failed one does (listed,
+    # counted with the failed nodes' pods)
     unmarked = {
-        n.name for n in v.report.nodes if n.cause.code == "no-controller-leader" and n.lease_stale
+        n.name
+        for n in v.report.nodes
+        if n.cause.code in ("no-controller-leader", "lease-overdue") and n.lease_stale
     }
     failed_nodes = not_ready | unmarked
     scoped = bool(v.report.scope_nodes)

@@ -13,7 +13,7 @@ import copy
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubectl_nodefail.analysis import evictionclock, summary
+from kubectl_nodefail.analysis import eviction, evictionclock, summary
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import Report
 from kubectl_nodefail.analysis.leader import leader
@@ -596,3 +596,32 @@ def test_overdue_follows_the_grace_not_the_leases_duration_nor_an_unread_leader(
     found = next(n for n in diagnose(down, down.captured_at).nodes if n.name == name)
     assert found.cause.code == "lease-not-renewed", found.cause.summary
     assert found.cause.summary.endswith("or a new leader took over since: its Lease was not read)")
+
+
+def test_pods_on_a_node_past_its_time_to_be_marked_are_listed_as_nothing_marks_them() -> None:
+    """The recorded missing leader, with a leader renewing instead and lost-l2's kubelet silent
+    for 10 minutes: the node lifecycle controller, due to mark lost-l2 9 minutes ago, has not
+    (it does not run, or its grace is longer), so nothing taints it and held-2 is as stuck as a
+    pod on a failed node: listed, its eviction not coming until the node is marked (not "the
+    taint is not on the node yet (rate-limited per zone)"), sent to the controller, and no word
+    of a missing leader. Every sentence passes the premise checker and the invariants."""
+    snap = load("no-leader")
+    snap.leases = [x for x in snap.leases if x["metadata"]["name"] != "kube-controller-manager"]
+    renewed = snap.captured_at - timedelta(minutes=10)
+    _lease_of(snap, "lost-l2")["spec"]["renewTime"] = _micro(renewed)
+    node = next(n for n in snap.nodes if n["metadata"]["name"] == "lost-l2")
+    for cond in node["status"]["conditions"]:
+        if cond["type"] == "Ready":
+            cond["lastHeartbeatTime"] = format_time(renewed)
+    report = _report(_with_leader(snap, renewed - timedelta(hours=1)))
+    assert {n.name: n.cause.code for n in report.nodes}["lost-l2"] == "lease-overdue"
+    held = next(p for p in report.pods if p.name == "held-2")
+    assert held.category == "on-unmarked-node" and held.node_failed
+    assert held.claims[0].kind == "unmarked-node"
+    assert "has not marked it NotReady, past the time it was due to" in held.claims[0].text
+    assert not any("no leader" in c.text for c in held.claims)
+    assert eviction.UNMARKED in held.timeline and eviction.PENDING not in held.timeline
+    assert summary.next_step(held, report.captured_at) == "not evicted (controller)"
+    assert held.action.code == "investigate" and "--controllers" in held.action.summary
+    assert held.action.kubectl == "kubectl -n kube-node-lease get lease lost-l2 -o yaml"
+    assert "not marked NotReady in time" in render.headline(report)

@@ -103,9 +103,16 @@ def test_gather_reads_the_lease_last_so_it_is_judged_as_read(tmp_path: Path) -> 
     assert [x["metadata"]["name"] for x in snap.leases] == ["kube-controller-manager"]
 
 
-def _unmarked_cluster(tmp_path: Path, renewed: str | list[str]) -> tuple[Any, list[str]]:
-    """A Ready node whose kubelet last renewed its lease at 03:00, read at 03:10 with the
-    controller leader's Lease last renewed at `renewed`; one pod on that node."""
+def _unmarked_cluster(
+    tmp_path: Path,
+    renewed: str | list[str],
+    node_renewed: str = "2026-12-06T03:00:00.000000Z",
+    clock: list[Any] | None = None,
+) -> tuple[Any, list[str]]:
+    """A Ready node whose kubelet last renewed its lease at `node_renewed` (its last Ready
+    heartbeat at 02:59), read at 03:10 (or at each of `clock`'s times in turn, the last
+    repeated) with the controller leader's Lease last renewed at `renewed`; one pod on that
+    node."""
     from datetime import datetime, timezone
 
     from kubectl_nodefail.cluster.gather import gather
@@ -145,7 +152,7 @@ def _unmarked_cluster(tmp_path: Path, renewed: str | list[str]) -> tuple[Any, li
             "uid": "l-1",
             "resourceVersion": "6",
         },
-        "spec": {"renewTime": "2026-12-06T03:00:00.000000Z", "leaseDurationSeconds": 40},
+        "spec": {"renewTime": node_renewed, "leaseDurationSeconds": 40},
     }
     pod = {
         "kind": "Pod",
@@ -182,18 +189,25 @@ def _unmarked_cluster(tmp_path: Path, renewed: str | list[str]) -> tuple[Any, li
             return listing(pod)
         return listing()
 
-    at = datetime(2026, 12, 6, 3, 10, tzinfo=timezone.utc)
+    moments = clock or [datetime(2026, 12, 6, 3, 10, tzinfo=timezone.utc)]
+    asked: list[int] = []
+
+    def now() -> Any:
+        asked.append(1)
+        return moments[min(len(asked), len(moments)) - 1]
+
     with serve(script) as api:
         cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
         cluster.sleep = lambda _: None
-        snap = gather(cluster, now=lambda: at)
+        snap = gather(cluster, now=now)
     return snap, [path for _, path in api.requests]
 
 
 def test_a_ready_node_nothing_marks_has_its_pods_read_and_listed(tmp_path: Path) -> None:
     """No leader since 03:00:30: the Ready node whose kubelet went silent at 03:00 is never
     marked, so its pods are read (one list on the node) and listed as stuck on it; with a
-    leader renewing, that node is about to be marked, and its pods are not read."""
+    leader renewing and the kubelet silent for 30 s, that node is about to be marked, and its
+    pods are not read."""
     from datetime import datetime, timezone
 
     from kubectl_nodefail.analysis.diagnose import diagnose
@@ -205,9 +219,61 @@ def test_a_ready_node_nothing_marks_has_its_pods_read_and_listed(tmp_path: Path)
     assert [(p.name, p.category) for p in report.pods] == [("p", "on-unmarked-node")]
     assert report.nodes_not_ready_total == 0
 
-    snap, paths = _unmarked_cluster(tmp_path, "2026-12-06T03:09:58.000000Z")
+    snap, paths = _unmarked_cluster(
+        tmp_path, "2026-12-06T03:09:58.000000Z", node_renewed="2026-12-06T03:09:30.000000Z"
+    )
     assert not [p for p in paths if "spec.nodeName%3Dn1" in p] and snap.pods == []
     assert paths.count(LEADER_LEASE) == 2  # whether it is marked, then the snapshot's own
+
+
+def test_a_ready_node_past_its_time_to_be_marked_has_its_pods_read_and_listed(
+    tmp_path: Path,
+) -> None:
+    """The leader renews, the kubelet went silent at 03:00 and the node is still Ready at
+    03:10, nine minutes past the default grace: the node lifecycle controller does not mark it
+    (it does not run, or its grace is longer), so nothing taints it and its pods are as stuck
+    as a failed node's: read, listed, told why, sent to the controller, never to remediate."""
+    from datetime import datetime, timezone
+
+    from kubectl_nodefail.analysis import summary
+    from kubectl_nodefail.analysis.diagnose import diagnose
+
+    snap, paths = _unmarked_cluster(tmp_path, "2026-12-06T03:09:58.000000Z")
+    assert len([p for p in paths if "spec.nodeName%3Dn1" in p]) == 1, paths
+    now = datetime(2026, 12, 6, 3, 10, tzinfo=timezone.utc)
+    report = diagnose(snap, now)
+    assert [n.cause.code for n in report.nodes] == ["lease-overdue"]
+    [pod] = report.pods
+    assert pod.category == "on-unmarked-node" and pod.node_failed
+    assert [c.kind for c in pod.claims[:1]] == ["unmarked-node"]
+    assert "the node lifecycle controller has not marked it NotReady" in pod.claims[0].text
+    assert "no leader" not in pod.explanation
+    assert "none comes until the node lifecycle controller marks the node" in pod.timeline
+    assert summary.next_step(pod, now) == "not evicted (controller)"
+    assert pod.action.code == "investigate" and not pod.action.remediate
+    assert "--node-monitor-grace-period" in pod.action.summary
+
+
+def test_a_node_past_its_time_during_the_read_leaves_a_gap_not_a_node_without_pods(
+    tmp_path: Path,
+) -> None:
+    """The kubelet silent since 03:09: at 03:10:00, when its pods would be read, the node is
+    within the controller's next look after its grace (due 03:09:50); at 03:10:10, when the
+    read ends, past it: analysed as a node nothing marks, its pods unread, a gap says so."""
+    from datetime import datetime, timezone
+
+    first = datetime(2026, 12, 6, 3, 10, tzinfo=timezone.utc)
+    last = datetime(2026, 12, 6, 3, 10, 10, tzinfo=timezone.utc)
+    snap, paths = _unmarked_cluster(
+        tmp_path,
+        "2026-12-06T03:10:08.000000Z",
+        node_renewed="2026-12-06T03:09:00.000000Z",
+        clock=[first, first, last],
+    )
+    assert not [p for p in paths if "spec.nodeName%3Dn1" in p]
+    assert snap.gaps and snap.gaps[-1].startswith(
+        "nodes past their time to be marked NotReady during the read: the pods of n1 "
+    ), snap.gaps
 
 
 def test_a_leader_lost_during_the_read_leaves_a_gap_not_a_node_without_pods(
@@ -216,7 +282,9 @@ def test_a_leader_lost_during_the_read_leaves_a_gap_not_a_node_without_pods(
     """The Lease renewing when read for the silent node, expired when read last: the node is
     analysed as one nothing marks, but its pods were not read: a stated gap says so."""
     snap, paths = _unmarked_cluster(
-        tmp_path, ["2026-12-06T03:09:58.000000Z", "2026-12-06T03:00:30.000000Z"]
+        tmp_path,
+        ["2026-12-06T03:09:58.000000Z", "2026-12-06T03:00:30.000000Z"],
+        node_renewed="2026-12-06T03:09:30.000000Z",
     )
     assert not [p for p in paths if "spec.nodeName%3Dn1" in p]
     assert any(

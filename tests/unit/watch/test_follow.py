@@ -662,3 +662,34 @@ def test_without_a_leader_the_cluster_is_read_every_interval() -> None:
     ]
     follower.interest = Interest.of(load_dump(str(FIXTURES / "controller-restart.json")))
     assert follower._leaderless() == []
+
+
+def test_a_ready_node_whose_kubelet_went_silent_is_read_again_once_past_its_time() -> None:
+    """The leader renews; a Ready node's kubelet stopped renewing 30 s before the read. Its Lease
+    is not watched, and if the node lifecycle controller does not mark it (it does not run, or
+    its grace is longer) nothing on the Node changes either: the watch reads again once the
+    node is past its default time to be marked and the controller's next look, once; the read
+    then takes its pods as a node nothing marks (analysis/unmarked.py)."""
+    from kubectl_nodefail.analysis import unmarked
+    from kubectl_nodefail.analysis.nodes import MARK_SLACK_SECONDS
+    from tests.unit.conftest import stale_ready_node
+
+    snap, name = stale_ready_node("controller-restart", 30)
+    chief = leader(snap)
+    assert chief is not None and chief.alive()
+    interest = Interest.of(snap)
+    renewed = snap.captured_at - timedelta(seconds=30)
+    when = interest.unmarked_after[name]
+    assert when >= renewed + timedelta(seconds=50 + MARK_SLACK_SECONDS + DUE_SLACK)
+    interest.leader_due = None  # the leader's own deadline, earlier (tested above)
+    assert interest.next_due() == when
+    assert interest.overdue(when - timedelta(seconds=1)) is None
+    assert interest.overdue(when) == f"node {name} past its time to be marked NotReady"
+    assert interest.overdue(when + timedelta(minutes=5)) is None  # once
+    # the read made then takes its pods, and waits for nothing more on it
+    read = replace(snap, captured_at=when, read_at=when)
+    assert name in unmarked.read_for(read)
+    assert name not in Interest.of(read).unmarked_after
+    # a kubelet renewing sets no deadline
+    fresh, name = stale_ready_node("controller-restart", 5)
+    assert name not in Interest.of(fresh).unmarked_after
