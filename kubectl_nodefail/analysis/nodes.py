@@ -292,6 +292,12 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
     # with problem conditions.
     if renew is not None and lease_late(now, renew, lease_seconds):
         grace = monitor_grace(snap.server_minor)
+        waits = f"{grace}s" + (
+            f" ({facts.NODE_MONITOR_GRACE_SECONDS_BEFORE_1_32}s before v1.32; this server's "
+            "version was not read)"
+            if snap.server_minor is None
+            else ""
+        )
         duration = lease_seconds or facts.DEFAULT_LEASE_SECONDS
         age = (now - renew).total_seconds()
         chief = leader(snap)
@@ -328,7 +334,7 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
                 "lease-overdue",
                 f"the kubelet has not renewed its lease for {duration_text(age)} (the lease "
                 f"lasts {duration}s{expired}): Ready is still True, though the node lifecycle "
-                f"controller sets Ready Unknown {grace}s after {start}, "
+                f"controller sets Ready Unknown {waits} after {start}, "
                 f"{duration_text((now - due).total_seconds())} ago; it has not, so here its "
                 "grace period is longer or it does not run (kube-controller-manager's "
                 "--controllers, its health)",
@@ -340,7 +346,7 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
             f"the kubelet has not renewed its lease for {duration_text(age)} (it renews every "
             f"{duration_text(duration / 4)}; the lease lasts {duration}s{expired}): Ready is "
             "still True only because the node lifecycle controller has not acted yet. Unless "
-            f"the kubelet renews, it sets Ready Unknown {grace}s after {start}"
+            f"the kubelet renews, it sets Ready Unknown {waits} after {start}"
             + (
                 " (past: due at its next look, every 5s, unless its grace is longer here"
                 + (

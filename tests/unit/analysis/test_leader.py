@@ -625,3 +625,18 @@ def test_pods_on_a_node_past_its_time_to_be_marked_are_listed_as_nothing_marks_t
     assert held.action.code == "investigate" and "--controllers" in held.action.summary
     assert held.action.kubectl == "kubectl -n kube-node-lease get lease lost-l2 -o yaml"
     assert "not marked NotReady in time" in render.headline(report)
+
+
+def test_with_the_servers_version_unread_the_grace_says_both_defaults() -> None:
+    """node-monitor-grace-period's default was 40 s before v1.32 and 50 s since: a server whose
+    version was not read may mark the node 10 s before the moment said, and the cause says so."""
+    down, name = stale_ready_node("node-down-recovered", 30)
+    down.server_version = None
+    found = next(n for n in diagnose(down, down.captured_at).nodes if n.name == name)
+    assert found.cause.code == "lease-not-renewed", found.cause.summary
+    assert "Ready Unknown 50s (40s before v1.32; this server's version was not read) after" in (
+        found.cause.summary
+    ), found.cause.summary
+    known, name = stale_ready_node("node-down-recovered", 30)
+    found = next(n for n in diagnose(known, known.captured_at).nodes if n.name == name)
+    assert "before v1.32" not in found.cause.summary
