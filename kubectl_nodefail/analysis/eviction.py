@@ -270,25 +270,36 @@ def eviction_time(
                 *([fact("Node", node, "metadata.creationTimestamp")] if hidden and node else []),
             ],
         )
-    if noexec:
+    _, used = evictionclock.first_match(
+        [TaintView(facts.TAINT_UNREACHABLE, "NoExecute")], tolerations
+    )
+    forever = bool(used) and used[0].get("tolerationSeconds") is None
+    # the node lifecycle controller's own taint, on a failed node, may be still to come (rate
+    # limits, a zone's brake, no leader, a node not marked yet): what the pod tolerates without
+    # a limit now evicts it never only if that one is there, or tolerated so too
+    lifecycle = any(t.key in (facts.TAINT_UNREACHABLE, facts.TAINT_NOT_READY) for t in noexec)
+    if noexec and (lifecycle or forever):
         return EvictionTime(
             "never",
             None,
             "tolerates the NoExecute taints without a time limit (the first of its tolerations "
             f"that matches each, the one the controller reads): {NEVER}",
         )
-    _, used = evictionclock.first_match(
-        [TaintView(facts.TAINT_UNREACHABLE, "NoExecute")], tolerations
-    )
-    if used and used[0].get("tolerationSeconds") is None:
+    if forever:
         return EvictionTime(
             "never", None, f"tolerates unreachable/not-ready without a time limit: {NEVER}"
         )
+    held = (
+        "its node's NoExecute taints tolerated without a time limit (the first of its "
+        "tolerations that matches each), and no unreachable/not-ready taint on it"
+        if noexec
+        else "no NoExecute taint on its node"
+    )
     if chief is not None and chief.expired():
         return EvictionTime(
             "not-evicting",
             None,
-            f"no NoExecute taint on its node, and {NOT_EVICTING}: {chief.no_leader(now)}; once "
+            f"{held}, and {NOT_EVICTING}: {chief.no_leader(now)}; once "
             "a leader takes over, it taints the node and eviction follows the pod's "
             "tolerationSeconds",
             chief.premises(),
@@ -297,23 +308,24 @@ def eviction_time(
         return EvictionTime(
             "not-evicting",
             None,
-            f"no NoExecute taint on its node, and {UNMARKED} marks the node NotReady, which it "
-            "was due to do and has not (the node's cause); once it does, it taints the node "
-            "and eviction follows the pod's tolerationSeconds",
+            f"{held}, and {UNMARKED} marks the node NotReady, past its default time to (the "
+            "node's cause); once it does, it taints the node as any failed node (rate-limited "
+            "per zone, not while the zone is disrupted), and eviction follows the pod's "
+            "tolerationSeconds",
             unmarked,
         )
     if master_disruption:
         return EvictionTime(
             "paused",
             None,
-            "no NoExecute taint on its node: every zone is down, the controller is in master "
+            f"{held}: every zone is down, the controller is in master "
             f"disruption mode and taints no node: {PAUSED} every zone is down",
         )
     if zone and zone.eviction == "stopped":
         return EvictionTime(
             "paused",
             None,
-            f"no NoExecute taint on its node and zone {zone.zone} is in "
+            f"{held} and zone {zone.zone} is in "
             f"{zone.state}: tainting is stopped, so {PAUSED} the zone stays in {zone.state} "
             "(pods on nodes tainted before the brake are evicted by their tolerations)",
         )

@@ -190,21 +190,31 @@ def _names(pods: list[Obj]) -> str:
     )
 
 
+def _ready(node: Obj | None) -> bool:
+    """The node's Ready condition is True (nodes.is_ready, which imports this module)."""
+    conditions = ((node or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
 def detach_outlook(
     va: Obj,
     snap: Snapshot,
     now: datetime,
     *,
-    node_ready: bool,
+    node_ready: bool | None = None,
 ) -> str:
     """When the attach-detach controller detaches this attachment from its node, by its
     reconciler's rules (v1.36 pkg/controller/volume/attachdetach/reconciler): never while a
     pod object there is not terminated; at once with the out-of-service taint; else at once if
     the node does not report the volume mounted (status.volumesInUse); else, on a node not
     Ready, after the force-detach timeout, and on a Ready node once its kubelet unmounts it.
-    A force-detach more than the timeout past `_last_user_gone_by` is overdue."""
+    A force-detach more than the timeout past `_last_user_gone_by` is overdue. `node_ready`:
+    as the node's Ready condition says, unless given (a Ready node its kubelet left, with a
+    leader running, is Ready to the controller too: no force-detach there)."""
     spec = va.get("spec") or {}
     node = spec.get("nodeName") or ""
+    if node_ready is None:
+        node_ready = _ready(snap.node(node))
     pv = (spec.get("source") or {}).get("persistentVolumeName") or ""
     requested = parse_time(va["metadata"].get("deletionTimestamp"))
     if requested:
@@ -341,7 +351,7 @@ def multi_attach_notes(pod: Obj, snap: Snapshot, now: datetime, label: str) -> l
 
 def detach_facts(va: Obj, snap: Snapshot) -> list[Premise]:
     """What `detach_outlook` reads: the attachment, the pod objects there that still use it,
-    and its node's taints and mounted volumes."""
+    and its node's taints, mounted volumes and readiness."""
     spec = va.get("spec") or {}
     name = spec.get("nodeName") or ""
     node = snap.node(name)
@@ -353,6 +363,7 @@ def detach_facts(va: Obj, snap: Snapshot) -> list[Premise]:
     out += [fact("Pod", p, "spec.nodeName") for p in (users_of(snap, name, pv) if pv else [])]
     if node is not None:
         out += [fact("Node", node, "spec.taints"), fact("Node", node, "status.volumesInUse")]
+        out.append(fact("Node", node, "status.conditions[type=Ready].status"))  # force-detach?
     chief = leader(snap)
     if chief is not None:  # when the controller's wait started, at the latest; if it runs
         out += [
@@ -429,7 +440,7 @@ def blockers(
                     *held,
                 )
             )
-            outlook = detach_outlook(va, snap, now, node_ready=False)
+            outlook = detach_outlook(va, snap, now)
             out.append(
                 said.claim("volume", "storage", f"detach: {outlook}", *detach_facts(va, snap))
             )

@@ -1,8 +1,8 @@
 """Pods on a node nothing marks: its kubelet stopped renewing its lease while
 kube-controller-manager has no leader (nodes.classify's `no-controller-leader`), or while its
-node lifecycle controller, past the time it was due to, does not mark it (`lease-overdue`: it
+node lifecycle controller, past its default time to, does not mark it (`lease-overdue`: it
 does not run, or its grace is longer than the default), so the node stays Ready, with no
-NoExecute taint. Such a pod is as stuck as one on a node marked NotReady: nothing evicts it,
+unreachable taint. Such a pod is as stuck as one on a node marked NotReady: nothing evicts it,
 nothing replaces it, and the API still says Running.
 
 Its report is made as on a failed node (pods.analyse_pod with the node seen as failed: what it
@@ -99,9 +99,9 @@ def tell(pod: PodFinding, node: NodeFinding, chief: Leader | None, now: datetime
         + (
             "no controller marks the node NotReady or taints it for that without a leader."
             if leaderless
-            else "the node lifecycle controller has not marked it NotReady, past the time it "
-            "was due to (the node's cause): no NoExecute taint comes to evict its pods until it "
-            "does."
+            else "the node lifecycle controller has not marked it NotReady, past its default "
+            "time to (the node's cause): the unreachable taint it puts on a failed node, which "
+            "evicts pods there, does not come until it does."
         ),
         *once([*node.cause.because, *lead]),
     )

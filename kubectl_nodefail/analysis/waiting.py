@@ -36,10 +36,7 @@ def analyse_waiting_pod(
         for claim, pv, va in held
     )
     controller = owners.controller_type(pod, links)
-    outlook = {
-        va["metadata"]["name"]: storage.detach_outlook(va, snap, now, node_ready=False)
-        for _, _, va in held
-    }
+    outlook = {va["metadata"]["name"]: storage.detach_outlook(va, snap, now) for _, _, va in held}
     detach = "; ".join(f"{pv}: {outlook[va['metadata']['name']]}" for _, pv, va in held)
     users = {
         va["metadata"]["name"]: storage.users_of(snap, va["spec"]["nodeName"], pv)

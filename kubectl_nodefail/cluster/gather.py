@@ -98,6 +98,10 @@ def focus_nodes(nodes: list[Obj], requested: Collection[str]) -> list[str]:
     ]
 
 
+# how gather states that a node became one nothing marks after its pods were to be read
+MARKED_LATE_GAP = "nodes past their time to be marked NotReady during the read"
+
+
 def _unmarked(
     cluster: kube.Cluster,
     reader: _Reader,
@@ -255,8 +259,8 @@ def gather(
         # controller's time to mark them passed): their pods, stuck as a failed node's, unread
         expired = chief and leader_state(chief[0], captured) == "expired"
         reader.gaps.append(
-            (f"{LEADER_GAP} expired" if expired else "nodes past their time to be marked NotReady")
-            + f" during the read: the pods of {', '.join(unread)} (Ready, kubelet silent, "
+            (f"{LEADER_GAP} expired during the read" if expired else MARKED_LATE_GAP)
+            + f": the pods of {', '.join(unread)} (Ready, kubelet silent, "
             "nothing marks them) were not read; diagnose again"
         )
     return Snapshot(

@@ -42,7 +42,7 @@ from kubectl_nodefail.analysis.nodes import (
     lease_late,
     unmarked_after,
 )
-from kubectl_nodefail.cluster.gather import focus_nodes
+from kubectl_nodefail.cluster.gather import MARKED_LATE_GAP, focus_nodes
 from kubectl_nodefail.cluster.kube import Cluster
 from kubectl_nodefail.cluster.resources import OWNER_PATHS, node_path, owners_path
 from kubectl_nodefail.cluster.watchstream import (
@@ -122,6 +122,9 @@ class Interest:
     # marks (its pods read then: analysis/unmarked.py). Its Lease is not watched, and nothing
     # on the Node changes when the node lifecycle controller does not act
     unmarked_after: dict[str, datetime] = field(default_factory=dict)
+    # a Ready node the node lifecycle controller did not mark in its time (or its pods left
+    # unread for that, a gap): it marks no other either, so leases are read every interval
+    unmarking: bool = False
 
     @classmethod
     def of(cls, snap: Snapshot, only_nodes: Collection[str] = ()) -> Interest:
@@ -141,6 +144,11 @@ class Interest:
             leader_renewed=renewed,
             leader_due=_expiry(renewed, lasts) if alive else None,
             unmarked_after=_unmarked_after(snap, only_nodes),
+            unmarking=not (chief is not None and chief.expired())
+            and (
+                bool(unmarked.read_for(snap, only_nodes))
+                or any(g.startswith(MARKED_LATE_GAP) for g in snap.gaps)
+            ),
             status={n["metadata"]["name"]: kubectl_status(n) for n in snap.nodes},
             focus=set(focus_nodes(snap.nodes, only_nodes)) | unmarked.read_for(snap, only_nodes),
             nodes={n["metadata"]["name"]: _version(n) for n in snap.nodes},
@@ -399,12 +407,15 @@ class Follower:
                 return reasons or self._leaderless()
 
     def _leaderless(self) -> list[str]:
-        """With no controller leader, a kubelet going silent or coming back changes only its
-        node's Lease, which is not watched (no controller turns it into the Node's Ready):
-        the cluster is read again every interval until a leader returns."""
-        if self.interest.leader_state != "expired":
-            return []
-        return ["kube-controller-manager has no leader: node leases read again every interval"]
+        """With no controller leader, or a node lifecycle controller that did not mark a silent
+        node in its time, a kubelet going silent or coming back changes only its node's Lease,
+        which is not watched (nothing turns it into the Node's Ready): the cluster is read again
+        every interval until a leader returns, or no node is left unmarked."""
+        if self.interest.leader_state == "expired":
+            return ["kube-controller-manager has no leader: node leases read again every interval"]
+        if self.interest.unmarking:
+            return ["a node not marked NotReady in its time: node leases read again every interval"]
+        return []
 
     def _probe(self) -> list[str]:
         """Whether the server still answers (after PROBE_SECONDS of silence): if not, every

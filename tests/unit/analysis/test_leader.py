@@ -618,7 +618,7 @@ def test_pods_on_a_node_past_its_time_to_be_marked_are_listed_as_nothing_marks_t
     held = next(p for p in report.pods if p.name == "held-2")
     assert held.category == "on-unmarked-node" and held.node_failed
     assert held.claims[0].kind == "unmarked-node"
-    assert "has not marked it NotReady, past the time it was due to" in held.claims[0].text
+    assert "has not marked it NotReady, past its default time to" in held.claims[0].text
     assert not any("no leader" in c.text for c in held.claims)
     assert eviction.UNMARKED in held.timeline and eviction.PENDING not in held.timeline
     assert summary.next_step(held, report.captured_at) == "not evicted (controller)"
@@ -640,3 +640,91 @@ def test_with_the_servers_version_unread_the_grace_says_both_defaults() -> None:
     known, name = stale_ready_node("node-down-recovered", 30)
     found = next(n for n in diagnose(known, known.captured_at).nodes if n.name == name)
     assert "before v1.32" not in found.cause.summary
+
+
+def _overdue_snapshot(name: str, node_name: str) -> Snapshot:
+    """The recording `name` with `node_name` Ready again, untainted, its kubelet silent for 10
+    minutes, while a leader renews (taken over an hour before): overdue to be marked."""
+    snap = load(name)
+    renewed = snap.captured_at - timedelta(minutes=10)
+    node = snap.node(node_name)
+    assert node is not None
+    for cond in node["status"]["conditions"]:
+        if cond["type"] == "Ready":
+            cond.update(
+                status="True", reason="KubeletReady", lastHeartbeatTime=format_time(renewed)
+            )
+    node["spec"]["taints"] = [
+        t for t in node["spec"].get("taints", []) if t["effect"] != "NoExecute"
+    ]
+    snap.leases = [
+        x
+        for x in snap.leases
+        if x["metadata"]["name"] not in (node_name, "kube-controller-manager")
+    ]
+    snap.leases.append(
+        {
+            "kind": "Lease",
+            "metadata": {"name": node_name, "namespace": "kube-node-lease"},
+            "spec": {"renewTime": _micro(renewed), "leaseDurationSeconds": 40},
+        }
+    )
+    snap.events = []
+    return _with_leader(snap, renewed - timedelta(hours=1))
+
+
+def test_a_volume_on_a_node_past_its_time_to_be_marked_is_not_told_force_detached() -> None:
+    """The attach-detach controller runs (a leader renews) and force-detaches only from a node
+    that is not Ready; this one is Ready to it, whatever its kubelet: the pod's volume line says
+    what the node's does (no force-detach), not "force-detached 6 minutes later"."""
+    probe = load("force-detach-timer-running")
+    holder = probe.volume_attachments[0]["spec"]["nodeName"]
+    report = _report(_overdue_snapshot("force-detach-timer-running", holder))
+    assert {n.name: n.cause.code for n in report.nodes}[holder] == "lease-overdue"
+    held = [p for p in report.pods if p.node == holder]
+    assert held and all(p.category == "on-unmarked-node" for p in held)
+    detach = [c.text for p in held for c in p.claims if c.text.startswith("detach:")]
+    assert detach and all(f"{holder} is Ready: no force-detach" in t for t in detach), detach
+    assert not any("force-detached" in t for t in detach), detach
+
+
+def test_a_taint_tolerated_without_limit_is_never_only_if_the_unreachable_one_is_too() -> None:
+    """A pod tolerating a NoExecute taint of its own without a limit and the unreachable taint
+    for 30 s is evicted once the node lifecycle controller taints the node: on a node it has not
+    marked (overdue, or no leader) and on a failed node not tainted yet (rate-limited), that
+    taint is still to come, so the pod is not "never evicted"."""
+    dedicated = {"key": "dedicated", "value": "gpu", "effect": "NoExecute"}
+    own = {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}
+    snap = load("no-leader")
+    snap.leases = [x for x in snap.leases if x["metadata"]["name"] != "kube-controller-manager"]
+    renewed = snap.captured_at - timedelta(minutes=10)
+    _lease_of(snap, "lost-l2")["spec"]["renewTime"] = _micro(renewed)
+    node = snap.node("lost-l2")
+    assert node is not None
+    node.setdefault("spec", {}).setdefault("taints", []).append(
+        {**dedicated, "timeAdded": format_time(snap.captured_at - timedelta(days=5))}
+    )
+    for cond in node["status"]["conditions"]:
+        if cond["type"] == "Ready":
+            cond["lastHeartbeatTime"] = format_time(renewed)
+    held = next(p for p in snap.pods if p["metadata"]["name"] == "held-2")
+    held["spec"]["tolerations"] = [own, *held["spec"]["tolerations"]]
+    for chief in (
+        _with_leader(snap, renewed - timedelta(hours=1)),
+        _with_leader(snap, renewed - timedelta(hours=1), renewed),
+    ):
+        row = next(p for p in _report(chief).pods if p.name == "held-2")
+        assert row.category == "on-unmarked-node"
+        assert eviction.NEVER not in row.timeline, row.timeline
+        assert row.timeline.startswith("its node's NoExecute taints tolerated without a time limit")
+    # a failed node whose taint is still to come (rate-limited per zone)
+    limited = load("eviction-rate-limited")
+    flaky = limited.node("flaky-q1")
+    assert flaky is not None
+    flaky.setdefault("spec", {}).setdefault("taints", []).append(
+        {**dedicated, "timeAdded": format_time(limited.captured_at - timedelta(days=5))}
+    )
+    pod = next(p for p in limited.pods if p["metadata"]["name"] == "q-1")
+    pod["spec"]["tolerations"] = [own, *(pod["spec"].get("tolerations") or [])]
+    row = next(p for p in _report(limited).pods if p.name == "q-1")
+    assert eviction.NEVER not in row.timeline and eviction.PENDING in row.timeline, row.timeline

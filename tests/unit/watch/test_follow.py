@@ -693,3 +693,32 @@ def test_a_ready_node_whose_kubelet_went_silent_is_read_again_once_past_its_time
     # a kubelet renewing sets no deadline
     fresh, name = stale_ready_node("controller-restart", 5)
     assert name not in Interest.of(fresh).unmarked_after
+
+
+def test_a_node_not_marked_in_its_time_makes_the_watch_read_every_interval() -> None:
+    """A Ready node whose kubelet is silent and that the node lifecycle controller did not mark
+    in its time (the leader renews): that controller marks no other node either, so a kubelet
+    going silent later shows only in its Lease, which is not watched; and a node that became
+    such during the read (its pods unread, a stated gap) would have no later read at all. In
+    both, the cluster is read every interval; with neither, it is not."""
+    from kubectl_nodefail.analysis import unmarked
+    from kubectl_nodefail.cluster.gather import MARKED_LATE_GAP
+    from tests.unit.conftest import stale_ready_node
+
+    stale, name = stale_ready_node("controller-restart", 600)
+    # a leader since long before the kubelet's last word (not a first look after it)
+    snap = _lease_spec(stale, acquireTime=_micro(stale.captured_at - timedelta(hours=1)))
+    chief = leader(snap)
+    assert chief is not None and chief.alive()
+    assert name in unmarked.read_for(snap)
+    follower = Follower(None, (), ())  # type: ignore[arg-type]
+    follower.interest = Interest.of(snap)
+    assert follower._leaderless() == [
+        "a node not marked NotReady in its time: node leases read again every interval"
+    ]
+    fresh, _ = stale_ready_node("controller-restart", 30)
+    follower.interest = Interest.of(fresh)
+    assert follower._leaderless() == []
+    gap = f"{MARKED_LATE_GAP}: the pods of {name} (Ready, kubelet silent, nothing marks them)"
+    follower.interest = Interest.of(replace(fresh, gaps=[*fresh.gaps, gap]))
+    assert follower._leaderless() != []
