@@ -1,5 +1,6 @@
 """JSON bodies decoded by orjson where the platform has it, else by the standard library: the
-same Python values either way, so every output is the same bytes.
+same Python values either way, so every output is the same bytes. (`-o json` is encoded by it
+too, where it writes the same text: render/jsonindent.py.)
 
 Where orjson comes from: the krew archives for linux amd64/arm64 and darwin carry its compiled
 module for each CPython the plugin supports (release/build.py), pip and pipx users get it with
@@ -47,6 +48,11 @@ def loads(data: bytes | str) -> Any:
         except _orjson.JSONDecodeError:
             pass  # beyond strict JSON, or not JSON: the standard library's answer
     return json.loads(data)
+
+
+def compiled() -> ModuleType | None:
+    """orjson when it is what decodes (render/jsonindent.py encodes by it too), else None."""
+    return _orjson
 
 
 def decoder() -> str:

@@ -95,12 +95,40 @@ def test_dump_of_a_recorded_diagnosis_is_written_in_many_chunks_of_bounded_size(
     chunks: list[str] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(jsonindent, "SPILL_AT", 64)
+        patch.setattr(jsonindent, "_orjson", None)  # the walk alone
         jsonindent.dump(data, chunks.append)
     assert "".join(chunks) == json.dumps(data, indent=2)
     assert len(chunks) > 10
     # a chunk is written once a container starts past SPILL_AT fragments: the largest holds
     # what one container's scalars add before the next container starts
     assert max(len(c) for c in chunks) < 64 * 200
+
+
+def test_with_orjson_the_text_is_the_same_and_still_comes_in_chunks() -> None:
+    """orjson writes each item of the top level's lists and objects whole: the same text, and a
+    chunk once FAST_SPILL_AT fragments are held, so no chunk holds more than that many items
+    and what the walk adds between them."""
+    assert jsonindent._orjson is not None  # the test extra installs it
+    snap = load_dump(str(DEMO))
+    data = render.report_data(diagnose(snap, snap.captured_at, timelines=True))
+    items = [
+        json.dumps(v, indent=2)
+        for top in data.values()
+        if isinstance(top, (list, dict))
+        for v in (top if isinstance(top, list) else top.values())
+        if isinstance(v, (list, dict))
+    ]
+    chunks: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonindent, "FAST_SPILL_AT", 2)
+        jsonindent.dump(data, chunks.append)
+    assert "".join(chunks) == json.dumps(data, indent=2)
+    assert len(chunks) > 10
+    biggest = max(len(text) for text in items)
+    assert max(len(c) for c in chunks) <= 2 * (biggest + 200 * len(data)), (
+        max(len(c) for c in chunks),
+        biggest,
+    )
 
 
 def test_dump_fails_as_json_fails() -> None:
@@ -113,3 +141,40 @@ def test_dump_fails_as_json_fails() -> None:
     ):
         with pytest.raises(error, match=text):
             jsonindent.dump(bad, lambda _: None)
+
+
+plain = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),  # orjson refuses past 64 bits
+        st.floats(),  # NaN, infinities, exponents: the walk writes those
+        st.text(),  # non-ASCII: orjson writes UTF-8, json escapes: the walk
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@given(plain)
+def test_orjson_below_the_top_writes_json_dumps_text(value: object) -> None:
+    """Where orjson writes (an item of a list or object in the top level's object), the text is
+    json.dumps's, character for character, whatever the value; else the walk writes it."""
+    assert jsonindent._orjson is not None
+    doc = {"top": [value, {"k": value}], "other": {"v": value}}
+    assert jsonindent.dumps(doc) == json.dumps(doc, indent=2)
+
+
+def test_orjson_writes_the_recorded_diagnoses_items() -> None:
+    """The property above compares texts; here, that orjson did write them: every item of the
+    demo diagnosis's lists is plain JSON, and _fast gives its text."""
+    snap = load_dump(str(DEMO))
+    data = render.report_data(diagnose(snap, snap.captured_at, timelines=True))
+    written = 0
+    for pod in data["pods"]:
+        text = jsonindent._fast(pod, "\n    ")
+        assert text == json.dumps(pod, indent=2).replace("\n", "\n    ")
+        written += 1
+    assert written > 0
