@@ -339,6 +339,11 @@ ONCE_READY = "once the set's other pods are Running and Ready"
 # controller marked not Ready (its pod-ready stage matches only pods without a podIP), so the
 # judge checks that condition before the prediction that follows it.
 ONCE_ALL_READY = "is Running and Ready, the rolling update replaces it"
+# An OrderedReady StatefulSet creates a missing ordinal only once every lower one is Running
+# and Ready (one pod at a time): the recreation is judged only where the polls saw the lower
+# ordinals so, long enough before the end for the controller to act (audit 2078/43).
+ONCE_LOWER_READY = "Running and Ready (OrderedReady creates one pod at a time"
+LOWER_READY_LEAD = timedelta(seconds=5)
 
 
 def judge_pending_reason(ctx: Ctx, view: PodView) -> None:
@@ -758,6 +763,30 @@ def _set_ready_after_return(ctx: Ctx) -> bool:
     return False
 
 
+def _lower_ready(ctx: Ctx) -> bool:
+    """Whether a poll after the node's return, LOWER_READY_LEAD or more before the end, saw every
+    ordinal below the predicted StatefulSet pod's (same owner, not being deleted) Ready."""
+    h, p = ctx.history, ctx.pred
+    base, _, number = p.name.rpartition("-")
+    seen = h.last_seen(p.uid)
+    owner = seen[1].owner_uid if seen else ""
+    back = ctx.marks.back
+    if not owner or back is None or not number.isdigit():
+        return False
+    lower = {f"{base}-{i}" for i in range(int(number))}
+    for poll in h.polls:
+        if poll.at < back or poll.at > ctx.marks.end - LOWER_READY_LEAD:
+            continue
+        ready = {
+            v.name
+            for v in poll.pods.values()
+            if v.owner_uid == owner and v.deletion is None and v.ready
+        }
+        if lower <= ready:
+            return True
+    return False
+
+
 def judge_return(ctx: Ctx) -> None:
     text = ctx.pred.if_node_returns.lower()
     matched = False
@@ -834,6 +863,9 @@ def _return_check(ctx: Ctx, name: str) -> None:
         if not new and ONCE_ALL_READY in p.if_node_returns and not _set_ready_after_return(ctx):
             seen += ": the set's pods were never all Ready after the return (not judged)"
             ctx.add(kind, f"{p.name} recreated once the set is Ready", seen, None)
+        elif not new and ONCE_LOWER_READY in p.if_node_returns and not _lower_ready(ctx):
+            seen += ": its lower ordinals were not all Ready in time after the return (not judged)"
+            ctx.add(kind, f"{p.name} recreated once its lower ordinals are Ready", seen, None)
         else:
             ctx.add(kind, f"{p.name} recreated", seen, bool(new))
         again = re.search(rf"recreates {re.escape(p.name)} on (\S+) again", p.if_node_returns)

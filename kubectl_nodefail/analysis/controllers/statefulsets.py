@@ -73,6 +73,13 @@ def _ordinal_range(start: int, replicas: int) -> str:
     return f"ordinal {start}" if replicas == 1 else f"ordinals {start}-{start + replicas - 1}"
 
 
+def _lower(name: str, start: int, ordinal: int) -> str:
+    """The ordinals below `ordinal`, by pod name, with their verb's number."""
+    if ordinal - start == 1:
+        return f"{name}-{start} is"
+    return f"{name}-{start} to {name}-{ordinal - 1} are"
+
+
 def statefulset_work(sts: Obj, snap: Snapshot, stuck: str) -> str:
     """What the StatefulSet controller has not done yet because of the stuck ordinal: ordinals to
     create or remove, and the pods not yet on the update revision (controller-revision-hash)."""
@@ -311,6 +318,17 @@ def statefulset(ctx: Context) -> Explained:
             ctx.pod_fact("metadata.deletionTimestamp"),
         )
     )
+    # stateful_set_control.go: OrderedReady creates a missing ordinal only once every lower
+    # one is Running and Ready, one pod at a time (audit 2078/43: its own set's lower ordinals
+    # were on the dead node too, and were recreated first)
+    in_order = (
+        f" once {_lower(name, start, ordinal)} Running and Ready (OrderedReady creates one pod at "
+        "a time, the lowest ordinal first)"
+        if policy == "OrderedReady" and ordinal is not None and ordinal > start
+        else ""
+    )
+    if in_order:
+        owner_wants += policy_fact
     update = _stale_revision(ctx, sts, ordinal) if sts is not None else None
     if not ctx.terminating and wanted and update is not None:
         revisions = (
@@ -353,20 +371,20 @@ def statefulset(ctx: Context) -> Explained:
     elif wanted and pin is not None:
         returns = (
             f"kubelet removes the old pod, then the StatefulSet controller recreates {ctx.name} "
-            f"on {ctx.node} again: its claim {pin[0]} is bound to PersistentVolume "
+            f"on {ctx.node} again{in_order}: its claim {pin[0]} is bound to PersistentVolume "
             f"{pin[2]['metadata']['name']}, whose node affinity allows only {ctx.node} (a local "
             "volume)."
         )
     elif wanted and (bound := _bound_here(ctx, sts)) is not None:
         returns = (
             f"kubelet removes the old pod, then the StatefulSet controller recreates {ctx.name} "
-            f"on {ctx.node} again: {bound[0]}."
+            f"on {ctx.node} again{in_order}: {bound[0]}."
         )
         owner_wants.append(bound[1])
     elif wanted:
         returns = (
-            f"kubelet removes the old pod, then the StatefulSet controller recreates {ctx.name} "
-            "(it may land on this or another node)."
+            f"kubelet removes the old pod, then the StatefulSet controller recreates {ctx.name}"
+            f"{in_order} (it may land on this or another node)."
         )
     else:
         returns = (

@@ -269,3 +269,35 @@ def test_a_daemonset_pod_a_finalizer_holds_is_held_not_back_with_its_node(
     else:  # nothing left for a kubelet to stop or remove
         assert "removes the object" not in found.if_node_returns
         assert "DaemonSet w's deletion no longer waits on it" in found.if_node_returns
+
+
+@pytest.mark.parametrize("policy", ["OrderedReady", "Parallel"])
+def test_an_ordered_sets_higher_ordinals_come_back_after_the_lower_ones_are_ready(
+    policy: str, tmp_path: Path
+) -> None:
+    """Audit 2078/43 (recorded, cut to its namespace): an OrderedReady StatefulSet whose three
+    pods were all on the dead node, Terminating. When the node returned, the kubelet removed
+    them; the controller recreated w-0, and w-1 only once w-0 was Running and Ready; w-2 had not
+    come back 43 s later. So the return says the higher ordinals come back once the lower ones
+    are Running and Ready; a Parallel set recreates each at once."""
+    doc = json.loads((FIXTURES / "statefulset-ordered-all-on-dead-node.json").read_text())
+    sts = next(i for i in doc["items"] if i["kind"] == "StatefulSet")
+    assert sts["spec"].get("podManagementPolicy", "OrderedReady") == "OrderedReady"
+    sts["spec"]["podManagementPolicy"] = policy
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    snap = load_dump(str(path))
+    report = diagnose(snap, snap.captured_at)
+    said = {p.name: p.if_node_returns for p in report.pods}
+    assert sorted(said) == ["w-0", "w-1", "w-2"]
+    assert "once" not in said["w-0"], said["w-0"]
+    if policy == "Parallel":
+        assert not any("OrderedReady" in text for text in said.values()), said
+        return
+    assert "recreates w-1 once w-0 is Running and Ready (OrderedReady" in said["w-1"], said["w-1"]
+    assert "recreates w-2 once w-0 to w-1 are Running and Ready" in said["w-2"], said["w-2"]
+    w2 = next(p for p in report.pods if p.name == "w-2")
+    returns = next(c for c in w2.claims if c.kind == "if-node-returns")
+    assert ("StatefulSet/au-2078-43/w", "spec.podManagementPolicy") in {
+        (b.object, b.field) for b in returns.because
+    }

@@ -1058,3 +1058,34 @@ def test_bare_pods_bound_by_hand_after_the_taint_are_drawn_from_the_volume_seed_
     assert late and all(s.kind == "bare" and s.change_at == "early" for s in late)
     earlier = (generate(VOLUME_SEED - 1, i) for i in range(200))
     assert not [s for s in earlier if s.change == "bind-late"]
+
+
+def test_a_higher_ordinal_is_judged_recreated_only_once_its_lower_ones_were_ready() -> None:
+    """Audit 2078/43: an OrderedReady set recreates w-2 only once w-0 and w-1 are Running and
+    Ready. With the lower ordinals never both Ready in time after the return, no new w-2 is not
+    judged; with them Ready early enough and still no w-2, it is wrong; a new w-2 is right."""
+    said = (
+        "kubelet removes the old pod, then the StatefulSet controller recreates w-2 once w-0 to "
+        "w-1 are Running and Ready (OrderedReady creates one pod at a time, the lowest ordinal "
+        "first) (it may land on this or another node)."
+    )
+    old = evicted(pod(name="w-2", owner_kind="StatefulSet", owner_uid="sts"), 40)
+    lower = [
+        pod(name=f"w-{i}", uid=f"n{i}", owner_kind="StatefulSet", owner_uid="sts", ready=True)
+        for i in range(2)
+    ]
+    pred = prediction(
+        name="w-2",
+        moment="d2",
+        at=at(85),
+        controller="statefulset",
+        terminating=True,
+        if_node_returns=said,
+    )
+    only_w0 = history([(20, [old]), (120, [lower[0]]), (148, lower)])  # both Ready 2 s before end
+    assert verdicts([pred], only_w0, "if-node-returns:recreated") == [None]
+    in_time = history([(20, [old]), (120, lower), (148, lower)])
+    assert verdicts([pred], in_time, "if-node-returns:recreated") == [False]
+    twin = pod(name="w-2", uid="new", owner_kind="StatefulSet", owner_uid="sts", created=at(130))
+    came = history([(20, [old]), (120, lower), (148, [*lower, twin])])
+    assert verdicts([pred], came, "if-node-returns:recreated") == [True]
