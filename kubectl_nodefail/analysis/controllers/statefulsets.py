@@ -286,6 +286,17 @@ def statefulset(ctx: Context) -> Explained:
             fact("PersistentVolumeClaim", pin[1], "spec.volumeName"),
             fact("PersistentVolume", pin[2], "spec.nodeAffinity.required"),
         ]
+    # stateful_set_control.go: OrderedReady creates a missing ordinal only once every lower
+    # one is Running and Ready, one pod at a time (audit 2078/43: its own set's lower ordinals
+    # were on the dead node too, and were recreated first)
+    in_order = (
+        f" once {_lower(name, start, ordinal)} Running and Ready (OrderedReady creates one pod at "
+        "a time, the lowest ordinal first)"
+        if policy == "OrderedReady" and ordinal is not None and ordinal > start
+        else ""
+    )
+    if in_order:
+        owner_wants += policy_fact
     if not wanted:
         rep = Replacement(
             "not-wanted",
@@ -302,7 +313,8 @@ def statefulset(ctx: Context) -> Explained:
             "not-yet",
             f"none yet: {ctx.name} is created again "
             + (f"on {ctx.node}{only_there}" if pin is not None else "elsewhere")
-            + " as soon as the eviction removes the object (grace period 0)",
+            + " as soon as the eviction removes the object (grace period 0)"
+            + ("," + in_order if in_order else ""),
         )
     else:
         rep = Replacement(
@@ -318,17 +330,6 @@ def statefulset(ctx: Context) -> Explained:
             ctx.pod_fact("metadata.deletionTimestamp"),
         )
     )
-    # stateful_set_control.go: OrderedReady creates a missing ordinal only once every lower
-    # one is Running and Ready, one pod at a time (audit 2078/43: its own set's lower ordinals
-    # were on the dead node too, and were recreated first)
-    in_order = (
-        f" once {_lower(name, start, ordinal)} Running and Ready (OrderedReady creates one pod at "
-        "a time, the lowest ordinal first)"
-        if policy == "OrderedReady" and ordinal is not None and ordinal > start
-        else ""
-    )
-    if in_order:
-        owner_wants += policy_fact
     update = _stale_revision(ctx, sts, ordinal) if sts is not None else None
     if not ctx.terminating and wanted and update is not None:
         revisions = (

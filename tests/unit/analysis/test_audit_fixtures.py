@@ -301,3 +301,26 @@ def test_an_ordered_sets_higher_ordinals_come_back_after_the_lower_ones_are_read
     assert ("StatefulSet/au-2078-43/w", "spec.podManagementPolicy") in {
         (b.object, b.field) for b in returns.because
     }
+
+
+def test_an_ordered_sets_higher_ordinal_with_grace_0_is_made_again_after_the_lower_ones(
+    tmp_path: Path,
+) -> None:
+    """The same set, its pods not evicted yet and with grace period 0: the eviction removes the
+    object at once, and w-2 is made again only once w-0 and w-1 are Running and Ready."""
+    doc = json.loads((FIXTURES / "statefulset-ordered-all-on-dead-node.json").read_text())
+    for item in doc["items"]:
+        if item["kind"] == "Pod":
+            item["metadata"].pop("deletionTimestamp", None)
+            item["metadata"].pop("deletionGracePeriodSeconds", None)
+            item["spec"]["terminationGracePeriodSeconds"] = 0
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    snap = load_dump(str(path))
+    rows = {p.name: p for p in diagnose(snap, snap.captured_at).pods}
+    assert rows["w-0"].replacement.state == "not-yet", rows["w-0"].replacement
+    assert "once" not in rows["w-0"].replacement.summary
+    assert rows["w-2"].replacement.summary.endswith(
+        "(grace period 0), once w-0 to w-1 are Running and Ready (OrderedReady creates one pod "
+        "at a time, the lowest ordinal first)"
+    ), rows["w-2"].replacement.summary
