@@ -82,6 +82,16 @@ def running_control_plane(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def without_controller(controller: str, label: str) -> Iterator[ControlPlane]:
+    """A control plane of its own, of the version asked for, whose kube-controller-manager runs
+    every controller but `controller` (--controllers=*,-NAME): a module fixture's body."""
+    from tests.e2e.controlplane import requested_version
+
+    args = {"controllers": f"*,-{controller}"}
+    with running_control_plane(requested_version(), args, label=label) as cp:
+        yield cp
+
+
 def nodefail_bin() -> str:
     """The installed plugin, as `kubectl nodefail` would find it on PATH."""
     found = shutil.which("kubectl-nodefail", path=str(Path(sys.executable).parent))

@@ -456,15 +456,9 @@ def test_not_tainted_yet_while_the_zone_queue_waits(slow_tainting: ControlPlane)
 def no_taint_eviction() -> Iterator[ControlPlane]:
     """A control plane of its own without the taint-eviction controller (kube-controller-manager
     --controllers=*,-taint-eviction-controller): NoExecute taints are set, nobody acts on them."""
-    from tests.e2e.conftest import running_control_plane
-    from tests.e2e.controlplane import requested_version
+    from tests.e2e.conftest import without_controller
 
-    with running_control_plane(
-        requested_version(),
-        controller_manager_args={"controllers": "*,-taint-eviction-controller"},
-        label="claims-rules-no-taint-eviction",
-    ) as cp:
-        yield cp
+    yield from without_controller("taint-eviction-controller", "claims-rules-no-taint-eviction")
 
 
 def test_not_evicting_when_the_taint_eviction_controller_is_off(

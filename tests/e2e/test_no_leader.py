@@ -249,15 +249,9 @@ def lifecycle_off() -> Iterator[ControlPlane]:
     """A control plane of its own whose kube-controller-manager runs every controller but the
     node lifecycle one (--controllers=*,-node-lifecycle-controller): a leader renews its Lease,
     and nothing marks a silent node NotReady or taints it."""
-    from tests.e2e.conftest import running_control_plane
-    from tests.e2e.controlplane import requested_version
+    from tests.e2e.conftest import without_controller
 
-    with running_control_plane(
-        requested_version(),
-        controller_manager_args={"controllers": "*,-node-lifecycle-controller"},
-        label="no-leader-lifecycle-off",
-    ) as cp:
-        yield cp
+    yield from without_controller("node-lifecycle-controller", "no-leader-lifecycle-off")
 
 
 def test_a_node_past_its_time_to_be_marked_holds_its_pods_and_remediate_writes_nothing(
