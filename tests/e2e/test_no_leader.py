@@ -240,6 +240,10 @@ def test_without_a_leader_nothing_comes_and_remediate_writes_nothing(
         wait_node_ready(cp, node)
 
 
+def _no_execute(cp: ControlPlane, node: str) -> set[tuple[str, str]]:
+    return {(key, effect) for key, effect in taint_keys(cp, node) if effect == "NoExecute"}
+
+
 OFF = "unmarked-o1"  # a node whose kubelet stops while the node lifecycle controller is off
 NS_OFF = "scenario-lifecycle-off"
 
@@ -269,30 +273,39 @@ def test_a_node_past_its_time_to_be_marked_holds_its_pods_and_remediate_writes_n
     plugin = Plugin(cp)
     cp.add_failable_node(OFF)
     wait_node_ready(cp, OFF)
-    cp.apply(
-        w.namespace(NS_OFF),
-        w.only_on(w.deployment(NS_OFF, "web"), [OFF]),
-        w.bare_pod(NS_OFF, "lone-o1", pin=OFF, grace=5),
-    )
+    web = w.deployment(NS_OFF, "web", pin=OFF)
+    lone = w.bare_pod(NS_OFF, "lone-o1", pin=OFF, grace=5)
+    for spec in (web["spec"]["template"]["spec"], lone["spec"]):
+        # a node keeps the not-ready NoSchedule taint it registers with until the node
+        # lifecycle controller, not running here, takes it off
+        spec["tolerations"].append(
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"}
+        )
+    cp.apply(w.namespace(NS_OFF), web, lone)
     wait_running_on(cp, NS_OFF, "web", OFF)
     wait_running_on(cp, NS_OFF, "lone-o1", OFF)
+    cp.stop_kubelet(OFF)
+    time.sleep(3)  # anything in flight lands
+    lease = cp.kubectl("get", "lease", "-n", "kube-node-lease", OFF, "-o", "json")
+    spec = json.loads(lease)["spec"]
+    renewed = _time(spec["renewTime"])
+    heard = max(renewed, _time(ready(cp, OFF)["lastHeartbeatTime"]))
+    due = heard + timedelta(seconds=facts.NODE_MONITOR_GRACE_SECONDS)
+    past = due + timedelta(seconds=MARK_SLACK_SECONDS)
+    # the watch's first read once the lease is late (missed two renewals): it has the lease
+    late = renewed + timedelta(seconds=spec["leaseDurationSeconds"] / 2 + 2)
+    time.sleep(max(0.0, (late - datetime.now(timezone.utc)).total_seconds()))
     watch = Watched(cp, plugin, "-n", NS_OFF)
     try:
-        wait_for("the watch's first screen", lambda: watch.docs, 30)
-        cp.stop_kubelet(OFF)
-        time.sleep(3)  # anything in flight lands
-        lease = cp.kubectl("get", "lease", "-n", "kube-node-lease", OFF, "-o", "json")
-        renewed = _time(json.loads(lease)["spec"]["renewTime"])
-        heard = max(renewed, _time(ready(cp, OFF)["lastHeartbeatTime"]))
-        due = heard + timedelta(seconds=facts.NODE_MONITOR_GRACE_SECONDS)
-        past = due + timedelta(seconds=MARK_SLACK_SECONDS)
+        first = wait_for("the watch's first screen", lambda: watch.docs, 30)[0][0]
+        assert first < past, (first, past)
         told = wait_for("the watch to list the pods", lambda: watch.first("on-unmarked-node"), 120)
         assert past < told <= past + timedelta(seconds=8), (told, past)
     finally:
         watch.end()
 
     _, data = plugin.diagnose_json("-n", NS_OFF)
-    assert ready(cp, OFF)["status"] == "True" and not taint_keys(cp, OFF)
+    assert ready(cp, OFF)["status"] == "True" and not _no_execute(cp, OFF)
     node = next(n for n in data["nodes"] if n["name"] == OFF)
     assert node["cause"]["code"] == "lease-overdue", node["cause"]
     assert "it has not" in node["cause"]["summary"]
@@ -313,7 +326,7 @@ def test_a_node_past_its_time_to_be_marked_holds_its_pods_and_remediate_writes_n
     )
     # the control plane agrees: nothing comes for the node or its pods
     time.sleep(15)
-    assert ready(cp, OFF)["status"] == "True" and not taint_keys(cp, OFF)
+    assert ready(cp, OFF)["status"] == "True" and not _no_execute(cp, OFF)
     web_pods = pods(cp, NS_OFF, "web")
     assert [p["metadata"]["name"] for p in web_pods] == web, web_pods
     assert not any(terminating(p) for p in [*web_pods, *pods(cp, NS_OFF, "lone-o1")])
