@@ -728,3 +728,26 @@ def test_a_taint_tolerated_without_limit_is_never_only_if_the_unreachable_one_is
     pod["spec"]["tolerations"] = [own, *(pod["spec"].get("tolerations") or [])]
     row = next(p for p in _report(limited).pods if p.name == "q-1")
     assert eviction.NEVER not in row.timeline and eviction.PENDING in row.timeline, row.timeline
+
+
+def test_the_recorded_node_the_node_lifecycle_controller_never_marked() -> None:
+    """Recorded by tests/e2e/test_no_leader.py (kube-controller-manager with
+    --controllers=*,-node-lifecycle-controller): the node's kubelet stopped, and past the
+    default grace and the controller's next look the node was still Ready, with no NoExecute
+    taint; the control plane evicted and replaced nothing for 15 s more. Its two pods are listed
+    as on a node nothing marks, with the leader running; remediate refuses the node."""
+    from kubectl_nodefail.remediate.plan import Options, make_plan
+
+    snap = load("lifecycle-off")
+    chief = leader(snap)
+    assert chief is not None and chief.alive()
+    report = _report(snap)
+    [node] = report.nodes
+    assert node.cause.code == "lease-overdue" and not node.failed
+    assert sorted(p.category for p in report.pods) == ["on-unmarked-node"] * 2
+    for row in report.pods:
+        assert row.claims[0].kind == "unmarked-node" and row.eviction_at is None
+        assert summary.next_step(row, report.captured_at) == "not evicted (controller)"
+        assert not any("no leader" in c.text for c in row.claims)
+    plan = make_plan(report, Options(only_nodes=[node.name]))
+    assert plan.steps == [] and len(plan.refusals) == 1
