@@ -44,6 +44,7 @@ from kubectl_nodefail.analysis.nodes import (
 )
 from kubectl_nodefail.cluster.gather import MARKED_LATE_GAP, focus_nodes
 from kubectl_nodefail.cluster.kube import Cluster
+from kubectl_nodefail.cluster.nodes_read import NODE_LEASES
 from kubectl_nodefail.cluster.resources import OWNER_PATHS, node_path, owners_path
 from kubectl_nodefail.cluster.watchstream import (
     Change,
@@ -62,6 +63,11 @@ SETTLE_SECONDS = 0.25  # after a change, what else comes with it (a node's pods)
 # leaves a watch waiting for events that never come. Failing, every stream is opened again and
 # the cluster read again (which says what fails, as the banner).
 PROBE_SECONDS = 30.0
+# Node leases are not watched (5,000 kubelets renew every 10 s); a kubelet going silent shows as
+# its Node's Ready going Unknown, unless nothing marks it (no node lifecycle controller, or a
+# grace longer than the default): this often, one list of the node leases (one request, ~350
+# bytes a node) looks for a Ready node's kubelet that stopped renewing since the read.
+SWEEP_SECONDS = 300.0
 DUE_SLACK = 2.0  # seconds a deleted pod may stay past its deletion time before it is read
 CLOSE_SECONDS = 1.0  # what the end of the watch waits for its streams to end (and be counted)
 REQUIRED = ("nodes", "pods")  # without these the watch cannot follow the incident
@@ -122,6 +128,7 @@ class Interest:
     # marks (its pods read then: analysis/unmarked.py). Its Lease is not watched, and nothing
     # on the Node changes when the node lifecycle controller does not act
     unmarked_after: dict[str, datetime] = field(default_factory=dict)
+    late: set[str] = field(default_factory=set)  # Ready nodes whose late leases the read had
     # a Ready node the node lifecycle controller did not mark in its time (or its pods left
     # unread for that, a gap): it marks no other either, so leases are read every interval
     unmarking: bool = False
@@ -144,6 +151,7 @@ class Interest:
             leader_renewed=renewed,
             leader_due=_expiry(renewed, lasts) if alive else None,
             unmarked_after=_unmarked_after(snap, only_nodes),
+            late=_late_ready(snap),
             unmarking=not (chief is not None and chief.expired())
             and (
                 bool(unmarked.read_for(snap, only_nodes))
@@ -266,6 +274,28 @@ class Interest:
         return min(times, default=None)
 
 
+def _late(lease: Obj, now: datetime) -> bool:
+    """The kubelet missed two renewals of this Lease (nodes.lease_late)."""
+    spec = lease.get("spec") or {}
+    renew, lasts = spec.get("renewTime"), spec.get("leaseDurationSeconds")
+    renewed = parse_time(renew) if isinstance(renew, str) else None
+    return renewed is not None and lease_late(
+        now, renewed, lasts if isinstance(lasts, int) else None
+    )
+
+
+def _late_ready(snap: Snapshot) -> set[str]:
+    """The Ready nodes whose kubelets' leases the read found late."""
+    return {
+        str(x["metadata"].get("name"))
+        for x in snap.leases
+        if x["metadata"].get("namespace") == facts.NODE_LEASE_NAMESPACE
+        and (node := snap.node(str(x["metadata"].get("name")))) is not None
+        and kubectl_status(node).startswith("Ready")
+        and _late(x, snap.captured_at)
+    }
+
+
 def _unmarked_after(snap: Snapshot, only_nodes: Collection[str]) -> dict[str, datetime]:
     """The Ready nodes whose late leases the read took, not yet ones nothing marks: when each,
     its kubelet still silent and the node still not marked, becomes one (a moment after)."""
@@ -278,13 +308,7 @@ def _unmarked_after(snap: Snapshot, only_nodes: Collection[str]) -> dict[str, da
         node = snap.node(name)
         if lease["metadata"].get("namespace") != facts.NODE_LEASE_NAMESPACE or node is None:
             continue
-        spec = lease.get("spec") or {}
-        renew = spec.get("renewTime")
-        renewed = parse_time(renew) if isinstance(renew, str) else None
-        lasts = spec.get("leaseDurationSeconds")
-        if renewed is None or not lease_late(
-            snap.captured_at, renewed, lasts if isinstance(lasts, int) else None
-        ):
+        if not _late(lease, snap.captured_at):
             continue  # renewing: nothing is coming
         after = unmarked_after(node, lease, chief, snap.server_minor)
         if name not in read and after is not None and after > snap.captured_at:
@@ -318,6 +342,7 @@ class Follower:
         self.skipped: list[str] = []  # optional watches RBAC does not allow
         self.primed = False
         self.heard = time.monotonic()  # when a watch last said anything (or the probe answered)
+        self.swept = time.monotonic()  # when node leases were last read (a read, or the sweep)
         self.off = ""  # why the cluster is read every --interval instead (no watch of pods)
         self._wanted = resources(namespaces)
 
@@ -351,6 +376,7 @@ class Follower:
         watches start with the first."""
         interest = Interest.of(snap, self.only_nodes)
         interest.carry(self.interest)
+        self.swept = time.monotonic()
         if not any(w.resource.name == "leases" and not w.stopping.is_set() for w in self.watchers):
             interest.leader_due = None  # no renewal would move it: not a deadline
         self.interest = interest
@@ -365,6 +391,8 @@ class Follower:
         reasons: list[str] = []
         if time.monotonic() - self.heard > PROBE_SECONDS:
             reasons += self._probe()
+        if time.monotonic() - self.swept > SWEEP_SECONDS and not self.off:
+            reasons += self._sweep()
         # what came during the read first: a renewal queued then moves a deadline due now
         while True:
             try:
@@ -416,6 +444,28 @@ class Follower:
         if self.interest.unmarking:
             return ["a node not marked NotReady in its time: node leases read again every interval"]
         return []
+
+    def _sweep(self) -> list[str]:
+        """One list of the node leases: a Ready node whose kubelet stopped renewing since the
+        read is a reason to read again (the read then keeps its moment to be marked). Refused
+        or failing: nothing, tried again a SWEEP_SECONDS later."""
+        self.swept = time.monotonic()
+        try:
+            leases = self.cluster.list_all(NODE_LEASES, "Lease")
+        except NodefailError:
+            return []
+        now = datetime.now(timezone.utc)
+        ready = {
+            name for name, status in self.interest.status.items() if status.startswith("Ready")
+        }
+        if self.only_nodes:
+            ready &= set(self.only_nodes)
+        silent = sorted(
+            str(x["metadata"].get("name"))
+            for x in leases
+            if x["metadata"].get("name") in ready - self.interest.late and _late(x, now)
+        )
+        return [f"node {name}'s kubelet stopped renewing its lease" for name in silent[:1]]
 
     def _probe(self) -> list[str]:
         """Whether the server still answers (after PROBE_SECONDS of silence): if not, every

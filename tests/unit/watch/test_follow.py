@@ -722,3 +722,60 @@ def test_a_node_not_marked_in_its_time_makes_the_watch_read_every_interval() -> 
     gap = f"{MARKED_LATE_GAP}: the pods of {name} (Ready, kubelet silent, nothing marks them)"
     follower.interest = Interest.of(replace(fresh, gaps=[*fresh.gaps, gap]))
     assert follower._leaderless() != []
+
+
+@pytest.mark.parametrize("silent_for", [30.0, 2.0])
+def test_a_kubelet_going_silent_after_the_read_is_found_by_the_lease_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, silent_for: float
+) -> None:
+    """Node leases are not watched, and where nothing marks a node (no node lifecycle
+    controller, or a longer grace) nothing on the Node changes when its kubelet stops: every
+    SWEEP_SECONDS one list of the node leases looks for a Ready node's kubelet that stopped
+    renewing since the read (missed two renewals): a reason to read again. One renewing: none."""
+    from kubectl_nodefail.watch import follow as follow_module
+
+    monkeypatch.setattr(follow_module, "SWEEP_SECONDS", 0.2)
+    snap = _dump("before")
+    name = next(n["metadata"]["name"] for n in snap.nodes if kubectl_ready(n))
+    renewed = datetime.now(timezone.utc) - timedelta(seconds=silent_for)
+    lease = {
+        "kind": "Lease",
+        "metadata": {"name": name, "namespace": "kube-node-lease", "resourceVersion": "9"},
+        "spec": {"renewTime": _micro(renewed), "leaseDurationSeconds": 40},
+    }
+
+    def script(n: int, method: str, path: str) -> Any:
+        if "watch=1" in path:
+            return None  # watches that never say anything
+        items = (
+            [lease]
+            if path.startswith("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/")
+            else []
+        )
+        return json_answer({"kind": "List", "metadata": {"resourceVersion": "5"}, "items": items})
+
+    with serve(script) as api:
+        cluster = Cluster(kubeconfig(tmp_path, api.url), None, 2.0, None)
+        follower = Follower(cluster, (), ())
+        follower.prime()
+        follower.rebase(snap)
+        reasons: list[str] = []
+        for _ in range(3):
+            reasons += follower.wait(0.3)
+        follower.close()
+    swept = [
+        p
+        for _, p in api.requests
+        if p.startswith("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+    ]
+    assert swept, api.requests
+    if silent_for > 20:
+        assert f"node {name}'s kubelet stopped renewing its lease" in reasons, reasons
+    else:
+        assert not any("stopped renewing" in r for r in reasons), reasons
+
+
+def kubectl_ready(node: dict[str, Any]) -> bool:
+    from kubectl_nodefail.analysis.nodes import kubectl_status
+
+    return kubectl_status(node).startswith("Ready")
