@@ -283,6 +283,8 @@ SCHEMAS.update(
                 replicas=INT,
                 ordinals=obj(start=INT),
                 podManagementPolicy=STR,
+                # OrderedReady creates the next ordinal once the lower ones are available
+                minReadySeconds=INT,
                 selector=ANY,
                 template=TEMPLATE_NODE,
                 # a rolling update replaces the pods not on the update revision

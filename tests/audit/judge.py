@@ -765,7 +765,9 @@ def _set_ready_after_return(ctx: Ctx) -> bool:
 
 def _lower_ready(ctx: Ctx) -> bool:
     """Whether a poll after the node's return, LOWER_READY_LEAD or more before the end, saw every
-    ordinal below the predicted StatefulSet pod's (same owner, not being deleted) Ready."""
+    ordinal below the predicted StatefulSet pod's (same owner, not being deleted) Ready. The
+    audit's sets start at ordinal 0 and have no minReadySeconds (scenarios.py): neither is
+    read here."""
     h, p = ctx.history, ctx.pred
     base, _, number = p.name.rpartition("-")
     seen = h.last_seen(p.uid)

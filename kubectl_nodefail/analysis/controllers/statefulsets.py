@@ -289,14 +289,18 @@ def statefulset(ctx: Context) -> Explained:
     # stateful_set_control.go: OrderedReady creates a missing ordinal only once every lower
     # one is Running and Ready, one pod at a time (audit 2078/43: its own set's lower ordinals
     # were on the dead node too, and were recreated first)
+    # (and available: Ready for minReadySeconds; isRunningAndAvailable)
+    remade = wanted and (ctx.terminating or (ctx.grace_zero and not ctx.never_evicted))
+    ready_for = spec.get("minReadySeconds") or 0
     in_order = (
-        f" once {_lower(name, start, ordinal)} Running and Ready (OrderedReady creates one pod at "
-        "a time, the lowest ordinal first)"
-        if policy == "OrderedReady" and ordinal is not None and ordinal > start
+        f" once {_lower(name, start, ordinal)} Running and Ready"
+        + (f" (each for minReadySeconds, {ready_for}s)" if ready_for else "")
+        + " (OrderedReady creates one pod at a time, the lowest ordinal first)"
+        if remade and policy == "OrderedReady" and ordinal is not None and ordinal > start
         else ""
     )
     if in_order:
-        owner_wants += policy_fact
+        owner_wants += [*policy_fact, ctx.owner_fact(0, "spec.minReadySeconds")]
     if not wanted:
         rep = Replacement(
             "not-wanted",

@@ -271,7 +271,7 @@ def test_a_daemonset_pod_a_finalizer_holds_is_held_not_back_with_its_node(
         assert "DaemonSet w's deletion no longer waits on it" in found.if_node_returns
 
 
-@pytest.mark.parametrize("policy", ["OrderedReady", "Parallel"])
+@pytest.mark.parametrize("policy", ["OrderedReady", "Parallel", "minReadySeconds"])
 def test_an_ordered_sets_higher_ordinals_come_back_after_the_lower_ones_are_ready(
     policy: str, tmp_path: Path
 ) -> None:
@@ -283,7 +283,10 @@ def test_an_ordered_sets_higher_ordinals_come_back_after_the_lower_ones_are_read
     doc = json.loads((FIXTURES / "statefulset-ordered-all-on-dead-node.json").read_text())
     sts = next(i for i in doc["items"] if i["kind"] == "StatefulSet")
     assert sts["spec"].get("podManagementPolicy", "OrderedReady") == "OrderedReady"
-    sts["spec"]["podManagementPolicy"] = policy
+    if policy == "minReadySeconds":  # available: Ready for that long (isRunningAndAvailable)
+        sts["spec"]["minReadySeconds"] = 300
+    else:
+        sts["spec"]["podManagementPolicy"] = policy
     path = tmp_path / "dump.json"
     path.write_text(json.dumps(doc))
     snap = load_dump(str(path))
@@ -293,6 +296,12 @@ def test_an_ordered_sets_higher_ordinals_come_back_after_the_lower_ones_are_read
     assert "once" not in said["w-0"], said["w-0"]
     if policy == "Parallel":
         assert not any("OrderedReady" in text for text in said.values()), said
+        return
+    if policy == "minReadySeconds":
+        assert (
+            "once w-0 to w-1 are Running and Ready (each for minReadySeconds, 300s)"
+            in (said["w-2"])
+        ), said["w-2"]
         return
     assert "recreates w-1 once w-0 is Running and Ready (OrderedReady" in said["w-1"], said["w-1"]
     assert "recreates w-2 once w-0 to w-1 are Running and Ready" in said["w-2"], said["w-2"]
