@@ -44,7 +44,7 @@ from kubectl_nodefail.analysis.nodes import (
 )
 from kubectl_nodefail.cluster.gather import MARKED_LATE_GAP, focus_nodes
 from kubectl_nodefail.cluster.kube import Cluster
-from kubectl_nodefail.cluster.nodes_read import NODE_LEASES
+from kubectl_nodefail.cluster.nodes_read import NODE_LEASES, _lease_kept
 from kubectl_nodefail.cluster.resources import OWNER_PATHS, node_path, owners_path
 from kubectl_nodefail.cluster.watchstream import (
     Change,
@@ -128,7 +128,8 @@ class Interest:
     # marks (its pods read then: analysis/unmarked.py). Its Lease is not watched, and nothing
     # on the Node changes when the node lifecycle controller does not act
     unmarked_after: dict[str, datetime] = field(default_factory=dict)
-    late: set[str] = field(default_factory=set)  # Ready nodes whose late leases the read had
+    # Ready nodes whose late leases the read had -> the renewTime it read
+    late: dict[str, str] = field(default_factory=dict)
     # a Ready node the node lifecycle controller did not mark in its time (or its pods left
     # unread for that, a gap): it marks no other either, so leases are read every interval
     unmarking: bool = False
@@ -284,10 +285,14 @@ def _late(lease: Obj, now: datetime) -> bool:
     )
 
 
-def _late_ready(snap: Snapshot) -> set[str]:
-    """The Ready nodes whose kubelets' leases the read found late."""
+def _renewed(lease: Obj) -> str:
+    return str((lease.get("spec") or {}).get("renewTime"))
+
+
+def _late_ready(snap: Snapshot) -> dict[str, str]:
+    """The Ready nodes whose kubelets' leases the read found late, with the renewal it read."""
     return {
-        str(x["metadata"].get("name"))
+        str(x["metadata"].get("name")): _renewed(x)
         for x in snap.leases
         if x["metadata"].get("namespace") == facts.NODE_LEASE_NAMESPACE
         and (node := snap.node(str(x["metadata"].get("name")))) is not None
@@ -451,7 +456,7 @@ class Follower:
         or failing: nothing, tried again a SWEEP_SECONDS later."""
         self.swept = time.monotonic()
         try:
-            leases = self.cluster.list_all(NODE_LEASES, "Lease")
+            leases = self.cluster.list_all(NODE_LEASES, "Lease", keep=_lease_kept)
         except NodefailError:
             return []
         now = datetime.now(timezone.utc)
@@ -460,12 +465,15 @@ class Follower:
         }
         if self.only_nodes:
             ready &= set(self.only_nodes)
+        known = self.interest.late  # late at the read: the same renewal is nothing new
         silent = sorted(
             str(x["metadata"].get("name"))
             for x in leases
-            if x["metadata"].get("name") in ready - self.interest.late and _late(x, now)
+            if x["metadata"].get("name") in ready
+            and _late(x, now)
+            and known.get(str(x["metadata"].get("name"))) != _renewed(x)
         )
-        return [f"node {name}'s kubelet stopped renewing its lease" for name in silent[:1]]
+        return [f"node {name}'s kubelet missed two renewals of its lease" for name in silent[:1]]
 
     def _probe(self) -> list[str]:
         """Whether the server still answers (after PROBE_SECONDS of silence): if not, every
