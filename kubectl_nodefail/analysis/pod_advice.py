@@ -138,7 +138,12 @@ def _for_pod(
                 "investigate",
                 f"the kubelet is alive and reports the node not Ready ({node.cause.summary}): "
                 "fix that on the node, and the kubelet finishes what is pending; do not force "
-                "anything while the machine runs (a second copy would start)",
+                "anything while the machine runs "
+                + (
+                    "(its containers would keep running there, unseen)"
+                    if kind == "bare"
+                    else "(a second copy would start)"
+                ),
                 "none",
                 kubectl=f"kubectl describe node {node.name}",
             ),
@@ -321,6 +326,14 @@ def _after_eviction(kind: str, replacement: Replacement, holds_rwo: bool) -> str
     return "what follows depends on its owner"
 
 
+def _if_running(kind: str, confirmed: bool) -> str:
+    """What a destructive step risks if the machine still runs (nothing once its shutdown is
+    observed): a second copy, except of a pod nothing recreates."""
+    if confirmed:
+        return ""
+    return attestation.IF_STILL_RUNNING_BARE if kind == "bare" else attestation.IF_STILL_RUNNING
+
+
 def _free_it(
     node: NodeFinding,
     kind: str,
@@ -336,7 +349,7 @@ def _free_it(
     confirmed = bool(node.shutdown_evidence)
     unlock = _unlock(node)
     risk = "low" if confirmed else ("high" if kind == "statefulset" or holds_rwo else "medium")
-    if_running = "" if confirmed else attestation.IF_STILL_RUNNING
+    if_running = _if_running(kind, confirmed)
     overdue = out_of_service_overdue(node) if node.out_of_service else None
     if node.out_of_service and terminating and overdue is not None:
         return Action(
@@ -383,9 +396,12 @@ def _free_it(
     why_unsafe = (
         ""
         if confirmed
-        else (
-            ". Do it ONLY after confirming the machine is powered off: if it still runs, a "
-            "second copy starts (split brain, data loss)"
+        else ". Do it ONLY after confirming the machine is powered off: if it still runs, "
+        + (
+            "its containers keep running there, unseen by the API, beside any copy you "
+            "re-create (nothing recreates a bare pod: the object goes, and it is lost)"
+            if kind == "bare"
+            else "a second copy starts (split brain, data loss)"
         )
     )
     head = f"{lead}: " if lead else ""
@@ -427,7 +443,7 @@ def _terminating(
             "medium",
             kubectl=f"kubectl get pod -n {namespace} {name} -o yaml",
             remediate=remediate_cmd(node.name, *_unlock(node)),
-            if_still_running="" if node.shutdown_evidence else attestation.IF_STILL_RUNNING,
+            if_still_running=_if_running(kind, bool(node.shutdown_evidence)),
         )
     # Forcing while the old process may still run: a StatefulSet gets two copies of one identity
     # (split brain, data loss); a Job or unknown owner may run its work twice.

@@ -18,6 +18,8 @@ FLAG = "--node-shutdown-confirmed"
 PLACEHOLDER = "<NODE-YOU-VERIFIED-IS-POWERED-OFF>"
 # What a destructive step risks if the attestation is wrong: the machine still runs.
 IF_STILL_RUNNING = "two copies of its pods run at once"
+# The same for a pod nothing recreates (a bare pod): no second copy starts by itself.
+IF_STILL_RUNNING_BARE = "its containers keep running there, unseen, beside any copy re-created"
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 NODE_NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")

@@ -238,3 +238,22 @@ def test_a_daemonset_pod_whose_deletion_was_asked_is_not_said_to_resume() -> Non
     plan = make_plan(report, Options(strategy="force-delete", server_minor=36))
     (step,) = [s for s in plan.steps if s.target == f"pod/au-2037-21/{agent.name}"]
     assert step.action == "wait" and "resumes" not in step.why and "deletion was asked" in step.why
+
+
+def test_no_bare_pod_is_told_a_second_copy_starts() -> None:
+    """Nothing recreates a bare pod: a destructive step while its machine still runs leaves its
+    containers running there unseen, beside any copy re-created by hand, but starts no second
+    copy by itself. Over every recorded snapshot (a new user read the old risk on the demo's
+    `lonely` and no-leader's `held-1`)."""
+    from tests.unit.conftest import FIXTURES
+
+    seen = 0
+    for path in sorted(FIXTURES.glob("*.json")):
+        snap = load(path.stem)
+        for pod in diagnose(snap, snap.captured_at).pods:
+            if pod.controller != "bare":
+                continue
+            seen += 1
+            said = f"{pod.action.summary} {pod.action.if_still_running}"
+            assert "second copy" not in said and "two copies" not in said, (path.stem, said)
+    assert seen >= 5
