@@ -173,7 +173,8 @@ def _node_entries(node: Obj, snap: Snapshot) -> list[Entry]:
                 Entry(
                     transition,
                     "node-back",
-                    f"node Ready again{f' ({why})' if why else ''}",
+                    # not "again": a node that never failed became True once, registering
+                    f"Ready became True{f' ({why})' if why else ''}",
                     ref,
                     "Node Ready condition lastTransitionTime",
                     because=_ready(node, "lastTransitionTime"),

@@ -751,3 +751,7 @@ def test_the_recorded_node_the_node_lifecycle_controller_never_marked() -> None:
         assert not any("no leader" in c.text for c in row.claims)
     plan = make_plan(report, Options(only_nodes=[node.name]))
     assert plan.steps == [] and len(plan.refusals) == 1
+    # it never was NotReady: its Ready transition is its registration, not a return
+    assert report.timelines is not None
+    back = [e for e in report.timelines[node.name].entries if e.kind == "node-back"]
+    assert back and all(e.summary.startswith("Ready became True") for e in back), back
