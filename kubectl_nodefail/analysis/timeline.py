@@ -173,8 +173,7 @@ def _node_entries(node: Obj, snap: Snapshot) -> list[Entry]:
                 Entry(
                     transition,
                     "node-back",
-                    # not "again": a node that never failed became True once, registering
-                    f"Ready became True{f' ({why})' if why else ''}",
+                    f"Ready became True{f' ({why})' if why else ''}",  # not "again": registering
                     ref,
                     "Node Ready condition lastTransitionTime",
                     because=_ready(node, "lastTransitionTime"),

@@ -446,8 +446,8 @@ def _taint_not_on_node(v: _View, timelines: Timelines) -> Iterator[Violation]:
 @_timeline_check("timeline-ready-contradicts-node")
 def _ready_contradicts(v: _View, timelines: Timelines) -> Iterator[Violation]:
     """The Ready transition in the timeline is the node's Ready condition: "Ready became True"
-    (`node-back`) only on a node that is Ready and not failed, "Ready became S" only while Ready is S; and
-    the last lease renewal is the node's."""
+    (`node-back`) only on a node that is Ready and not failed, "Ready became S" only while
+    Ready is S; and the last lease renewal is the node's."""
     for name, entries in timelines.items():
         node = v.nodes.get(name)
         if node is None:

@@ -250,10 +250,10 @@ def test_no_bare_pod_is_told_a_second_copy_starts() -> None:
     seen = 0
     for path in sorted(FIXTURES.glob("*.json")):
         snap = load(path.stem)
-        for pod in diagnose(snap, snap.captured_at).pods:
-            if pod.controller != "bare":
+        for row in diagnose(snap, snap.captured_at).pods:
+            if row.controller != "bare":
                 continue
             seen += 1
-            said = f"{pod.action.summary} {pod.action.if_still_running}"
+            said = f"{row.action.summary} {row.action.if_still_running}"
             assert "second copy" not in said and "two copies" not in said, (path.stem, said)
     assert seen >= 5
