@@ -401,18 +401,27 @@ def _blocked(ctx: Ctx, kind: str) -> None:
         return
     if p.controller in ("deployment", "replicaset"):
         # a Recreate rollout waiting on the old pod: no pod of another ReplicaSet of the
-        # Deployment (the namespace holds only it) while this object stands and the node is down
-        # (a pod stamped in the second the node came back may be made after it: 2049/171)
+        # Deployment (the namespace holds only it) while this pod is neither Failed nor
+        # Succeeded, it stands and the node is down (a pod stamped in the second the node came
+        # back may be made after it: 2049/171). PodGC marks a pod Failed whose object a
+        # finalizer keeps (2079/124: on no node, and under the out-of-service taint)
         seen = ctx.history.last_seen(p.uid)
         until = ctx.until - timedelta(seconds=1)
         end = min(until, seen[0]) if seen else until
+        ended = _terminal_at(ctx)
+        end = min(end, ended) if ended is not None else end
         new = [v for v in _namespace_pods(ctx, p.at, end) if v.owner_uid != _owner_uid(ctx)]
         observed = (
             f"{new[0].name} of another ReplicaSet created at {_fmt(new[0].created)}"
             if new
             else "no pod of the new template while it stood"
         )
-        ctx.add(kind, "blocked: the rollout creates no new pod while it stands", observed, not new)
+        ctx.add(
+            kind,
+            "blocked: the rollout creates no new pod while it stands, not Failed",
+            observed,
+            not new,
+        )
         return
     if p.controller in ("job", "cronjob") and HELD_OPEN.search(p.replacement_summary):
         _job_held_open(ctx, kind)
@@ -447,10 +456,25 @@ def _blocked(ctx: Ctx, kind: str) -> None:
 # failure (SuccessCriteriaMet, FailureTarget: a deadline, a backoff limit, a FailJob rule) and is
 # held open by the Terminating pod; it makes no new pod (2046/113: judged by the parallelism
 # rule, it counted the pods its deadline had just deleted).
-HELD_OPEN = re.compile(r"cannot be (Complete|Failed) while this pod exists")
+HELD_OPEN = re.compile(
+    r"cannot be (Complete|Failed) while this pod "
+    r"(exists|is Terminating and neither Failed nor Succeeded)"
+)
 # "none wanted: Job J is being deleted and waits for this pod" (analysis: the owner's
 # deletionTimestamp; its controller makes no pod for it)
 OWNER_DELETED = re.compile(r"^none wanted: .* (is|are) being deleted")
+
+
+def _terminal_at(ctx: Ctx) -> datetime | None:
+    """The first poll after the prediction that saw its pod Failed or Succeeded (PodGC marks a
+    pod Failed whose object a finalizer keeps): what a Recreate rollout and a Job wait on ends
+    there (recreate.go oldPodsRunning, controller_utils IsPodTerminating)."""
+    p = ctx.pred
+    for poll in ctx.history.polls:
+        view = poll.pods.get(p.uid)
+        if poll.at >= p.at and view is not None and view.phase in ("Failed", "Succeeded"):
+            return poll.at
+    return None
 
 
 def _job_held_open(ctx: Ctx, kind: str) -> None:
@@ -459,6 +483,8 @@ def _job_held_open(ctx: Ctx, kind: str) -> None:
     p = ctx.pred
     seen = ctx.history.last_seen(p.uid)
     end = min(ctx.until, seen[0]) if seen else ctx.until
+    terminal = _terminal_at(ctx)  # Failed, its object kept: the Job no longer counts it
+    end = min(end, terminal) if terminal is not None else end
     ended = [
         at
         for at, status in ctx.history.jobs.get(p.namespace, [])

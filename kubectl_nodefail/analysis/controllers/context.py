@@ -105,7 +105,14 @@ def _node_ready(ctx: Context) -> list[Premise]:
 
 def _until_kubelet(ctx: Context, short: bool = False) -> str:
     """How long the pod object stays: while its node's kubelet is down (a failed node), or until
-    that kubelet confirms the deletion (a node that did not fail)."""
+    that kubelet confirms the deletion (a node that did not fail); a pod bound to no node has no
+    kubelet: PodGC marks it Failed and deletes it (gcUnscheduledTerminating, every 20 s)."""
+    if not ctx.node:
+        return (
+            "until PodGC's next pass (every 20 s) marks it Failed and deletes it: it is on no node"
+            if short
+            else "which PodGC does on its next pass (every 20 s): it is on no node"
+        )
     if ctx.node_failed:
         return (
             "while its kubelet is down"

@@ -75,11 +75,15 @@ def _job_held_open(ctx: Context, job_obj: Obj, name: str, rep: Replacement) -> E
         said, facts, runs_again = cronjobs.policy(ctx, job_obj)
         text += said
         because += facts
+    # the Job controller counts a pod Terminating while it is deleted and not Failed or
+    # Succeeded (IsPodTerminating): one PodGC marks Failed no longer holds it, its object kept
+    # by a finalizer or not (audit 2079/124's sibling)
+    while_it = "while this pod is Terminating and neither Failed nor Succeeded"
     held = Replacement(
         "blocked",
-        f"{rep.summary}; but Job {name} cannot be {target} while this pod exists"
+        f"{rep.summary}; but Job {name} cannot be {target} {while_it}"
         if rep.pods
-        else f"Job {name} cannot be {target} while this pod exists",
+        else f"Job {name} cannot be {target} {while_it}",
         list(rep.pods),
     )
     returns = f"kubelet removes the old pod; then Job {name} is {target}" + (

@@ -98,8 +98,15 @@ def _recreate_waits(ctx: Context) -> tuple[str, list[Premise]] | None:
         "Recreate: it "
         f"scaled ReplicaSet {rs['metadata']['name']} to 0 and creates pods of its new template "
         "only once no pod of an older ReplicaSet is still Pending, Running or Unknown, "
-        f"Terminating ones included. This pod stays {ctx.phase} until its kubelet confirms, so "
-        "the rollout waits on it and the Deployment runs no pod of the new template."
+        f"Terminating ones included. This pod stays {ctx.phase} "
+        + (
+            "until PodGC marks it Failed (it is on no node: on PodGC's next pass, every 20 s)"
+            if not ctx.node
+            else "until its kubelet ends it, or PodGC marks it Failed (under the out-of-service "
+            "taint, or once its Node is deleted)"
+        )
+        + ", so until then the rollout waits on it and the Deployment runs no pod of the new "
+        "template."
     )
     return text, [
         ctx.owner_fact(1, "spec.strategy.type"),
@@ -120,7 +127,8 @@ def _recreate_blocked(ctx: Context, waits: tuple[str, list[Premise]]) -> Explain
     rep = Replacement(
         "blocked",
         f"blocked: Deployment {name} (strategy Recreate) creates no pod of its new template "
-        "while this pod exists",
+        f"while this pod is neither Failed nor Succeeded (it is {ctx.phase}; a finalizer may "
+        "keep the object after)",
     )
     deletion = ctx.pod_fact("metadata.deletionTimestamp")
     because = [*because, *_node_ready(ctx)]

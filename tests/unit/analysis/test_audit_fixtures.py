@@ -333,3 +333,23 @@ def test_an_ordered_sets_higher_ordinal_with_grace_0_is_made_again_after_the_low
         "(grace period 0), once w-0 to w-1 are Running and Ready (OrderedReady creates one pod "
         "at a time, the lowest ordinal first)"
     ), rows["w-2"].replacement.summary
+
+
+def test_a_recreate_rollout_waits_on_a_pods_phase_not_on_its_object() -> None:
+    """Audit 2079/124 (recorded, cut to its namespace): a Recreate rollout waits on its old pods
+    while they are neither Failed nor Succeeded (recreate.go oldPodsRunning), not while their
+    objects exist: the ReplicaSet's Pending replacement, on no node and deleted by the rollout,
+    was marked Failed by PodGC 8 s later and kept by its finalizer; the pod on the failed node
+    went Failed under the out-of-service taint, still kept; then the new template's pod came."""
+    snap = load_dump(str(FIXTURES / "recreate-rollout-unscheduled-terminating.json"))
+    rows = {p.name[-5:]: p for p in diagnose(snap, snap.captured_at).pods}
+    unbound, dead = rows["hxk8x"], rows["kdptr"]
+    assert unbound.node == "" and dead.node_failed
+    for row in (unbound, dead):
+        assert "while this pod is neither Failed nor Succeeded" in row.replacement.summary, (
+            row.replacement.summary
+        )
+        assert "while this pod exists" not in row.replacement.summary
+    assert "until PodGC marks it Failed (it is on no node" in unbound.explanation
+    assert "until its kubelet confirms" not in unbound.explanation, unbound.explanation
+    assert "until its kubelet ends it, or PodGC marks it Failed" in dead.explanation

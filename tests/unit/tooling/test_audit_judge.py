@@ -1089,3 +1089,27 @@ def test_a_higher_ordinal_is_judged_recreated_only_once_its_lower_ones_were_read
     twin = pod(name="w-2", uid="new", owner_kind="StatefulSet", owner_uid="sts", created=at(130))
     came = history([(20, [old]), (120, lower), (148, [*lower, twin])])
     assert verdicts([pred], came, "if-node-returns:recreated") == [True]
+
+
+def test_a_recreate_rollout_is_judged_blocked_only_while_the_pod_is_not_failed() -> None:
+    """Audit 2079/124: "creates no pod of its new template while this pod is neither Failed nor
+    Succeeded": a new template's pod after PodGC marked the pod Failed (its object kept by a
+    finalizer) is not against it; one before is."""
+    pred = prediction(
+        name="w-0",
+        moment="d2",
+        at=at(85),
+        controller="deployment",
+        terminating=True,
+        replacement_state="blocked",
+        replacement_summary="blocked: Deployment w (strategy Recreate) creates no pod of its new "
+        "template while this pod is neither Failed nor Succeeded (it is Pending)",
+    )
+    old = evicted(pod(owner_kind="ReplicaSet", node=""), 80)
+    failed = replace(old, phase="Failed")
+    newer = pod(name="w-new", uid="new", owner_uid="rs2", owner_kind="ReplicaSet", created=at(100))
+    after = history([(86, [old]), (95, [failed]), (101, [failed, newer])])
+    assert verdicts([pred], after, "replacement:blocked") == [True]
+    early = replace(newer, created=at(90))
+    before = history([(86, [old]), (91, [old, early]), (95, [failed, early])])
+    assert verdicts([pred], before, "replacement:blocked") == [False]
