@@ -140,7 +140,7 @@ def _for_pod(
                 "fix that on the node, and the kubelet finishes what is pending; do not force "
                 "anything while the machine runs "
                 + (
-                    "(its containers would keep running there, unseen)"
+                    "(nothing recreates a bare pod: a forced one is lost)"
                     if kind == "bare"
                     else "(a second copy would start)"
                 ),

@@ -281,10 +281,11 @@ def _bound_by_template(
     return [claim("placement", "why", text, *premises)]
 
 
-def _finalizers_outlast(pod: Obj, node_failed: bool) -> list[Claim]:
+def _finalizers_outlast(pod: Obj, node_failed: bool, on_phase: bool = False) -> list[Claim]:
     """The claim that leads "if the node returns" when finalizers outlast the kubelet: the
-    object stays until they are removed, and only then does the rest happen (not for a finished
-    pod: no kubelet stops anything, and its own words say what the finalizers keep)."""
+    object stays until they are removed, and only then does the rest happen, or (`on_phase`: an
+    owner that counts phases) the rest needs only the pod ended (not for a finished pod: no
+    kubelet stops anything, and its own words say what the finalizers keep)."""
     finalizers = list(pod["metadata"].get("finalizers") or [])
     foreign = advice.foreign_finalizers(finalizers)
     if not node_failed or not foreign:
@@ -297,7 +298,12 @@ def _finalizers_outlast(pod: Obj, node_failed: bool) -> list[Claim]:
             "held-by-finalizers",
             "returns",
             "the kubelet stops the containers, but the object stays until its finalizers are "
-            f"removed: {who}. Only then does what follows happen:",
+            f"removed: {who}. "
+            + (
+                "What follows needs only the pod ended (Failed or Succeeded), not the object gone:"
+                if on_phase
+                else "Only then does what follows happen:"
+            ),
             fact("Pod", pod, "metadata.finalizers"),
         )
     ]
@@ -442,7 +448,13 @@ def analyse_pod(
         else "current"
     )
     # "if the node returns" leads with the finalizers that outlast the kubelet, if any
-    said = meaning + _finalizers_outlast(pod, node_failed) + explained.claims + when + notes
+    said = (
+        meaning
+        + _finalizers_outlast(pod, node_failed, explained.on_phase)
+        + explained.claims
+        + when
+        + notes
+    )
     finding = PodFinding(
         namespace=namespace,
         name=name,

@@ -466,14 +466,20 @@ OWNER_DELETED = re.compile(r"^none wanted: .* (is|are) being deleted")
 
 
 def _terminal_at(ctx: Ctx) -> datetime | None:
-    """The first poll after the prediction that saw its pod Failed or Succeeded (PodGC marks a
-    pod Failed whose object a finalizer keeps): what a Recreate rollout and a Job wait on ends
-    there (recreate.go oldPodsRunning, controller_utils IsPodTerminating)."""
+    """Where what a Recreate rollout and a Job wait on may have ended (recreate.go
+    oldPodsRunning, controller_utils IsPodTerminating): the pod Failed or Succeeded (PodGC marks
+    a pod Failed whose object a finalizer keeps). The last poll that saw it not ended, a second
+    before (creation times are cut to the second: a pod made after the mark, before the poll
+    that saw it, is not one the claim denies); None if no poll saw it end."""
     p = ctx.pred
+    live = p.at
     for poll in ctx.history.polls:
         view = poll.pods.get(p.uid)
-        if poll.at >= p.at and view is not None and view.phase in ("Failed", "Succeeded"):
-            return poll.at
+        if poll.at < p.at or view is None:
+            continue
+        if view.phase in ("Failed", "Succeeded"):
+            return live - timedelta(seconds=1)
+        live = poll.at
     return None
 
 
@@ -504,7 +510,7 @@ def _job_held_open(ctx: Ctx, kind: str) -> None:
     )
     ctx.add(
         kind,
-        "blocked: the Job cannot finish while this pod exists",
+        "blocked: the Job cannot finish while this pod stands, not ended",
         observed,
         not ended and not new,
     )

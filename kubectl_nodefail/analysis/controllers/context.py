@@ -81,6 +81,9 @@ class Explained:
 
     claims: list[Claim]
     replacement: Replacement
+    # what follows the node's return needs only the pod ended (Failed or Succeeded), not its
+    # object gone: a Recreate rollout, a Job held open (they count phases, not objects)
+    on_phase: bool = False
 
 
 def _live(pod: Obj) -> bool:
@@ -107,6 +110,13 @@ def _until_kubelet(ctx: Context, short: bool = False) -> str:
     """How long the pod object stays: while its node's kubelet is down (a failed node), or until
     that kubelet confirms the deletion (a node that did not fail); a pod bound to no node has no
     kubelet: PodGC marks it Failed and deletes it (gcUnscheduledTerminating, every 20 s)."""
+    if not ctx.node and ctx.foreign_finalizers:
+        return (
+            "until its finalizers are removed (it is on no node: PodGC only marks it Failed)"
+            if short
+            else "which waits for its finalizers to be removed (it is on no node: PodGC only "
+            "marks it Failed)"
+        )
     if not ctx.node:
         return (
             "until PodGC's next pass (every 20 s) marks it Failed and deletes it: it is on no node"

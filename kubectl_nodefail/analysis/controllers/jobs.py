@@ -99,6 +99,7 @@ def _job_held_open(ctx: Context, job_obj: Obj, name: str, rep: Replacement) -> E
             claim("if-node-returns", "returns", returns, *because),
         ],
         held,
+        on_phase=True,
     )
 
 

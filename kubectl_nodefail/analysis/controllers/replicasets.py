@@ -145,13 +145,21 @@ def _recreate_blocked(ctx: Context, waits: tuple[str, list[Premise]]) -> Explain
             claim(
                 "if-node-returns",
                 "returns",
-                "kubelet stops the old containers and removes the object; then Deployment "
-                f"{name} (Recreate) scales its new ReplicaSet up (creating it first if need be).",
+                (
+                    "kubelet stops the old containers and removes the object; then Deployment "
+                    if ctx.node
+                    else "it is on no node, so no node's return ends it: PodGC marks it Failed, "
+                    "and then Deployment "
+                )
+                + f"{name} (Recreate) scales its new ReplicaSet up (creating it first if need be)"
+                + ("" if ctx.node else ", once no other pod of an older ReplicaSet runs")
+                + ".",
                 deletion,
                 *because,
             ),
         ],
         rep,
+        on_phase=True,
     )
 
 

@@ -353,3 +353,9 @@ def test_a_recreate_rollout_waits_on_a_pods_phase_not_on_its_object() -> None:
     assert "until PodGC marks it Failed (it is on no node" in unbound.explanation
     assert "until its kubelet confirms" not in unbound.explanation, unbound.explanation
     assert "until its kubelet ends it, or PodGC marks it Failed" in dead.explanation
+    # the rollout needs the pod ended, not its object gone (a finalizer keeps it): the return
+    # says so; the pod on no node is ended by PodGC, not by any node's return
+    assert "What follows needs only the pod ended (Failed or Succeeded)" in dead.if_node_returns
+    assert "Only then" not in dead.if_node_returns, dead.if_node_returns
+    returns = [c.text for c in unbound.claims if c.kind == "if-node-returns"]
+    assert all(t.startswith("it is on no node, so no node's return ends it") for t in returns)
