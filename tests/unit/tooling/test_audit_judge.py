@@ -74,9 +74,14 @@ def prediction(**kw: object) -> PodPrediction:
 SCENARIO = generate(1, 0, "quick", 1)
 
 
+def d2_prediction(controller: str, **kw: object) -> PodPrediction:
+    """The second diagnosis' word about a Terminating pod of `controller`."""
+    return prediction(moment="d2", at=at(85), controller=controller, terminating=True, **kw)
+
+
 def d2_job_prediction(**kw: object) -> PodPrediction:
     """The second diagnosis' word about a Terminating pod of a Job."""
-    return prediction(moment="d2", at=at(85), controller="job", terminating=True, **kw)
+    return d2_prediction("job", **kw)
 
 
 def verdicts(preds: list[PodPrediction], h: History, kind: str) -> list[bool | None]:
@@ -1074,14 +1079,7 @@ def test_a_higher_ordinal_is_judged_recreated_only_once_its_lower_ones_were_read
         pod(name=f"w-{i}", uid=f"n{i}", owner_kind="StatefulSet", owner_uid="sts", ready=True)
         for i in range(2)
     ]
-    pred = prediction(
-        name="w-2",
-        moment="d2",
-        at=at(85),
-        controller="statefulset",
-        terminating=True,
-        if_node_returns=said,
-    )
+    pred = d2_prediction("statefulset", name="w-2", if_node_returns=said)
     only_w0 = history([(20, [old]), (120, [lower[0]]), (148, lower)])  # both Ready 2 s before end
     assert verdicts([pred], only_w0, "if-node-returns:recreated") == [None]
     in_time = history([(20, [old]), (120, lower), (148, lower)])
@@ -1095,12 +1093,9 @@ def test_a_recreate_rollout_is_judged_blocked_only_while_the_pod_is_not_failed()
     """Audit 2079/124: "creates no pod of its new template while this pod is neither Failed nor
     Succeeded": a new template's pod after PodGC marked the pod Failed (its object kept by a
     finalizer) is not against it; one before is."""
-    pred = prediction(
+    pred = d2_prediction(
+        "deployment",
         name="w-0",
-        moment="d2",
-        at=at(85),
-        controller="deployment",
-        terminating=True,
         replacement_state="blocked",
         replacement_summary="blocked: Deployment w (strategy Recreate) creates no pod of its new "
         "template while this pod is neither Failed nor Succeeded (it is Pending)",
