@@ -180,6 +180,12 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
             chief.premise("renewTime"),
             chief.premise("leaseDurationSeconds"),
         ]
+    if cause.code == "lease-overdue":  # what says the controller does not run
+        for kept in registration_taint_kept(snap, now)[:3]:
+            because += [
+                fact("Node", kept, f"spec.taints[key={facts.TAINT_NOT_READY},effect=NoSchedule]"),
+                fact("Node", kept, f"{ready}.lastTransitionTime"),
+            ]
     if cause.code in _MESSAGE_CAUSES or cause.code in _TAINT_CAUSES:
         because.append(fact("Node", node, f"{ready}.message"))
     if cause.code in _TAINT_CAUSES:
@@ -330,15 +336,22 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
             f"(node-monitor-grace-period), at {format_time(due)}"
         )
         if past_mark(due, now) and not unread:
+            kept = [n["metadata"]["name"] for n in registration_taint_kept(snap, now)]
             return Cause(
                 "lease-overdue",
                 f"the kubelet has not renewed its lease for {duration_text(age)} (the lease "
                 f"lasts {duration}s{expired}): Ready is still True, though the node lifecycle "
                 f"controller sets Ready Unknown {waits} after {start}, "
-                f"{duration_text((now - due).total_seconds())} ago; it has not, so here its "
-                "grace period is longer or it does not run (kube-controller-manager's "
-                "--controllers, its health)",
-                "medium",
+                f"{duration_text((now - due).total_seconds())} ago; it has not, "
+                + (
+                    "and by all signs it does not run: Ready node(s) "
+                    f"{', '.join(kept[:3])}{' …' if len(kept) > 3 else ''} still carry the "
+                    "not-ready NoSchedule taint it takes off a node once Ready "
+                    if kept
+                    else "so here its grace period is longer or it does not run "
+                )
+                + "(kube-controller-manager's --controllers, its health)",
+                "high" if kept else "medium",
                 evidence,
             )
         return Cause(
@@ -433,6 +446,21 @@ def unmarked_after(
     return max(shifted(renew, lasts), shifted(due, MARK_SLACK_SECONDS))
 
 
+def registration_taint_kept(snap: Snapshot, now: datetime) -> list[Obj]:
+    """Ready nodes, Ready for longer than the controller's next look, that still carry the
+    not-ready NoSchedule taint a kubelet registers with: the node lifecycle controller takes it
+    off a Ready node at once (doNoScheduleTaintingPass), so where it stays, that controller
+    does not run."""
+    out = []
+    for node in snap.nodes:
+        since = parse_time((ready_condition(node) or {}).get("lastTransitionTime"))
+        if not is_ready(node) or since is None or not past_mark(since, now):
+            continue
+        if any(t.key == facts.TAINT_NOT_READY and t.effect == "NoSchedule" for t in taints(node)):
+            out.append(node)
+    return out
+
+
 def lease_late(now: datetime, renewed: datetime, duration: int | None) -> bool:
     """The kubelet missed at least two renewals (it renews every quarter of the duration): a
     Ready node that will turn NotReady unless it renews soon."""
@@ -460,29 +488,6 @@ def _shutdown_cause(node: Obj, observed: str, evidence: list[str]) -> Cause:
         "attested",
         evidence,
     )
-
-
-def _failed_attach_events(snap: Snapshot) -> list[Obj]:
-    return [e for e in snap.events if e.get("reason") == "FailedAttachVolume"]
-
-
-def attached_volumes(snap: Snapshot, name: str, now: datetime, ready: bool) -> list[str]:
-    """VolumeAttachments that still bind volumes to this node, with Multi-Attach complaints
-    and when the attach-detach controller detaches them."""
-    out = []
-    failed_attach = snap.memo("nodes.failed-attach", _failed_attach_events)
-    for va in snap.attachments(nodes=[name]):
-        spec = va.get("spec") or {}
-        pv = (spec.get("source") or {}).get("persistentVolumeName") or "(inline volume)"
-        attached = (va.get("status") or {}).get("attached")
-        complaints = [e for e in failed_attach if f'"{pv}"' in (e.get("message") or "")]
-        note = f"{pv} (VolumeAttachment {va['metadata']['name']}, attached={attached})"
-        if complaints:
-            pods = sorted({(e.get("involvedObject") or {}).get("name", "?") for e in complaints})
-            note += f": Multi-Attach errors on {', '.join(pods)} waiting for it"
-        outlook = storage.detach_outlook(va, snap, now, node_ready=ready)
-        out.append(f"{note}; detach: {outlook}")
-    return out
 
 
 def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
@@ -529,7 +534,7 @@ def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
         ),
         failed=not ready_now,
         cloud_shutdown=cloud_shutdown,
-        volumes_attached=attached_volumes(snap, name, now, ready_now),
+        volumes_attached=storage.attached_volumes(snap, name, now, ready_now),
         lease_stale=(
             None
             if lease_age is None

@@ -538,3 +538,26 @@ def pinning_volume(pod: Obj, snap: Snapshot, node: str) -> tuple[str, Obj, Obj] 
         if pvc is not None and pv is not None and pinning_volume_of(pv, snap, node):
             return claim, pvc, pv
     return None
+
+
+def _failed_attach_events(snap: Snapshot) -> list[Obj]:
+    return [e for e in snap.events if e.get("reason") == "FailedAttachVolume"]
+
+
+def attached_volumes(snap: Snapshot, name: str, now: datetime, ready: bool) -> list[str]:
+    """VolumeAttachments that still bind volumes to this node, with Multi-Attach complaints
+    and when the attach-detach controller detaches them."""
+    out = []
+    failed_attach = snap.memo("storage.failed-attach", _failed_attach_events)
+    for va in snap.attachments(nodes=[name]):
+        spec = va.get("spec") or {}
+        pv = (spec.get("source") or {}).get("persistentVolumeName") or "(inline volume)"
+        attached = (va.get("status") or {}).get("attached")
+        complaints = [e for e in failed_attach if f'"{pv}"' in (e.get("message") or "")]
+        note = f"{pv} (VolumeAttachment {va['metadata']['name']}, attached={attached})"
+        if complaints:
+            pods = sorted({(e.get("involvedObject") or {}).get("name", "?") for e in complaints})
+            note += f": Multi-Attach errors on {', '.join(pods)} waiting for it"
+        outlook = detach_outlook(va, snap, now, node_ready=ready)
+        out.append(f"{note}; detach: {outlook}")
+    return out
