@@ -450,7 +450,11 @@ def registration_taint_kept(snap: Snapshot, now: datetime) -> list[Obj]:
     """Ready nodes, Ready for longer than the controller's next look, that still carry the
     not-ready NoSchedule taint a kubelet registers with: the node lifecycle controller takes it
     off a Ready node at once (doNoScheduleTaintingPass), so where it stays, that controller
-    does not run."""
+    does not run. Once per snapshot and moment (every overdue node asks)."""
+    return snap.memo(f"nodes.registration-taint/{now.isoformat()}", lambda s: _kept(s, now))
+
+
+def _kept(snap: Snapshot, now: datetime) -> list[Obj]:
     out = []
     for node in snap.nodes:
         since = parse_time((ready_condition(node) or {}).get("lastTransitionTime"))

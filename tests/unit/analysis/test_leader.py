@@ -755,11 +755,12 @@ def test_the_recorded_node_the_node_lifecycle_controller_never_marked() -> None:
     # registered with (recorded): the cause says it does not run, not "or its grace is longer"
     assert "by all signs it does not run" in node.cause.summary, node.cause.summary
     assert node.cause.confidence == "high"
-    for other in snap.nodes:
+    fresh = load("lifecycle-off")
+    for other in fresh.nodes:
         other["spec"]["taints"] = [
             t for t in other["spec"].get("taints") or [] if t["effect"] != "NoSchedule"
         ]
-    hedged = next(n for n in diagnose(snap, snap.captured_at).nodes if n.name == node.name)
+    hedged = next(n for n in diagnose(fresh, fresh.captured_at).nodes if n.name == node.name)
     assert "its grace period is longer or it does not run" in hedged.cause.summary
     # it never was NotReady: its Ready transition is its registration, not a return
     assert report.timelines is not None
