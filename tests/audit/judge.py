@@ -569,10 +569,18 @@ def _not_wanted(ctx: Ctx, kind: str) -> None:
     an owner that wants pods create one."""
     p = ctx.pred
     end = min(ctx.until, ctx.marks.remediated_before_return(p.node) or ctx.until)
-    new = _new_pods(ctx, p.at, end, same_name=p.controller == "bare")
+    if end == ctx.marks.back:
+        # creation times are cut to the second: a pod stamped in the second the node came back
+        # may have been made after it (2080/125: a StatefulSet's lower ordinals, recreated the
+        # moment the kubelet removed their old objects)
+        end = end.replace(microsecond=0) - timedelta(microseconds=1)
+    # a StatefulSet's pod is one name: a pod of another ordinal is not made for it (2080/125)
+    by_name = p.controller in ("bare", "statefulset")
+    new = _new_pods(ctx, p.at, end, same_name=by_name)
     # A new pod may replace ANOTHER pod of the owner that stopped counting in the window (the
     # owner's other pod on the node, evicted later: audit 2036/140); it is not this one's.
-    freed = _others_gone(ctx, p.at, end)
+    # One of the same name is this one's.
+    freed = [] if by_name else _others_gone(ctx, p.at, end)
     observed = (
         f"{len(new)} new pod(s) of the owner (first {new[0].name} at {_fmt(new[0].created)}), "
         f"{len(freed)} other pod(s) of it deleted or gone meanwhile"

@@ -1108,3 +1108,23 @@ def test_a_recreate_rollout_is_judged_blocked_only_while_the_pod_is_not_failed()
     early = replace(newer, created=at(90))
     before = history([(86, [old]), (91, [old, early]), (95, [failed, early])])
     assert verdicts([pred], before, "replacement:blocked") == [False]
+
+
+def test_a_statefulset_pod_not_wanted_is_judged_on_its_own_name() -> None:
+    """Audit 2080/125: w-2 outside replicas after a scale-down; at the node's return the set
+    recreated w-0 and w-1 (wanted), stamped in the second it came back. "The owner creates none
+    for it" is about w-2: other ordinals are not made for it, and a pod stamped in the return's
+    second may be made after the return. A new w-2 before the return is wrong."""
+    pred = d2_prediction(
+        "statefulset", name="w-2", replacement_state="not-wanted", if_node_returns=""
+    )
+    old = evicted(pod(name="w-2", owner_kind="StatefulSet", owner_uid="sts"), 40)
+    others = [
+        pod(name=f"w-{i}", uid=f"n{i}", owner_kind="StatefulSet", owner_uid="sts", created=at(110))
+        for i in range(2)
+    ]
+    back = history([(86, [old]), (112, [old, *others])])
+    assert verdicts([pred], back, "replacement:not-wanted") == [True]
+    twin = pod(name="w-2", uid="new", owner_kind="StatefulSet", owner_uid="sts", created=at(100))
+    made = history([(86, [old]), (101, [old, twin])])
+    assert verdicts([pred], made, "replacement:not-wanted") == [False]
