@@ -86,7 +86,12 @@ def _job_held_open(ctx: Context, job_obj: Obj, name: str, rep: Replacement) -> E
         else f"Job {name} cannot be {target} {while_it}",
         list(rep.pods),
     )
-    returns = f"kubelet removes the old pod; then Job {name} is {target}" + (
+    returns = (
+        f"kubelet ends the old pod (Failed or Succeeded; its finalizers keep the object); then "
+        f"Job {name} is {target}"
+        if ctx.foreign_finalizers
+        else f"kubelet removes the old pod; then Job {name} is {target}"
+    ) + (
         f", and CronJob {cron['metadata']['name']}, whose Forbid skipped its runs while the Job "
         "was active, starts runs again."
         if runs_again and cron is not None

@@ -146,7 +146,10 @@ def _recreate_blocked(ctx: Context, waits: tuple[str, list[Premise]]) -> Explain
                 "if-node-returns",
                 "returns",
                 (
-                    "kubelet stops the old containers and removes the object; then Deployment "
+                    "kubelet stops the old containers (its finalizers keep the object); then "
+                    "Deployment "
+                    if ctx.node and ctx.foreign_finalizers
+                    else "kubelet stops the old containers and removes the object; then Deployment "
                     if ctx.node
                     else "it is on no node, so no node's return ends it: PodGC marks it Failed, "
                     "and then Deployment "

@@ -357,5 +357,8 @@ def test_a_recreate_rollout_waits_on_a_pods_phase_not_on_its_object() -> None:
     # says so; the pod on no node is ended by PodGC, not by any node's return
     assert "What follows needs only the pod ended (Failed or Succeeded)" in dead.if_node_returns
     assert "Only then" not in dead.if_node_returns, dead.if_node_returns
+    # and nothing there says the object goes: its finalizer keeps it (the quick audit, 17/4)
+    assert "its finalizers keep the object" in dead.if_node_returns, dead.if_node_returns
+    assert "removes the object" not in dead.if_node_returns
     returns = [c.text for c in unbound.claims if c.kind == "if-node-returns"]
     assert all(t.startswith("it is on no node, so no node's return ends it") for t in returns)
