@@ -54,12 +54,13 @@ def _leases_needed(
     out = []
     for lease in listed:
         name = lease["metadata"].get("name")
-        if name in wanted or (name in ready and _late(lease, now)):
+        if name in wanted or (name in ready and lease_is_late(lease, now)):
             out.append(lease)
     return out
 
 
-def _late(lease: Obj, now: datetime) -> bool:
+def lease_is_late(lease: Obj, now: datetime) -> bool:
+    """The kubelet missed two renewals of this Lease (nodes.lease_late)."""
     spec = lease.get("spec") or {}
     renewed = parse_time(spec.get("renewTime")) if isinstance(spec.get("renewTime"), str) else None
     duration = spec.get("leaseDurationSeconds")

@@ -39,12 +39,11 @@ from kubectl_nodefail.analysis.leader import expires, leader
 from kubectl_nodefail.analysis.nodes import (
     LEADER_GAP,
     kubectl_status,
-    lease_late,
     unmarked_after,
 )
 from kubectl_nodefail.cluster.gather import MARKED_LATE_GAP, focus_nodes
 from kubectl_nodefail.cluster.kube import Cluster
-from kubectl_nodefail.cluster.nodes_read import NODE_LEASES, _lease_kept
+from kubectl_nodefail.cluster.nodes_read import NODE_LEASES, _lease_kept, lease_is_late
 from kubectl_nodefail.cluster.resources import OWNER_PATHS, node_path, owners_path
 from kubectl_nodefail.cluster.watchstream import (
     Change,
@@ -275,16 +274,6 @@ class Interest:
         return min(times, default=None)
 
 
-def _late(lease: Obj, now: datetime) -> bool:
-    """The kubelet missed two renewals of this Lease (nodes.lease_late)."""
-    spec = lease.get("spec") or {}
-    renew, lasts = spec.get("renewTime"), spec.get("leaseDurationSeconds")
-    renewed = parse_time(renew) if isinstance(renew, str) else None
-    return renewed is not None and lease_late(
-        now, renewed, lasts if isinstance(lasts, int) else None
-    )
-
-
 def _renewed(lease: Obj) -> str:
     return str((lease.get("spec") or {}).get("renewTime"))
 
@@ -297,7 +286,7 @@ def _late_ready(snap: Snapshot) -> dict[str, str]:
         if x["metadata"].get("namespace") == facts.NODE_LEASE_NAMESPACE
         and (node := snap.node(str(x["metadata"].get("name")))) is not None
         and kubectl_status(node).startswith("Ready")
-        and _late(x, snap.captured_at)
+        and lease_is_late(x, snap.captured_at)
     }
 
 
@@ -313,7 +302,7 @@ def _unmarked_after(snap: Snapshot, only_nodes: Collection[str]) -> dict[str, da
         node = snap.node(name)
         if lease["metadata"].get("namespace") != facts.NODE_LEASE_NAMESPACE or node is None:
             continue
-        if not _late(lease, snap.captured_at):
+        if not lease_is_late(lease, snap.captured_at):
             continue  # renewing: nothing is coming
         after = unmarked_after(node, lease, chief, snap.server_minor)
         if name not in read and after is not None and after > snap.captured_at:
@@ -470,7 +459,7 @@ class Follower:
             str(x["metadata"].get("name"))
             for x in leases
             if x["metadata"].get("name") in ready
-            and _late(x, now)
+            and lease_is_late(x, now)
             and known.get(str(x["metadata"].get("name"))) != _renewed(x)
         )
         return [f"node {name}'s kubelet missed two renewals of its lease" for name in silent[:1]]
