@@ -7,8 +7,6 @@ attestation: `printable`). The text is escaped (printable.clean) before any widt
 
 from __future__ import annotations
 
-import textwrap
-
 from kubectl_nodefail.analysis import outage, summary
 from kubectl_nodefail.analysis.findings import Report
 from kubectl_nodefail.analysis.text import duration, plural
@@ -24,14 +22,9 @@ OUTAGE_ACTIONS = 2
 
 
 def _lines(text: str, width: int, subsequent_indent: str = "") -> list[str]:
-    """Wrapped at spaces only: names (node-1, out-of-service) are never cut at a hyphen."""
-    return textwrap.wrap(
-        text,
-        width=width,
-        subsequent_indent=subsequent_indent,
-        break_on_hyphens=False,
-        break_long_words=False,
-    )
+    """Wrapped at spaces only: names (node-1, out-of-service) are never cut at a hyphen; a word
+    longer than a line (a dump's path) is cut in its middle (fit.prose)."""
+    return fit.prose(text, width, indent=subsequent_indent) if text.strip() else []
 
 
 OUTAGE_NODE_COLUMNS = [

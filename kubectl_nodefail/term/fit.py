@@ -165,10 +165,12 @@ def lines(cols: list[Col], rows: list[list[Any]], limit: int | None) -> list[str
 
 def prose(text: str, limit: int | None, indent: str = "  ", first: str = "") -> list[str]:
     """`text` wrapped at spaces only (a name or a taint such as node.kubernetes.io/out-of-service
-    is never cut, even at a hyphen); one line when there is no limit."""
+    is never cut, even at a hyphen); one line when there is no limit. A word longer than a whole
+    line (a dump's path, a 253-character name) is the one thing cut, in its middle as a table's
+    name is (`/check/wo…/dump.json`): never wrapped into a second line, never past `limit`."""
     if limit is None:
         return [first + text]
-    return textwrap.wrap(
+    wrapped = textwrap.wrap(
         text,
         width=limit,
         initial_indent=first,
@@ -176,6 +178,15 @@ def prose(text: str, limit: int | None, indent: str = "  ", first: str = "") -> 
         break_on_hyphens=False,
         break_long_words=False,
     ) or [first.rstrip()]
+    return [_within(line, first if i == 0 else indent, limit) for i, line in enumerate(wrapped)]
+
+
+def _within(line: str, lead: str, limit: int) -> str:
+    """A wrapped line within `limit`: only a line holding one over-long word is wider, and that
+    word is cut (after `lead`, the line's indent)."""
+    if len(line) <= limit:
+        return line
+    return lead + cut(line[len(lead) :], max(limit - len(lead), 1), middle=True)
 
 
 def command(line: str, limit: int | None, indent: str = "        ") -> list[str]:

@@ -236,3 +236,44 @@ def test_the_width_comes_from_the_terminal_never_from_a_pipe() -> None:
     assert fit.width(io.StringIO(), env={"COLUMNS": "80"}) is None
     assert fit.width(Tty(), env={"COLUMNS": "97"}) == 97
     assert fit.width(Tty(), env={"COLUMNS": "junk"}) is None  # and no size: no width
+
+
+@given(
+    words=st.lists(  # of any length to 240 (st.text's sizes stay small: long ones are rare)
+        st.builds(
+            lambda n, unit: (unit * n)[:n],
+            st.integers(min_value=1, max_value=240),
+            st.sampled_from(["ab/", "c-d.", "x", "node-"]),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    limit=st.integers(min_value=20, max_value=200),
+)
+def test_prose_is_within_its_limit_and_cuts_only_a_word_longer_than_a_line(
+    words: list[str], limit: int
+) -> None:
+    lines = fit.prose(" ".join(words), limit, indent="  ")
+    assert all(len(line) <= limit for line in lines), lines
+    room = limit - 2  # the narrowest line: a continuation's
+    for word in words:
+        if len(word) <= room:  # it fits a line: wrapped whole, never cut
+            assert any(word in line.split() for line in lines), (word, lines)
+
+
+@pytest.mark.parametrize("width", [80, 120, 200])
+def test_a_dump_read_from_a_long_path_still_fits_and_keeps_its_file_name(
+    tmp_path: Path, width: int
+) -> None:
+    """CI's checkout path is longer than this one's: a headline naming the dump read (as
+    --from-file does) must fit any terminal whatever the path, the file's name kept."""
+    deep = tmp_path.joinpath(*(["a-rather-long-directory-name"] * 6))
+    deep.mkdir(parents=True)
+    dump = deep / "recreate-rollout-unscheduled-terminating.json"
+    dump.write_bytes((FIXTURES / dump.name).read_bytes())
+    report, view = _report(dump)
+    assert len(str(dump)) > 200  # wider than any width here
+    text = render.table(report, outage_view=view, width=width)
+    too_long = [line for line in text.splitlines() if len(line) > width]
+    assert not too_long, "\n".join(too_long)
+    assert f"/{dump.name}," in text
