@@ -119,15 +119,19 @@ def one(
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     docs: list[tuple[float, dict[str, Any]]] = []
+    said: list[tuple[float, str]] = []  # stderr (-v: each step of each read), as it came
     reader = threading.Thread(
         target=lambda: docs.extend((time.monotonic(), json.loads(x)) for x in proc.stdout or []),
         daemon=True,
     )
     reader.start()
+    threading.Thread(
+        target=lambda: said.extend((time.monotonic(), x) for x in proc.stderr or []), daemon=True
+    ).start()
     t0 = time.monotonic()
     while not docs:
         if proc.poll() is not None or time.monotonic() - t0 > 600:
-            raise RuntimeError(f"no first diagnosis: {proc.stderr.read() if proc.stderr else ''}")
+            raise RuntimeError(f"no first diagnosis: {''.join(x for _, x in said)}")
         time.sleep(0.2)
     first = docs[0][0] - t0
     time.sleep(3)  # the first read's last requests (owners, siblings) land
@@ -147,7 +151,14 @@ def one(
                 seen = at - failed_at
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    time.sleep(0.5)  # the budget's last lines
+    err = "".join(x for _, x in said)
+    steps = [
+        f"{at - failed_at:6.2f} s  {x.rstrip()}"
+        for at, x in said
+        if failed_at <= at and x.startswith("...") and (seen is None or at <= failed_at + seen)
+    ]
     return {
         "first_read_s": round(first, 2),
         "quiet_s": round(quiet, 1),
@@ -161,6 +172,7 @@ def one(
         },
         "plugin_cpu_share": round((plugin1 - plugin0) / quiet, 4),
         "failed_node_shown_after_s": None if seen is None else round(seen, 2),
+        "failed_node_read_steps": steps,  # -v's steps of the reads until it was shown
         "budget": [
             line.rstrip() for line in err.splitlines() if line.startswith(("requests:", "  "))
         ],
@@ -174,13 +186,19 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--beats", type=int, default=1000, help="node status reports a minute")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "watch"))
+    parser.add_argument(
+        "--designs", default="watches,every interval", help="which of the two to run"
+    )
     args = parser.parse_args()
     size = cluster.Size.parse(args.size)
     args.nodes = size.nodes
     bindir = cluster.binaries()
     work = Path(tempfile.mkdtemp(prefix="nodefail-bench-watch-"))
     rows = {}
+    chosen = set(args.designs.split(","))
     for design, code in (("watches", WATCHING), ("every interval", POLLING)):
+        if design not in chosen:
+            continue
         server = cluster.start(bindir, size, work / design.replace(" ", "-"), log=print)
         try:
             cluster.fail_nodes(server, size.nodes, args.failed)

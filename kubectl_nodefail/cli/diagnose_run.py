@@ -109,10 +109,14 @@ def diagnose(
 
     if watch:
         out = sys.stdout
+        follow = _follower(conn, namespaces, nodes) if live else None
 
         def refresh() -> Any:
             _renew_deadline()
-            return load_snapshot(conn, from_file, False, nodes, namespaces, warn=False)
+            kept = follow.pod_lists() if follow is not None else None
+            return load_snapshot(
+                conn, from_file, False, nodes, namespaces, warn=False, pod_lists=kept
+            )
 
         code = watching.run(
             refresh,
@@ -123,7 +127,7 @@ def diagnose(
             tty=on_screen,
             title=f"{program_name()} diagnose {' '.join(nodes)}".rstrip(),
             one_line=output == "json",
-            follow=_follower(conn, namespaces, nodes) if live else None,
+            follow=follow,
         )
         leave_now(code)  # Ctrl-C ended the watch: not after the refresh still in flight
     if many:

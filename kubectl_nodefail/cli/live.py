@@ -24,9 +24,11 @@ def load_snapshot(
     nodes: tuple[str, ...],
     namespaces: tuple[str, ...],
     warn: bool = True,
+    pod_lists: dict[str, list[Any]] | None = None,
 ) -> Any:
     """A Snapshot from a dump file, the bundled demo, or the live cluster. `warn`: say on
-    stderr which -n namespaces the cluster does not have (not under --watch's screen)."""
+    stderr which -n namespaces the cluster does not have (not under --watch's screen).
+    `pod_lists`: examined nodes' pods --watch still holds (gather)."""
     if demo:
         path = demo_path()
         click.echo(f"(demo: a snapshot recorded from a real control plane: {path})", err=True)
@@ -36,7 +38,11 @@ def load_snapshot(
     cluster = conn.cluster()
     try:
         snap = gathered(
-            cluster, only_nodes=nodes, namespaces=namespaces, progress=reporter(conn.verbose)
+            cluster,
+            only_nodes=nodes,
+            namespaces=namespaces,
+            progress=reporter(conn.verbose),
+            pod_lists=pod_lists,
         )
         if warn:
             warn_unknown_namespaces(cluster, namespaces)

@@ -154,8 +154,14 @@ def gather(
     only_nodes: Collection[str] = (),
     namespaces: Collection[str] = (),
     progress: Progress = _quiet,
+    pod_lists: dict[str, list[Obj]] | None = None,
 ) -> Snapshot:
+    """The snapshot. `pod_lists` (diagnose --watch: watch/follow.py): each examined node's pods
+    as an earlier read listed them, kept while the watch of pods saw no change to a pod of that
+    node since; a node found there is not listed again, and the dict is left holding this
+    read's lists of the examined nodes."""
     clock = now or (lambda: datetime.now(timezone.utc))
+    kept = dict(pod_lists or {})
     reader = _Reader(cluster)
     progress("reading nodes; scanning pods for Terminating ones")
     with kube.thread_pool(6) as pool:
@@ -192,8 +198,9 @@ def gather(
         )
         nodes = f_nodes.result()
         focus = focus_nodes(nodes, only_nodes)
+        fresh = [name for name in focus if name not in kept]
         f_on_nodes = pool.submit(
-            kube.parallel, lambda name: _pods_on(cluster, namespaces, name), focus
+            kube.parallel, lambda name: _pods_on(cluster, namespaces, name), fresh
         )
         failed = [n["metadata"]["name"] for n in nodes if not is_ready(n)]
         f_unscheduled = pool.submit(_pinned_pending, cluster, reader, namespaces, failed)
@@ -205,11 +212,16 @@ def gather(
         silent = (
             [] if only_nodes else _unmarked(cluster, reader, nodes, leases, focus, version, clock())
         )
-        on_nodes = [
-            *f_on_nodes.result(),
-            *kube.parallel(lambda name: _pods_on(cluster, namespaces, name), silent),
-        ]
+        more = [name for name in silent if name not in kept]
+        listed = {
+            **dict(zip(fresh, f_on_nodes.result())),
+            **dict(zip(more, kube.parallel(lambda n: _pods_on(cluster, namespaces, n), more))),
+        }
         focus = [*focus, *silent]  # a new list: the one above may still be read
+        on_nodes = {name: listed[name] if name in listed else kept[name] for name in focus}
+    if pod_lists is not None:
+        pod_lists.clear()
+        pod_lists.update(on_nodes)
     missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
     if missing:
         reader.gaps.append(f"nodes not found: {', '.join(sorted(missing))}")
@@ -217,10 +229,15 @@ def gather(
     progress(f"{len(nodes)} nodes, {len(focus)} to examine, {len(candidates)} Terminating pods")
 
     pods: dict[str, Obj] = {}
-    for batch in on_nodes:
+    for batch in on_nodes.values():
         for pod in batch:
             pods[pod["metadata"]["uid"]] = pod
-    progress(f"{len(pods)} pods on examined nodes; reading Terminating pods elsewhere")
+    held = len(focus) - len(listed)
+    progress(
+        f"{len(pods)} pods on examined nodes"
+        + (f" ({held} of {len(focus)} nodes' lists unchanged since the last read)" if held else "")
+        + "; reading Terminating pods elsewhere"
+    )
     for pod in _full_pods(cluster, candidates, focus_set, pods):
         pods.setdefault(pod["metadata"]["uid"], pod)
     pods.update(_waiting_for_attach(cluster, reader, events, namespaces, pods))

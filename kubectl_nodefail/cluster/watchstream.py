@@ -161,6 +161,7 @@ class Watcher(threading.Thread):
         super().__init__(name=f"watch {resource.name}", daemon=True)
         self.cluster, self.resource, self.out = cluster, resource, out
         self.version = ""
+        self.primes = 0  # lists made to start from (each a new start: events before it unseen)
         self.columns: list[str] = []
         self.stopping = threading.Event()
         self._resp: Any = None
@@ -172,6 +173,7 @@ class Watcher(threading.Thread):
             self.resource.path, {**self.resource.query, "limit": 1}, METADATA_ONLY
         )
         self.version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+        self.primes += 1
 
     def stop(self) -> None:
         self.stopping.set()

@@ -23,6 +23,11 @@ a stale lease into the Node's Ready: the cluster is then read every interval unt
 
 A read made for a change reads everything again, so the screen is what a fresh `diagnose`
 shows at that moment; the changes that arrive while it reads are judged against it afterwards.
+Except one thing, the bulk of a read at scale (one list per examined node): an examined node's
+pods as the last read listed them are kept (`pod_lists`) while the watch of pods shows no
+change to a pod of that node since that list was asked for, and while that watch has run
+without a gap (not broken or started again since); a change to such a pod also reads again
+(a pod on an examined node), and that read lists the node anew.
 """
 
 from __future__ import annotations
@@ -339,6 +344,53 @@ class Follower:
         self.swept = time.monotonic()  # when node leases were last read (a read, or the sweep)
         self.off = ""  # why the cluster is read every --interval instead (no watch of pods)
         self._wanted = resources(namespaces)
+        # each examined node's pods as the last read listed them, less the nodes a pod change
+        # has touched since; valid while the watches of pods are those of `kept_since` (how
+        # many times each had to start over when the lists were asked for)
+        self.kept: dict[str, list[Obj]] = {}
+        self.kept_since: tuple[int, ...] = ()
+        self.backlog: list[Change] = []  # taken off the queue before a read, judged after it
+
+    def pod_lists(self) -> dict[str, list[Obj]] | None:
+        """Before a read: the examined nodes' pod lists it may take instead of listing them
+        again (gather fills the dict with its own); None when the watches cannot tell (no watch
+        of pods, or one down or started over since the lists were read)."""
+        self._drain()
+        pods = [w for w in self.watchers if w.resource.name == "pods"]
+        now = tuple(w.primes for w in pods)
+        if self.off or not pods or any(not w.version for w in pods):
+            self.kept, self.kept_since = {}, ()
+            return None
+        if now != self.kept_since:
+            self.kept = {}
+        self.kept_since = now
+        return self.kept
+
+    def _drain(self) -> None:
+        """Every change queued so far taken now (each pod change drops its node's kept list)
+        and kept for the next `wait` to judge."""
+        while True:
+            try:
+                change = self.changes.get_nowait()
+            except queue.Empty:
+                return
+            self._touch(change)
+            self.backlog.append(change)
+
+    def _touch(self, change: Change) -> None:
+        if change.resource == "pods" and change.row.node:
+            self.kept.pop(change.row.node, None)
+
+    def _next(self) -> Change | None:
+        """A change not yet judged: those taken before the read first."""
+        if self.backlog:
+            return self.backlog.pop(0)
+        try:
+            change = self.changes.get_nowait()
+        except queue.Empty:
+            return None
+        self._touch(change)
+        return change
 
     def prime(self) -> None:
         """Each watch's starting resourceVersion, read now (before the first read of the
@@ -389,9 +441,8 @@ class Follower:
             reasons += self._sweep()
         # what came during the read first: a renewal queued then moves a deadline due now
         while True:
-            try:
-                came = self.changes.get_nowait()
-            except queue.Empty:
+            came = self._next()
+            if came is None:
                 break
             self.heard = time.monotonic()
             reasons += self._refused(came) if came.kind == "refused" else []
@@ -416,6 +467,7 @@ class Follower:
                 change = None
             if change is not None:
                 self.heard = time.monotonic()
+                self._touch(change)
             if change is not None and change.kind == "refused":
                 reasons += self._refused(change)
                 continue

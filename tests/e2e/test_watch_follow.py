@@ -186,6 +186,59 @@ def test_with_nothing_changing_the_watch_reads_nothing(
     assert {"watch nodes", "watch pods", "watch replicasets.apps"} <= set(sent), sent
 
 
+def test_a_failed_nodes_pods_unchanged_since_the_last_read_are_not_listed_again(
+    control_plane: ControlPlane, plugin: Plugin
+) -> None:
+    """The bulk of a read at scale, one pod list per examined node, kept by the watch: once a
+    failed node's pods are quiet (not Ready, tolerating for 10 minutes), a second node failing
+    reads its own pods but not the first's again (-v says so), and the screen is still what a
+    fresh diagnose shows."""
+    cp = control_plane
+    ns, nodes = "scenario-keep", ("keep-a", "keep-b")
+    for node in nodes:
+        cp.add_failable_node(node)
+        wait_node_ready(cp, node)
+    cp.apply(
+        w.namespace(ns),
+        w.deployment(ns, "slow", prefer=nodes[0], toleration_seconds=600, grace=5),
+        w.deployment(ns, "other", prefer=nodes[1], toleration_seconds=600, grace=5),
+    )
+    wait_running_on(cp, ns, "slow", nodes[0])
+    wait_running_on(cp, ns, "other", nodes[1])
+    watch = JsonWatch(cp, plugin)
+
+    def shown(node: str) -> bool:
+        return bool(watch.docs) and shown_in(watch.docs[-1], node)
+
+    try:
+        wait_for("a first document", lambda: watch.docs, 30)
+        cp.stop_kubelet(nodes[0])
+        wait_for(f"{nodes[0]} NotReady on the watch", lambda: shown(nodes[0]), 90)
+        time.sleep(6)  # its pods marked not Ready and read again: then quiet
+        _same_as_fresh(plugin, watch)
+        before = len(watch.errors)
+        cp.stop_kubelet(nodes[1])
+        wait_for(f"{nodes[1]} NotReady on the watch", lambda: shown(nodes[1]), 90)
+        time.sleep(2)
+        _same_as_fresh(plugin, watch)
+        said = watch.errors[before:]
+    finally:
+        watch.end()
+        for node in nodes:
+            cp.start_kubelet(node)
+        cp.kubectl("delete", "namespace", ns, "--wait=false")
+    kept = [line for line in said if "lists unchanged since the last read" in line]
+    assert kept, "".join(said)
+    doc = next(d for d in reversed(watch.docs) if all(shown_in(d, n) for n in nodes))
+    on_first = [p for p in doc["pods"] if p["node"] == nodes[0]]
+    assert on_first and all(p["namespace"] == ns for p in on_first), doc["pods"]
+
+
+def shown_in(doc: dict[str, Any], node: str) -> bool:
+    """The diagnosis `doc` lists `node` NotReady."""
+    return any(n["name"] == node and n["status"] == "NotReady" for n in doc["nodes"])
+
+
 class Recorder:
     """NODEFAIL_RECORD=1: the raw streams of three watches (Nodes as Table rows, Pods as Table
     rows with metadata, ReplicaSets as metadata) and dumps at three moments, for the unit tests

@@ -807,3 +807,64 @@ def test_the_sweep_reads_again_only_for_a_renewal_the_read_did_not_have() -> Non
     assert follower._sweep() == []
     Leases.renewed = _micro(datetime.now(timezone.utc) - timedelta(seconds=30))
     assert follower._sweep() == [f"node {name}'s kubelet missed two renewals of its lease"]
+
+
+class _PodsWatch:
+    """A watch of pods as pod_lists reads it: started from a version, started over `primes`
+    times."""
+
+    def __init__(self) -> None:
+        self.resource = Resource("pods", "/api/v1/pods")
+        self.version, self.primes = "100", 1
+
+
+def _keeping(snap: Snapshot) -> tuple[Follower, _PodsWatch, dict[str, list[Any]]]:
+    """A follower after a read of `snap` that listed each examined node's pods."""
+    follower = Follower(None, (), ())  # type: ignore[arg-type]
+    watch = _PodsWatch()
+    follower.watchers = [watch]  # type: ignore[list-item]
+    follower.primed = True
+    kept = follower.pod_lists()
+    assert kept == {}
+    focus = Interest.of(snap).focus
+    kept.update(
+        {n: [p for p in snap.pods if p["spec"].get("nodeName") == n] for n in sorted(focus)}
+    )
+    follower.interest = Interest.of(snap)
+    return follower, watch, kept
+
+
+def test_a_nodes_pods_are_kept_until_a_change_to_one_of_them_is_seen() -> None:
+    """The recorded streams after the read made while the node was down: the first change to
+    a pod on the examined node drops that node's list (the next read lists it again), even one
+    taken off the queue just before the read, and it is still judged after the read."""
+    times, _ = _recorded()
+    snap = _dump("during")
+    follower, _, kept = _keeping(snap)
+    node = next(iter(kept))
+    assert follower.pod_lists() == kept and kept[node]  # nothing seen: kept whole
+    other = Change("pods", "MODIFIED", Row(name="x", uid="u-x", version="9", node="elsewhere"))
+    follower.changes.put(other)
+    assert node in (follower.pod_lists() or {})  # a pod of another node: kept
+    after = [c for c in _between(times["during"], times["evicted"]) if c.resource == "pods"]
+    mine = next(c for c in after if c.row.node == node)
+    follower.changes.put(mine)
+    assert node not in (follower.pod_lists() or {})  # taken off before the read: dropped
+    assert follower.wait(0.05)  # and judged after it: a reason to read again
+    assert not follower.backlog and follower.changes.empty()
+
+
+def test_no_list_is_kept_across_a_gap_in_the_watch_of_pods() -> None:
+    """A watch of pods that started over (a 410, a broken stream: events between unseen), or
+    that is down now (no version to go on from), keeps nothing; no watch of pods, nothing."""
+    snap = _dump("during")
+    follower, watch, kept = _keeping(snap)
+    assert kept
+    watch.primes += 1  # started over since the lists were asked for
+    assert follower.pod_lists() == {}
+    follower, watch, kept = _keeping(snap)
+    watch.version = ""  # down: listing again before it watches
+    assert follower.pod_lists() is None and not follower.kept
+    follower, _, _ = _keeping(snap)
+    follower.off = "no watch of pods (refused)"
+    assert follower.pod_lists() is None
