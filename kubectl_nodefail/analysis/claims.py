@@ -152,23 +152,36 @@ def read(obj: Obj, path: str) -> Any:
     """The value at `path` in `obj` (None where absent): the analysis' own reader. premises.py
     has its own, so that a wrong reader here cannot vouch for itself."""
     value: Any = obj
-    for key, sel_key, sel_value, bracket in _steps(path):
+    for name, wanted in _compiled(path):
         if value is None:
             return None
-        if sel_key is not None:
-            wanted = _selector(sel_key, sel_value)
-            value = next(
-                (
-                    e
-                    for e in value or []
-                    if isinstance(e, dict) and all(e.get(k) == v for k, v in wanted)
-                ),
-                None,
-            )
-        else:
-            name = key if key is not None else bracket
+        if wanted is None:
             value = value.get(name) if isinstance(value, dict) else None
+            continue
+        found = None
+        if isinstance(value, (list, tuple)):
+            for e in value:
+                if not isinstance(e, dict):
+                    continue
+                for k, v in wanted:
+                    if e.get(k) != v:
+                        break
+                else:  # every pair matched
+                    found = e
+                    break
+        value = found
     return value
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(path: str) -> tuple[tuple[Any, Any], ...]:
+    """A path's steps as `read` takes them: (key, None), or (None, the selector's pairs)."""
+    return tuple(
+        (key if key is not None else bracket, None)
+        if sel_key is None
+        else (None, _selector(sel_key, sel_value))
+        for key, sel_key, sel_value, bracket in _steps(path)
+    )
 
 
 def _canonical(value: Any) -> Any:
