@@ -113,10 +113,8 @@ def diagnose(
 
         def refresh() -> Any:
             _renew_deadline()
-            kept = follow.pod_lists() if follow is not None else None
-            return load_snapshot(
-                conn, from_file, False, nodes, namespaces, warn=False, pod_lists=kept
-            )
+            kept = follow.kept_reads() if follow is not None else None
+            return load_snapshot(conn, from_file, False, nodes, namespaces, warn=False, kept=kept)
 
         code = watching.run(
             refresh,

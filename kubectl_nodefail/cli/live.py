@@ -24,11 +24,11 @@ def load_snapshot(
     nodes: tuple[str, ...],
     namespaces: tuple[str, ...],
     warn: bool = True,
-    pod_lists: dict[str, list[Any]] | None = None,
+    kept: Any = None,
 ) -> Any:
     """A Snapshot from a dump file, the bundled demo, or the live cluster. `warn`: say on
     stderr which -n namespaces the cluster does not have (not under --watch's screen).
-    `pod_lists`: examined nodes' pods --watch still holds (gather)."""
+    `kept`: what --watch carries from its last read (gather)."""
     if demo:
         path = demo_path()
         click.echo(f"(demo: a snapshot recorded from a real control plane: {path})", err=True)
@@ -42,7 +42,7 @@ def load_snapshot(
             only_nodes=nodes,
             namespaces=namespaces,
             progress=reporter(conn.verbose),
-            pod_lists=pod_lists,
+            kept=kept,
         )
         if warn:
             warn_unknown_namespaces(cluster, namespaces)

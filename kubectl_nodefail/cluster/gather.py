@@ -49,6 +49,7 @@ from kubectl_nodefail.cluster.nodes_read import (
 )
 from kubectl_nodefail.cluster.owners_read import _owner_refs, _owners_and_siblings
 from kubectl_nodefail.cluster.pods_read import (
+    Kept,
     _claims,
     _deleted_finished,
     _full_pods,
@@ -56,6 +57,7 @@ from kubectl_nodefail.cluster.pods_read import (
     _pods_on,
     _terminating_rows,
     _waiting_for_attach,
+    deleting_of,
 )
 from kubectl_nodefail.cluster.reads import Progress, _quiet, _Reader
 from kubectl_nodefail.cluster.siblings_read import (
@@ -116,7 +118,7 @@ def _unmarked(
     as stuck as a failed node's and are read too (analysis/unmarked.py). The leader's Lease is
     read for this only when a Ready node's lease is late; the snapshot's own copy is read last
     (gather)."""
-    late = [x for x in leases if x["metadata"].get("name") in _late_ready(leases, focus)]
+    late = _late_leases(leases, focus)
     if not late:
         return []
     chief = reader.optional(LEADER_GAP, lambda: _leader_lease(cluster), [])
@@ -137,14 +139,15 @@ def _silent(
     return unmarked.silent(nodes, late, lead, minor_of(version), now, read)
 
 
-def _late_ready(leases: list[Obj], focus: Collection[str]) -> list[str]:
-    """The nodes not examined whose late leases were read: Ready nodes whose kubelet stopped
-    renewing (nodes_read._leases_needed)."""
+def _late_leases(leases: list[Obj], focus: Collection[str]) -> list[Obj]:
+    """The late leases read of nodes not examined: Ready nodes whose kubelet stopped renewing
+    (nodes_read._leases_needed)."""
+    examined = set(focus)
     return [
-        str(lease["metadata"]["name"])
+        lease
         for lease in leases
         if lease["metadata"].get("namespace") == facts.NODE_LEASE_NAMESPACE
-        and lease["metadata"].get("name") not in focus
+        and lease["metadata"].get("name") not in examined
     ]
 
 
@@ -154,14 +157,14 @@ def gather(
     only_nodes: Collection[str] = (),
     namespaces: Collection[str] = (),
     progress: Progress = _quiet,
-    pod_lists: dict[str, list[Obj]] | None = None,
+    kept: Kept | None = None,
 ) -> Snapshot:
-    """The snapshot. `pod_lists` (diagnose --watch: watch/follow.py): each examined node's pods
-    as an earlier read listed them, kept while the watch of pods saw no change to a pod of that
-    node since; a node found there is not listed again, and the dict is left holding this
-    read's lists of the examined nodes."""
+    """The snapshot. `kept` (diagnose --watch: watch/follow.py): what an earlier read had and
+    the watch of pods shows unchanged since (an examined node's pods, the pods being deleted),
+    taken instead of read again; left holding this read's own."""
     clock = now or (lambda: datetime.now(timezone.utc))
-    kept = dict(pod_lists or {})
+    lists = dict(kept.pods_on) if kept is not None else {}
+    deleting = kept.deleting if kept is not None and not only_nodes else None
     reader = _Reader(cluster)
     progress("reading nodes; scanning pods for Terminating ones")
     with kube.thread_pool(6) as pool:
@@ -170,7 +173,7 @@ def gather(
         # the scans (which grow with the whole cluster) still run.
         f_version = pool.submit(cluster.server_version)
         f_nodes = pool.submit(cluster.list_all, kube.node_path(), "Node", limit=kube.NODE_PAGE_SIZE)
-        skip_scan = bool(only_nodes)
+        skip_scan = bool(only_nodes) or deleting is not None
         f_table = pool.submit(_terminating_rows, cluster, namespaces, skip_scan)
         f_finished = pool.submit(_deleted_finished, cluster, namespaces, skip_scan)
         f_attach = pool.submit(
@@ -198,7 +201,7 @@ def gather(
         )
         nodes = f_nodes.result()
         focus = focus_nodes(nodes, only_nodes)
-        fresh = [name for name in focus if name not in kept]
+        fresh = [name for name in focus if name not in lists]
         f_on_nodes = pool.submit(
             kube.parallel, lambda name: _pods_on(cluster, namespaces, name), fresh
         )
@@ -206,27 +209,31 @@ def gather(
         f_unscheduled = pool.submit(_pinned_pending, cluster, reader, namespaces, failed)
         version = f_version.result()
         candidates = list(dict.fromkeys([*f_table.result(), *f_finished.result()]))
+        if deleting is not None:  # as the watch of pods keeps them
+            candidates = [(ns, name, node) for (ns, name), node in deleting.items()]
         attachments = f_attach.result()
         events = f_events.result()
         leases = _leases_needed(f_all_leases.result(), nodes, focus, clock(), cluster, reader)
         silent = (
             [] if only_nodes else _unmarked(cluster, reader, nodes, leases, focus, version, clock())
         )
-        more = [name for name in silent if name not in kept]
+        more = [name for name in silent if name not in lists]
         listed = {
             **dict(zip(fresh, f_on_nodes.result())),
             **dict(zip(more, kube.parallel(lambda n: _pods_on(cluster, namespaces, n), more))),
         }
         focus = [*focus, *silent]  # a new list: the one above may still be read
-        on_nodes = {name: listed[name] if name in listed else kept[name] for name in focus}
-    if pod_lists is not None:
-        pod_lists.clear()
-        pod_lists.update(on_nodes)
+        on_nodes = {name: listed[name] if name in listed else lists[name] for name in focus}
+    if kept is not None:
+        kept.pods_on = on_nodes
     missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
     if missing:
         reader.gaps.append(f"nodes not found: {', '.join(sorted(missing))}")
     focus_set = set(focus)
-    progress(f"{len(nodes)} nodes, {len(focus)} to examine, {len(candidates)} Terminating pods")
+    progress(
+        f"{len(nodes)} nodes, {len(focus)} to examine, {len(candidates)} Terminating pods"
+        + (" (as the watch of pods kept them since the last read)" if deleting is not None else "")
+    )
 
     pods: dict[str, Obj] = {}
     for batch in on_nodes.values():
@@ -243,6 +250,8 @@ def gather(
     pods.update(_waiting_for_attach(cluster, reader, events, namespaces, pods))
     for pod in f_unscheduled.result():
         pods.setdefault(pod["metadata"]["uid"], pod)
+    if kept is not None:  # every pod being deleted: the examined nodes' and the scans' ones
+        kept.deleting = None if only_nodes else deleting_of(pods.values())
 
     read_whole = list(pods.values())
     owners, siblings = _owners_and_siblings(
@@ -269,7 +278,7 @@ def gather(
     chief = reader.optional(LEADER_GAP, lambda: _leader_lease(cluster), [])
     leases += chief
     captured = clock()
-    late = [x for x in leases if x["metadata"].get("name") in _late_ready(leases, focus)]
+    late = _late_leases(leases, focus)
     unread = [] if only_nodes else _silent(nodes, late, chief, version, captured, reader.gaps)
     if unread:
         # nothing marks them since they were looked at (the leader's Lease expired, or the

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubectl_nodefail.analysis.pods import pinned_to
@@ -17,6 +18,29 @@ from kubectl_nodefail.cluster.reads import _pod_paths, _Reader
 from kubectl_nodefail.snapshot.model import Obj
 
 TERMINAL = "status.phase!=Running,status.phase!=Pending,status.phase!=Unknown"
+
+
+@dataclass
+class Kept:
+    """What `diagnose --watch` carries from one read to the next (watch/follow.py keeps it
+    true to its watch of pods; gather takes it instead of reading again and leaves its own):
+    - `pods_on`: each examined node's pods as its last list returned them;
+    - `deleting`: (namespace, name) -> node ("" for none) of every pod whose deletion was
+      requested, in place of the two Terminating scans; None: scan."""
+
+    pods_on: dict[str, list[Obj]] = field(default_factory=dict)
+    deleting: dict[tuple[str, str], str] | None = None
+
+
+def deleting_of(pods: Collection[Obj]) -> dict[tuple[str, str], str]:
+    """`Kept.deleting` from the pods a read has: those with a deletionTimestamp."""
+    return {
+        (str(p["metadata"].get("namespace") or ""), str(p["metadata"].get("name") or "")): str(
+            (p.get("spec") or {}).get("nodeName") or ""
+        )
+        for p in pods
+        if p["metadata"].get("deletionTimestamp")
+    }
 
 
 def _pods_on(cluster: kube.Cluster, namespaces: Collection[str], node: str) -> list[Obj]:

@@ -23,11 +23,14 @@ a stale lease into the Node's Ready: the cluster is then read every interval unt
 
 A read made for a change reads everything again, so the screen is what a fresh `diagnose`
 shows at that moment; the changes that arrive while it reads are judged against it afterwards.
-Except one thing, the bulk of a read at scale (one list per examined node): an examined node's
-pods as the last read listed them are kept (`pod_lists`) while the watch of pods shows no
-change to a pod of that node since that list was asked for, and while that watch has run
-without a gap (not broken or started again since); a change to such a pod also reads again
-(a pod on an examined node), and that read lists the node anew.
+Except the bulk of a read at scale, kept from the last read (`kept`, cluster/pods_read.Kept)
+while the watch of pods has run without a gap since (not broken, down or started over):
+- an examined node's pods as the last read listed them, while the watch shows no change to a
+  pod of that node since that list was asked for (such a change also reads again, and that
+  read lists the node anew);
+- the pods being deleted, in place of the two scans of every pod that find them, kept from the
+  pods the last read had as each change the watch carries says (a deletionTimestamp set, the
+  pod gone).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from kubectl_nodefail.analysis.nodes import (
 from kubectl_nodefail.cluster.gather import MARKED_LATE_GAP, focus_nodes
 from kubectl_nodefail.cluster.kube import Cluster
 from kubectl_nodefail.cluster.nodes_read import NODE_LEASES, _lease_kept, lease_is_late
+from kubectl_nodefail.cluster.pods_read import Kept
 from kubectl_nodefail.cluster.resources import OWNER_PATHS, node_path, owners_path
 from kubectl_nodefail.cluster.watchstream import (
     Change,
@@ -344,25 +348,25 @@ class Follower:
         self.swept = time.monotonic()  # when node leases were last read (a read, or the sweep)
         self.off = ""  # why the cluster is read every --interval instead (no watch of pods)
         self._wanted = resources(namespaces)
-        # each examined node's pods as the last read listed them, less the nodes a pod change
-        # has touched since; valid while the watches of pods are those of `kept_since` (how
-        # many times each had to start over when the lists were asked for)
-        self.kept: dict[str, list[Obj]] = {}
+        # what the last read had, as the pod changes since leave it true; valid while the
+        # watches of pods are those of `kept_since` (how many times each had to start over
+        # when the read began)
+        self.kept = Kept()
         self.kept_since: tuple[int, ...] = ()
         self.backlog: list[Change] = []  # taken off the queue before a read, judged after it
 
-    def pod_lists(self) -> dict[str, list[Obj]] | None:
-        """Before a read: the examined nodes' pod lists it may take instead of listing them
-        again (gather fills the dict with its own); None when the watches cannot tell (no watch
-        of pods, or one down or started over since the lists were read)."""
+    def kept_reads(self) -> Kept | None:
+        """Before a read: what it may take instead of reading again (gather leaves its own
+        there); None when the watches cannot tell (no watch of pods, or one down or started
+        over since the last read)."""
         self._drain()
         pods = [w for w in self.watchers if w.resource.name == "pods"]
         now = tuple(w.primes for w in pods)
         if self.off or not pods or any(not w.version for w in pods):
-            self.kept, self.kept_since = {}, ()
+            self.kept, self.kept_since = Kept(), ()
             return None
         if now != self.kept_since:
-            self.kept = {}
+            self.kept = Kept()
         self.kept_since = now
         return self.kept
 
@@ -378,8 +382,24 @@ class Follower:
             self.backlog.append(change)
 
     def _touch(self, change: Change) -> None:
-        if change.resource == "pods" and change.row.node:
-            self.kept.pop(change.row.node, None)
+        """A pod change drops its node's kept list and updates the pods being deleted; one that
+        names no node or namespace (a row without them, a watch of pods broken or started
+        over) drops all that is kept."""
+        if change.resource != "pods":
+            return
+        row = change.row
+        if not row.node or not row.namespace or not row.name:
+            self.kept = Kept()
+            return
+        self.kept.pods_on.pop(row.node, None)
+        deleting = self.kept.deleting
+        if deleting is None:
+            return
+        key = (row.namespace, row.name)
+        if change.kind == "DELETED" or not row.deletion:
+            deleting.pop(key, None)
+        else:
+            deleting[key] = "" if row.node == "<none>" else row.node
 
     def _next(self) -> Change | None:
         """A change not yet judged: those taken before the read first."""

@@ -26,7 +26,7 @@ from kubectl_nodefail.cluster.watchstream import OBJECT_ROW
 from tests.e2e import workloads as w
 from tests.e2e.conftest import FIXTURES, Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
-from tests.e2e.helpers import wait_node_ready, wait_running_on, watching
+from tests.e2e.helpers import drop_finalizers, wait_node_ready, wait_running_on, watching
 
 pytestmark = pytest.mark.e2e
 NS = "scenario-follow"
@@ -222,13 +222,28 @@ def test_a_failed_nodes_pods_unchanged_since_the_last_read_are_not_listed_again(
         time.sleep(2)
         _same_as_fresh(plugin, watch)
         said = watch.errors[before:]
+        # a pod deleted on a healthy node and held there by a finalizer: found among the pods
+        # the watch keeps as being deleted (no scan), once its deletion is due
+        cp.apply(w.finalizer_pod(ns, "held", "healthy-0"))
+        wait_running_on(cp, ns, "held", "healthy-0")
+        cp.kubectl("delete", "pod", "-n", ns, "held", "--wait=false")
+        wait_for(
+            "the held pod on the watch",
+            lambda: any(p["name"] == "held" for p in watch.docs[-1]["pods"]),
+            60,
+        )
+        _same_as_fresh(plugin, watch)
+        said_after = watch.errors[before:]
     finally:
         watch.end()
         for node in nodes:
             cp.start_kubelet(node)
+        drop_finalizers(cp, ns, "held")
         cp.kubectl("delete", "namespace", ns, "--wait=false")
     kept = [line for line in said if "lists unchanged since the last read" in line]
     assert kept, "".join(said)
+    scans_kept = [line for line in said_after if "as the watch of pods kept them" in line]
+    assert scans_kept, "".join(said_after)
     doc = next(d for d in reversed(watch.docs) if all(shown_in(d, n) for n in nodes))
     on_first = [p for p in doc["pods"] if p["node"] == nodes[0]]
     assert on_first and all(p["namespace"] == ns for p in on_first), doc["pods"]

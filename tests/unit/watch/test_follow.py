@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from kubectl_nodefail.analysis.leader import CLOCK_SLACK_SECONDS, leader
 from kubectl_nodefail.cluster.kube import Cluster
+from kubectl_nodefail.cluster.pods_read import Kept, deleting_of
 from kubectl_nodefail.cluster.watchstream import Change, Resource, Row, Watcher, row_of
 from kubectl_nodefail.snapshot.model import Snapshot, load_dump, parse_time
 from kubectl_nodefail.watch import follow
@@ -810,7 +811,7 @@ def test_the_sweep_reads_again_only_for_a_renewal_the_read_did_not_have() -> Non
 
 
 class _PodsWatch:
-    """A watch of pods as pod_lists reads it: started from a version, started over `primes`
+    """A watch of pods as kept_reads reads it: started from a version, started over `primes`
     times."""
 
     def __init__(self) -> None:
@@ -818,18 +819,20 @@ class _PodsWatch:
         self.version, self.primes = "100", 1
 
 
-def _keeping(snap: Snapshot) -> tuple[Follower, _PodsWatch, dict[str, list[Any]]]:
-    """A follower after a read of `snap` that listed each examined node's pods."""
+def _keeping(snap: Snapshot) -> tuple[Follower, _PodsWatch, Kept]:
+    """A follower after a read of `snap` that listed each examined node's pods (as gather
+    leaves them)."""
     follower = Follower(None, (), ())  # type: ignore[arg-type]
     watch = _PodsWatch()
     follower.watchers = [watch]  # type: ignore[list-item]
     follower.primed = True
-    kept = follower.pod_lists()
-    assert kept == {}
+    kept = follower.kept_reads()
+    assert kept is not None and kept.pods_on == {} and kept.deleting is None
     focus = Interest.of(snap).focus
-    kept.update(
-        {n: [p for p in snap.pods if p["spec"].get("nodeName") == n] for n in sorted(focus)}
-    )
+    kept.pods_on = {
+        n: [p for p in snap.pods if p["spec"].get("nodeName") == n] for n in sorted(focus)
+    }
+    kept.deleting = deleting_of(snap.pods)
     follower.interest = Interest.of(snap)
     return follower, watch, kept
 
@@ -841,17 +844,49 @@ def test_a_nodes_pods_are_kept_until_a_change_to_one_of_them_is_seen() -> None:
     times, _ = _recorded()
     snap = _dump("during")
     follower, _, kept = _keeping(snap)
-    node = next(iter(kept))
-    assert follower.pod_lists() == kept and kept[node]  # nothing seen: kept whole
-    other = Change("pods", "MODIFIED", Row(name="x", uid="u-x", version="9", node="elsewhere"))
+    node = next(iter(kept.pods_on))
+    assert follower.kept_reads() is kept and kept.pods_on[node]  # nothing seen: kept whole
+    other = Change(
+        "pods", "MODIFIED", Row(name="x", namespace="n", uid="u-x", version="9", node="elsewhere")
+    )
     follower.changes.put(other)
-    assert node in (follower.pod_lists() or {})  # a pod of another node: kept
+    assert node in _kept(follower).pods_on  # a pod of another node: kept
     after = [c for c in _between(times["during"], times["evicted"]) if c.resource == "pods"]
     mine = next(c for c in after if c.row.node == node)
     follower.changes.put(mine)
-    assert node not in (follower.pod_lists() or {})  # taken off before the read: dropped
+    assert node not in _kept(follower).pods_on  # taken off before the read: dropped
     assert follower.wait(0.05)  # and judged after it: a reason to read again
     assert not follower.backlog and follower.changes.empty()
+    follower, _, kept = _keeping(snap)
+    follower.changes.put(replace(mine, row=replace(mine.row, node="")))  # no NODE cell
+    assert _kept(follower) == Kept()  # which node it was on is unknown: nothing kept
+
+
+def _kept(follower: Follower) -> Kept:
+    kept = follower.kept_reads()
+    assert kept is not None
+    return kept
+
+
+def test_the_pods_being_deleted_are_kept_as_each_pod_change_says() -> None:
+    """In place of the two scans of every pod: the recorded evictions (a deletionTimestamp
+    set) add their pods, a pod gone takes its out; the set the changes leave is what the
+    dump taken after them has."""
+    times, _ = _recorded()
+    follower, _, kept = _keeping(_dump("during"))
+    assert kept.deleting == {}  # nothing evicted yet
+    for change in _between(times["during"], times["evicted"]):
+        follower.changes.put(change)
+    after = _kept(follower).deleting
+    want = deleting_of(_dump("evicted").pods)
+    assert want and after is not None
+    assert set(want) <= set(after), (want, after)
+    assert {after[k] for k in want} == set(want.values())
+    gone = [c for c in _between(times["evicted"], 1e12) if c.kind == "DELETED"]
+    for change in gone:
+        follower.changes.put(change)
+    left = _kept(follower).deleting or {}
+    assert not {(c.row.namespace, c.row.name) for c in gone} & set(left)
 
 
 def test_no_list_is_kept_across_a_gap_in_the_watch_of_pods() -> None:
@@ -859,12 +894,12 @@ def test_no_list_is_kept_across_a_gap_in_the_watch_of_pods() -> None:
     that is down now (no version to go on from), keeps nothing; no watch of pods, nothing."""
     snap = _dump("during")
     follower, watch, kept = _keeping(snap)
-    assert kept
+    assert kept.pods_on
     watch.primes += 1  # started over since the lists were asked for
-    assert follower.pod_lists() == {}
+    assert _kept(follower) == Kept()
     follower, watch, kept = _keeping(snap)
     watch.version = ""  # down: listing again before it watches
-    assert follower.pod_lists() is None and not follower.kept
+    assert follower.kept_reads() is None and follower.kept == Kept()
     follower, _, _ = _keeping(snap)
     follower.off = "no watch of pods (refused)"
-    assert follower.pod_lists() is None
+    assert follower.kept_reads() is None
