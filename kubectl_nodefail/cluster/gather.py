@@ -210,7 +210,7 @@ def gather(
         version = f_version.result()
         candidates = list(dict.fromkeys([*f_table.result(), *f_finished.result()]))
         if deleting is not None:  # as the watch of pods keeps them
-            candidates = [(ns, name, node) for (ns, name), node in deleting.items()]
+            candidates = list(dict.fromkeys(deleting.values()))
         attachments = f_attach.result()
         events = f_events.result()
         leases = _leases_needed(f_all_leases.result(), nodes, focus, clock(), cluster, reader)

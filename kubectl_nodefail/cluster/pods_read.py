@@ -19,24 +19,30 @@ from kubectl_nodefail.snapshot.model import Obj
 
 TERMINAL = "status.phase!=Running,status.phase!=Pending,status.phase!=Unknown"
 
+# A Terminating pod still to read: (namespace or None when only its name is known, name, node).
+Candidate = tuple["str | None", str, str]
+
 
 @dataclass
 class Kept:
     """What `diagnose --watch` carries from one read to the next (watch/follow.py keeps it
     true to its watch of pods; gather takes it instead of reading again and leaves its own):
     - `pods_on`: each examined node's pods as its last list returned them;
-    - `deleting`: (namespace, name) -> node ("" for none) of every pod whose deletion was
-      requested, in place of the two Terminating scans; None: scan."""
+    - `deleting`: uid -> (namespace, name, node: "" for none) of every pod whose deletion was
+      requested, or may have been (read whole, a pod without a deletionTimestamp is left out:
+      `_full_pods`), in place of the two Terminating scans; None: scan."""
 
     pods_on: dict[str, list[Obj]] = field(default_factory=dict)
-    deleting: dict[tuple[str, str], str] | None = None
+    deleting: dict[str, Candidate] | None = None
 
 
-def deleting_of(pods: Collection[Obj]) -> dict[tuple[str, str], str]:
+def deleting_of(pods: Collection[Obj]) -> dict[str, Candidate]:
     """`Kept.deleting` from the pods a read has: those with a deletionTimestamp."""
     return {
-        (str(p["metadata"].get("namespace") or ""), str(p["metadata"].get("name") or "")): str(
-            (p.get("spec") or {}).get("nodeName") or ""
+        str(p["metadata"].get("uid") or ""): (
+            str(p["metadata"].get("namespace") or ""),
+            str(p["metadata"].get("name") or ""),
+            str((p.get("spec") or {}).get("nodeName") or ""),
         )
         for p in pods
         if p["metadata"].get("deletionTimestamp")
@@ -48,10 +54,6 @@ def _pods_on(cluster: kube.Cluster, namespaces: Collection[str], node: str) -> l
     for _, path in _pod_paths(namespaces):
         out += cluster.list_all(path, "Pod", fieldSelector=f"spec.nodeName={node}")
     return out
-
-
-# A Terminating pod still to read: (namespace or None when only its name is known, name, node).
-Candidate = tuple["str | None", str, str]
 
 
 def _table_columns(columns: list[str]) -> tuple[int, int, int]:

@@ -283,6 +283,7 @@ class Watcher(threading.Thread):
         if version:
             self.version = version
         if kind in ("ADDED", "MODIFIED", "DELETED"):
+            # an object it cannot read still goes on (a row with nothing: whatever the
+            # follower keeps from its reads is dropped, it names no object to read again for)
             row = row_of(obj, self.columns)
-            if row is not None:
-                self.out.put(Change(self.resource.name, str(kind), row))
+            self.out.put(Change(self.resource.name, str(kind), row or Row()))

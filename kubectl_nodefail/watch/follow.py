@@ -184,6 +184,8 @@ class Interest:
             why = "listed again" if change.kind == "expired" else "broken"
             return f"the watch of {change.resource} {why}"
         row = change.row
+        if not row.name:  # an object the watch could not read: no object to read again for
+            return None
         if change.resource == "nodes":
             return self._node(change.kind, row)
         if change.resource == "pods":
@@ -362,7 +364,9 @@ class Follower:
         self._drain()
         pods = [w for w in self.watchers if w.resource.name == "pods"]
         now = tuple(w.primes for w in pods)
-        if self.off or not pods or any(not w.version for w in pods):
+        # watching now: started (after the first read that succeeded), not stopped or down
+        watching = all(w.version and w.is_alive() and not w.stopping.is_set() for w in pods)
+        if self.off or not pods or not watching:
             self.kept, self.kept_since = Kept(), ()
             return None
         if now != self.kept_since:
@@ -383,23 +387,25 @@ class Follower:
 
     def _touch(self, change: Change) -> None:
         """A pod change drops its node's kept list and updates the pods being deleted; one that
-        names no node or namespace (a row without them, a watch of pods broken or started
-        over) drops all that is kept."""
+        names no node, namespace or uid (a row without them, a watch of pods broken or started
+        over) drops all that is kept. A change may be older than the read (the watch starts
+        before it, and may lag): so a pod leaves the pods being deleted only when gone (a uid
+        gone is gone for good), never for a change without a deletionTimestamp, which may be
+        older than the one the read saw (reading it whole then costs one request)."""
         if change.resource != "pods":
             return
         row = change.row
-        if not row.node or not row.namespace or not row.name:
+        if not row.node or not row.namespace or not row.name or not row.uid:
             self.kept = Kept()
             return
         self.kept.pods_on.pop(row.node, None)
         deleting = self.kept.deleting
         if deleting is None:
             return
-        key = (row.namespace, row.name)
-        if change.kind == "DELETED" or not row.deletion:
-            deleting.pop(key, None)
-        else:
-            deleting[key] = "" if row.node == "<none>" else row.node
+        if change.kind == "DELETED":
+            deleting.pop(row.uid, None)
+        elif row.deletion:
+            deleting[row.uid] = (row.namespace, row.name, "" if row.node == "<none>" else row.node)
 
     def _next(self) -> Change | None:
         """A change not yet judged: those taken before the read first."""
