@@ -172,8 +172,9 @@ class Watcher(threading.Thread):
         page = self.cluster.get_json(
             self.resource.path, {**self.resource.query, "limit": 1}, METADATA_ONLY
         )
-        self.version = str((page.get("metadata") or {}).get("resourceVersion") or "")
-        self.primes += 1
+        version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+        self.primes += 1  # before the version: a new version never shows with the old count
+        self.version = version
 
     def stop(self) -> None:
         self.stopping.set()

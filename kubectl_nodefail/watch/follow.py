@@ -29,14 +29,15 @@ while the watch of pods has run without a gap since (not broken, down or started
   pod of that node since that list was asked for (such a change also reads again, and that
   read lists the node anew);
 - the pods being deleted, in place of the two scans of every pod that find them, kept from the
-  pods the last read had as each change the watch carries says (a deletionTimestamp set, the
-  pod gone).
+  pods the last read had: a pod in by a change that carries a deletionTimestamp, out only once
+  gone (a change may be older than the read).
 """
 
 from __future__ import annotations
 
 import queue
 import time
+from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -355,7 +356,7 @@ class Follower:
         # when the read began)
         self.kept = Kept()
         self.kept_since: tuple[int, ...] = ()
-        self.backlog: list[Change] = []  # taken off the queue before a read, judged after it
+        self.backlog: deque[Change] = deque()  # taken off the queue before a read, judged after
 
     def kept_reads(self) -> Kept | None:
         """Before a read: what it may take instead of reading again (gather leaves its own
@@ -410,7 +411,7 @@ class Follower:
     def _next(self) -> Change | None:
         """A change not yet judged: those taken before the read first."""
         if self.backlog:
-            return self.backlog.pop(0)
+            return self.backlog.popleft()
         try:
             change = self.changes.get_nowait()
         except queue.Empty:
