@@ -208,9 +208,13 @@ def gather(
         failed = [n["metadata"]["name"] for n in nodes if not is_ready(n)]
         f_unscheduled = pool.submit(_pinned_pending, cluster, reader, namespaces, failed)
         version = f_version.result()
-        candidates = list(dict.fromkeys([*f_table.result(), *f_finished.result()]))
-        if deleting is not None:  # as the watch of pods keeps them
-            candidates = list(dict.fromkeys(deleting.values()))
+        candidates = list(
+            dict.fromkeys(
+                deleting.values()  # as the watch of pods keeps them
+                if deleting is not None
+                else [*f_table.result(), *f_finished.result()]
+            )
+        )
         attachments = f_attach.result()
         events = f_events.result()
         leases = _leases_needed(f_all_leases.result(), nodes, focus, clock(), cluster, reader)

@@ -142,28 +142,28 @@ def _recreate_blocked(ctx: Context, waits: tuple[str, list[Premise]]) -> Explain
         [
             claim("blocks", "why", lead + text, deletion, *because),
             claim("replacement", "replacement", rep.summary, deletion, *because),
-            claim(
-                "if-node-returns",
-                "returns",
-                (
-                    "kubelet stops the old containers (its finalizers keep the object); then "
-                    "Deployment "
-                    if ctx.node and ctx.foreign_finalizers
-                    else "kubelet stops the old containers and removes the object; then Deployment "
-                    if ctx.node
-                    else "it is on no node, so no node's return ends it: PodGC marks it Failed, "
-                    "and then Deployment "
-                )
-                + f"{name} (Recreate) scales its new ReplicaSet up (creating it first if need be)"
-                + ("" if ctx.node else ", once no other pod of an older ReplicaSet runs")
-                + ".",
-                deletion,
-                *because,
-            ),
+            claim("if-node-returns", "returns", _recreate_returns(ctx, name), deletion, *because),
         ],
         rep,
         on_phase=True,
     )
+
+
+def _recreate_returns(ctx: Context, name: str) -> str:
+    """What the node's return does for a Recreate rollout waiting on this pod: its kubelet ends
+    it (finalizers may keep the object: the rollout needs only the pod ended); a pod on no node
+    is ended by PodGC, not by any node's return."""
+    scales = (
+        f"Deployment {name} (Recreate) scales its new ReplicaSet up (creating it first if need be)"
+    )
+    if not ctx.node:
+        return (
+            "it is on no node, so no node's return ends it: PodGC marks it Failed, and then "
+            f"{scales}, once no other pod of an older ReplicaSet runs."
+        )
+    if ctx.foreign_finalizers:
+        return f"kubelet stops the old containers (its finalizers keep the object); then {scales}."
+    return f"kubelet stops the old containers and removes the object; then {scales}."
 
 
 def replicaset(ctx: Context) -> Explained:
