@@ -9,7 +9,7 @@ from __future__ import annotations
 from kubectl_nodefail.analysis import automation, brake, versions
 from kubectl_nodefail.analysis.claims import Claim, Premise, once
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding
-from kubectl_nodefail.analysis.nodes import kubelet_alive, machine_ran
+from kubectl_nodefail.analysis.machine import kubelet_alive, machine_ran
 from kubectl_nodefail.common import attestation
 
 
@@ -170,7 +170,7 @@ def braked(action: Action, brake_claim: Claim | None, takes_step: bool = False) 
 def _unlock(node: NodeFinding) -> tuple[str, ...]:
     """The attestation a suggested remediate command shows (with its placeholder), or none: not
     when the node has shutdown evidence already, nor when its state says the machine ran after
-    the failure began (remediate refuses that attestation: nodes.machine_ran), nor while its
+    the failure began (remediate refuses that attestation: machine.machine_ran), nor while its
     kubelet reports (a live kubelet posted the not-Ready status: the machine runs)."""
     if node.shutdown_evidence or machine_ran(node):
         return ()

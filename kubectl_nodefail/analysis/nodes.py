@@ -181,11 +181,7 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
             chief.premise("leaseDurationSeconds"),
         ]
     if cause.code == "lease-overdue":  # what says the controller does not run
-        for kept in registration_taint_kept(snap, now)[:3]:
-            because += [
-                fact("Node", kept, f"spec.taints[key={facts.TAINT_NOT_READY},effect=NoSchedule]"),
-                fact("Node", kept, f"{ready}.lastTransitionTime"),
-            ]
+        because += lifecycle_off(snap, now)[1]
     if cause.code in _MESSAGE_CAUSES or cause.code in _TAINT_CAUSES:
         because.append(fact("Node", node, f"{ready}.message"))
     if cause.code in _TAINT_CAUSES:
@@ -336,7 +332,7 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
             f"(node-monitor-grace-period), at {format_time(due)}"
         )
         if past_mark(due, now) and not unread:
-            kept = [n["metadata"]["name"] for n in registration_taint_kept(snap, now)]
+            kept = lifecycle_off(snap, now)[0]
             return Cause(
                 "lease-overdue",
                 f"the kubelet has not renewed its lease for {duration_text(age)} (the lease "
@@ -344,9 +340,7 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
                 f"controller sets Ready Unknown {waits} after {start}, "
                 f"{duration_text((now - due).total_seconds())} ago; it has not, "
                 + (
-                    "and by all signs it does not run: Ready node(s) "
-                    f"{', '.join(kept[:3])}{' …' if len(kept) > 3 else ''} still carry the "
-                    "not-ready NoSchedule taint it takes off a node once Ready "
+                    f"and by all signs it does not run: {kept} "
                     if kept
                     else "so here its grace period is longer or it does not run "
                 )
@@ -454,6 +448,20 @@ def registration_taint_kept(snap: Snapshot, now: datetime) -> list[Obj]:
     return snap.memo(f"nodes.registration-taint/{now.isoformat()}", lambda s: _kept(s, now))
 
 
+def lifecycle_off(snap: Snapshot, now: datetime) -> tuple[str, list[Premise]]:
+    """What says the node lifecycle controller does not run (registration_taint_kept): words
+    naming up to three such nodes, and each one's taint and Ready transition. ("", []): none."""
+    kept = registration_taint_kept(snap, now)
+    names = [str(n["metadata"]["name"]) for n in kept]
+    words = (
+        f"Ready node(s) {', '.join(names[:3])}{' …' if len(names) > 3 else ''} still carry the "
+        "not-ready NoSchedule taint it takes off a node once Ready"
+    )
+    taint = f"spec.taints[key={facts.TAINT_NOT_READY},effect=NoSchedule]"
+    since = "status.conditions[type=Ready].lastTransitionTime"
+    return (words if kept else ""), [fact("Node", n, p) for n in kept[:3] for p in (taint, since)]
+
+
 def _kept(snap: Snapshot, now: datetime) -> list[Obj]:
     out = []
     for node in snap.nodes:
@@ -547,54 +555,8 @@ def analyse_node(node: Obj, snap: Snapshot, now: datetime) -> NodeFinding:
     )
 
 
-def kubelet_alive(node: NodeFinding) -> bool:
-    """The kubelet itself is posting status: Ready=False (a silent kubelet turns Unknown) and
-    its lease is not stale. Pod states on such a node are reported, not unknown."""
-    return bool(node.ready and node.ready.status == "False" and node.lease_stale is not True)
-
-
-def machine_ran(node: NodeFinding) -> str | None:
-    """What says the machine of `node` runs, or ran after its failure began (one clause), or
-    None: its kubelet reports the node Ready, renewed its lease after the Ready condition last
-    changed, or renews it still (within its duration). An attestation that the machine is shut
-    down is refused on it (plan.check_attestations), so no advice suggests typing one."""
-    ready = node.ready
-    if not node.failed:
-        return f"node {node.name} is {node.status}: its kubelet posts status, so its machine runs"
-    began = ready.last_transition if ready else None
-    renewed = node.lease_renewed
-    # Condition times are whole seconds, the lease's are micro: compared to the second.
-    if renewed is not None and began is not None and renewed.replace(microsecond=0) > began:
-        return (
-            f"the kubelet of {node.name} renewed its lease at {format_time(renewed)}, after its "
-            f"Ready condition became {ready.status if ready else 'Unknown'} at "
-            f"{format_time(began)}: the machine ran after the failure began"
-        )
-    if node.lease_stale is False:
-        age = (
-            f"{node.lease_age_seconds:.0f}s before the read"
-            if node.lease_age_seconds is not None
-            else "recently"
-        )
-        return f"the kubelet of {node.name} renewed its lease {age}, within its duration: it runs"
-    return None
-
-
-# PodGC force-deletes the Terminating pods of an out-of-service node on its next pass (every
-# 20 s); a pod still there this long after the taint was added is not being removed by it (an
-# admission webhook or policy refused the delete, or the podgc controller does not run).
-PODGC_OUT_OF_SERVICE_SECONDS = 60
-
-
 def _taint_age(taints: list[TaintView], key: str, now: datetime) -> float | None:
     for taint in taints:
         if taint.key == key and taint.time_added is not None:
             return (now - taint.time_added).total_seconds()
     return None
-
-
-def out_of_service_overdue(node: NodeFinding) -> float | None:
-    """Seconds the out-of-service taint has been on the node, when that is past PodGC's time
-    (its Terminating pods should be gone by then), else None."""
-    age = node.out_of_service_seconds
-    return age if age is not None and age > PODGC_OUT_OF_SERVICE_SECONDS else None

@@ -23,7 +23,7 @@ from kubectl_nodefail.analysis.advice import (
 from kubectl_nodefail.analysis.claims import Claim
 from kubectl_nodefail.analysis.eviction import EvictionTime
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Replacement
-from kubectl_nodefail.analysis.nodes import kubelet_alive, out_of_service_overdue
+from kubectl_nodefail.analysis.machine import kubelet_alive, out_of_service_overdue
 from kubectl_nodefail.analysis.text import duration
 from kubectl_nodefail.common import attestation
 from kubectl_nodefail.snapshot.model import format_time

@@ -26,7 +26,7 @@ from kubectl_nodefail.analysis.findings import (
     ZoneFinding,
 )
 from kubectl_nodefail.analysis.leader import leader
-from kubectl_nodefail.analysis.nodes import kubelet_alive
+from kubectl_nodefail.analysis.machine import kubelet_alive
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES, kubectl_status, ready_column
 from kubectl_nodefail.analysis.text import ago, duration
 

@@ -13,7 +13,7 @@ from kubectl_nodefail.analysis import brake as brakes
 from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER
 from kubectl_nodefail.analysis.claims import Premise, once
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
-from kubectl_nodefail.analysis.nodes import out_of_service_overdue
+from kubectl_nodefail.analysis.machine import out_of_service_overdue
 from kubectl_nodefail.common import attestation
 from kubectl_nodefail.remediate.steps import Step
 from kubectl_nodefail.snapshot.model import format_time

@@ -15,7 +15,8 @@ from collections.abc import Collection
 
 from kubectl_nodefail.analysis import unmarked
 from kubectl_nodefail.analysis.findings import NodeFinding, Report
-from kubectl_nodefail.analysis.nodes import analyse_node, machine_ran
+from kubectl_nodefail.analysis.machine import machine_ran
+from kubectl_nodefail.analysis.nodes import analyse_node
 from kubectl_nodefail.common import attestation
 from kubectl_nodefail.common.errors import AttestationContradicted
 from kubectl_nodefail.remediate.narrow import attestation_line, binding_problem, narrow, step_key

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import NodeFinding, Report, ZoneFinding
-from kubectl_nodefail.analysis.nodes import machine_ran, zone_of
+from kubectl_nodefail.analysis.machine import machine_ran
+from kubectl_nodefail.analysis.nodes import zone_of
 from kubectl_nodefail.common import attestation
 from kubectl_nodefail.common.selector import Selector
 from kubectl_nodefail.remediate.plan import (

@@ -19,7 +19,7 @@ from typing import Any
 
 from kubectl_nodefail.analysis import eviction, summary
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report, ZoneFinding
-from kubectl_nodefail.analysis.nodes import kubelet_alive
+from kubectl_nodefail.analysis.machine import kubelet_alive
 from kubectl_nodefail.common import attestation
 from kubectl_nodefail.snapshot.model import parse_time
 

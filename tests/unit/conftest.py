@@ -10,7 +10,8 @@ import pytest
 
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import PodFinding, Report
-from kubectl_nodefail.analysis.nodes import is_ready, machine_ran
+from kubectl_nodefail.analysis.machine import machine_ran
+from kubectl_nodefail.analysis.nodes import is_ready
 from kubectl_nodefail.snapshot.model import Snapshot, format_time, load_dump, parse_time
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -12,7 +12,7 @@ import pytest
 from kubectl_nodefail.analysis import advice, brake
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import NodeFinding, Report
-from kubectl_nodefail.analysis.nodes import machine_ran
+from kubectl_nodefail.analysis.machine import machine_ran
 from kubectl_nodefail.common import attestation
 from kubectl_nodefail.common.errors import AttestationContradicted
 from kubectl_nodefail.remediate.plan import MUTATING, Options, Plan, check_attestations, make_plan

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.diagnose import diagnose
-from kubectl_nodefail.analysis.nodes import is_ready, machine_ran
+from kubectl_nodefail.analysis.machine import machine_ran
+from kubectl_nodefail.analysis.nodes import is_ready
 from kubectl_nodefail.cli import main as cli
 from kubectl_nodefail.common import selector
 from kubectl_nodefail.common.errors import AttestationContradicted
