@@ -24,7 +24,7 @@ from kubectl_nodefail.analysis.findings import (
     ZoneFinding,
 )
 from kubectl_nodefail.analysis.leader import leader
-from kubectl_nodefail.analysis.nodes import analyse_node
+from kubectl_nodefail.analysis.nodes import analyse_node, lifecycle_off
 from kubectl_nodefail.analysis.pods import (
     analyse_orphan_pod,
     analyse_pinned_pod,
@@ -65,6 +65,29 @@ def _leaderless(zones: list[ZoneFinding], snap: Snapshot, now: datetime) -> None
         zone.claims = [
             claim(c.kind, c.section, zone.explanation, *c.because, *chief.premises())
             for c in zone.claims
+        ]
+
+
+def _untainting(zones: list[ZoneFinding], snap: Snapshot, now: datetime) -> None:
+    """Where by all signs the node lifecycle controller does not run (nodes.lifecycle_off),
+    the tainting a zone line says it does is not done: each zone with a node not Ready says
+    that instead. With no leader, _leaderless has said more."""
+    chief = leader(snap)
+    words, because = lifecycle_off(snap, now)
+    if not words or (chief is not None and chief.expired()):
+        return
+    for zone in zones:
+        if not zone.not_ready:
+            continue
+        zone.explanation = (
+            f"{zone.not_ready}/{zone.nodes} nodes not Ready ({zone.state}, as the node lifecycle "
+            f"controller would count it); by all signs it does not run ({words}; "
+            "kube-controller-manager's --controllers, its health): it taints no node, so pods "
+            "on a not-Ready node without its NoExecute taint are not evicted."
+        )
+        zone.eviction = "stopped"
+        zone.claims = [
+            claim(c.kind, c.section, zone.explanation, *c.because, *because) for c in zone.claims
         ]
 
 
@@ -115,6 +138,7 @@ def diagnose(
     node_findings = {n["metadata"]["name"]: analyse_node(n, snap, now) for n in snap.nodes}
     zones, master_disruption = analyse_zones(snap.nodes)
     _leaderless(zones, snap, now)
+    _untainting(zones, snap, now)
     zone_by_name = {z.zone: z for z in zones}
     failed = {name for name, f in node_findings.items() if f.failed}
     # computed over every node, whatever the view's scope: remediate NODE sees the same brake

@@ -63,7 +63,7 @@ def arrived(pod: Obj) -> datetime | None:
 @dataclass
 class EvictionTime:
     state: str  # evicted | scheduled | never | immediate | not-evicting | pending-taint | paused
-    # | unknown | not-applicable
+    # | untainted | unknown | not-applicable
     at: datetime | None
     text: str
     # the premises beyond the pod's tolerations and the node's taints: the event a replaced
@@ -110,6 +110,7 @@ def eviction_time(
     node: Obj | None = None,
     kept_since: datetime | None = None,
     unmarked: list[Premise] | None = None,
+    off: tuple[str, list[Premise]] = ("", []),
 ) -> EvictionTime:
     """`earlier`: a not-ready spell the node had before the taints it carries now
     (evictionclock.earlier_not_ready). `chief`: kube-controller-manager's leader, when its
@@ -117,7 +118,9 @@ def eviction_time(
     went Unknown. `kept_since`: the earliest moment whose Events are still kept
     (evictionclock.kept_since): a NodeNotReady event before it is gone. `unmarked`: the
     premises of a Ready node the node lifecycle controller is past its time to mark
-    (nodes.classify's `lease-overdue`), whose NoExecute taint does not come until it does."""
+    (nodes.classify's `lease-overdue`), whose NoExecute taint does not come until it does.
+    `off`: what says the node lifecycle controller does not run (nodes.lifecycle_off): then
+    no taint of its comes to a node that has none."""
     if pod["metadata"].get("deletionTimestamp"):
         return EvictionTime(
             "evicted", None, "already being deleted (evicted or deleted by someone)"
@@ -313,6 +316,16 @@ def eviction_time(
             "per zone, not while the zone is disrupted), and eviction follows the pod's "
             "tolerationSeconds",
             unmarked,
+        )
+    if off[0]:
+        return EvictionTime(
+            "untainted",
+            None,
+            f"{held}, and {UNMARKED} runs: by all signs it does not ({off[0]}), so nothing "
+            "taints the node; once it runs, it taints the node as any failed node (rate-limited "
+            "per zone, not while the zone is disrupted), and eviction follows the pod's "
+            "tolerationSeconds",
+            off[1],
         )
     if master_disruption:
         return EvictionTime(

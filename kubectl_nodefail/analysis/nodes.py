@@ -450,9 +450,14 @@ def registration_taint_kept(snap: Snapshot, now: datetime) -> list[Obj]:
 
 def lifecycle_off(snap: Snapshot, now: datetime) -> tuple[str, list[Premise]]:
     """What says the node lifecycle controller does not run (registration_taint_kept): words
-    naming up to three such nodes, and each one's taint and Ready transition. ("", []): none."""
+    naming up to three such nodes, and each one's taint and Ready transition. ("", []): none.
+    Once per snapshot and moment (every pod of a not-Ready node asks)."""
+    return snap.memo(f"nodes.lifecycle-off/{now.isoformat()}", lambda s: _off(s, now))
+
+
+def _off(snap: Snapshot, now: datetime) -> tuple[str, list[Premise]]:
     kept = registration_taint_kept(snap, now)
-    names = [str(n["metadata"]["name"]) for n in kept]
+    names = [str(n["metadata"]["name"]) for n in kept[:4]]
     words = (
         f"Ready node(s) {', '.join(names[:3])}{' …' if len(names) > 3 else ''} still carry the "
         "not-ready NoSchedule taint it takes off a node once Ready"

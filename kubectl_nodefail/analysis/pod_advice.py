@@ -272,6 +272,17 @@ def _not_evicted(
             terminating=False,
             stays=stays,
         )
+    if state == "untainted":
+        return _free_it(
+            node,
+            kind,
+            holds_rwo,
+            "nothing taints its node (by all signs the node lifecycle controller does not run: "
+            "see its timeline), so nothing evicts or replaces it: start that controller "
+            "(kube-controller-manager's --controllers), or free it",
+            terminating=False,
+            stays=stays,
+        )
     if state == "not-evicting":
         return _free_it(
             node,

@@ -27,6 +27,7 @@ from kubectl_nodefail.analysis.findings import (
 )
 from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.machine import kubelet_alive
+from kubectl_nodefail.analysis.nodes import lifecycle_off
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES, kubectl_status, ready_column
 from kubectl_nodefail.analysis.text import ago, duration
 
@@ -384,6 +385,7 @@ def analyse_pod(
             node_obj,
             kept,
             overdue,
+            lifecycle_off(snap, now),
         )
         eviction_at = ev.at
         when = [eviction.as_claim(ev, pod, node_obj, zone)]

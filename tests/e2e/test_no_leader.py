@@ -16,6 +16,11 @@ duration and the clock slack:
 - the manager started again, the new leader marks the second node Ready Unknown its grace after
   its own start, not after the kubelet's last renewal, as the diagnosis says (it gives the
   default 50 s; the test bed runs 16 s).
+
+A control plane of its own runs the manager without its node lifecycle controller (a leader
+renews its Lease): a node whose kubelet stops stays Ready past its time to be marked, and a
+node whose live kubelet reports Ready=False is never tainted; what the diagnosis says of each
+is judged against what that control plane does.
 """
 
 from __future__ import annotations
@@ -38,7 +43,12 @@ from kubectl_nodefail.analysis.nodes import MARK_SLACK_SECONDS
 from tests.e2e import components
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
-from tests.e2e.controlplane import NODE_MONITOR_GRACE_MS, ControlPlane, wait_for
+from tests.e2e.controlplane import (
+    NODE_MONITOR_GRACE_MS,
+    ControlPlane,
+    KubeletReportingProblem,
+    wait_for,
+)
 from tests.e2e.helpers import (
     pods,
     ready,
@@ -340,3 +350,87 @@ def test_a_node_past_its_time_to_be_marked_holds_its_pods_and_remediate_writes_n
     assert writes_since(cp, start) == []
     cp.start_kubelet(OFF)
     wait_node_ready(cp, OFF)
+
+
+NOT_READY = "untainted-o2"  # a live kubelet reports it not ready; nothing taints it
+NS_UNTAINTED = "scenario-lifecycle-off-not-ready"
+CNI = (
+    "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
+    "message:Network plugin returns error: cni plugin not initialized"
+)
+
+
+def test_a_node_reported_not_ready_is_never_tainted_without_the_node_lifecycle_controller(
+    lifecycle_off: ControlPlane,
+) -> None:
+    """The leader runs; the node lifecycle controller does not. A node's kubelet, alive,
+    reports Ready=False (its network plugin broke). No NoExecute taint comes, so nothing is
+    evicted or replaced: the diagnosis says so (the zone's line does not say tainting runs, the
+    pods' timelines do not say a taint is coming, the advice is not to wait for one), from what
+    shows the controller does not run (the Ready nodes keep the not-ready NoSchedule taint it
+    takes off). The control plane agrees well past the default rate's time to taint one node
+    (10 s)."""
+    cp = lifecycle_off
+    plugin = Plugin(cp)
+    cp.add_failable_node(NOT_READY)
+    wait_node_ready(cp, NOT_READY)
+    web = w.deployment(NS_UNTAINTED, "web", pin=NOT_READY)
+    web["spec"]["template"]["spec"]["tolerations"].append(
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"}
+    )
+    cp.apply(w.namespace(NS_UNTAINTED), web)
+    wait_running_on(cp, NS_UNTAINTED, "web", NOT_READY)
+    # the sign the controller does not run: Ready nodes, past its next look, still carrying the
+    # taint it takes off (a control plane just started has nodes Ready for a second only)
+    wait_for(
+        "every Ready node past the controller's next look",
+        lambda: _ready_for(cp) > MARK_SLACK_SECONDS + 1,
+        60,
+    )
+    cp.stop_kubelet(NOT_READY)
+    problem = [{"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": CNI}]
+    try:
+        with KubeletReportingProblem(cp, NOT_READY, problem):
+            wait_for("Ready=False", lambda: ready(cp, NOT_READY)["status"] == "False", 30)
+            since = time.monotonic()
+            plugin.record(
+                "lifecycle-off-not-ready",
+                "kube-controller-manager without its node lifecycle controller; a live kubelet "
+                "reports Ready=False",
+                "NotReady, no NoExecute taint",
+                nodes=(NOT_READY,),
+            )
+            _, data = plugin.diagnose_json("-n", NS_UNTAINTED)
+            # the control plane: nothing taints the node, nothing is evicted or replaced
+            wait_for(
+                "the default rate's time to taint, twice", lambda: time.monotonic() > since + 20, 30
+            )
+            assert not _no_execute(cp, NOT_READY), taint_keys(cp, NOT_READY)
+            web_pods = pods(cp, NS_UNTAINTED, "web")
+            assert len(web_pods) == 1 and not terminating(web_pods[0]), web_pods
+    finally:
+        cp.start_kubelet(NOT_READY)
+        wait_node_ready(cp, NOT_READY)
+    node = next(n for n in data["nodes"] if n["name"] == NOT_READY)
+    assert node["cause"]["code"] == "network-plugin", node["cause"]
+    [zone] = [z for z in data["zones"] if z["notReady"]]
+    assert zone["eviction"] == "stopped", zone
+    assert "tainting runs" not in zone["explanation"], zone
+    assert "by all signs it does not run" in zone["explanation"], zone
+    assert "it taints no node" in zone["explanation"], zone
+    [row] = [p for p in data["pods"] if p["namespace"] == NS_UNTAINTED]
+    assert row["evictionAt"] is None and row["action"]["code"] != "wait", row
+    assert "none comes until the node lifecycle controller runs" in row["timeline"], row
+    assert "is coming" not in row["action"]["summary"], row
+
+
+def _ready_for(cp: ControlPlane) -> float:
+    """Seconds since the last Ready node became Ready."""
+    nodes = json.loads(cp.kubectl("get", "nodes", "-o", "json"))["items"]
+    since = [
+        _time(c["lastTransitionTime"])
+        for n in nodes
+        for c in n["status"].get("conditions") or []
+        if c["type"] == "Ready" and c["status"] == "True"
+    ]
+    return (datetime.now(timezone.utc) - max(since)).total_seconds()

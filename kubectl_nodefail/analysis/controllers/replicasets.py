@@ -21,6 +21,7 @@ from kubectl_nodefail.analysis.controllers.replacement import (
     pending_reason,
 )
 from kubectl_nodefail.analysis.findings import Replacement
+from kubectl_nodefail.analysis.nodes import lifecycle_off
 from kubectl_nodefail.analysis.text import plural
 from kubectl_nodefail.snapshot.model import Obj
 
@@ -352,7 +353,9 @@ def _rs_returns(ctx: Context, rs: Obj | None, rep: Replacement, wants: list[Prem
             "kubelet stops it and removes the object."
         )
     else:
-        text = "the pod carries on (its containers may never have stopped); taints are lifted."
+        # the node lifecycle controller lifts its taints from a node back Ready, if it runs
+        lifted = "" if lifecycle_off(ctx.snap, ctx.now)[0] else "; taints are lifted"
+        text = f"the pod carries on (its containers may never have stopped){lifted}."
     return claim(
         "if-node-returns", "returns", text, ctx.pod_fact("metadata.deletionTimestamp"), *wants
     )

@@ -1,0 +1,117 @@
+"""A node not Ready while the node lifecycle controller does not run (kube-controller-manager
+with --controllers=*,-node-lifecycle-controller; its leader renews its Lease): nothing taints
+the node, so nothing evicts or replaces its pods. Recorded by tests/e2e/test_no_leader.py (a
+live kubelet posting Ready=False; the control plane put no NoExecute taint on the node and
+evicted nothing for 20 s after). What says the controller does not run is what its absence
+leaves: Ready nodes keeping the not-ready NoSchedule taint a kubelet registers with, which it
+takes off a node once Ready (nodes.lifecycle_off)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from kubectl_nodefail.analysis import eviction, summary
+from kubectl_nodefail.analysis.diagnose import diagnose
+from kubectl_nodefail.analysis.findings import PodFinding, Report, ZoneFinding
+from kubectl_nodefail.analysis.nodes import is_ready
+from kubectl_nodefail.render import render
+from kubectl_nodefail.snapshot.model import Snapshot, format_time
+from tests.oracles import invariants, premises
+from tests.unit.conftest import load
+
+RECORDED = "lifecycle-off-not-ready"
+NODE = "untainted-o2"
+SIGN = "spec.taints[key=node.kubernetes.io/not-ready,effect=NoSchedule]"
+
+
+def _report(snap: Snapshot) -> Report:
+    report = diagnose(snap, snap.captured_at, timelines=True)
+    false = premises.check(snap.to_dump(), render.report_data(report))
+    assert false == [], false
+    assert invariants.check(report) == []
+    return report
+
+
+def _zone(report: Report) -> ZoneFinding:
+    [zone] = [z for z in report.zones if z.not_ready]
+    return zone
+
+
+def _pod(report: Report) -> PodFinding:
+    [row] = [p for p in report.pods if p.node == NODE]
+    return row
+
+
+def _without_the_sign(snap: Snapshot) -> Snapshot:
+    """The same cluster with the Ready nodes' registration taint gone (a controller that runs
+    took it off): nothing then says it does not run."""
+    for node in snap.nodes:
+        if is_ready(node):
+            node["spec"]["taints"] = [
+                t for t in node["spec"].get("taints") or [] if t["effect"] != "NoSchedule"
+            ]
+    return snap
+
+
+def test_the_recorded_node_reported_not_ready_is_said_to_get_no_taint() -> None:
+    report = _report(load(RECORDED))
+    zone, row = _zone(report), _pod(report)
+    assert (zone.state, zone.eviction) == ("Normal", "stopped")
+    assert "tainting runs" not in zone.explanation, zone.explanation
+    assert "by all signs it does not run" in zone.explanation and "healthy-0" in zone.explanation
+    # the zone's line rests on the Ready nodes' kept taint, as well as on the counts
+    paths = {(p.object, p.field) for c in zone.claims for p in c.because}
+    assert ("Node/healthy-0", SIGN) in paths, sorted(paths)
+    assert row.eviction_at is None and eviction.UNMARKED in row.timeline, row.timeline
+    assert eviction.PENDING not in row.timeline and "rate-limited per zone);" not in row.timeline
+    assert summary.next_step(row, report.captured_at) == "not evicted (controller)"
+    said = next(c for c in row.claims if c.kind == "eviction")
+    assert ("Node/healthy-0", SIGN) in {(p.object, p.field) for p in said.because}
+    # its kubelet reports: fix the node, not a wait for a taint that does not come
+    assert row.action.code == "investigate" and "is coming" not in row.action.summary
+    back = next(c for c in row.claims if c.kind == "if-node-returns")
+    assert "taints are lifted" not in back.text, back.text  # nothing lifts them either
+
+
+def test_without_the_sign_the_taint_is_said_to_come() -> None:
+    """The same moment, the registration taint gone from the Ready nodes: the controller
+    runs as far as the snapshot shows, and its taint is still to come."""
+    report = _report(_without_the_sign(load(RECORDED)))
+    zone, row = _zone(report), _pod(report)
+    assert zone.eviction == "proceeding" and "tainting runs" in zone.explanation
+    assert eviction.PENDING in row.timeline and eviction.UNMARKED not in row.timeline
+    back = next(c for c in row.claims if c.kind == "if-node-returns")
+    assert "taints are lifted" in back.text
+
+
+def test_a_silent_node_marked_before_the_controller_stopped_is_freed_not_waited_for() -> None:
+    """The node's kubelet silent (Ready Unknown, set before the controller stopped running,
+    and no taint on it): its pod's suggestion is not to wait for a taint, but to start that
+    controller or free the pod."""
+    row = _pod(_report(_silent()))
+    assert eviction.UNMARKED in row.timeline, row.timeline
+    assert row.action.code != "wait", row.action
+    assert row.action.summary.startswith("nothing taints its node"), row.action.summary
+    assert "kube-controller-manager's --controllers" in row.action.summary
+    fresh = _report(_without_the_sign(_silent()))  # without the sign: a taint still to come
+    assert "is coming" in _pod(fresh).action.summary, _pod(fresh).action
+
+
+def _silent() -> Snapshot:
+    """The recording with NODE's kubelet silent for ten minutes and its Ready Unknown."""
+    snap = load(RECORDED)
+    node = snap.node(NODE)
+    assert node is not None
+    since = snap.captured_at - timedelta(minutes=10)
+    for cond in node["status"]["conditions"]:
+        cond.update(
+            status="Unknown",
+            reason="NodeStatusUnknown",
+            message="Kubelet stopped posting node status.",
+            lastTransitionTime=format_time(since),
+            lastHeartbeatTime=format_time(since - timedelta(seconds=40)),
+        )
+    for lease in snap.leases:
+        if lease["metadata"]["name"] == NODE:
+            lease["spec"]["renewTime"] = format_time(since - timedelta(seconds=40))
+    return snap
