@@ -10,6 +10,7 @@ from kubectl_nodefail.analysis import automation, brake, versions
 from kubectl_nodefail.analysis.claims import Claim, Premise, once
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding
 from kubectl_nodefail.analysis.machine import kubelet_alive, machine_ran
+from kubectl_nodefail.analysis.nodes import nothing_marks
 from kubectl_nodefail.common import attestation
 
 
@@ -238,6 +239,15 @@ def _for_node(
             "its log): while it has no leader no controller runs, so no node is marked NotReady "
             "or tainted, no pod evicted or replaced, no volume force-detached; then check this "
             "machine, whose kubelet stopped renewing its lease",
+            "none",
+        )
+    if node.cause.code == "lease-not-renewed" and nothing_marks(node.cause):
+        return Action(
+            "investigate",
+            "check this machine, whose kubelet stopped renewing its lease: if it is gone, "
+            "nothing marks the node NotReady, taints it or evicts its pods while the node "
+            "lifecycle controller does not run (the cause says what shows it): start it "
+            "(kube-controller-manager's --controllers)",
             "none",
         )
     if node.cause.code == "lease-not-renewed":

@@ -180,7 +180,7 @@ def classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
             chief.premise("renewTime"),
             chief.premise("leaseDurationSeconds"),
         ]
-    if cause.code == "lease-overdue":  # what says the controller does not run
+    if cause.code in ("lease-overdue", "lease-not-renewed"):  # what says it does not run
         because += lifecycle_off(snap, now)[1]
     if cause.code in _MESSAGE_CAUSES or cause.code in _TAINT_CAUSES:
         because.append(fact("Node", node, f"{ready}.message"))
@@ -348,12 +348,24 @@ def _classify(node: Obj, snap: Snapshot, now: datetime) -> Cause:
                 "high" if kept else "medium",
                 evidence,
             )
-        return Cause(
-            "lease-not-renewed",
+        late = (
             f"the kubelet has not renewed its lease for {duration_text(age)} (it renews every "
             f"{duration_text(duration / 4)}; the lease lasts {duration}s{expired}): Ready is "
-            "still True only because the node lifecycle controller has not acted yet. Unless "
-            f"the kubelet renews, it sets Ready Unknown {waits} after {start}"
+        )
+        off = lifecycle_off(snap, now)[0]
+        if off:  # nothing will mark it: said before its time, not only past it
+            return Cause(
+                "lease-not-renewed",
+                f"{late}still True, and unless the kubelet renews nothing marks the node NotReady"
+                f": by all signs the node lifecycle controller does not run ({off}; kube-"
+                "controller-manager's --controllers, its health)",
+                "high" if age > duration else "medium",
+                evidence,
+            )
+        return Cause(
+            "lease-not-renewed",
+            f"{late}still True only because the node lifecycle controller has not acted yet. "
+            f"Unless the kubelet renews, it sets Ready Unknown {waits} after {start}"
             + (
                 " (past: due at its next look, every 5s, unless its grace is longer here"
                 + (
@@ -462,9 +474,16 @@ def _off(snap: Snapshot, now: datetime) -> tuple[str, list[Premise]]:
         f"Ready node(s) {', '.join(names[:3])}{' …' if len(names) > 3 else ''} still carry the "
         "not-ready NoSchedule taint it takes off a node once Ready"
     )
-    taint = f"spec.taints[key={facts.TAINT_NOT_READY},effect=NoSchedule]"
     since = "status.conditions[type=Ready].lastTransitionTime"
-    return (words if kept else ""), [fact("Node", n, p) for n in kept[:3] for p in (taint, since)]
+    return (words if kept else ""), [fact("Node", n, p) for n in kept[:3] for p in (KEPT, since)]
+
+
+KEPT = f"spec.taints[key={facts.TAINT_NOT_READY},effect=NoSchedule]"  # lifecycle_off's sign
+
+
+def nothing_marks(cause: Cause) -> bool:
+    """The cause rests on the sign that the node lifecycle controller does not run."""
+    return any(p.field == KEPT for p in cause.because)
 
 
 def _kept(snap: Snapshot, now: datetime) -> list[Obj]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from kubectl_nodefail.analysis import summary
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, Report
+from kubectl_nodefail.analysis.nodes import nothing_marks
 from kubectl_nodefail.analysis.text import ago, plural
 from kubectl_nodefail.snapshot.model import format_time
 
@@ -60,6 +61,8 @@ def headline(report: Report) -> str:
         text += f" ({'; '.join(waits)})"
     for code, tail in _SILENT_READY:  # Ready nodes whose kubelet stopped renewing its lease
         silent = sum(1 for n in report.nodes if n.cause.code == code)
+        if any(n.cause.code == code and nothing_marks(n.cause) for n in report.nodes):
+            tail = " (nothing marks them NotReady: the node lifecycle controller does not run)"
         if silent:
             text += (
                 f"; {silent} Ready {'node' if silent == 1 else 'nodes'} not renewing "

@@ -13,11 +13,11 @@ from datetime import timedelta
 from kubectl_nodefail.analysis import eviction, summary
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import PodFinding, Report, ZoneFinding
-from kubectl_nodefail.analysis.nodes import is_ready
-from kubectl_nodefail.render import render
+from kubectl_nodefail.analysis.nodes import is_ready, nothing_marks
+from kubectl_nodefail.render import render, words
 from kubectl_nodefail.snapshot.model import Snapshot, format_time
 from tests.oracles import invariants, premises
-from tests.unit.conftest import load
+from tests.unit.conftest import load, stale_ready_node
 
 RECORDED = "lifecycle-off-not-ready"
 NODE = "untainted-o2"
@@ -115,3 +115,24 @@ def _silent() -> Snapshot:
         if lease["metadata"]["name"] == NODE:
             lease["spec"]["renewTime"] = format_time(since - timedelta(seconds=40))
     return snap
+
+
+def test_a_late_kubelet_is_said_to_be_marked_by_nothing_before_its_time() -> None:
+    """A Ready node's kubelet late (25 s since its last renewal of a 40 s lease: two renewals
+    missed), before the default grace is over: where the controller does not run, nothing is
+    said to mark it NotReady, then or later (not "NotReady is coming"), and the node's advice is
+    not to wait for it. Without the sign, the controller's mark is said to come."""
+    snap, name = stale_ready_node(RECORDED, 25)
+    report = _report(snap)
+    node = next(n for n in report.nodes if n.name == name)
+    assert node.cause.code == "lease-not-renewed" and nothing_marks(node.cause)
+    assert "nothing marks the node NotReady" in node.cause.summary, node.cause.summary
+    assert "sets Ready Unknown" not in node.cause.summary
+    assert node.action.code == "investigate" and "--controllers" in node.action.summary
+    top = words.headline(report)
+    assert "NotReady is coming" not in top and "nothing marks them NotReady" in top, top
+    snap, name = stale_ready_node(RECORDED, 25)
+    fresh = _report(_without_the_sign(snap))
+    node = next(n for n in fresh.nodes if n.name == name)
+    assert not nothing_marks(node.cause) and "sets Ready Unknown" in node.cause.summary
+    assert node.action.code == "wait" and "NotReady is coming" in words.headline(fresh)
