@@ -242,12 +242,14 @@ def _node_steps(
     steps: list[Step] = []
     pods = _pods_on(report, node.name)
     gate_ok = bool(evidence) and refusal is None
-    unlock = (
-        refusal
-        if refusal
-        else "no evidence the machine is down (a silent kubelet may still run its pods). "
+    attest = (
+        "no evidence the machine is down (a silent kubelet may still run its pods). "
         f"Check the machine of {node.name} (console, power state, cloud instance state); only "
         f"if it is off, re-run with {attestation.flag()}, typing the node's name yourself"
+    )
+    # every lock at once: one lifted, the next is not a surprise on the following run
+    unlock = (
+        f"{refusal.rstrip('.')}. Also {attest}" if refusal and not evidence else refusal or attest
     )
     gate = "shutdown confirmed: " + "; ".join(evidence) if gate_ok else unlock
     if gate_ok and opts.despite_automation:  # said, never counted as evidence

@@ -125,6 +125,22 @@ def test_mass_failure_and_node_bound_refuse() -> None:
     assert _by_action(plan, "taint-out-of-service")[0].allowed
 
 
+def test_a_refused_step_names_every_lock_at_once() -> None:
+    """Refused by the brake or the bound and not attested, a node's step names both: lifting
+    the first does not reveal the second on the next run. Attested, only the first."""
+    report = report_of("three-nodes-down")
+    for opts in (Options(), Options(allow_disruption=True)):
+        for step in _by_action(make_plan(report, opts), "taint-out-of-service"):
+            assert not step.allowed
+            first = "3 of 6 nodes not Ready" if not opts.allow_disruption else "3 failed nodes in"
+            assert step.gate.startswith(first), step.gate
+            assert "Also no evidence the machine is down" in step.gate, step.gate
+            assert "--node-shutdown-confirmed" in step.gate
+    plan = make_plan(report, Options(attested=["flaky-b", "flaky-c", "flaky-d"]))
+    for step in _by_action(plan, "taint-out-of-service"):
+        assert "3 of 6 nodes not Ready" in step.gate and "no evidence" not in step.gate
+
+
 def test_naming_one_node_does_not_step_around_a_mass_failure() -> None:
     """`remediate flaky-b` diagnoses with the view narrowed to flaky-b: the brake still counts
     every node of the cluster (it counted the view's, so 1 of 6 was not a mass failure)."""
