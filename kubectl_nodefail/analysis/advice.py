@@ -9,8 +9,9 @@ from __future__ import annotations
 from kubectl_nodefail.analysis import automation, brake, versions
 from kubectl_nodefail.analysis.claims import Claim, Premise, once
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding
-from kubectl_nodefail.analysis.machine import kubelet_alive, machine_ran
+from kubectl_nodefail.analysis.machine import kubelet_alive, machine_ran, out_of_service_overdue
 from kubectl_nodefail.analysis.nodes import nothing_marks
+from kubectl_nodefail.analysis.text import plural
 from kubectl_nodefail.common import attestation
 
 
@@ -289,10 +290,29 @@ def _for_node(
         return waiting
     oos_ok = versions.out_of_service_usable(server_minor)
     if node.out_of_service:
+        late = out_of_service_overdue(node)
+        left = [p for p in pods or [] if p.terminating]
+        if late is not None and left:
+            return Action(
+                "investigate",
+                f"out-of-service taint set {late:.0f}s ago, past PodGC's time to force-delete "
+                f"its Terminating pods, and {plural(len(left), 'pod')} still here (an "
+                "admission webhook or policy refused the deletes, or the podgc controller "
+                "does not run: kube-controller-manager's log says which): see each pod's "
+                "suggestion; remove the taint once the node is back",
+                "none",
+            )
         return Action(
             "wait",
-            "out-of-service taint set: its pods are being force-deleted and "
-            "volumes detached; remove the taint once the node is back",
+            "out-of-service taint set: its pods are being force-deleted and volumes detached"
+            + (
+                " (the taint has no timeAdded: when it was added is not recorded; Terminating "
+                "pods still here a minute after it were not removed by PodGC: see each pod's "
+                "suggestion)"
+                if node.out_of_service_seconds is None
+                else ""
+            )
+            + "; remove the taint once the node is back",
             "none",
         )
     if node.shutdown_evidence and oos_ok and pods is not None and not releasing:

@@ -345,6 +345,20 @@ def _if_running(kind: str, confirmed: bool) -> str:
     return attestation.IF_STILL_RUNNING_BARE if kind == "bare" else attestation.IF_STILL_RUNNING
 
 
+def _when_unrecorded(node: NodeFinding) -> str:
+    """What a wait under an out-of-service taint with no timeAdded (`kubectl taint` writes
+    none; remediate does) cannot know: how long the taint has been there, so whether PodGC's
+    time is long past (out_of_service_overdue needs it)."""
+    if node.out_of_service_seconds is not None:
+        return ""
+    return (
+        "; the taint has no timeAdded (added by hand), so when it was added is not recorded: "
+        "still here a minute after that, PodGC is not removing it (an admission webhook or "
+        "policy refused its delete, or the podgc controller does not run: kube-controller-"
+        "manager's log says which)"
+    )
+
+
 def _free_it(
     node: NodeFinding,
     kind: str,
@@ -375,7 +389,10 @@ def _free_it(
         )
     if node.out_of_service and terminating:
         return Action(
-            "wait", "the out-of-service taint is set: PodGC force-deletes it shortly", "none"
+            "wait",
+            "the out-of-service taint is set: PodGC force-deletes it on its next pass (every "
+            f"20 s){_when_unrecorded(node)}",
+            "none",
         )
     if node.out_of_service and (stays or overdue is not None):
         # PodGC force-deletes only Terminating pods there, and this one is not being evicted:
@@ -401,7 +418,7 @@ def _free_it(
         return Action(
             "wait",
             f"the out-of-service taint is on {node.name}: evicted, then force-deleted by "
-            "PodGC on its next pass (every 20 s)",
+            f"PodGC on its next pass (every 20 s){_when_unrecorded(node)}",
             "none",
         )
     why_unsafe = (

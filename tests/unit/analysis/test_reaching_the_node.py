@@ -173,7 +173,11 @@ def test_pods_still_there_long_after_the_out_of_service_taint_are_force_deleted(
             taint["timeAdded"] = format_time(fresh.captured_at - timedelta(seconds=5))
     report = diagnose(fresh, fresh.captured_at)
     row = next(p for p in report.pods if p.name == "db-flaky-d-0")
-    assert row.action.code == "wait" and "PodGC force-deletes it shortly" in row.action.summary
+    assert row.action.code == "wait" and row.action.summary == (
+        "the out-of-service taint is set: PodGC force-deletes it on its next pass (every 20 s)"
+    )
+    dated = next(n for n in report.nodes if n.name == "flaky-d").action
+    assert dated.code == "wait" and "timeAdded" not in dated.summary, dated
     later = copy.deepcopy(fresh)
     later.captured_at = fresh.captured_at + timedelta(minutes=2)
     report = diagnose(later, later.captured_at)
@@ -185,6 +189,28 @@ def test_pods_still_there_long_after_the_out_of_service_taint_are_force_deleted(
     (force,) = [s for s in plan.steps if s.action == "force-delete-pod"]
     assert force.target == "pod/scenario-cleanup/db-flaky-d-0" and force.allowed
     assert plan.exit_code() == 0  # something to run: not "nothing to do"
+    # the node's suggestion no longer says its pods are being force-deleted
+    late = next(n for n in report.nodes if n.name == "flaky-d").action
+    assert late.code == "investigate" and "past PodGC's time" in late.summary, late
+    assert "being force-deleted" not in late.summary
+
+
+def test_an_undated_out_of_service_taint_is_not_said_to_be_fresh() -> None:
+    """The recorded taint, applied with `kubectl taint` (no timeAdded), read as recorded and
+    three hours later: when it was added is not recorded, so "shortly" is said of neither; both
+    readings say what a pod still there a minute after it means, and the plan waits (it forces
+    only what it knows is past PodGC's time)."""
+    for hours in (0, 3):
+        snap = copy.deepcopy(load("out-of-service-applied"))
+        snap.captured_at += timedelta(hours=hours)
+        report = diagnose(snap, snap.captured_at)
+        row = next(p for p in report.pods if p.name == "db-flaky-d-0")
+        assert row.action.code == "wait" and "shortly" not in row.action.summary
+        assert "no timeAdded" in row.action.summary and "a minute after" in row.action.summary
+        node = next(n for n in report.nodes if n.name == "flaky-d").action
+        assert "no timeAdded" in node.summary and "a minute after it" in node.summary, node
+        plan = make_plan(report, Options(attested=["flaky-d"], only_nodes=["flaky-d"]))
+        assert not [s for s in plan.steps if s.action == "force-delete-pod"]
 
 
 # --- pods a template binds to the node (tests/e2e/test_reaching_the_node.py, the recording) --
