@@ -19,7 +19,8 @@ from kubectl_nodefail.analysis.controllers.simple import owner_decides
 from kubectl_nodefail.analysis.findings import Replacement
 from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
-from kubectl_nodefail.snapshot.model import Obj, shifted
+from kubectl_nodefail.analysis.text import duration
+from kubectl_nodefail.snapshot.model import Obj, parse_time, shifted
 
 
 def _job_finished(job: Obj) -> str | None:
@@ -195,6 +196,9 @@ def _failure_rule(spec: Obj, pod: Obj) -> str | None:
 # doubled for each further failure since the last success, at most 10 min.
 JOB_BACKOFF_BASE = 10
 JOB_BACKOFF_MAX = 600
+# Past its backoff from the latest deletion among its pods, this much more (the controller's
+# sync, the clocks) before a Job that has made no pod is said to be failing to make one.
+JOB_CREATE_SLACK = 30
 
 
 def job_wants(job_obj: Obj) -> int:
@@ -279,12 +283,28 @@ def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, C
             f"next after its pod-failure backoff, within {bound} s of a leader taking over",
         )
     else:
-        rep = Replacement(
-            "not-yet",
-            f"none yet: Job {name} has {active} of {wants} wanted active pod(s); it creates the "
-            f"next after its pod-failure backoff, within {bound} s",
-            expected_by=shifted(ctx.now, bound),
-        )
+        # the backoff counts from a failure, at the latest its pod's deletion: the newest one
+        deleted = [p for p in pods if parse_time(p["metadata"].get("deletionTimestamp"))]
+        last = max(deleted, key=lambda p: str(p["metadata"]["deletionTimestamp"]), default=None)
+        since = parse_time(last["metadata"]["deletionTimestamp"]) if last else None
+        due = shifted(since, bound + JOB_CREATE_SLACK) if since is not None else None
+        if last is not None and due is not None and ctx.now > due:
+            counts.append(fact("Pod", last, "metadata.deletionTimestamp"))
+            rep = Replacement(
+                "missing",
+                f"{active}/{wants} wanted active pod(s) of Job {name}, and none made in the "
+                f"{duration((ctx.now - due).total_seconds())} since its pod-failure backoff ran "
+                f"out (at most {bound} s after its latest pod deletion, "
+                f"{last['metadata']['name']}'s): making one fails (quota, admission, or the Job "
+                "controller does not run: check the Job's events)",
+            )
+        else:
+            rep = Replacement(
+                "not-yet",
+                f"none yet: Job {name} has {active} of {wants} wanted active pod(s); it creates "
+                f"the next after its pod-failure backoff, within {bound} s",
+                expected_by=shifted(ctx.now, bound),
+            )
     return rep, claim(
         "replacement", "replacement", rep.summary, *counts, ctx.owner_fact(0, "status.failed")
     )

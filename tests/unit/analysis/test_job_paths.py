@@ -4,6 +4,7 @@ the eviction brings is said from the Job's own rule, not assumed from its kind."
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -135,4 +136,34 @@ def test_the_jobs_backoff_counts_every_pod_evicted_at_once(evicted: int) -> None
     bound = 10 * 2 ** (evicted - 1)
     for pod in pods[:evicted]:
         assert f"within {bound} s" in said[pod["metadata"]["name"]], said
+    assert premises.check(doc, data) == []
+
+
+@pytest.mark.parametrize("late", [0, 45, 3 * 3600])
+def test_a_job_that_made_no_pod_long_after_its_backoff_is_not_said_to_make_one(late: int) -> None:
+    """Audit 2051/95, the three pods evicted at once (a backoff of 40 s), read `late` seconds
+    after their deletion: within the backoff and the controller's sync the next pod is due;
+    past them (hours later, say, where a quota or a webhook refused every pod), none is promised
+    ("within 40 s" of the reading was false): the replacement is missing, and why may be."""
+    doc = json.loads((FIXTURES / "job-three-evicted-at-once.json").read_text())
+    pods = [
+        i for i in doc["items"] if i.get("kind") == "Pod" and "w-manual" in i["metadata"]["name"]
+    ]
+    for pod in pods:
+        pod["metadata"]["deletionTimestamp"] = doc["capturedAt"]
+        pod["metadata"]["deletionGracePeriodSeconds"] = 30
+    captured = parse_time(doc["capturedAt"])
+    assert captured is not None
+    snap = from_items(doc["items"], captured, server_version=doc.get("serverVersion"))
+    at = captured + timedelta(seconds=late)
+    data = render.report_data(diagnose(snap, at))
+    rows = [p for p in data["pods"] if "w-manual" in p["name"]]
+    assert len(rows) == len(pods) == 3
+    for row in rows:
+        said = row["replacement"]["summary"]
+        if late <= 40 + 30:  # its backoff, then the controller's sync
+            assert row["replacement"]["state"] == "not-yet" and "within 40 s" in said, said
+        else:
+            assert row["replacement"]["state"] == "missing" and "within" not in said, said
+            assert "making one fails (quota, admission" in said, said
     assert premises.check(doc, data) == []
