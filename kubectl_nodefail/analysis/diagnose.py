@@ -136,7 +136,14 @@ def diagnose(
     outputs that show them."""
     minor = snap.server_minor
     node_findings = {n["metadata"]["name"]: analyse_node(n, snap, now) for n in snap.nodes}
-    zones, master_disruption = analyse_zones(snap.nodes)
+    chief = leader(snap)
+    # which nodes the zone's tainting is late for, judged only with a leader that renews (with
+    # none, _leaderless says why nothing is tainted) and from its start (a new leader queues
+    # every not-Ready node again)
+    alive = chief is not None and not chief.expired()
+    zones, master_disruption = analyse_zones(
+        snap.nodes, now if alive else None, [chief.premise()] if chief is not None else []
+    )
     _leaderless(zones, snap, now)
     _untainting(zones, snap, now)
     zone_by_name = {z.zone: z for z in zones}
@@ -144,7 +151,6 @@ def diagnose(
     # computed over every node, whatever the view's scope: remediate NODE sees the same brake
     braked = brake.find(snap.nodes, zones, len(failed), master_disruption, leader(snap), now)
     pods = []
-    chief = leader(snap)
     unmarked_views = unmarked.views(node_findings)
     # what holds pods as a failed node does: a replacement there is not running, a volume
     # attached there is not detached (a Pending pod may still be scheduled there: not pinned)

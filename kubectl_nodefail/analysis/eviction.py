@@ -36,6 +36,7 @@ PENDING = "the NoExecute taint is not on the node yet"
 NOT_EVICTING = "the taint-eviction controller is not evicting"
 UNKNOWN = "eviction time not known"
 UNMARKED = "none comes until the node lifecycle controller"
+UNTAINTED = "the node lifecycle controller is not tainting"
 
 # The taint-eviction controller deletes a pod that does not tolerate a NoExecute taint as soon
 # as it handles the node update: on the real control plane the deletion carries the taint's own
@@ -93,7 +94,7 @@ def as_claim(ev: EvictionTime, pod: Obj, node: Obj | None, zone: ZoneFinding | N
             fact("Pod", pod, "status.conditions[type=PodScheduled].lastTransitionTime"),
             fact("Pod", pod, "metadata.creationTimestamp"),
         ]
-    if ev.state in ("paused", "pending-taint") and zone is not None and zone.claims:
+    if ev.state in ("paused", "pending-taint", "untainted") and zone is not None and zone.claims:
         because += zone.claims[0].because
     because += ev.extra
     return claim("eviction", "eviction", ev.text, *because)
@@ -326,6 +327,19 @@ def eviction_time(
             "per zone, not while the zone is disrupted), and eviction follows the pod's "
             "tolerationSeconds",
             off[1],
+        )
+    late = zone.late.get(str((node or {}).get("metadata", {}).get("name"))) if zone else None
+    if late is not None and zone is not None:
+        since, due = late
+        return EvictionTime(
+            "untainted",
+            None,
+            f"{held}, {duration((now - since).total_seconds())} after it went not Ready: past "
+            "the time the node lifecycle controller takes to taint its zone's not-Ready nodes "
+            f"one at a time (by {format_time(due)} at the latest; zone {zone.zone}'s line says "
+            f"at what rate), so {UNTAINTED} (the zone's line says what may be why), and "
+            "nothing evicts the pod",
+            [fact("Node", node, UNKNOWN_SINCE), *zone.changed_by],
         )
     if master_disruption:
         return EvictionTime(

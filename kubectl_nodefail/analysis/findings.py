@@ -84,6 +84,12 @@ class ZoneFinding:
     explanation: str
     # the explanation as claims, with the node counts (and taints) it rests on
     claims: list[Claim] = field(default_factory=list)
+    # the fact of the latest moment a node of the zone joined or changed its Ready state (its
+    # state is as counted since then, as far as the API shows), and the not-Ready nodes without
+    # the controller's NoExecute taint past the time its rate takes: name -> (not Ready since,
+    # tainted by then at the latest)
+    changed_by: list[Premise] = field(default_factory=list)
+    late: dict[str, tuple[datetime, datetime]] = field(default_factory=dict)
 
 
 @dataclass

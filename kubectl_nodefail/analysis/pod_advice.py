@@ -277,9 +277,9 @@ def _not_evicted(
             node,
             kind,
             holds_rwo,
-            "nothing taints its node (by all signs the node lifecycle controller does not run: "
-            "see its timeline), so nothing evicts or replaces it: start that controller "
-            "(kube-controller-manager's --controllers), or free it",
+            "nothing taints its node (the node lifecycle controller does not run or is not "
+            "tainting: see its timeline), so nothing evicts or replaces it: find out why "
+            "(kube-controller-manager's --controllers, its log), or free it",
             terminating=False,
             stays=stays,
         )

@@ -89,7 +89,8 @@ def next_step(pod: PodFinding, now: datetime) -> str:
             return "never evicted"
         if eviction.PAUSED in pod.timeline:
             return "not evicted (zone)"
-        if eviction.NOT_EVICTING in pod.timeline or eviction.UNMARKED in pod.timeline:
+        said = (eviction.NOT_EVICTING, eviction.UNMARKED, eviction.UNTAINTED)
+        if any(w in pod.timeline for w in said):
             return "not evicted (controller)"
         if eviction.UNKNOWN in pod.timeline:
             return "eviction time unknown"

@@ -380,7 +380,9 @@ def test_a_node_reported_not_ready_is_never_tainted_without_the_node_lifecycle_c
     pods' timelines do not say a taint is coming, the advice is not to wait for one), from what
     shows the controller does not run (the Ready nodes keep the not-ready NoSchedule taint it
     takes off). The control plane agrees well past the default rate's time to taint one node
-    (10 s)."""
+    (10 s). Then that sign taken away by hand: past the time the default rate takes, the node
+    still untainted, the diagnosis says the controller is not tainting there, from the time
+    alone."""
     cp = lifecycle_off
     plugin = Plugin(cp)
     cp.add_failable_node(NOT_READY)
@@ -419,9 +421,16 @@ def test_a_node_reported_not_ready_is_never_tainted_without_the_node_lifecycle_c
             assert not _no_execute(cp, NOT_READY), taint_keys(cp, NOT_READY)
             web_pods = pods(cp, NS_UNTAINTED, "web")
             assert len(web_pods) == 1 and not terminating(web_pods[0]), web_pods
+            late = _untainted_past_its_time(cp, plugin)
     finally:
         cp.start_kubelet(NOT_READY)
         wait_node_ready(cp, NOT_READY)
+    # without the sign, past the time the default rate takes: "not tainting", from the time
+    [zone] = [z for z in late["zones"] if z["notReady"]]
+    assert zone["eviction"] == "stopped" and "it is not tainting here" in zone["explanation"]
+    assert "by all signs" not in zone["explanation"] and "tainting runs" not in zone["explanation"]
+    [row] = [p for p in late["pods"] if p["namespace"] == NS_UNTAINTED]
+    assert "the node lifecycle controller is not tainting" in row["timeline"], row
     node = next(n for n in data["nodes"] if n["name"] == NOT_READY)
     assert node["cause"]["code"] == "network-plugin", node["cause"]
     [zone] = [z for z in data["zones"] if z["notReady"]]
@@ -433,6 +442,28 @@ def test_a_node_reported_not_ready_is_never_tainted_without_the_node_lifecycle_c
     assert row["evictionAt"] is None and row["action"]["code"] != "wait", row
     assert "none comes until the node lifecycle controller runs" in row["timeline"], row
     assert "is coming" not in row["action"]["summary"], row
+
+
+def _untainted_past_its_time(cp: ControlPlane, plugin: Plugin) -> Obj:
+    """The registration taint taken off the Ready nodes by hand (as a controller that runs
+    would have), so that nothing says the controller does not run: past the time its default
+    rate takes to taint the zone's not-Ready nodes (its look, 10 s a node, and the minute's
+    slack), NOT_READY is still untainted, and the diagnosis of that moment."""
+    nodes = json.loads(cp.kubectl("get", "nodes", "-o", "json"))["items"]
+    for node in nodes:
+        if ready(cp, node["metadata"]["name"])["status"] == "True":
+            cp.kubectl("taint", "node", node["metadata"]["name"], f"{REGISTERED}-", check=False)
+    down = [n for n in nodes if ready(cp, n["metadata"]["name"])["status"] != "True"]
+    since = _time(ready(cp, NOT_READY)["lastTransitionTime"])
+    due = since + timedelta(seconds=5 + 10 * len(down) + 60 + 2)
+    wait_for("the zone's time to taint past", lambda: datetime.now(timezone.utc) > due, 120)
+    _, data = plugin.diagnose_json("-n", NS_UNTAINTED)
+    assert not _no_execute(cp, NOT_READY), taint_keys(cp, NOT_READY)  # the control plane agrees
+    assert not any(terminating(p) for p in pods(cp, NS_UNTAINTED, "web"))
+    return data
+
+
+REGISTERED = "node.kubernetes.io/not-ready:NoSchedule"
 
 
 def _ready_for(cp: ControlPlane) -> float:

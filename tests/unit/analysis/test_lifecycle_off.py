@@ -136,3 +136,42 @@ def test_a_late_kubelet_is_said_to_be_marked_by_nothing_before_its_time() -> Non
     node = next(n for n in fresh.nodes if n.name == name)
     assert not nothing_marks(node.cause) and "sets Ready Unknown" in node.cause.summary
     assert node.action.code == "wait" and "NotReady is coming" in words.headline(fresh)
+
+
+def _later(snap: Snapshot, seconds: float) -> Snapshot:
+    """The snapshot read `seconds` later: the Ready nodes' kubelets and the leader still
+    renewing, nothing else changed (the not-Ready node still reporting, still untainted)."""
+    snap.captured_at += timedelta(seconds=seconds)
+    stamp = format_time(snap.captured_at)
+    for lease in snap.leases:
+        lease["spec"]["renewTime"] = stamp
+    for node in snap.nodes:
+        for cond in node["status"]["conditions"]:
+            cond["lastHeartbeatTime"] = stamp
+    return snap
+
+
+def test_a_node_untainted_past_its_zones_rate_is_said_not_to_be_tainted() -> None:
+    """Without the registration-taint sign, the recorded not-Ready node read again: a minute on,
+    its taint is still to come (one not-Ready node: 10 s at the default rate, the controller's
+    look and a minute's slack); three hours on, the zone's line says the controller is not
+    tainting there, the pod's timeline that nothing evicts it, NEXT 'not evicted (controller)'.
+    A leader that took over a minute before the reading queues every not-Ready node again:
+    not late then."""
+    soon = _report(_later(_without_the_sign(load(RECORDED)), 60))
+    assert _zone(soon).eviction == "proceeding" and eviction.PENDING in _pod(soon).timeline
+    late = _report(_later(_without_the_sign(load(RECORDED)), 3 * 3600))
+    zone, row = _zone(late), _pod(late)
+    assert zone.eviction == "stopped" and NODE in zone.late, zone
+    assert "it is not tainting here" in zone.explanation and "tainting runs" not in zone.explanation
+    paths = {(p.object, p.field) for c in zone.claims for p in c.because}
+    assert (f"Node/{NODE}", "status.conditions[type=Ready].lastTransitionTime") in paths
+    assert eviction.UNTAINTED in row.timeline and row.eviction_at is None, row.timeline
+    assert summary.next_step(row, late.captured_at) == "not evicted (controller)"
+    snap = _later(_without_the_sign(load(RECORDED)), 3 * 3600)
+    for lease in snap.leases:
+        if lease["metadata"]["namespace"] == "kube-system":
+            lease["spec"]["acquireTime"] = format_time(snap.captured_at - timedelta(minutes=1))
+    fresh = _report(snap)
+    assert _zone(fresh).eviction == "proceeding" and not _zone(fresh).late
+    assert eviction.PENDING in _pod(fresh).timeline
