@@ -145,24 +145,42 @@ def pod_name(pod: Obj) -> str:
     return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
 
 
-def _last_user_gone_by(snap: Snapshot, node: str, pv_name: str) -> datetime | None:
-    """A time by which no pod object on `node` used the PV any more: the creation of a
-    StatefulSet pod elsewhere that uses it (the StatefulSet makes a pod of that name only once
-    the old object is gone, and a claim of its template belongs to that one pod)."""
-    created = [
-        parse_time(p["metadata"].get("creationTimestamp"))
-        for p in _pods_claiming(snap, pv_name)
-        if (p.get("spec") or {}).get("nodeName") != node
-        and any(
-            ref.get("controller") and ref.get("kind") == "StatefulSet"
-            for ref in p["metadata"].get("ownerReferences") or []
-        )
-        and any(
-            ((pvc or {}).get("spec") or {}).get("volumeName") == pv_name
-            for _, pvc, _ in claimed_volumes(p, snap)
-        )
-    ]
-    return min((c for c in created if c is not None), default=None)
+def _last_user_gone_by(snap: Snapshot, node: str, pv_name: str) -> tuple[datetime, Premise] | None:
+    """A time by which no pod object on `node` used the PV any more, and the fact that shows
+    it: the creation of a StatefulSet pod elsewhere that uses it (the StatefulSet makes a pod of
+    that name only once the old object is gone, and a claim of its template belongs to that one
+    pod), or the first Multi-Attach error saying the volume is "already exclusively attached"
+    (the attach-detach controller words it so only when no pod of its desired state uses the
+    volume on the other node: reconciler.reportMultiAttachError), whichever is earlier."""
+    found: list[tuple[datetime, Premise]] = []
+    for p in _pods_claiming(snap, pv_name):
+        created = parse_time(p["metadata"].get("creationTimestamp"))
+        if (
+            created is not None
+            and (p.get("spec") or {}).get("nodeName") != node
+            and any(
+                ref.get("controller") and ref.get("kind") == "StatefulSet"
+                for ref in p["metadata"].get("ownerReferences") or []
+            )
+            and any(
+                ((pvc or {}).get("spec") or {}).get("volumeName") == pv_name
+                for _, pvc, _ in claimed_volumes(p, snap)
+            )
+        ):
+            found.append((created, fact("Pod", p, "metadata.creationTimestamp")))
+    for event in snap.memo("storage.failed-attach", _failed_attach_events):
+        message = event.get("message") or ""
+        if f'"{pv_name}"' in message and EXCLUSIVE in message:
+            stamp = "firstTimestamp" if event.get("firstTimestamp") else "eventTime"
+            seen = parse_time(event.get(stamp))
+            if seen is not None:
+                found.append((seen, fact("Event", event, stamp)))
+    return min(found, key=lambda f: f[0], default=None)
+
+
+# The attach-detach controller's Multi-Attach words when no pod on the other node wants the
+# volume (pkg/controller/volume/attachdetach/reconciler reportMultiAttachError)
+EXCLUSIVE = "already exclusively attached to one node"
 
 
 def _pods_claiming(snap: Snapshot, pv_name: str) -> list[Obj]:
@@ -266,7 +284,8 @@ def detach_outlook(
     unless = (
         f"unless {disabled}; " if flag else ""
     ) + "the out-of-service taint detaches it at once"
-    gone_by = None if users else _last_user_gone_by(snap, node, pv)
+    gone = None if users else _last_user_gone_by(snap, node, pv)
+    gone_by = gone[0] if gone is not None else None
     # The wait lives in the controller's memory: a new leader starts it again at its start.
     started = (
         chief.since
@@ -360,7 +379,11 @@ def detach_facts(va: Obj, snap: Snapshot) -> list[Premise]:
         fact("VolumeAttachment", va, "spec.nodeName"),
         fact("VolumeAttachment", va, "metadata.deletionTimestamp"),
     ]
-    out += [fact("Pod", p, "spec.nodeName") for p in (users_of(snap, name, pv) if pv else [])]
+    users = users_of(snap, name, pv) if pv else []
+    out += [fact("Pod", p, "spec.nodeName") for p in users]
+    gone = None if users or not pv else _last_user_gone_by(snap, name, pv)
+    if gone is not None:  # when the last pod object there was gone, at the latest
+        out.append(gone[1])
     if node is not None:
         out += [fact("Node", node, "spec.taints"), fact("Node", node, "status.volumesInUse")]
         out.append(fact("Node", node, "status.conditions[type=Ready].status"))  # force-detach?

@@ -157,6 +157,8 @@ SCHEMAS: dict[str, Object] = {
         # who wrote it: the kubelet's NodeNotReady tells of a not-ready taint since replaced
         source=obj(component=STR),
         reportingComponent=STR,
+        # the first report: by then no pod wanted a volume "already exclusively attached"
+        firstTimestamp=TIME,
         lastTimestamp=TIME,
         eventTime=TIME,
         type=STR,

@@ -32,13 +32,14 @@ import pytest
 from kubectl_nodefail.snapshot.model import parse_time
 from tests.e2e import csi, helpers
 from tests.e2e import workloads as w
-from tests.e2e.conftest import Plugin, running_control_plane
+from tests.e2e.conftest import HEALTHY_NODES, Plugin, running_control_plane
 from tests.e2e.controlplane import ControlPlane, requested_version, wait_for
 
 pytestmark = pytest.mark.e2e
 NS = "scenario-force-detach"
 NODE = "flaky-fd"
 TIMER, QUICK, HELD = "timer", "quick", "held"
+AGAIN = "timer-elsewhere"  # wants `timer`'s volume on a healthy node once `timer` is gone
 SIX_MINUTES = 360
 
 
@@ -106,6 +107,14 @@ def _start(cp: ControlPlane) -> Started:
     deleted_at = time.time()
     for pod in (TIMER, QUICK):
         cp.kubectl("delete", "pod", "-n", NS, pod, "--grace-period=0", "--force")
+    # a pod elsewhere wanting `timer`'s volume: its Multi-Attach error, worded for a volume no
+    # pod on the dead node wants any more, dates the last one gone (storage._last_user_gone_by)
+    csi.manage_attach(cp, HEALTHY_NODES[0])  # its kubelet's word: the controller attaches there
+    again = w.bare_pod(NS, AGAIN, pin=HEALTHY_NODES[0])
+    again["spec"]["volumes"] = [
+        {"name": "data", "persistentVolumeClaim": {"claimName": f"data-{TIMER}"}}
+    ]
+    cp.apply(again)
     requested = wait_for(
         "the unmounted volume detached at once",
         lambda: (va := _va_on_node(cp, QUICK)) and va["metadata"].get("deletionTimestamp") and va,
@@ -173,6 +182,19 @@ def test_mounted_volume_force_detached_six_minutes_later_held_one_never(
     # deletionTimestamp has whole seconds; the reconciler loops every 100 ms.
     print(f"\n[force-detach] detach requested {after:.1f} s after the force delete")
     assert SIX_MINUTES - 1 <= after <= SIX_MINUTES + 30, after
+    # the Multi-Attach error of the pod elsewhere: first written after `timer` was gone, in the
+    # words for a volume no pod there wants; the detach came within the timeout of it (what an
+    # "overdue" past that time rests on)
+    [event] = [
+        e
+        for e in cp.get("events", namespace=NS)["items"]
+        if e.get("reason") == "FailedAttachVolume"
+        and (e.get("involvedObject") or {}).get("name") == AGAIN
+    ]
+    assert "already exclusively attached to one node" in event["message"], event
+    first = parse_time(event.get("firstTimestamp") or event.get("eventTime"))
+    assert first is not None and first.timestamp() >= int(force_detach.deleted_at), first
+    assert detached_at.timestamp() <= first.timestamp() + SIX_MINUTES + 30, (detached_at, first)
     _, d = plugin.diagnose_json("-n", NS)
     assert "detach requested" in _volumes_line(d, TIMER)
     csi.finish_detach(cp, requested)

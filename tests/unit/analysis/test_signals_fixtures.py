@@ -258,6 +258,42 @@ def test_an_overdue_force_detach_is_told_apart_from_a_pending_one() -> None:
     assert "overdue" not in fresh.timeline
 
 
+def test_a_multi_attach_error_dates_the_last_user_gone_for_any_owner() -> None:
+    """EDITED STATE of the same recording: the waiting pod made by a ReplicaSet, not the
+    StatefulSet (a Deployment's RWO volume, say), so its creation says nothing of the old
+    object. Its Multi-Attach error is worded "already exclusively attached to one node", which
+    the attach-detach controller writes only when no pod on the other node wants the volume:
+    an hour after the first one, the force-detach is overdue, resting on that event's time."""
+    snap = load("volume-held-by-dead-node")
+    waiting = next(p for p in snap.pods if p["metadata"]["name"] == "db-v2-0")
+    for ref in waiting["metadata"]["ownerReferences"]:
+        ref.update(kind="ReplicaSet", apiVersion="apps/v1", name="db-v2-6b7f")
+    [event] = [e for e in snap.events if e.get("reason") == "FailedAttachVolume"]
+    assert storage.EXCLUSIVE in event["message"] and event.get("firstTimestamp")
+    later = snap.captured_at + timedelta(hours=1)
+    report = diagnose(dataclasses.replace(snap), later)
+    mine = pod(report, "scenario-volume-wait", "db-v2-0")
+    assert "overdue: the last pod object using it on flaky-v2 was gone over 1h" in mine.timeline
+    said = next(c for c in mine.claims if "overdue" in c.text)
+    assert ("firstTimestamp", event["firstTimestamp"]) in {
+        (p.field, p.value) for p in said.because if p.object.startswith("Event/")
+    }, said.because
+    assert (
+        "overdue"
+        not in pod(
+            diagnose(dataclasses.replace(snap), snap.captured_at), "scenario-volume-wait", "db-v2-0"
+        ).timeline
+    )
+    other = copy.deepcopy(snap)  # the other wording: a pod there still wants it
+    for e in other.events:
+        if e.get("reason") == "FailedAttachVolume":
+            e["message"] = (
+                'Multi-Attach error for volume "pv-db-v2" Volume is already used by pod(s) x'
+            )
+    mine = pod(diagnose(dataclasses.replace(other), later), "scenario-volume-wait", "db-v2-0")
+    assert "overdue" not in mine.timeline, mine.timeline
+
+
 def test_waiting_pod_whose_volume_a_terminating_pod_still_holds_is_told_to_free_it() -> None:
     """EDITED STATE of the recorded volume-held-by-dead-node fixture: a second, Terminating pod
     object on the dead node still uses the volume the replacement waits for."""
