@@ -10,12 +10,17 @@ from datetime import datetime
 
 from kubectl_nodefail.analysis.claims import Claim, Premise, fact
 from kubectl_nodefail.analysis.findings import Replacement
+from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
-from kubectl_nodefail.snapshot.model import Obj, Snapshot
+from kubectl_nodefail.analysis.text import duration
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, parse_time
 
 # Finalizers that Kubernetes' own controllers remove by themselves while the node is down.
 # (the Job controller's, on each pod it has not yet counted in its status)
 JOB_TRACKING = "batch.kubernetes.io/job-tracking"
+# PodGC's pass (gcCheckPeriod), and how much more before a pass is said to have been missed
+PODGC_PERIOD_SECONDS = 20
+PODGC_SLACK_SECONDS = 40
 SELF_REMOVED_FINALIZERS = {JOB_TRACKING}
 
 
@@ -59,6 +64,23 @@ class Context:
             for f in self.pod["metadata"].get("finalizers") or []
             if f not in SELF_REMOVED_FINALIZERS
         ]
+
+    def podgc_passed_over(self) -> str:
+        """Where PodGC, which marks a deleted pod bound to no node Failed on its next pass (every
+        20 s), has long since not: the words saying so, else ""."""
+        if self.node or self.finished:
+            return ""
+        deleted = parse_time(self.pod["metadata"].get("deletionTimestamp"))
+        chief = leader(self.snap)
+        if deleted is None or (chief is not None and chief.expired()):
+            return ""  # no leader: said as such for every pod (diagnose._leaderless_pods)
+        age = (self.now - deleted).total_seconds()
+        if age <= PODGC_PERIOD_SECONDS + PODGC_SLACK_SECONDS:
+            return ""
+        return (
+            f"; {duration(age)} after its deletion it has not been: the podgc controller does "
+            "not run or passes it over (kube-controller-manager's --controllers, its log)"
+        )
 
     def owner_ref_fact(self) -> Premise:
         """The pod's controlling owner reference, by its kind (or that it has none)."""
@@ -122,7 +144,7 @@ def _until_kubelet(ctx: Context, short: bool = False) -> str:
             "until PodGC's next pass (every 20 s) marks it Failed and deletes it: it is on no node"
             if short
             else "which PodGC does on its next pass (every 20 s): it is on no node"
-        )
+        ) + ctx.podgc_passed_over()
     if ctx.node_failed:
         return (
             "while its kubelet is down"

@@ -101,7 +101,8 @@ def _recreate_waits(ctx: Context) -> tuple[str, list[Premise]] | None:
         "only once no pod of an older ReplicaSet is still Pending, Running or Unknown, "
         f"Terminating ones included. This pod stays {ctx.phase} "
         + (
-            "until PodGC marks it Failed (it is on no node: on PodGC's next pass, every 20 s)"
+            "until PodGC marks it Failed (it is on no node: on PodGC's next pass, every 20 s"
+            f"{ctx.podgc_passed_over()})"
             if not ctx.node
             else "until its kubelet ends it, or PodGC marks it Failed (under the out-of-service "
             "taint, or once its Node is deleted)"
@@ -118,6 +119,7 @@ def _recreate_waits(ctx: Context) -> tuple[str, list[Premise]] | None:
         ctx.owner_fact(1, "status.updatedReplicas"),
         ctx.owner_fact(0, "spec.replicas"),
         ctx.pod_fact("status.phase"),
+        ctx.pod_fact("metadata.deletionTimestamp"),
     ]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from kubectl_nodefail.analysis.findings import PodFinding
 from kubectl_nodefail.render import render
 from kubectl_nodefail.snapshot.model import load_dump
 from tests.audit.judge import RETURN_PHRASES
+from tests.oracles import premises
 from tests.unit.conftest import FIXTURES
 
 AUDIT = sorted((FIXTURES / "audit").glob("*.json"))
@@ -362,3 +364,19 @@ def test_a_recreate_rollout_waits_on_a_pods_phase_not_on_its_object() -> None:
     assert "removes the object" not in dead.if_node_returns
     returns = [c.text for c in unbound.claims if c.kind == "if-node-returns"]
     assert all(t.startswith("it is on no node, so no node's return ends it") for t in returns)
+
+
+@pytest.mark.parametrize("later", [30, 3 * 3600])
+def test_podgc_not_marking_the_unbound_pod_failed_long_after_is_said(later: int) -> None:
+    """The same recording read `later` seconds on, the unbound pod still Pending (PodGC marked
+    it Failed 8 s after the reading on the real control plane): within PodGC's pass and slack
+    the rollout waits for that pass; hours on, the pass is said to have not come."""
+    snap = load_dump(str(FIXTURES / "recreate-rollout-unscheduled-terminating.json"))
+    at = snap.captured_at + timedelta(seconds=later)
+    report = diagnose(snap, at)
+    unbound = next(p for p in report.pods if p.name.endswith("hxk8x"))
+    said = "the podgc controller does not run or passes it over"
+    assert "until PodGC marks it Failed (it is on no node" in unbound.explanation
+    assert (said in unbound.explanation) == (later > 60), unbound.explanation
+    raw = json.loads((FIXTURES / "recreate-rollout-unscheduled-terminating.json").read_text())
+    assert premises.check(raw, render.report_data(report)) == []
