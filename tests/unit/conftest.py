@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,25 @@ def after_eviction() -> Report:
 @pytest.fixture(scope="session")
 def before_eviction() -> Report:
     return report_of("node-down-before-eviction")
+
+
+def with_leader(
+    snap: Snapshot, acquired: datetime, renewed: datetime | None = None, seconds: int = 15
+) -> Snapshot:
+    """A copy of the snapshot with kube-controller-manager's leader Lease (acquired, renewed
+    at `renewed` or at the reading), as leader.py reads it."""
+    out = copy.deepcopy(snap)
+    stamp = "%Y-%m-%dT%H:%M:%S.%fZ"
+    lease = {
+        "kind": "Lease",
+        "metadata": {"name": "kube-controller-manager", "namespace": "kube-system"},
+        "spec": {
+            "holderIdentity": "cp-1_5b0c",
+            "acquireTime": acquired.strftime(stamp),
+            "renewTime": (renewed or out.captured_at).strftime(stamp),
+            "leaseDurationSeconds": seconds,
+            "leaseTransitions": 3,
+        },
+    }
+    out.leases = [*out.leases, lease]
+    return out

@@ -25,6 +25,11 @@ def _listed(ctx: Context, job_obj: Obj) -> tuple[Premise, Premise]:
     return ctx.owner_fact(1, "spec.suspend"), ctx.owner_fact(1, f"status.active[name={name}].name")
 
 
+# The CronJob controller starts a run at its sync right after the run's time; a run due this
+# long ago, with a leader running since before it, was not started by it.
+CRON_LAG_SECONDS = 120
+
+
 def next_run(ctx: Context) -> tuple[datetime | None, str, list[Premise]]:
     """The CronJob's next run after the snapshot (None: not timed here), the words for it, and
     the facts they rest on. A run missed since its last one (status.lastScheduleTime, else its
@@ -51,6 +56,18 @@ def next_run(ctx: Context) -> tuple[datetime | None, str, list[Premise]]:
         late = isinstance(deadline, int) and missed + timedelta(seconds=deadline) < ctx.now
         if not late:
             ago = duration((ctx.now - missed).total_seconds())
+            chief = leader(ctx.snap)
+            waited = (ctx.now - max(missed, chief.since if chief else missed)).total_seconds()
+            if chief is not None and chief.alive() and waited > CRON_LAG_SECONDS:
+                # a leader that ran since the run's time would have started it at its sync
+                return (
+                    None,
+                    f"its overdue run (due {ago} ago, {said}; not started, though the CronJob "
+                    "controller starts a missed run as soon as it syncs, within seconds: it is "
+                    "not acting on this CronJob, disabled, overloaded or failing: the CronJob's "
+                    "events and kube-controller-manager's log say which), if it ever starts,",
+                    [*facts, chief.premise(), chief.premise("renewTime")],
+                )
             return None, f"its overdue run (due {ago} ago, {said}; not started yet)", facts
     when = cron.next_run(schedule, zone, ctx.now)
     if when is None:

@@ -14,7 +14,7 @@ from kubectl_nodefail.analysis.findings import PodFinding
 from kubectl_nodefail.render import render
 from kubectl_nodefail.snapshot.model import from_items, load_dump, parse_time
 from tests.oracles import premises
-from tests.unit.conftest import FIXTURES
+from tests.unit.conftest import FIXTURES, with_leader
 
 
 def _stuck(name: str) -> list[PodFinding]:
@@ -167,3 +167,25 @@ def test_a_job_that_made_no_pod_long_after_its_backoff_is_not_said_to_make_one(l
             assert row["replacement"]["state"] == "missing" and "within" not in said, said
             assert "making one fails (quota, admission" in said, said
     assert premises.check(doc, data) == []
+
+
+@pytest.mark.parametrize("hours", [0, 3])
+def test_a_replace_run_hours_overdue_under_a_running_leader_is_not_promised(hours: int) -> None:
+    """Audit 2050/83 (CronJob w, concurrencyPolicy Replace, hourly, Job w-manual active), read
+    `hours` after, its leader running since long before and renewing at the reading: the run
+    due since is one the CronJob controller starts within seconds of its time; hours overdue,
+    it is said not to be acting, the deletion conditional ("if it ever starts")."""
+    snap = load_dump(str(FIXTURES / "audit" / "seed2050-83-d1.json"))
+    at = snap.captured_at + timedelta(hours=hours, minutes=2 if hours else 0)
+    snap = with_leader(snap, snap.captured_at - timedelta(days=1), at)
+    data = render.report_data(diagnose(snap, at))
+    said = [
+        c["text"]
+        for p in data["pods"]
+        for c in p["claims"]
+        if "concurrencyPolicy Replace" in c["text"]
+    ]
+    assert said
+    for text in said:
+        stalled = "it is not acting on this CronJob" in text and "if it ever starts" in text
+        assert stalled == bool(hours), text

@@ -20,7 +20,7 @@ from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.render import render
 from kubectl_nodefail.snapshot.model import Snapshot, format_time, parse_time
 from tests.oracles import invariants, premises
-from tests.unit.conftest import load, stale_ready_node
+from tests.unit.conftest import load, stale_ready_node, with_leader
 
 Obj = dict[str, Any]
 UN, NR = "node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"
@@ -29,25 +29,6 @@ NODE = "flaky-k1"
 
 def _micro(when: datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _with_leader(
-    snap: Snapshot, acquired: datetime, renewed: datetime | None = None, seconds: int = 15
-) -> Snapshot:
-    out = copy.deepcopy(snap)
-    lease = {
-        "kind": "Lease",
-        "metadata": {"name": "kube-controller-manager", "namespace": "kube-system"},
-        "spec": {
-            "holderIdentity": "cp-1_5b0c",
-            "acquireTime": _micro(acquired),
-            "renewTime": _micro(renewed or out.captured_at),
-            "leaseDurationSeconds": seconds,
-            "leaseTransitions": 3,
-        },
-    }
-    out.leases = [*out.leases, lease]
-    return out
 
 
 def _report(snap: Snapshot, now: datetime | None = None) -> Report:
@@ -86,15 +67,15 @@ def test_the_lease_is_read_as_the_leader_and_its_expiry() -> None:
     snap = load("eviction-clock")
     assert leader(snap) is None  # not read: nothing is said of it
     at = snap.captured_at - timedelta(minutes=30)
-    chief = leader(_with_leader(snap, at))
+    chief = leader(with_leader(snap, at))
     assert chief is not None and chief.since.replace(microsecond=0) == at.replace(microsecond=0)
     assert chief.alive() and not chief.expired()
     # expired past its duration and a slack for the clocks' difference, judged when read
-    late = leader(_with_leader(snap, at, renewed=snap.captured_at - timedelta(seconds=20)))
+    late = leader(with_leader(snap, at, renewed=snap.captured_at - timedelta(seconds=20)))
     assert late is not None and late.alive()
-    gone = leader(_with_leader(snap, at, renewed=snap.captured_at - timedelta(seconds=30)))
+    gone = leader(with_leader(snap, at, renewed=snap.captured_at - timedelta(seconds=30)))
     assert gone is not None and gone.expired()
-    moved = _with_leader(snap, at)
+    moved = with_leader(snap, at)
     moved.read_at = moved.captured_at  # `diagnose --watch` shows it again a minute later
     moved.captured_at += timedelta(minutes=1)
     still = leader(moved)
@@ -104,7 +85,7 @@ def test_the_lease_is_read_as_the_leader_and_its_expiry() -> None:
 def test_a_leader_older_than_the_failure_changes_no_time() -> None:
     snap = load("eviction-clock")
     before = {p.name: p.eviction_at for p in _report(snap).pods}
-    old = _with_leader(snap, _event_time(snap) - timedelta(hours=2))
+    old = with_leader(snap, _event_time(snap) - timedelta(hours=2))
     after = {p.name: p.eviction_at for p in _report(old).pods}
     assert before == after and any(before.values())
 
@@ -121,7 +102,7 @@ def test_a_new_leader_after_the_swap_counts_from_the_taint_it_put_back() -> None
     _unreachable(snap)["timeAdded"] = format_time(back)
     without = _row(_report(snap), "swap")
     assert without.eviction_at == _event_time(snap) + timedelta(seconds=60)  # the event's count
-    row = _row(_report(_with_leader(snap, acquired)), "swap")
+    row = _row(_report(with_leader(snap, acquired)), "swap")
     assert row.eviction_at == back + timedelta(seconds=60)
     assert "NodeNotReady" not in row.timeline
     claim = next(c for c in row.claims if c.kind == "eviction")  # the event set aside, and why
@@ -136,7 +117,7 @@ def test_a_new_leader_while_the_node_was_not_ready_gives_a_window() -> None:
     unknown_since = parse_time(_ready(snap)["lastTransitionTime"])
     assert unknown_since is not None and said < unknown_since
     acquired = said + (unknown_since - said) / 2
-    report = _report(_with_leader(snap, acquired))
+    report = _report(with_leader(snap, acquired))
     row = _row(report, "swap")
     assert row.eviction_at is None
     assert "eviction time not known" in row.timeline and "took over at" in row.timeline
@@ -152,7 +133,7 @@ def test_a_taint_older_than_the_leader_is_not_counted_from() -> None:
     snap = load("eviction-clock")
     acquired = snap.captured_at - timedelta(seconds=1)
     assert acquired > parse_time(_unreachable(snap)["timeAdded"]) + timedelta(seconds=1)
-    row = _row(_report(_with_leader(snap, acquired)), "not-ready-forever")
+    row = _row(_report(with_leader(snap, acquired)), "not-ready-forever")
     assert row.eviction_at is None
     assert "eviction time not known" in row.timeline and "puts them back" in row.timeline
 
@@ -161,25 +142,25 @@ def test_an_overdue_eviction_names_only_what_the_lease_leaves() -> None:
     snap = load("eviction-clock")
     late = snap.captured_at + timedelta(hours=1)
     old = snap.captured_at - timedelta(hours=2)
-    alive = _row(_report(_with_leader(snap, old, renewed=late), late), "not-ready-forever")
+    alive = _row(_report(with_leader(snap, old, renewed=late), late), "not-ready-forever")
     assert "taint-eviction controller is not evicting" in alive.timeline
     assert "restarted since" not in alive.timeline
     unsaid = _row(_report(snap, late), "not-ready-forever")
     assert "restarted since" in unsaid.timeline  # without the Lease, still a possibility
-    dead = _report(_with_leader(snap, old, renewed=snap.captured_at - timedelta(minutes=5)), late)
+    dead = _report(with_leader(snap, old, renewed=snap.captured_at - timedelta(minutes=5)), late)
     assert "kube-controller-manager has no leader" in _row(dead, "not-ready-forever").timeline
 
 
 def test_the_force_detach_wait_starts_again_with_a_new_leader() -> None:
     snap = load("force-detach-timer-running")
     acquired = snap.captured_at - timedelta(seconds=30)
-    report = _report(_with_leader(snap, acquired))
+    report = _report(with_leader(snap, acquired))
     node = next(n for n in report.nodes if n.name == "flaky-fd")
     timer = next(v for v in node.volumes_attached if v.startswith("pv-fd-timer"))
     assert f"not before about {format_time(acquired + timedelta(minutes=6))}" in timer
     held = next(v for v in node.volumes_attached if v.startswith("pv-fd-held"))
     assert "not before" not in held  # its pod object is still there: the wait has not begun
-    old = _report(_with_leader(snap, snap.captured_at - timedelta(hours=1)))
+    old = _report(with_leader(snap, snap.captured_at - timedelta(hours=1)))
     assert all("not before" not in v for n in old.nodes for v in n.volumes_attached)
 
 
@@ -187,7 +168,7 @@ def test_the_node_grace_starts_again_with_a_new_leader() -> None:
     snap, name = stale_ready_node("node-down-recovered", 25)
     renewed = snap.captured_at - timedelta(seconds=25)
     acquired = snap.captured_at - timedelta(seconds=10)
-    report = _report(_with_leader(snap, acquired))
+    report = _report(with_leader(snap, acquired))
     found = next(n for n in report.nodes if n.name == name)
     grace = 50 if (snap.server_minor or 36) >= 32 else 40
     assert found.cause.code == "lease-not-renewed"
@@ -202,7 +183,7 @@ def test_without_a_leader_nothing_is_said_to_come_that_only_a_leader_does() -> N
 
     snap = load("eviction-rate-limited")
     renewed = snap.captured_at - timedelta(minutes=3)
-    gone = _with_leader(snap, renewed - timedelta(hours=1), renewed=renewed)
+    gone = with_leader(snap, renewed - timedelta(hours=1), renewed=renewed)
     leaderless = _report(gone)
     row = next(p for p in leaderless.pods if (p.namespace, p.name) == ("scenario-rules", "q-1"))
     assert "no NoExecute taint on its node, and the taint-eviction controller is not" in (
@@ -218,7 +199,7 @@ def test_without_a_leader_nothing_is_said_to_come_that_only_a_leader_does() -> N
     )
     assert "kube-controller-manager has no leader" in row.timeline
     assert "rate-limited" not in row.timeline
-    alive = _with_leader(snap, renewed - timedelta(hours=1))
+    alive = with_leader(snap, renewed - timedelta(hours=1))
     led = _report(alive)
     row = next(p for p in led.pods if (p.namespace, p.name) == ("scenario-rules", "q-1"))
     assert "rate-limited per zone" in row.timeline
@@ -226,7 +207,7 @@ def test_without_a_leader_nothing_is_said_to_come_that_only_a_leader_does() -> N
 
     down, name = stale_ready_node("node-down-recovered", 45)
     stale = down.captured_at - timedelta(seconds=45)
-    report = _report(_with_leader(down, stale - timedelta(hours=1), renewed=stale))
+    report = _report(with_leader(down, stale - timedelta(hours=1), renewed=stale))
     found = next(n for n in report.nodes if n.name == name)
     assert found.cause.code == "no-controller-leader"
     assert "Ready Unknown" not in found.cause.summary and "has no leader" in found.cause.summary
@@ -272,7 +253,7 @@ def _tol(key: str, seconds: int | None = None) -> Obj:
 
 def test_without_a_leader_a_count_not_due_yet_is_not_told_as_coming() -> None:
     snap = load("eviction-clock")
-    stale = _with_leader(
+    stale = with_leader(
         snap, snap.captured_at - timedelta(hours=2), renewed=snap.captured_at - timedelta(minutes=2)
     )
     row = _row(_report(stale), "not-ready-forever")
@@ -295,7 +276,7 @@ def test_a_pod_bound_after_the_swap_counts_from_its_arrival_not_a_window() -> No
     for cond in pod["status"]["conditions"]:
         if cond["type"] == "PodScheduled":
             cond["lastTransitionTime"] = format_time(came)
-    row = _row(_report(_with_leader(snap, said + (unknown_since - said) / 2)), "swap")
+    row = _row(_report(with_leader(snap, said + (unknown_since - said) / 2)), "swap")
     assert row.eviction_at == came + timedelta(seconds=60)
     assert "not known" not in row.timeline and "arrival" in row.timeline
 
@@ -308,9 +289,9 @@ def test_under_the_zone_brake_a_new_leader_leaves_the_taints_off() -> None:
     assert pod is not None
     del pod["metadata"]["deletionTimestamp"]
     pod["spec"]["tolerations"] = [_tol(UN, 300)]
-    fresh = _report(_with_leader(snap, snap.captured_at - timedelta(hours=1)))
+    fresh = _report(with_leader(snap, snap.captured_at - timedelta(hours=1)))
     assert next(p for p in fresh.pods if p.name == "zp-2").eviction_at is not None
-    report = _report(_with_leader(snap, snap.captured_at - timedelta(seconds=5)))
+    report = _report(with_leader(snap, snap.captured_at - timedelta(seconds=5)))
     row = next(p for p in report.pods if p.name == "zp-2")
     assert row.eviction_at is None
     assert row.timeline.startswith("no eviction while zone e2e/zone-p is in PartialDisruption")
@@ -329,7 +310,7 @@ def test_a_taint_of_someone_elses_is_counted_from_the_new_leaders_start() -> Non
     assert pod is not None
     pod["spec"]["tolerations"] = [_tol(UN), _tol(NR), _tol("example.com/x", 600)]
     acquired = snap.captured_at - timedelta(seconds=10)
-    row = _row(_report(_with_leader(snap, acquired)), "not-ready-forever")
+    row = _row(_report(with_leader(snap, acquired)), "not-ready-forever")
     assert row.eviction_at == acquired + timedelta(seconds=600)
     assert "counted again from its start" in row.timeline
 
@@ -342,7 +323,7 @@ def test_an_overdue_force_detach_counts_from_a_later_leader() -> None:
     later = snap.captured_at + timedelta(hours=1)
 
     def line(acquired: datetime) -> str:
-        read = _with_leader(snap, acquired, renewed=later)
+        read = with_leader(snap, acquired, renewed=later)
         read.read_at = later  # the Lease as read an hour later, renewed then
         report = _report(read, later)
         return next(v for n in report.nodes if n.name == "flaky-v2" for v in n.volumes_attached)
@@ -363,18 +344,18 @@ def test_without_a_leader_remediate_refuses_what_only_a_leader_would_carry_out()
     snap = load("eviction-rate-limited")
     assert _report(snap).brake is None
     renewed = snap.captured_at - timedelta(minutes=3)
-    report = _report(_with_leader(snap, renewed - timedelta(hours=1), renewed=renewed))
+    report = _report(with_leader(snap, renewed - timedelta(hours=1), renewed=renewed))
     assert report.brake is not None
     assert report.brake.text.startswith("kube-controller-manager has no leader")
     assert any(p.object.startswith("Lease/kube-system/") for p in report.brake.because)
-    alive = _report(_with_leader(snap, renewed - timedelta(hours=1)))
+    alive = _report(with_leader(snap, renewed - timedelta(hours=1)))
     assert alive.brake is None
 
 
 def test_without_a_leader_the_zone_line_says_its_controller_does_not_run() -> None:
     snap = load("eviction-rate-limited")
     renewed = snap.captured_at - timedelta(minutes=3)
-    report = _report(_with_leader(snap, renewed - timedelta(hours=1), renewed=renewed))
+    report = _report(with_leader(snap, renewed - timedelta(hours=1), renewed=renewed))
     down = [z for z in report.zones if z.not_ready]
     assert down and all(z.explanation.endswith("none of this runs.") for z in down)
     assert all("has no leader" in c.text for z in down for c in z.claims)
@@ -445,13 +426,13 @@ def test_without_a_leader_no_run_or_replacement_is_timed_as_if_it_ran() -> None:
     within its backoff of a leader taking over, never by a time of its own."""
     snap = load("job-three-evicted-at-once")
     renewed = snap.captured_at - timedelta(minutes=3)
-    report = _report(_with_leader(snap, renewed - timedelta(hours=1), renewed=renewed))
+    report = _report(with_leader(snap, renewed - timedelta(hours=1), renewed=renewed))
     cron = [p for p in report.pods if "next run" in p.explanation]
     assert cron, [p.explanation for p in report.pods]
     for p in cron:
         assert "with none by then, when one takes over" in p.explanation
     assert all(p.replacement.expected_by is None for p in report.pods)
-    led = _report(_with_leader(snap, renewed - timedelta(hours=1)))
+    led = _report(with_leader(snap, renewed - timedelta(hours=1)))
     assert not any("leader by then" in p.explanation for p in led.pods)
 
 
@@ -462,12 +443,12 @@ def test_without_a_leader_a_jobs_next_pod_has_no_time_of_its_own() -> None:
     evicted["metadata"]["deletionGracePeriodSeconds"] = 0
     name = evicted["metadata"]["name"]
     renewed = snap.captured_at - timedelta(minutes=3)
-    led = diagnose(_with_leader(snap, renewed - timedelta(hours=1)), snap.captured_at)
+    led = diagnose(with_leader(snap, renewed - timedelta(hours=1)), snap.captured_at)
     row = next(p for p in led.pods if p.name == name)
     assert row.replacement.state == "not-yet" and row.replacement.expected_by is not None, (
         row.replacement
     )
-    gone = diagnose(_with_leader(snap, renewed - timedelta(hours=1), renewed), snap.captured_at)
+    gone = diagnose(with_leader(snap, renewed - timedelta(hours=1), renewed), snap.captured_at)
     row = next(p for p in gone.pods if p.name == name)
     assert row.replacement.expected_by is None
     assert "of a leader taking over" in row.replacement.summary, row.replacement.summary
@@ -552,7 +533,7 @@ def test_a_node_long_past_its_default_grace_is_not_told_it_will_be_marked_then()
     moment as coming. The cause says the controller has not marked it, and why that may be."""
     down, name = stale_ready_node("node-down-recovered", 600)
     renewed = down.captured_at - timedelta(seconds=600)
-    report = _report(_with_leader(down, renewed - timedelta(hours=1)))
+    report = _report(with_leader(down, renewed - timedelta(hours=1)))
     found = next(n for n in report.nodes if n.name == name)
     assert found.cause.code == "lease-overdue", found.cause.summary
     assert "ago; it has not" in found.cause.summary
@@ -564,7 +545,7 @@ def test_a_node_long_past_its_default_grace_is_not_told_it_will_be_marked_then()
     down, name = stale_ready_node("node-down-recovered", 55)
     renewed = down.captured_at - timedelta(seconds=55)
     found = next(
-        n for n in _report(_with_leader(down, renewed - timedelta(hours=1))).nodes if n.name == name
+        n for n in _report(with_leader(down, renewed - timedelta(hours=1))).nodes if n.name == name
     )
     assert found.cause.code == "lease-not-renewed"
     assert found.cause.summary.endswith(
@@ -583,7 +564,7 @@ def test_overdue_follows_the_grace_not_the_leases_duration_nor_an_unread_leader(
     lease = _lease_of(down, name)
     lease["spec"]["leaseDurationSeconds"] = 3600
     renewed = down.captured_at - timedelta(seconds=3000)
-    report = _report(_with_leader(down, renewed - timedelta(hours=1)))
+    report = _report(with_leader(down, renewed - timedelta(hours=1)))
     found = next(n for n in report.nodes if n.name == name)
     assert found.cause.code == "lease-overdue", found.cause.summary
     assert "so it has expired" not in found.cause.summary
@@ -613,7 +594,7 @@ def test_pods_on_a_node_past_its_time_to_be_marked_are_listed_as_nothing_marks_t
     for cond in node["status"]["conditions"]:
         if cond["type"] == "Ready":
             cond["lastHeartbeatTime"] = format_time(renewed)
-    report = _report(_with_leader(snap, renewed - timedelta(hours=1)))
+    report = _report(with_leader(snap, renewed - timedelta(hours=1)))
     assert {n.name: n.cause.code for n in report.nodes}["lost-l2"] == "lease-overdue"
     held = next(p for p in report.pods if p.name == "held-2")
     assert held.category == "on-unmarked-node" and held.node_failed
@@ -670,7 +651,7 @@ def _overdue_snapshot(name: str, node_name: str) -> Snapshot:
         }
     )
     snap.events = []
-    return _with_leader(snap, renewed - timedelta(hours=1))
+    return with_leader(snap, renewed - timedelta(hours=1))
 
 
 def test_a_volume_on_a_node_past_its_time_to_be_marked_is_not_told_force_detached() -> None:
@@ -710,8 +691,8 @@ def test_a_taint_tolerated_without_limit_is_never_only_if_the_unreachable_one_is
     held = next(p for p in snap.pods if p["metadata"]["name"] == "held-2")
     held["spec"]["tolerations"] = [own, *held["spec"]["tolerations"]]
     for chief in (
-        _with_leader(snap, renewed - timedelta(hours=1)),
-        _with_leader(snap, renewed - timedelta(hours=1), renewed),
+        with_leader(snap, renewed - timedelta(hours=1)),
+        with_leader(snap, renewed - timedelta(hours=1), renewed),
     ):
         row = next(p for p in _report(chief).pods if p.name == "held-2")
         assert row.category == "on-unmarked-node"
