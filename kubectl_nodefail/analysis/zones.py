@@ -141,7 +141,7 @@ def analyse_zones(
             found.explanation = text = _not_tainting(found, tainted.get(zone, 0))
             because += [
                 fact("Node", n, p)
-                for n in members[zone]
+                for n in everyone.get(zone, [])
                 if n["metadata"]["name"] in found.late
                 for p in (READY_SINCE, NO_EXECUTE)
             ] + found.changed_by
