@@ -328,9 +328,9 @@ def eviction_time(
             "tolerationSeconds",
             off[1],
         )
-    late = zone.late.get(str((node or {}).get("metadata", {}).get("name"))) if zone else None
-    if late is not None and zone is not None:
-        since, due = late
+    untainted = zone.late.get(str(node["metadata"].get("name"))) if zone and node else None
+    if untainted is not None and zone is not None and node is not None:
+        since, due = untainted
         return EvictionTime(
             "untainted",
             None,
