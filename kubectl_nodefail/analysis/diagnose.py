@@ -142,7 +142,7 @@ def diagnose(
     # every not-Ready node again)
     alive = chief is not None and not chief.expired()
     zones, master_disruption = analyse_zones(
-        snap.nodes, now if alive else None, [chief.premise()] if chief is not None else []
+        snap.nodes, now if alive else None, chief.premises() if chief is not None else []
     )
     _leaderless(zones, snap, now)
     _untainting(zones, snap, now)

@@ -339,7 +339,11 @@ def eviction_time(
             f"one at a time (by {format_time(due)} at the latest; zone {zone.zone}'s line says "
             f"at what rate), so {UNTAINTED} (the zone's line says what may be why), and "
             "nothing evicts the pod",
-            [fact("Node", node, UNKNOWN_SINCE), *zone.changed_by],
+            [
+                fact("Node", node, UNKNOWN_SINCE),
+                *zone.changed_by,
+                *(chief.premises() if chief else []),
+            ],
         )
     if master_disruption:
         return EvictionTime(

@@ -42,13 +42,13 @@ def _taints(members: list[Obj]) -> list[Premise]:
 
 
 def analyse_zones(
-    nodes: list[Obj], now: datetime | None = None, leader_since: list[Premise] | None = None
+    nodes: list[Obj], now: datetime | None = None, leader: list[Premise] | None = None
 ) -> tuple[list[ZoneFinding], bool]:
     """Per-zone state and eviction effect; the flag is True in 'master disruption mode'
     (every zone fully disrupted: the controller removes NoExecute taints and stops evicting).
     `now`: also which not-Ready nodes the zone's tainting is past its time for
-    (ZoneFinding.late), counted from the controller leader's start too (`leader_since`: its
-    acquireTime, as a premise)."""
+    (ZoneFinding.late), counted from the controller leader's start too (`leader`: its Lease's
+    facts, acquireTime among them; given only while it renews)."""
     counts: dict[str, list[int]] = {}
     tainted: dict[str, int] = {}  # not-Ready nodes already carrying a NoExecute taint
     members: dict[str, list[Obj]] = {}
@@ -66,6 +66,7 @@ def analyse_zones(
             tainted[zone] = tainted.get(zone, 0) + 1
     states = {zone: zone_state(r, n) for zone, (r, n) in counts.items()}
     all_down = bool(states) and all(s == FULL for s in states.values())
+    steady = _steady(members)
     findings = []
     for zone, (ready, not_ready) in sorted(counts.items()):
         state = states[zone]
@@ -129,12 +130,11 @@ def analyse_zones(
         if eviction == "stopped":  # which not-Ready nodes carry the NoExecute taint
             because += _taints(members[zone])
         found = ZoneFinding(zone, size, not_ready, state, eviction, text)
-        changed, found.changed_by = _changed(everyone.get(zone, []))
-        for took in leader_since or []:  # a new leader queues every not-Ready node again
-            started = parse_time(took.value) if isinstance(took.value, str) else None
-            if started is not None and (changed is None or started > changed):
-                changed, found.changed_by = started, [took]
         if now is not None and eviction in ("proceeding", "slowed"):
+            marks = [*_marks(everyone.get(zone, [])), steady, *_leader_marks(leader)]
+            changed, found.changed_by = max(
+                (m for m in marks if m is not None), key=lambda m: m[0], default=(None, [])
+            )
             found.late = _late(everyone.get(zone, []), changed, eviction, now)
         if found.late:  # what the line says runs is not done here
             found.eviction = "stopped"
@@ -144,7 +144,8 @@ def analyse_zones(
                 for n in everyone.get(zone, [])
                 if n["metadata"]["name"] in found.late
                 for p in (READY_SINCE, NO_EXECUTE)
-            ] + found.changed_by
+            ]
+            because += [*found.changed_by, *(leader or [])]  # when, and that it runs
         found.claims = [claim("zone-state", "zone", text, *because)]
         findings.append(found)
     return findings, all_down
@@ -200,21 +201,61 @@ def _not_tainting(zone: ZoneFinding, tainted: int) -> str:
     )
 
 
-def _changed(nodes: list[Obj]) -> tuple[datetime | None, list[Premise]]:
-    """The latest moment one of `nodes` was created or changed its Ready condition, and that
-    fact: what the API shows of the zone's last change of state (a Node deleted or relabelled
-    leaves nothing)."""
-    best: tuple[datetime, Obj, str] | None = None
+Mark = tuple[datetime, list[Premise]]  # a moment and the fact that shows it
+
+
+def _marks(nodes: list[Obj]) -> list[Mark | None]:
+    """Moments after which the controller's tainting queue of a zone (`nodes`) may have
+    started again, as far as the API shows: the latest a node joined or changed its Ready
+    state (a brake lifted shows so; a Node deleted or relabelled leaves nothing), and the latest
+    taint of its own the controller put on one (its queue moving: the others follow at its
+    rate)."""
+    joined: Mark | None = None
+    tainted: Mark | None = None
     for node in nodes:
         created = parse_time(node["metadata"].get("creationTimestamp"))
         for at, path in ((_ready_since(node), READY_SINCE), (created, CREATED)):
-            if at is not None and (best is None or at > best[0]):
-                best = (at, node, path)
-    if best is None:
-        return None, []
-    return best[0], [fact("Node", best[1], best[2])]
+            if at is not None and (joined is None or at > joined[0]):
+                joined = (at, [fact("Node", node, path)])
+        for taint in (node.get("spec") or {}).get("taints") or []:
+            key = taint.get("key")
+            if taint.get("effect") != "NoExecute" or key not in OWN:
+                continue
+            at = parse_time(taint.get("timeAdded"))
+            if at is not None and (tainted is None or at > tainted[0]):
+                path = f"spec.taints[key={key},effect=NoExecute].timeAdded"
+                tainted = (at, [fact("Node", node, path)])
+    return [joined, tainted]
 
 
+def _steady(members: dict[str, list[Obj]]) -> Mark | None:
+    """The earliest Ready transition of the nodes counted that are Ready now: since then every
+    zone it is in had a Ready node, so there was no master disruption (which stops all
+    tainting until a node anywhere is Ready again) after it. None: no node Ready."""
+    ready = [
+        (at, node)
+        for nodes in members.values()
+        for node in nodes
+        if is_ready(node) and (at := _ready_since(node)) is not None
+    ]
+    if not ready:
+        return None
+    at, node = min(ready, key=lambda r: r[0])
+    return at, [fact("Node", node, READY_SINCE)]
+
+
+def _leader_marks(leader: list[Premise] | None) -> list[Mark | None]:
+    """A new leader queues every not-Ready node again from its start (its acquireTime)."""
+    return [
+        (started, [took])
+        for took in leader or []
+        if took.field == "spec.acquireTime"
+        and isinstance(took.value, str)
+        and (started := parse_time(took.value)) is not None
+    ]
+
+
+OWN = (facts.TAINT_UNREACHABLE, facts.TAINT_NOT_READY)
 READY_SINCE = "status.conditions[type=Ready].lastTransitionTime"
 CREATED = "metadata.creationTimestamp"
 
