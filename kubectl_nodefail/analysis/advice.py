@@ -11,7 +11,7 @@ from kubectl_nodefail.analysis.claims import Claim, Premise, once
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding
 from kubectl_nodefail.analysis.machine import kubelet_alive, machine_ran, out_of_service_overdue
 from kubectl_nodefail.analysis.nodes import nothing_marks
-from kubectl_nodefail.analysis.text import plural
+from kubectl_nodefail.analysis.text import duration, plural
 from kubectl_nodefail.common import attestation
 
 
@@ -291,12 +291,18 @@ def _for_node(
     oos_ok = versions.out_of_service_usable(server_minor)
     if node.out_of_service:
         late = out_of_service_overdue(node)
-        left = [p for p in pods or [] if p.terminating]
+        # finalizers keep a force-deleted object: not PodGC's failure (each pod says so)
+        left = [
+            p
+            for p in pods or []
+            if p.terminating and not holding_finalizers(p.finalizers, True, "out-of-service")
+        ]
         if late is not None and left:
             return Action(
                 "investigate",
-                f"out-of-service taint set {late:.0f}s ago, past PodGC's time to force-delete "
-                f"its Terminating pods, and {plural(len(left), 'pod')} still here (an "
+                f"out-of-service taint set {duration(late)} ago, past PodGC's time to "
+                f"force-delete its Terminating pods, and {plural(len(left), 'pod')} not held by "
+                "finalizers still here (an "
                 "admission webhook or policy refused the deletes, or the podgc controller "
                 "does not run: kube-controller-manager's log says which): see each pod's "
                 "suggestion; remove the taint once the node is back",
@@ -307,8 +313,8 @@ def _for_node(
             "out-of-service taint set: its pods are being force-deleted and volumes detached"
             + (
                 " (the taint has no timeAdded: when it was added is not recorded; Terminating "
-                "pods still here a minute after it were not removed by PodGC: see each pod's "
-                "suggestion)"
+                "pods not held by finalizers still here a minute after it were not removed by "
+                "PodGC: see each pod's suggestion)"
                 if node.out_of_service_seconds is None
                 else ""
             )

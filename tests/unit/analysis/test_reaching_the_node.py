@@ -192,7 +192,14 @@ def test_pods_still_there_long_after_the_out_of_service_taint_are_force_deleted(
     # the node's suggestion no longer says its pods are being force-deleted
     late = next(n for n in report.nodes if n.name == "flaky-d").action
     assert late.code == "investigate" and "past PodGC's time" in late.summary, late
-    assert "being force-deleted" not in late.summary
+    assert "being force-deleted" not in late.summary and "2m" in late.summary, late
+    # a pod a finalizer keeps is not PodGC's failure: the node's suggestion does not say so
+    held = copy.deepcopy(later)
+    for pod in held.pods:
+        if pod["spec"].get("nodeName") == "flaky-d":
+            pod["metadata"]["finalizers"] = ["example.com/backup-guard"]
+    kept = next(n for n in diagnose(held, held.captured_at).nodes if n.name == "flaky-d").action
+    assert kept.code == "wait" and "webhook" not in kept.summary, kept
 
 
 def test_an_undated_out_of_service_taint_is_not_said_to_be_fresh() -> None:
