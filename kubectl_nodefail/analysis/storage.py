@@ -145,13 +145,16 @@ def pod_name(pod: Obj) -> str:
     return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
 
 
-def _last_user_gone_by(snap: Snapshot, node: str, pv_name: str) -> tuple[datetime, Premise] | None:
+def _last_user_gone_by(
+    snap: Snapshot, node: str, pv_name: str, attached: datetime | None = None
+) -> tuple[datetime, Premise] | None:
     """A time by which no pod object on `node` used the PV any more, and the fact that shows
     it: the creation of a StatefulSet pod elsewhere that uses it (the StatefulSet makes a pod of
     that name only once the old object is gone, and a claim of its template belongs to that one
     pod), or the first Multi-Attach error saying the volume is "already exclusively attached"
     (the attach-detach controller words it so only when no pod of its desired state uses the
-    volume on the other node: reconciler.reportMultiAttachError), whichever is earlier."""
+    volume on the other node: reconciler.reportMultiAttachError), whichever is earlier; an error
+    from before `attached` (the attachment's creation) tells of an earlier one, not this."""
     found: list[tuple[datetime, Premise]] = []
     for p in _pods_claiming(snap, pv_name):
         created = parse_time(p["metadata"].get("creationTimestamp"))
@@ -173,7 +176,7 @@ def _last_user_gone_by(snap: Snapshot, node: str, pv_name: str) -> tuple[datetim
         if f'"{pv_name}"' in message and EXCLUSIVE in message:
             stamp = "firstTimestamp" if event.get("firstTimestamp") else "eventTime"
             seen = parse_time(event.get(stamp))
-            if seen is not None:
+            if seen is not None and (attached is None or seen >= attached):
                 found.append((seen, fact("Event", event, stamp)))
     return min(found, key=lambda f: f[0], default=None)
 
@@ -284,7 +287,8 @@ def detach_outlook(
     unless = (
         f"unless {disabled}; " if flag else ""
     ) + "the out-of-service taint detaches it at once"
-    gone = None if users else _last_user_gone_by(snap, node, pv)
+    made = parse_time(va["metadata"].get("creationTimestamp"))
+    gone = None if users else _last_user_gone_by(snap, node, pv, made)
     gone_by = gone[0] if gone is not None else None
     # The wait lives in the controller's memory: a new leader starts it again at its start.
     started = (
@@ -381,9 +385,10 @@ def detach_facts(va: Obj, snap: Snapshot) -> list[Premise]:
     ]
     users = users_of(snap, name, pv) if pv else []
     out += [fact("Pod", p, "spec.nodeName") for p in users]
-    gone = None if users or not pv else _last_user_gone_by(snap, name, pv)
+    made = parse_time(va["metadata"].get("creationTimestamp"))
+    gone = None if users or not pv else _last_user_gone_by(snap, name, pv, made)
     if gone is not None:  # when the last pod object there was gone, at the latest
-        out.append(gone[1])
+        out += [gone[1], fact("VolumeAttachment", va, "metadata.creationTimestamp")]
     if node is not None:
         out += [fact("Node", node, "spec.taints"), fact("Node", node, "status.volumesInUse")]
         out.append(fact("Node", node, "status.conditions[type=Ready].status"))  # force-detach?

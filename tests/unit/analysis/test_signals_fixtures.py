@@ -284,6 +284,14 @@ def test_a_multi_attach_error_dates_the_last_user_gone_for_any_owner() -> None:
             diagnose(dataclasses.replace(snap), snap.captured_at), "scenario-volume-wait", "db-v2-0"
         ).timeline
     )
+    earlier = copy.deepcopy(snap)  # an error from before this attachment: another episode
+    [va] = [v for v in earlier.volume_attachments if v["spec"]["nodeName"] == "flaky-v2"]
+    for e in earlier.events:
+        if e.get("reason") == "FailedAttachVolume":
+            e["firstTimestamp"] = "2026-11-29T00:00:00Z"
+    assert va["metadata"]["creationTimestamp"] > "2026-11-29T00:00:00Z"
+    mine = pod(diagnose(dataclasses.replace(earlier), later), "scenario-volume-wait", "db-v2-0")
+    assert "overdue" not in mine.timeline, mine.timeline
     other = copy.deepcopy(snap)  # the other wording: a pod there still wants it
     for e in other.events:
         if e.get("reason") == "FailedAttachVolume":
