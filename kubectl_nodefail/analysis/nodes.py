@@ -475,7 +475,11 @@ def _off(snap: Snapshot, now: datetime) -> tuple[str, list[Premise]]:
         "not-ready NoSchedule taint it takes off a node once Ready"
     )
     since = "status.conditions[type=Ready].lastTransitionTime"
-    return (words if kept else ""), [fact("Node", n, p) for n in kept[:3] for p in (KEPT, since)]
+    chief = leader(snap)  # its start, from which the nodes were counted too
+    because = [fact("Node", n, p) for n in kept[:3] for p in (KEPT, since)]
+    if kept and chief is not None:
+        because.append(chief.premise())
+    return (words if kept else ""), because
 
 
 KEPT = f"spec.taints[key={facts.TAINT_NOT_READY},effect=NoSchedule]"  # lifecycle_off's sign
@@ -488,8 +492,11 @@ def nothing_marks(cause: Cause) -> bool:
 
 def _kept(snap: Snapshot, now: datetime) -> list[Obj]:
     out = []
+    chief = leader(snap)  # a leader that just took over has not looked yet
     for node in snap.nodes:
         since = parse_time((ready_condition(node) or {}).get("lastTransitionTime"))
+        if chief is not None and since is not None:
+            since = max(since, chief.since)
         if not is_ready(node) or since is None or not past_mark(since, now):
             continue
         if any(t.key == facts.TAINT_NOT_READY and t.effect == "NoSchedule" for t in taints(node)):

@@ -175,3 +175,16 @@ def test_a_node_untainted_past_its_zones_rate_is_said_not_to_be_tainted() -> Non
     fresh = _report(snap)
     assert _zone(fresh).eviction == "proceeding" and not _zone(fresh).late
     assert eviction.PENDING in _pod(fresh).timeline
+
+
+def test_a_leader_that_just_took_over_is_not_said_not_to_run() -> None:
+    """The recording with its leader taken over 5 s before the reading: it has not looked at
+    the Ready nodes yet, so their registration taint says nothing of it (counted from its
+    start as from their Ready transition)."""
+    snap = load(RECORDED)
+    for lease in snap.leases:
+        if lease["metadata"]["namespace"] == "kube-system":
+            lease["spec"]["acquireTime"] = format_time(snap.captured_at - timedelta(seconds=5))
+    report = _report(snap)
+    assert "by all signs" not in _zone(report).explanation, _zone(report).explanation
+    assert eviction.UNMARKED not in _pod(report).timeline
