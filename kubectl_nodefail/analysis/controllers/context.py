@@ -75,7 +75,8 @@ class Context:
         if deleted is None or (chief is not None and chief.expired()):
             return ""  # no leader: said as such for every pod (diagnose._leaderless_pods)
         age = (self.now - deleted).total_seconds()
-        if age <= PODGC_PERIOD_SECONDS + PODGC_SLACK_SECONDS:
+        since = max(deleted, chief.since) if chief is not None else deleted  # a new leader's
+        if (self.now - since).total_seconds() <= PODGC_PERIOD_SECONDS + PODGC_SLACK_SECONDS:
             return ""
         return (
             f"; {duration(age)} after its deletion it has not been: the podgc controller does "

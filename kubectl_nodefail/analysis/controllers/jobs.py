@@ -287,9 +287,12 @@ def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, C
         deleted = [p for p in pods if parse_time(p["metadata"].get("deletionTimestamp"))]
         last = max(deleted, key=lambda p: str(p["metadata"]["deletionTimestamp"]), default=None)
         since = parse_time(last["metadata"]["deletionTimestamp"]) if last else None
+        if since is not None and chief is not None:  # a new leader syncs from its start
+            since = max(since, chief.since)
         due = shifted(since, bound + JOB_CREATE_SLACK) if since is not None else None
         if last is not None and due is not None and ctx.now > due:
             counts.append(fact("Pod", last, "metadata.deletionTimestamp"))
+            counts += [chief.premise()] if chief is not None else []
             rep = Replacement(
                 "missing",
                 f"{active}/{wants} wanted active pod(s) of Job {name}, and none made in the "

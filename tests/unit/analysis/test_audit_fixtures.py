@@ -14,7 +14,7 @@ import pytest
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import PodFinding
 from kubectl_nodefail.render import render
-from kubectl_nodefail.snapshot.model import load_dump
+from kubectl_nodefail.snapshot.model import format_time, load_dump
 from tests.audit.judge import RETURN_PHRASES
 from tests.oracles import premises
 from tests.unit.conftest import FIXTURES
@@ -380,3 +380,17 @@ def test_podgc_not_marking_the_unbound_pod_failed_long_after_is_said(later: int)
     assert (said in unbound.explanation) == (later > 60), unbound.explanation
     raw = json.loads((FIXTURES / "recreate-rollout-unscheduled-terminating.json").read_text())
     assert premises.check(raw, render.report_data(report)) == []
+
+
+def test_podgc_is_given_its_pass_from_a_new_leaders_start() -> None:
+    """The unbound pod read 3 h on under a leader that took over 10 s before: PodGC runs in it,
+    and its first pass is still to come."""
+    snap = load_dump(str(FIXTURES / "recreate-rollout-unscheduled-terminating.json"))
+    at = snap.captured_at = snap.captured_at + timedelta(hours=3)
+    [lease] = [x for x in snap.leases if x["metadata"].get("namespace") == "kube-system"]
+    lease["spec"].update(
+        acquireTime=format_time(at - timedelta(seconds=10)), renewTime=format_time(at)
+    )
+    unbound = next(p for p in diagnose(snap, at).pods if p.name.endswith("hxk8x"))
+    assert "until PodGC marks it Failed (it is on no node" in unbound.explanation
+    assert "the podgc controller does not run" not in unbound.explanation
