@@ -13,7 +13,7 @@ from kubectl_nodefail.analysis import brake as brakes
 from kubectl_nodefail.analysis.advice import JOB_TRACKING_FINALIZER
 from kubectl_nodefail.analysis.claims import Premise, once
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
-from kubectl_nodefail.analysis.machine import out_of_service_overdue
+from kubectl_nodefail.analysis.machine import machine_ran, out_of_service_overdue
 from kubectl_nodefail.common import attestation
 from kubectl_nodefail.remediate.steps import Step
 from kubectl_nodefail.snapshot.model import format_time
@@ -242,8 +242,13 @@ def _node_steps(
     steps: list[Step] = []
     pods = _pods_on(report, node.name)
     gate_ok = bool(evidence) and refusal is None
+    ran = machine_ran(node)
     attest = (
-        "no evidence the machine is down (a silent kubelet may still run its pods). "
+        f"{ran}, so no attestation that it is shut down is accepted for it "
+        "(--node-shutdown-confirmed is refused): fix what keeps it from reporting Ready, or "
+        "wait for it"
+        if ran
+        else "no evidence the machine is down (a silent kubelet may still run its pods). "
         f"Check the machine of {node.name} (console, power state, cloud instance state); only "
         f"if it is off, re-run with {attestation.flag()}, typing the node's name yourself"
     )

@@ -141,6 +141,16 @@ def test_a_refused_step_names_every_lock_at_once() -> None:
         assert "3 of 6 nodes not Ready" in step.gate and "no evidence" not in step.gate
 
 
+def test_a_node_whose_machine_ran_is_not_told_to_be_attested() -> None:
+    """The recorded node whose live kubelet reports NotReady (it renewed its lease after its
+    Ready condition turned): an attestation for it is refused (check_attestations), so its
+    refused step says why, not "re-run with --node-shutdown-confirmed"."""
+    plan = make_plan(report_of("kubelet-reports-not-ready"), Options())
+    [step] = _by_action(plan, "taint-out-of-service")
+    assert not step.allowed and "machine ran after the failure began" in step.gate, step.gate
+    assert "re-run with" not in step.gate and "is refused" in step.gate
+
+
 def test_naming_one_node_does_not_step_around_a_mass_failure() -> None:
     """`remediate flaky-b` diagnoses with the view narrowed to flaky-b: the brake still counts
     every node of the cluster (it counted the view's, so 1 of 6 was not a mass failure)."""
