@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from kubectl_nodefail.analysis.controllers.jobs import JOB_BACKOFF_BASE, JOB_CREATE_SLACK
+from kubectl_nodefail.snapshot.model import parse_time
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
@@ -25,10 +26,6 @@ from tests.e2e.helpers import (
 
 pytestmark = pytest.mark.e2e
 NS, NODE, JOB = "scenario-job-refused", "refused-j1", "batch"
-
-
-def _time(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
 def test_a_job_whose_next_pod_is_refused_is_not_said_to_make_one(
@@ -54,7 +51,8 @@ def test_a_job_whose_next_pod_is_refused_is_not_said_to_make_one(
             lambda: next((p for p in pods(cp, NS, JOB) if terminating(p)), None),
             90,
         )
-        deleted = _time(evicted["metadata"]["deletionTimestamp"])
+        deleted = parse_time(evicted["metadata"]["deletionTimestamp"])
+        assert deleted is not None
         _, early = plugin.diagnose_json("-n", NS)
         row = pod_row(early, NS, f"{JOB}-")
         if datetime.now(timezone.utc) < deleted + timedelta(seconds=JOB_BACKOFF_BASE):

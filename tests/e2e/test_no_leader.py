@@ -294,13 +294,7 @@ def test_a_node_past_its_time_to_be_marked_holds_its_pods_and_remediate_writes_n
     cp.apply(w.namespace(NS_OFF), web, lone)
     wait_running_on(cp, NS_OFF, "web", OFF)
     wait_running_on(cp, NS_OFF, "lone-o1", OFF)
-    # what shows the controller does not run, read before the node's time too: Ready nodes past
-    # its next look with the taint it takes off (a control plane just started has none yet)
-    wait_for(
-        "the Ready nodes past the controller's next look",
-        lambda: _ready_for(cp) > MARK_SLACK_SECONDS + 1,
-        60,
-    )
+    _wait_for_the_sign(cp)  # read before the node's time too
     cp.stop_kubelet(OFF)
     time.sleep(3)  # anything in flight lands
     lease = cp.kubectl("get", "lease", "-n", "kube-node-lease", OFF, "-o", "json")
@@ -393,13 +387,7 @@ def test_a_node_reported_not_ready_is_never_tainted_without_the_node_lifecycle_c
     )
     cp.apply(w.namespace(NS_UNTAINTED), web)
     wait_running_on(cp, NS_UNTAINTED, "web", NOT_READY)
-    # the sign the controller does not run: Ready nodes, past its next look, still carrying the
-    # taint it takes off (a control plane just started has nodes Ready for a second only)
-    wait_for(
-        "the Ready nodes past the controller's next look",
-        lambda: _ready_for(cp) > MARK_SLACK_SECONDS + 1,
-        60,
-    )
+    _wait_for_the_sign(cp)
     cp.stop_kubelet(NOT_READY)
     problem = [{"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": CNI}]
     try:
@@ -464,6 +452,17 @@ def _untainted_past_its_time(cp: ControlPlane, plugin: Plugin) -> Obj:
 
 
 REGISTERED = "node.kubernetes.io/not-ready:NoSchedule"
+
+
+def _wait_for_the_sign(cp: ControlPlane) -> None:
+    """What shows the node lifecycle controller does not run: Ready nodes past its next look
+    still carrying the not-ready NoSchedule taint it takes off (a control plane just started
+    has nodes Ready for a second only)."""
+    wait_for(
+        "the Ready nodes past the controller's next look",
+        lambda: _ready_for(cp) > MARK_SLACK_SECONDS + 1,
+        60,
+    )
 
 
 def _ready_for(cp: ControlPlane) -> float:
