@@ -244,9 +244,8 @@ def _node_steps(
     gate_ok = bool(evidence) and refusal is None
     ran = machine_ran(node)
     attest = (
-        f"{ran}, so no attestation that it is shut down is accepted for it "
-        "(--node-shutdown-confirmed is refused): fix what keeps it from reporting Ready, or "
-        "wait for it"
+        f"{ran}, so an attestation that it is shut down would be refused: fix what keeps it "
+        "from reporting Ready, or wait for it"
         if ran
         else "no evidence the machine is down (a silent kubelet may still run its pods). "
         f"Check the machine of {node.name} (console, power state, cloud instance state); only "
