@@ -155,8 +155,7 @@ def eviction_time(
         clock, earlier = evictionclock.run(spells, tolerations, pod_arrived), None
     extra = _spell_premises(clock) + forgotten
     if chief is not None and chief.expired() and clock.outcome in ("immediate", "scheduled"):
-        own = (facts.TAINT_UNREACHABLE, facts.TAINT_NOT_READY)
-        others = sorted({t.key for t in noexec if t.key not in own})
+        others = sorted({t.key for t in noexec if t.key not in facts.LIFECYCLE_TAINTS})
         then = (
             "it takes the node's NoExecute taints off and puts them back, and counts the pod's "
             "tolerations again from then"
@@ -210,7 +209,7 @@ def eviction_time(
             return _counted_again(in_spell, chief, node, extra, zone, master_disruption)
         spell = clock.spell
         if chief is not None and spell is not None and chief.after(shifted(spell.since, 1)):
-            if spell.taint.key in (facts.TAINT_NOT_READY, facts.TAINT_UNREACHABLE):
+            if spell.taint.key in facts.LIFECYCLE_TAINTS:
                 return _counted_again(clock, chief, None, extra, zone, master_disruption)
             # a taint of someone else's stays: the new leader counts from its own start
             seconds = (clock.at - clock.start).total_seconds()
@@ -281,7 +280,7 @@ def eviction_time(
     # the node lifecycle controller's own taint, on a failed node, may be still to come (rate
     # limits, a zone's brake, no leader, a node not marked yet): what the pod tolerates without
     # a limit now evicts it never only if that one is there, or tolerated so too
-    lifecycle = any(t.key in (facts.TAINT_UNREACHABLE, facts.TAINT_NOT_READY) for t in noexec)
+    lifecycle = any(t.key in facts.LIFECYCLE_TAINTS for t in noexec)
     if noexec and (lifecycle or forever):
         return EvictionTime(
             "never",

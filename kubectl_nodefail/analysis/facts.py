@@ -3,6 +3,8 @@
 TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
 TAINT_NOT_READY = "node.kubernetes.io/not-ready"
 TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+# the node lifecycle controller's own NoExecute taints on a node not Ready
+LIFECYCLE_TAINTS = (TAINT_UNREACHABLE, TAINT_NOT_READY)
 TAINT_CLOUD_SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
 
 LABEL_ZONE = "topology.kubernetes.io/zone"

@@ -24,8 +24,7 @@ def zone_state(ready: int, not_ready: int) -> str:
 
 def _noexecute_tainted(node: Obj) -> bool:
     return any(
-        t.get("effect") == "NoExecute"
-        and t.get("key") in (facts.TAINT_UNREACHABLE, facts.TAINT_NOT_READY)
+        t.get("effect") == "NoExecute" and t.get("key") in facts.LIFECYCLE_TAINTS
         for t in (node.get("spec") or {}).get("taints") or []
     )
 
@@ -37,7 +36,7 @@ def _taints(members: list[Obj]) -> list[Premise]:
         fact("Node", n, f"spec.taints[key={key},effect=NoExecute].key")
         for n in members
         if not is_ready(n)
-        for key in (facts.TAINT_UNREACHABLE, facts.TAINT_NOT_READY)
+        for key in facts.LIFECYCLE_TAINTS
     ]
 
 
@@ -219,7 +218,7 @@ def _marks(nodes: list[Obj]) -> list[Mark | None]:
                 joined = (at, [fact("Node", node, path)])
         for taint in (node.get("spec") or {}).get("taints") or []:
             key = taint.get("key")
-            if taint.get("effect") != "NoExecute" or key not in OWN:
+            if taint.get("effect") != "NoExecute" or key not in facts.LIFECYCLE_TAINTS:
                 continue
             at = parse_time(taint.get("timeAdded"))
             if at is not None and (tainted is None or at > tainted[0]):
@@ -255,7 +254,6 @@ def _leader_marks(leader: list[Premise] | None) -> list[Mark | None]:
     ]
 
 
-OWN = (facts.TAINT_UNREACHABLE, facts.TAINT_NOT_READY)
 READY_SINCE = "status.conditions[type=Ready].lastTransitionTime"
 CREATED = "metadata.creationTimestamp"
 

@@ -283,23 +283,28 @@ def _job_next_pod(ctx: Context, job_obj: Obj, name: str) -> tuple[Replacement, C
             f"next after its pod-failure backoff, within {bound} s of a leader taking over",
         )
     else:
-        # the backoff counts from a failure, at the latest its pod's deletion: the newest one
-        deleted = [p for p in pods if parse_time(p["metadata"].get("deletionTimestamp"))]
-        last = max(deleted, key=lambda p: str(p["metadata"]["deletionTimestamp"]), default=None)
-        since = parse_time(last["metadata"]["deletionTimestamp"]) if last else None
-        if since is not None and chief is not None:  # a new leader syncs from its start
-            since = max(since, chief.since)
-        due = shifted(since, bound + JOB_CREATE_SLACK) if since is not None else None
+        # the backoff counts from a failure, at the latest its pod's deletion (the newest one),
+        # and a new leader's Job controller syncs from its start
+        deleted = [
+            (at, p) for p in pods if (at := parse_time(p["metadata"].get("deletionTimestamp")))
+        ]
+        since, last = max(deleted, key=lambda d: d[0], default=(None, None))
+        began = max(since, chief.since) if since is not None and chief is not None else since
+        due = shifted(began, bound + JOB_CREATE_SLACK) if began is not None else None
         if last is not None and due is not None and ctx.now > due:
             counts.append(fact("Pod", last, "metadata.deletionTimestamp"))
             counts += [chief.premise()] if chief is not None else []
+            after = (
+                "its controller leader's start"
+                if began != since
+                else f"its latest pod deletion, {last['metadata']['name']}'s"
+            )
             rep = Replacement(
                 "missing",
                 f"{active}/{wants} wanted active pod(s) of Job {name}, and none made in the "
                 f"{duration((ctx.now - due).total_seconds())} since its pod-failure backoff ran "
-                f"out (at most {bound} s after its latest pod deletion, "
-                f"{last['metadata']['name']}'s): making one fails (quota, admission, or the Job "
-                "controller does not run: check the Job's events)",
+                f"out (at most {bound} s after {after}): making one fails (quota, admission, or "
+                "the Job controller does not run: check the Job's events)",
             )
         else:
             rep = Replacement(
