@@ -77,6 +77,7 @@ KINDS = {
     "automation-stopped": "the automation starts no remediation now (short-circuit, paused)",
     "automation-not-matching": "none of its unhealthy conditions matches the node now",
     "automation-overdue": "its time passed long ago and it has not acted: not waited for",
+    "automation-stalled": "it began remediating long ago and has not finished: not waited for",
     # the cluster's and zones' state (analysis/zones.py, analysis/brake.py)
     "zone-state": "a zone's disruption state as the node lifecycle controller computes it, and "
     "what it does to tainting and eviction there",

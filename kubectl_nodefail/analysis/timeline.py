@@ -500,13 +500,13 @@ def _event_entries(snap: Snapshot, refs: dict[tuple[str, str, str], str]) -> lis
 def _automation_entries(
     node: Obj, snap: Snapshot, coverage: list[automation.Coverage] | None
 ) -> list[Entry]:
-    """When the node's automation started remediating it, or when its timeout fell due (and,
-    overdue, passed without it acting). `coverage`: as the diagnosis found it (else found
-    here)."""
+    """When the node's automation started remediating it (stalled: not finished since), or when
+    its timeout fell due (overdue: passed without it acting). `coverage`: as found (or here)."""
     words_of = {
         automation.ACTING: "remediation started",
         automation.DUE: "timeout passed",
         automation.OVERDUE: "timeout passed; it has not acted since",
+        automation.STALLED: "remediation started; not finished since",
     }
     out = []
     found = automation.covering(node, snap, snap.captured_at) if coverage is None else coverage

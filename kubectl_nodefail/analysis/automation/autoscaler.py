@@ -8,7 +8,6 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from kubectl_nodefail.analysis.automation.coverage import (
-    ACTING,
     DUE,
     OVERDUE,
     OVERDUE_SECONDS,
@@ -17,8 +16,9 @@ from kubectl_nodefail.analysis.automation.coverage import (
     Coverage,
     _taint,
     _when,
+    in_flight,
 )
-from kubectl_nodefail.analysis.claims import claim, fact
+from kubectl_nodefail.analysis.claims import Claim, claim, fact
 from kubectl_nodefail.analysis.facts import TAINT_CLOUD_SHUTDOWN
 from kubectl_nodefail.snapshot.model import Obj, format_time, shifted
 
@@ -48,20 +48,26 @@ def _autoscaler(node: Obj, now: datetime) -> Coverage | None:
     deleting = _taint(node, CA_TO_BE_DELETED)
     if deleting is not None:
         since = _unix(deleting.get("value"))
-        text = (
+        cov_claims: list[Claim] = []
+        state, at = in_flight(
+            cov_claims,
+            since,
+            now,
+            [fact("Node", node, f"spec.taints[key={CA_TO_BE_DELETED}].value")],
             f"cluster-autoscaler is removing the node (taint {CA_TO_BE_DELETED}"
             + (f" since {_when(since, now)}" if since else "")
-            + "): it drains it and deletes the machine from its node group"
+            + "): it drains it and deletes the machine from its node group",
+            lambda at, took: (
+                f"cluster-autoscaler began removing the node at {at} (taint {CA_TO_BE_DELETED}) "
+                f"and it is still here {took} on, where that takes minutes (pods get at most "
+                "--max-graceful-termination-sec, 600 s by default, then the cloud deletes the "
+                "machine; a deletion that fails takes the taint off, and so does "
+                "cluster-autoscaler starting): cluster-autoscaler probably does not run, or its "
+                "node group's deletion hangs"
+            ),
         )
-        cov_claims = [
-            claim(
-                "automation-acting",
-                "automation",
-                text,
-                fact("Node", node, f"spec.taints[key={CA_TO_BE_DELETED}].value"),
-            )
-        ]
-        return Coverage(CLUSTER_AUTOSCALER, f"Node/{name}", ACTING, since, text, cov_claims)
+        text = cov_claims[-1].text
+        return Coverage(CLUSTER_AUTOSCALER, f"Node/{name}", state, at, text, cov_claims)
     candidate = _taint(node, CA_DELETION_CANDIDATE)
     since = _unix((candidate or {}).get("value"))
     if candidate is None or since is None:

@@ -28,6 +28,7 @@ from kubectl_nodefail.analysis.automation.coverage import (
     _of,
     _timed,
     _when,
+    in_flight,
     joined,
     selects,
 )
@@ -113,33 +114,63 @@ def _mhc_state(
     node: Obj, machine: Obj, mhc: Obj, now: datetime, claims: list[Claim], who: str
 ) -> tuple[str, datetime | None]:
     deleting = parse_time(machine["metadata"].get("deletionTimestamp"))
+    mref = (
+        f"machines.{CAPI_GROUP} -n {machine['metadata'].get('namespace')} "
+        f"{machine['metadata']['name']}"
+    )
     if deleting is not None:
-        claims.append(
-            claim(
-                "automation-acting",
-                "automation",
-                f"the Machine is being deleted since {_when(deleting, now)}: Cluster API is "
-                "replacing it (the Node goes with it)",
-                fact("Machine", machine, "metadata.deletionTimestamp"),
-            )
+        return in_flight(
+            claims,
+            deleting,
+            now,
+            [fact("Machine", machine, "metadata.deletionTimestamp")],
+            f"the Machine is being deleted since {_when(deleting, now)}: Cluster API is "
+            "replacing it (the Node goes with it)",
+            lambda at, took: (
+                f"the Machine is being deleted since {at} and is still here: Cluster API began "
+                f"replacing it and has not finished in {took}, where with nothing holding it "
+                "that takes minutes (its drain passes over an unreachable node's pods after 5 "
+                "min): something holds it (a deletion hook, a drain that cannot finish, a volume "
+                "still attached to the node: a Machine waits for those without limit unless its "
+                "spec.nodeDrainTimeout / spec.nodeVolumeDetachTimeout say otherwise; the "
+                f"infrastructure); `kubectl describe {mref}` says which"
+            ),
         )
-        return ACTING, deleting
     owner = _condition(machine, "OwnerRemediated")
     if owner is not None and owner.get("status") == "False":
         since = parse_time(owner.get("lastTransitionTime"))
-        claims.append(
-            claim(
-                "automation-acting",
-                "automation",
-                f"{who} found it unhealthy and asked for its replacement"
-                + (f" at {_when(since, now)}" if since else "")
-                + f" (Machine OwnerRemediated False, {owner.get('reason', '')}): its "
-                "MachineSet deletes the Machine and creates a new one",
+        asked = f" (Machine OwnerRemediated False, {owner.get('reason', '')})"
+        return in_flight(
+            claims,
+            since,
+            now,
+            [
                 fact("Machine", machine, "status.conditions[type=OwnerRemediated].status"),
                 fact("Machine", machine, "status.conditions[type=OwnerRemediated].reason"),
-            )
+                *(
+                    [
+                        fact(
+                            "Machine",
+                            machine,
+                            "status.conditions[type=OwnerRemediated].lastTransitionTime",
+                        )
+                    ]
+                    if since
+                    else []
+                ),
+            ],
+            f"{who} found it unhealthy and asked for its replacement"
+            + (f" at {_when(since, now)}" if since else "")
+            + f"{asked}: its MachineSet deletes the Machine and creates a new one",
+            lambda at, took: (
+                f"{who} found it unhealthy and asked for its replacement at {at}{asked}, and in "
+                f"{took} its owner has not deleted the Machine, where one remediation takes "
+                "minutes when nothing holds it: its owner is holding it (a MachineDeployment's "
+                "remediation maxInFlight, a control plane remediating one Machine at a time, a "
+                "paused MachineSet or Cluster) or its controller does not run; "
+                f"`kubectl describe {mref}` says which"
+            ),
         )
-        return ACTING, since
     skipped = _mhc_skips(machine, mhc, who)
     if skipped is not None:
         claims.append(skipped)

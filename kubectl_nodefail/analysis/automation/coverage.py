@@ -9,7 +9,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Callable
 
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact
 from kubectl_nodefail.snapshot.model import Obj, Snapshot, format_time, parse_time, shifted
@@ -32,6 +32,19 @@ NOT_MATCHING = "not-matching"  # none of its unhealthy conditions matches the no
 UNKNOWN = "unknown"  # linked to an automation object this snapshot does not hold
 WATCHING = "watching"  # covers the node, acts on what the API does not show (no time known)
 OVERDUE = "overdue"  # its time is long past and it has not acted: probably not running
+STALLED = "stalled"  # it began remediating long ago and has not finished: held, not waited for
+
+# How long a remediation in flight is waited for. With nothing holding it each one here takes
+# minutes: Cluster API's drain passes over an unreachable node's pods after 5 min (its drainer's
+# SkipWaitForDeleteTimeoutSeconds), then deletes the instance and the Node; cluster-autoscaler
+# gives pods at most --max-graceful-termination-sec (600 s) and a cloud deletion
+# --max-cloud-provider-node-deletion-time (5 min), and takes its taint off when a deletion
+# fails; Karpenter drains, waits for volumes and terminates the instance. What holds one longer
+# has no limit by default (a Machine's nodeDrainTimeout and nodeVolumeDetachTimeout unset, a
+# NodeClaim without terminationGracePeriod): a volume a pod not yet deleted keeps attached, a
+# PodDisruptionBudget, a hook, a finalizer. 30 min on, it is held: waiting for it is waiting
+# for whatever holds it.
+STALLED_SECONDS = 30 * 60
 
 
 @dataclass
@@ -40,8 +53,10 @@ class Coverage:
 
     automation: str  # MHC | NHC | KARPENTER | CLUSTER_AUTOSCALER | CLOUD_LIFECYCLE
     object: str  # Kind/namespace/name of the automation object
-    state: str  # ACTING | DUE | SCHEDULED | STOPPED | NOT_MATCHING | UNKNOWN | WATCHING | OVERDUE
-    at: datetime | None  # when it acted (ACTING), is/was due (DUE, OVERDUE) or acts (SCHEDULED)
+    # ACTING | DUE | SCHEDULED | STOPPED | NOT_MATCHING | UNKNOWN | WATCHING | OVERDUE | STALLED
+    state: str
+    # when it acted (ACTING, STALLED), is/was due (DUE, OVERDUE) or acts (SCHEDULED)
+    at: datetime | None
     summary: str  # the claims' texts joined: what the user reads
     claims: list[Claim] = field(default_factory=list)
     # `at` rests on settings the API does not show (Karpenter's gate and policies): the advice
@@ -60,6 +75,33 @@ def stands_back(cov: Coverage, now: datetime, horizon_seconds: float) -> bool:
     if cov.state in (ACTING, DUE):
         return True
     return cov.state == SCHEDULED and cov.at is not None and cov.at <= shifted(now, horizon_seconds)
+
+
+def in_flight(
+    claims: list[Claim],
+    since: datetime | None,
+    now: datetime,
+    premises: list[Premise],
+    acting: str,
+    held: Callable[[str, timedelta], str],
+) -> tuple[str, datetime | None]:
+    """ACTING with the `acting` sentence, or STALLED with the sentence `held(since, took)`
+    once `since` (when the remediation began) is STALLED_SECONDS behind `now`: it has not
+    finished where it takes minutes, and remediate does not wait for it."""
+    took = None if since is None else (now - since).total_seconds()
+    if since is None or took is None or took <= STALLED_SECONDS:
+        claims.append(claim("automation-acting", "automation", acting, *premises))
+        return ACTING, since
+    text = held(format_time(since), timedelta(seconds=round(took)))
+    claims.append(
+        claim(
+            "automation-stalled",
+            "automation",
+            f"{text}; remediate does not wait for it",
+            *premises,
+        )
+    )
+    return STALLED, since
 
 
 # --- reading helpers ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from kubectl_nodefail.analysis.automation.coverage import (
     _of,
     _taint,
     _when,
+    in_flight,
     joined,
     scaled,
 )
@@ -104,15 +105,24 @@ def _karpenter(node: Obj, snap: Snapshot, now: datetime) -> Coverage | None:
     deleting = parse_time((nodeclaim or {}).get("metadata", {}).get("deletionTimestamp"))
     disrupted = _taint(node, KARPENTER_DISRUPTED)
     if deleting is not None:
-        claims.append(
-            claim(
-                "automation-acting",
-                "automation",
-                f"Karpenter is replacing it: {what} is being deleted since {_when(deleting, now)}",
-                fact("NodeClaim", nodeclaim or {}, "metadata.deletionTimestamp"),
-            )
+        state, at = in_flight(
+            claims,
+            deleting,
+            now,
+            [fact("NodeClaim", nodeclaim or {}, "metadata.deletionTimestamp")],
+            f"Karpenter is replacing it: {what} is being deleted since {_when(deleting, now)}",
+            lambda since, took: (
+                f"{what} is being deleted since {since} and is still here: Karpenter began "
+                f"replacing the node and has not finished in {took}, where with nothing holding "
+                "it that takes minutes (it drains the node, waits for its volumes to detach, "
+                "terminates the instance): something holds it (a PodDisruptionBudget or a "
+                "karpenter.sh/do-not-disrupt pod in the drain, a volume still attached, the "
+                "instance's termination: no limit unless the NodeClaim's "
+                f"spec.terminationGracePeriod sets one); `kubectl describe nodeclaims.karpenter.sh "
+                f"{(nodeclaim or {}).get('metadata', {}).get('name', '')}` says which"
+            ),
         )
-        return Coverage(KARPENTER, obj, ACTING, deleting, joined(claims), claims)
+        return Coverage(KARPENTER, obj, state, at, joined(claims), claims)
     if disrupted is not None:
         claims.append(
             claim(

@@ -13,15 +13,15 @@ nodes are healthy.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from kubectl_nodefail.analysis.automation.coverage import (
-    ACTING,
     STOPPED,
     Coverage,
     _condition,
     _timed,
     _when,
+    in_flight,
     joined,
     scaled,
     selects,
@@ -64,6 +64,15 @@ def _nhc(node: Obj, nhc: Obj, snap: Snapshot, now: datetime) -> Coverage | None:
     return Coverage(NHC, obj, state, at, joined(claims), claims)
 
 
+def _held(who: str, began: str, took: timedelta) -> str:
+    return (
+        f"{who} began remediating it ({began}) and {took} on still has it in flight, where "
+        "fencing a node and releasing its pods takes minutes when nothing holds it: what its "
+        "remediator does, and what holds it, is not read here (its remediation object's "
+        "status and events say)"
+    )
+
+
 def _nhc_state(
     node: Obj,
     nhc: Obj,
@@ -82,30 +91,28 @@ def _nhc_state(
         first = remediations[0]
         started = parse_time(first.get("started"))
         res = first.get("resource") or {}
-        claims.append(
-            claim(
-                "automation-acting",
-                "automation",
-                f"{who} is remediating it: {res.get('kind', remedy)} "
-                f"{res.get('namespace', '')}/{res.get('name', '')} created"
-                + (f" at {_when(started, now)}" if started else "")
-                + f" ({len(remediations)} remediation(s) so far)",
-                fact("NodeHealthCheck", nhc, f"status.unhealthyNodes[name={name}].remediations"),
-            )
+        made = f"{res.get('kind', remedy)} {res.get('namespace', '')}/{res.get('name', '')} created"
+        return in_flight(
+            claims,
+            started,
+            now,
+            [fact("NodeHealthCheck", nhc, f"status.unhealthyNodes[name={name}].remediations")],
+            f"{who} is remediating it: {made}"
+            + (f" at {_when(started, now)}" if started else "")
+            + f" ({len(remediations)} remediation(s) so far)",
+            lambda since, took: _held(who, f"{made} at {since}", took),
         )
-        return ACTING, started
-    in_flight = (status.get("inFlightRemediations") or {}).get(name)
-    if in_flight:
-        started = parse_time(in_flight)
-        claims.append(
-            claim(
-                "automation-acting",
-                "automation",
-                f"{who} is remediating it since {_when(started, now) if started else in_flight}",
-                fact("NodeHealthCheck", nhc, f"status.inFlightRemediations[{name}]"),
-            )
+    flying = (status.get("inFlightRemediations") or {}).get(name)
+    if flying:
+        started = parse_time(flying)
+        return in_flight(
+            claims,
+            started,
+            now,
+            [fact("NodeHealthCheck", nhc, f"status.inFlightRemediations[{name}]")],
+            f"{who} is remediating it since {_when(started, now) if started else flying}",
+            lambda since, took: _held(who, f"its remediation started at {since}", took),
         )
-        return ACTING, started
     stopped = _nhc_stopped(nhc, who) or _nhc_excluded(node, who)
     if stopped is not None:
         claims.append(stopped)

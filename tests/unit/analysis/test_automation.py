@@ -742,7 +742,7 @@ def test_cluster_autoscaler_long_past_its_time_is_overdue_and_not_waited_for(
     assert not premises.check(doc, render.report_data(report))
     late = ago - automation.CA_SCALE_DOWN_UNREADY_SECONDS
     want = (
-        "acting"
+        ("acting" if ago <= automation.STALLED_SECONDS else "stalled")
         if deleting
         else "scheduled"
         if late < 0
@@ -758,3 +758,5 @@ def test_cluster_autoscaler_long_past_its_time_is_overdue_and_not_waited_for(
     backs = automation.stands_back(cov, captured, 120.0)
     assert backs is (want in ("acting", "due") or (want == "scheduled" and -late <= 120))
     assert step.allowed is not backs
+    if want == "stalled":  # removing it for longer than that takes: not waited for either
+        assert "probably does not run" in cov.summary and "does not wait for it" in cov.summary
