@@ -61,3 +61,11 @@ NPD_PROBLEM_CONDITIONS = {
     "CorruptDockerOverlay2",
     "XfsShutdown",
 }
+
+# PodGC (pkg/controller/podgc): a pass every gcCheckPeriod (20 s). A pod bound to a node that
+# does not exist (gcOrphaned) puts the node in quarantine (40 s) at the first pass that sees it
+# missing; the first pass after the quarantine deletes the pod: 40-80 s after the node's
+# deletion (e2e test_cleanup_paths saw 77.8 s). A pass is said missed only past this slack more.
+PODGC_PERIOD_SECONDS = 20
+PODGC_QUARANTINE_SECONDS = 40
+PODGC_SLACK_SECONDS = 40

@@ -28,11 +28,11 @@ from kubectl_nodefail.analysis.findings import (
 from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.machine import kubelet_alive
 from kubectl_nodefail.analysis.nodes import lifecycle_off
+
+# analysed in orphans.py and waiting.py, read from here by diagnose.py and cluster/gather.py
+from kubectl_nodefail.analysis.orphans import analyse_orphan_pod as analyse_orphan_pod
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES, kubectl_status, ready_column
 from kubectl_nodefail.analysis.text import ago, duration
-
-# analysed in waiting.py, read from here by diagnose.py and cluster/gather.py
-from kubectl_nodefail.analysis.waiting import analyse_orphan_pod as analyse_orphan_pod
 from kubectl_nodefail.analysis.waiting import analyse_pinned_pod as analyse_pinned_pod
 from kubectl_nodefail.analysis.waiting import analyse_waiting_pod as analyse_waiting_pod
 from kubectl_nodefail.analysis.waiting import pinned_to as pinned_to

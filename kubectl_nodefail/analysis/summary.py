@@ -68,6 +68,12 @@ def leaderless(pod: PodFinding) -> bool:
     return any(c.kind == "no-leader" for c in pod.claims)
 
 
+def passed_over(pod: PodFinding) -> bool:
+    """A pod bound to a deleted node that PodGC, with a leader running, has not removed well
+    past its time since the node's RemovingNode Event (analysis/orphans.py: investigate)."""
+    return pod.category == ON_DELETED and pod.action.code == "investigate" and not leaderless(pod)
+
+
 def next_step(pod: PodFinding, now: datetime) -> str:
     """What happens next to the pod, in a few words (the NEXT column)."""
     if pod.category == WAITING_FOR_VOLUME:
@@ -77,6 +83,8 @@ def next_step(pod: PodFinding, now: datetime) -> str:
     if pod.category == ON_DELETED:
         if pod.action.code == "finalizer-held":
             return "held (finalizers)"
+        if passed_over(pod):
+            return "not removed (PodGC)"
         return "PodGC, once a leader" if leaderless(pod) else "PodGC removes"
     if not pod.node_failed:
         return "held (finalizers)" if pod.finalizers else "kubelet slow"

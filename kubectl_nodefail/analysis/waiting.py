@@ -1,6 +1,6 @@
 """The pods a failed node keeps from running without being on it: one waiting for a volume
-still attached to it (`analyse_waiting_pod`), one Pending that may run only there (`pinned_to`,
-`analyse_pinned_pod`), and one bound to a Node object since deleted (`analyse_orphan_pod`).
+still attached to it (`analyse_waiting_pod`) and one Pending that may run only there
+(`pinned_to`, `analyse_pinned_pod`). One bound to a Node object since deleted: orphans.py.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from datetime import datetime
 from kubectl_nodefail.analysis import advice, controllers, facts, owners, pod_advice, storage
 from kubectl_nodefail.analysis.claims import Claim, claim, fact, text_of
 from kubectl_nodefail.analysis.findings import Action, NodeFinding, PodFinding, Replacement
-from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.podstatus import kubectl_status, ready_column
-from kubectl_nodefail.snapshot.model import Obj, Snapshot, parse_time
+from kubectl_nodefail.snapshot.model import Obj, Snapshot
 
 
 def analyse_waiting_pod(
@@ -217,120 +216,4 @@ def analyse_pinned_pod(pod: Obj, snap: Snapshot, nodes: list[str]) -> PodFinding
         finalizers=list(meta.get("finalizers") or []),
         claims=claims,
         phase="Pending",
-    )
-
-
-# PodGC (pkg/controller/podgc gcOrphaned): a pass (every 20 s) that finds a pod bound to a node
-# that does not exist puts the node in quarantine (40 s); the first pass after it ends deletes
-# the pod: 40-80 s after the node's deletion (e2e test_cleanup_paths saw 77.8 s).
-PODGC_QUARANTINE_SECONDS = 40
-PODGC_PERIOD_SECONDS = 20
-
-
-def analyse_orphan_pod(pod: Obj, snap: Snapshot, now: datetime) -> PodFinding:
-    """A pod bound to a node whose Node object no longer exists (deleted): no kubelet, no node
-    lifecycle controller, no taint acts on it; PodGC force-deletes it (marking it Failed first),
-    40-80 s after the node's deletion. Finalizers other than the Job's tracking one
-    still keep the object. Its replacement is the owner's own rule's (controllers.explain, on
-    the node as failed: nothing runs there), its sentences this function's."""
-    meta = pod["metadata"]
-    namespace, name = meta.get("namespace", ""), meta["name"]
-    node_name = str((pod.get("spec") or {}).get("nodeName") or "")
-    links, owner_objs = owners.chain(pod, snap)
-    kind = owners.controller_type(pod, links)
-    deletion = parse_time(meta.get("deletionTimestamp"))
-    terminating = deletion is not None
-    finalizers = list(meta.get("finalizers") or [])
-    held = advice.holding_finalizers(finalizers, terminating, "delete-node")
-    within = PODGC_QUARANTINE_SECONDS + 2 * PODGC_PERIOD_SECONDS
-    because = [fact("Pod", pod, "spec.nodeName"), fact("Pod", pod, "metadata.deletionTimestamp")]
-    if held:
-        because.append(fact("Pod", pod, "metadata.finalizers"))
-    meaning = claim(
-        "status-meaning",
-        "meaning",
-        f"bound to {node_name}, whose Node object no longer exists (deleted): PodGC "
-        "force-deletes it",
-        *because[:1],
-    )
-    chief = leader(snap)
-    leaderless = chief is not None and chief.expired()
-    if leaderless and chief is not None:
-        because += chief.premises()
-    # PodGC runs in kube-controller-manager, its quarantine in the leader's memory: without a
-    # leader it does not look, and the count starts at a new leader's first look
-    counted_from = "a leader takes over" if leaderless else "the node's deletion"
-    why = (
-        "no kubelet confirms anything and no taint applies; PodGC force-deletes a pod bound to "
-        f"a missing node once the node has been missing {PODGC_QUARANTINE_SECONDS}s from its "
-        f"first look (it looks every {PODGC_PERIOD_SECONDS}s)"
-        + (", but it runs in kube-controller-manager, which has no leader" if leaderless else "")
-        + f", so it goes {PODGC_QUARANTINE_SECONDS}-{within}s after {counted_from}"
-        + (
-            f"; finalizers {', '.join(held)} then keep the object until removed "
-            f"({'; '.join(advice.finalizer_owner(f) for f in held)})"
-            if held
-            else ""
-        )
-        + "."
-    )
-    ctx = controllers.Context(
-        pod,
-        kind,
-        owner_objs,
-        snap,
-        node_name,
-        True,
-        {node_name},
-        terminating,
-        now,
-        owner_kinds=[link.kind for link in links[: len(owner_objs)]],
-    )
-    explained = controllers.explain(ctx)
-    claims = [meaning, claim("released-by", "why", why, *because)]
-    claims += [c for c in explained.claims if c.section == "replacement"]
-    return PodFinding(
-        namespace=namespace,
-        name=name,
-        uid=meta.get("uid", ""),
-        resource_version=meta.get("resourceVersion", ""),
-        node=node_name,
-        node_failed=False,
-        kubectl_status=kubectl_status(pod),
-        ready=ready_column(pod),
-        meaning=text_of(claims, "meaning"),
-        category="on-deleted-node",
-        terminating=terminating,
-        stuck_seconds=(now - deletion).total_seconds() if deletion else None,
-        deletion_timestamp=deletion,
-        owner_chain=links,
-        controller=kind,
-        explanation=text_of(claims, "why"),
-        replacement=explained.replacement,
-        storage=[],
-        timeline="",
-        eviction_at=None,
-        if_node_returns="",  # the node cannot return: a node registering again is a new object
-        action=advice.rests_on(
-            Action(
-                "finalizer-held" if held else "investigate" if leaderless else "wait",
-                (
-                    f"PodGC removes it, but finalizers {', '.join(held)} keep the object: "
-                    f"{'; '.join(advice.finalizer_owner(f) for f in held)}"
-                    if held
-                    else f"bring kube-controller-manager back: PodGC removes it "
-                    f"{PODGC_QUARANTINE_SECONDS}-{within}s after a leader takes over"
-                    if leaderless
-                    else f"PodGC removes it {PODGC_QUARANTINE_SECONDS}-{within}s after the node's "
-                    "deletion; if "
-                    "it stays longer, check kube-controller-manager (its podgc controller)"
-                ),
-                "none",
-            ),
-            claims,
-        ),
-        evidence=[f"spec.nodeName {node_name}: no such Node"],
-        finalizers=finalizers,
-        claims=claims,
-        phase=str((pod.get("status") or {}).get("phase") or ""),
     )

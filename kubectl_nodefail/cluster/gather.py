@@ -58,6 +58,7 @@ from kubectl_nodefail.cluster.pods_read import (
     _terminating_rows,
     _waiting_for_attach,
     deleting_of,
+    gone_nodes,
 )
 from kubectl_nodefail.cluster.reads import Progress, _quiet, _Reader
 from kubectl_nodefail.cluster.siblings_read import (
@@ -208,12 +209,23 @@ def gather(
         failed = [n["metadata"]["name"] for n in nodes if not is_ready(n)]
         f_unscheduled = pool.submit(_pinned_pending, cluster, reader, namespaces, failed)
         version = f_version.result()
+        scanned, bound = f_table.result()
         candidates = list(
             dict.fromkeys(
                 deleting.values()  # as the watch of pods keeps them
                 if deleting is not None
-                else [*f_table.result(), *f_finished.result()]
+                else [*scanned, *f_finished.result()]
             )
+        )
+        # nodes pods are bound to that no Node has (deleted): their pods, as an examined
+        # node's, analysed as bound to a deleted node (analysis/orphans.py)
+        missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
+        gone = (
+            sorted(missing)
+            if only_nodes
+            else list(kept.gone)
+            if kept is not None and deleting is not None
+            else gone_nodes(bound, nodes)
         )
         attachments = f_attach.result()
         events = f_events.result()
@@ -221,16 +233,17 @@ def gather(
         silent = (
             [] if only_nodes else _unmarked(cluster, reader, nodes, leases, focus, version, clock())
         )
-        more = [name for name in silent if name not in lists]
+        more = [name for name in [*silent, *gone] if name not in lists]
         listed = {
             **dict(zip(fresh, f_on_nodes.result())),
             **dict(zip(more, kube.parallel(lambda n: _pods_on(cluster, namespaces, n), more))),
         }
         focus = [*focus, *silent]  # a new list: the one above may still be read
-        on_nodes = {name: listed[name] if name in listed else lists[name] for name in focus}
+        on_nodes = {
+            name: listed[name] if name in listed else lists[name] for name in [*focus, *gone]
+        }
     if kept is not None:
-        kept.pods_on = on_nodes
-    missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
+        kept.pods_on, kept.gone = on_nodes, gone
     if missing:
         reader.gaps.append(f"nodes not found: {', '.join(sorted(missing))}")
     focus_set = set(focus)
@@ -274,7 +287,16 @@ def gather(
         for a in attachments
     }
     pvcs, pvs = _claims(cluster, reader, list(pods.values()), attached_pvs - {""})
-    events += _node_events(cluster, reader, focus)
+    # and of the nodes pods are bound to that no longer exist: the node lifecycle controller's
+    # RemovingNode event dates the deletion PodGC counts from (analysis/orphans.py)
+    known = {n["metadata"]["name"] for n in nodes}
+    bound_gone = {
+        node
+        for pod in pods.values()
+        for node in [(pod.get("spec") or {}).get("nodeName")]
+        if isinstance(node, str) and node and node not in known
+    }
+    events += _node_events(cluster, reader, [*focus, *sorted(bound_gone)])
     automation_objects = _automation(cluster, reader, nodes, focus)
     events += _automation_events(cluster, reader, nodes, focus, automation_objects)
     # Read last, right before the snapshot's time: whether its leader renews is judged at that

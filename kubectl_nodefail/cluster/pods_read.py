@@ -7,7 +7,7 @@ attachment; and the claims and volumes of the pods read.
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,10 +30,13 @@ class Kept:
     - `pods_on`: each examined node's pods as its last list returned them;
     - `deleting`: uid -> (namespace, name, node: "" for none) of every pod whose deletion was
       requested, or may have been (read whole, a pod without a deletionTimestamp is left out:
-      `_full_pods`), in place of the two Terminating scans; None: scan."""
+      `_full_pods`), in place of the two Terminating scans; None: scan;
+    - `gone`: with `deleting`, the nodes pods were bound to without a Node (the scan's
+      `gone_nodes`), whose pods are listed as an examined node's are."""
 
     pods_on: dict[str, list[Obj]] = field(default_factory=dict)
     deleting: dict[str, Candidate] | None = None
+    gone: list[str] = field(default_factory=list)
 
 
 def deleting_of(pods: Collection[Obj]) -> dict[str, Candidate]:
@@ -70,20 +73,43 @@ def _deleting_row(columns: list[str], cells: list[Any]) -> bool:
 
 def _terminating_rows(
     cluster: kube.Cluster, namespaces: Collection[str], skip: bool
-) -> list[Candidate]:
+) -> tuple[list[Candidate], set[str]]:
     """Pods whose deletion was requested, from a Table scan of every pod: STATUS prints
     Terminating (or Unknown, for the pre-1.27 NodeLost era) for any unfinished pod with a
-    deletionTimestamp. The finished ones print Completed/Error: see `_deleted_finished`."""
+    deletionTimestamp. The finished ones print Completed/Error: see `_deleted_finished`. And
+    the names of the nodes the pods are bound to (a name no Node has: its pods are bound to a
+    deleted node, `gone_nodes`)."""
     if skip:
-        return []
+        return [], set()
     found: list[Candidate] = []
+    bound: set[str] = set()
     for ns, path in _pod_paths(namespaces):
-        columns, rows = cluster.list_table(path, keep=_deleting_row)
+        columns, rows = cluster.list_table(path, keep=_noting_nodes(bound))
         i_name, _, i_node = _table_columns(columns)
         for cells in rows:
             node = str(cells[i_node] or "")
             found.append((ns, str(cells[i_name]), "" if node == "<none>" else node))
-    return found
+    return found, bound
+
+
+def _noting_nodes(bound: set[str]) -> Callable[[list[str], list[Any]], bool]:
+    """`_deleting_row`, noting in `bound` the node of every row it sees."""
+    at: list[int] = []  # NODE's column, found once
+
+    def keep(columns: list[str], cells: list[Any]) -> bool:
+        if not at:
+            at.append(_table_columns(columns)[2])
+        if len(cells) == len(columns) and isinstance(cells[at[0]], str):
+            bound.add(cells[at[0]])
+        return _deleting_row(columns, cells)
+
+    return keep
+
+
+def gone_nodes(bound: set[str], nodes: list[Obj]) -> list[str]:
+    """The names pods are bound to that no Node has (its Node deleted), sorted."""
+    known = {n["metadata"]["name"] for n in nodes}
+    return sorted(name for name in bound if name and name != "<none>" and name not in known)
 
 
 def _deleted_finished(

@@ -50,12 +50,18 @@ def headline(report: Report) -> str:
     if c.waiting_for_node:
         waits.append(f"{c.waiting_for_node} Pending: they may run only on a failed node")
     if c.on_deleted_nodes:
-        leaderless = any(
-            summary.leaderless(p) for p in report.pods if p.category == summary.ON_DELETED
-        )
+        orphans = [p for p in report.pods if p.category == summary.ON_DELETED]
+        leaderless = any(summary.leaderless(p) for p in orphans)
+        over = sum(1 for p in orphans if summary.passed_over(p))
         waits.append(
-            f"{c.on_deleted_nodes} bound to a deleted node: PodGC removes them"
-            + (" once kube-controller-manager has a leader" if leaderless else "")
+            f"{c.on_deleted_nodes} bound to a deleted node: "
+            + (
+                f"PodGC has not removed {'it' if over == 1 else 'them'} long after it"
+                if over == len(orphans)
+                else "PodGC removes them"
+                + (" once kube-controller-manager has a leader" if leaderless else "")
+                + (f" ({over} long overdue)" if over else "")
+            )
         )
     if waits:
         text += f" ({'; '.join(waits)})"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from kubectl_nodefail.snapshot.model import format_time, parse_time
 from tests.e2e import workloads as w
 from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, wait_for
@@ -91,6 +92,22 @@ def test_10_deleting_the_node_lets_podgc_remove_its_pods(down: Down) -> None:
     # Within PodGC's 40 s quarantine the pods are still there: said as bound to a deleted node,
     # removed by PodGC, never as a node that is Ready or could return (issue 33 item 4).
     path = down.plugin.record("node-deleted", "cleanup paths (scenario 10)", "node just deleted")
+    # the node lifecycle controller's RemovingNode Event (its next look, within 5 s) dates it
+    removing = wait_for(
+        f"RemovingNode about {GONE}",
+        lambda: next(
+            (
+                e
+                for e in (cp.get("events", namespace="default") or {"items": []})["items"]
+                if e.get("reason") == "RemovingNode"
+                and (e.get("involvedObject") or {}).get("name") == GONE
+            ),
+            None,
+        ),
+        20,
+    )
+    removed = parse_time(removing.get("lastTimestamp") or removing.get("eventTime"))
+    assert removed is not None
     _, data = down.plugin.diagnose_json()
     assert time.monotonic() - deleted < 40, "diagnosed after PodGC's quarantine: too slow"
     rows = [p for p in data["pods"] if p["node"] == GONE]
@@ -100,6 +117,8 @@ def test_10_deleting_the_node_lets_podgc_remove_its_pods(down: Down) -> None:
         assert "whose Node object no longer exists" in row["meaning"], row
         assert "Ready" not in row["meaning"] + row["explanation"] + row["ifNodeReturns"], row
         assert row["action"]["code"] == "wait" and "PodGC removes it" in row["action"]["summary"]
+        assert f"which was at {format_time(removed)}" in row["explanation"], row["explanation"]
+        assert row["action"]["until"], row["action"]  # its time, from the Event
     assert data["summary"]["onDeletedNodes"] == len(rows)
     assert path.exists()
     wait_for(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from kubectl_nodefail.analysis.claims import Claim, Premise, fact
+from kubectl_nodefail.analysis.facts import PODGC_PERIOD_SECONDS, PODGC_SLACK_SECONDS
 from kubectl_nodefail.analysis.findings import Replacement
 from kubectl_nodefail.analysis.leader import leader
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
@@ -18,9 +19,6 @@ from kubectl_nodefail.snapshot.model import Obj, Snapshot, parse_time
 # Finalizers that Kubernetes' own controllers remove by themselves while the node is down.
 # (the Job controller's, on each pod it has not yet counted in its status)
 JOB_TRACKING = "batch.kubernetes.io/job-tracking"
-# PodGC's pass (gcCheckPeriod), and how much more before a pass is said to have been missed
-PODGC_PERIOD_SECONDS = 20
-PODGC_SLACK_SECONDS = 40
 SELF_REMOVED_FINALIZERS = {JOB_TRACKING}
 
 
@@ -39,6 +37,14 @@ class Context:
     now: datetime
     owner_kinds: list[str] = field(default_factory=list)  # the kinds of `owners`, same order
     never_evicted: bool = False  # tolerates the node's NoExecute taints without a time limit
+    # its Node object deleted (analysis/orphans.py): nothing evicts it; PodGC marks it Failed
+    # and force-deletes it (grace 0: the object goes at once)
+    gone: bool = False
+
+    @property
+    def ends(self) -> str:
+        """What ends a pod not being deleted yet, in the rules' words."""
+        return "deleted by PodGC" if self.gone else "evicted"
 
     @property
     def grace_zero(self) -> bool:

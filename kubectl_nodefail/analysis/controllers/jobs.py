@@ -443,8 +443,11 @@ def job(ctx: Context) -> Explained:
         # evicted, it stays Terminating and this policy waits for phase Failed: no replacement
         # comes with the eviction either
         rep = Replacement(
-            "blocked",
-            "none yet: the pod still counts as active; once evicted, podReplacementPolicy "
+            "not-yet" if ctx.gone else "blocked",
+            "none yet: the pod still counts as active; PodGC marks it Failed as it deletes it, "
+            "which podReplacementPolicy Failed waits for"
+            if ctx.gone
+            else "none yet: the pod still counts as active; once evicted, podReplacementPolicy "
             "Failed waits for it to fail",
         )
         rep_claim = claim(

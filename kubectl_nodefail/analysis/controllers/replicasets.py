@@ -197,7 +197,7 @@ def replicaset(ctx: Context) -> Explained:
                 "nothing replaces it while the node is down."
             )
         else:
-            rep = Replacement("not-yet", "none yet: created when the pod is evicted")
+            rep = Replacement("not-yet", f"none yet: created when the pod is {ctx.ends}")
             text = (
                 f"{owner} still counts this pod as a live replica: nothing replaces it until it "
                 "is evicted (then a replacement is created at once)."

@@ -290,7 +290,9 @@ def statefulset(ctx: Context) -> Explained:
     # one is Running and Ready, one pod at a time (audit 2078/43: its own set's lower ordinals
     # were on the dead node too, and were recreated first)
     # (and available: Ready for minReadySeconds; isRunningAndAvailable)
-    remade = wanted and (ctx.terminating or (ctx.grace_zero and not ctx.never_evicted))
+    # removed at once when it goes: a grace period of 0, or PodGC's force delete (gone node)
+    at_once = ctx.gone or (ctx.grace_zero and not ctx.never_evicted)
+    remade = wanted and (ctx.terminating or at_once)
     ready_for = spec.get("minReadySeconds") or 0
     in_order = (
         f" once {_lower(name, start, ordinal)} Running and Ready"
@@ -312,12 +314,16 @@ def statefulset(ctx: Context) -> Explained:
             "blocked",
             f"blocked: the name {ctx.name} is still taken by this Terminating pod{only_there}",
         )
-    elif ctx.grace_zero and not ctx.never_evicted:
+    elif at_once:
         rep = Replacement(
             "not-yet",
             f"none yet: {ctx.name} is created again "
             + (f"on {ctx.node}{only_there}" if pin is not None else "elsewhere")
-            + " as soon as the eviction removes the object (grace period 0)"
+            + (
+                " as soon as PodGC force-deletes the object"
+                if ctx.gone
+                else " as soon as the eviction removes the object (grace period 0)"
+            )
             + ("," + in_order if in_order else ""),
         )
     else:
