@@ -221,7 +221,7 @@ def gather(
         # node's, analysed as bound to a deleted node (analysis/orphans.py)
         missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
         gone = (
-            sorted(missing)
+            []  # a node named that does not exist is refused (NameNotFound), its pods unread
             if only_nodes
             else list(kept.gone)
             if kept is not None and deleting is not None
