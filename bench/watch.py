@@ -9,7 +9,10 @@ that a watch of Nodes carries), then `diagnose --watch -o json --interval 2 -v` 
 its first read, for --seconds with nothing else changing: the requests and bytes the API server
 served it (its own metrics: apiserver_request_total for GET, LIST and WATCH, response and watch
 event sizes), the API server's CPU seconds and the plugin's. Then one more node fails: the
-seconds until the watch prints a diagnosis that has it. Writes results.json into --out.
+seconds until the watch prints a diagnosis that has it. Then (watches only) the same command on
+a terminal (a pseudo-terminal of 200x60): one more node fails, the seconds until its name is on
+the screen (the line naming the changes a read is made for, painted before that read). Writes
+results.json into --out.
 
 Usage: python -m bench.watch [--size 5000x60000] [--failed 200] [--seconds 120] [--out DIR]
 """
@@ -179,6 +182,67 @@ def one(
     }
 
 
+SCREEN_CODE = WATCHING
+
+
+def on_screen(
+    server: cluster.Server, env: dict[str, str], args: argparse.Namespace, fail: int
+) -> dict[str, Any]:
+    """`diagnose --watch` on a pseudo-terminal: after its first screen, node `fail` fails; the
+    seconds until its name is painted, and whether the "reading" line said it."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the plugin, on the terminal
+        os.execve(
+            sys.executable,
+            [sys.executable, "-c", SCREEN_CODE, "diagnose", "--watch", "--interval", "2"],
+            {**env, "TERM": "xterm-256color", "COLUMNS": "200", "LINES": "60"},
+        )
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 60, 200, 0, 0))
+    chunks: list[tuple[float, bytes]] = []
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            chunks.append((time.monotonic(), data))
+
+    threading.Thread(target=read, daemon=True).start()
+    t0 = time.monotonic()
+    name = f"node-{fail:05d}".encode()
+    try:
+        while b"CHANGES" not in b"".join(c for _, c in chunks):  # the first screen
+            if time.monotonic() - t0 > 600:
+                raise RuntimeError("no first screen")
+            time.sleep(0.2)
+        time.sleep(5)  # the first read's last requests land
+        shown = len(chunks)
+        cluster.fail_nodes(server, args.nodes, fail + 1, already=fail)
+        failed_at = time.monotonic()
+        seen = said = None
+        while time.monotonic() - failed_at < 60 and seen is None:
+            for at, data in chunks[shown:]:
+                if name in data:
+                    seen, said = at - failed_at, b"reading the cluster again" in data
+                    break
+            time.sleep(0.02)
+    finally:
+        os.kill(pid, signal.SIGINT)
+        os.waitpid(pid, 0)
+    return {
+        "failed_node_on_screen_after_s": None if seen is None else round(seen, 2),
+        "named_on_the_reading_line": said,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="5000x60000")
@@ -208,6 +272,8 @@ def main() -> None:
             beats.start()
             env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
             rows[design] = one(server, code, env, args, args.failed)
+            if design == "watches":
+                rows[design]["screen"] = on_screen(server, env, args, args.failed + 1)
             beats.stop.set()
             rows[design]["beats_sent"] = beats.sent
             print(design, json.dumps({k: v for k, v in rows[design].items() if k != "budget"}))

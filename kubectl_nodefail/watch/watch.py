@@ -169,6 +169,7 @@ class State:
     back_after: float = 0.0
     log: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)  # changes not yet printed (pipes)
+    reading: str = ""  # the changes the read in progress was made for (escaped), and when seen
     shown_at: float = 0.0  # when the diagnosis on the screen was made, and its cost
     show_seconds: float = 0.0  # in CPU seconds of this thread (a loaded machine's wait is not cost)
     cpu: Callable[[], float] = time.thread_time
@@ -228,6 +229,7 @@ def frame(
     top = [f"{title}   ({how}; {_clock(now)}; Ctrl-C to stop)"]
     red = (color.BOLD + color.RED) if paint else ""
     green = color.GREEN if paint else ""
+    bold = color.BOLD if paint else ""
     end = color.RESET if paint else ""
     if state.failing_since is not None:
         down = duration(now - state.failing_since)
@@ -243,6 +245,14 @@ def frame(
             f"!! {state.failure}",
         ]
         top += [f"{red}{line}{end}" for text in banner for line in fit.prose(text, width, "   ")]
+    elif state.reading:
+        text = (
+            f"{state.reading}: reading the cluster again. Below: the cluster as read at "
+            f"{_clock(state.read_at)}."
+            if state.read_at is not None
+            else state.reading
+        )
+        top += [f"{bold}{line}{end}" for line in fit.prose(text, width, "   ")]
     elif state.back_at is not None and now - state.back_at < BACK_SECONDS:
         text = (
             f"API server answering again since {_clock(state.back_at)} "
@@ -333,17 +343,24 @@ def _screen(
     with _sigterm_as_ctrl_c():
         screen.enter()
         try:
-            polls, read = 0, True
+            polls = 0
+            read: bool | list[str] = True
             while max_polls is None or polls < max_polls:
                 polls += 1
                 if read:
+                    if isinstance(read, list) and state.snap is not None:
+                        # what the watches showed, on the screen before the read (seconds at
+                        # scale) that brings what it changes
+                        state.reading, dims = _seen(read, clock()), measure()
+                        screen.paint(
+                            _frame(state, title, interval, clock(), dims, paint, follow), dims
+                        )
                     _read(state, load, show, clock, follow)
+                    state.reading = ""
                 else:
                     _retime(state, show, clock)
-                now, dims = clock(), measure()
-                watching = follow is not None and not follow.off and state.failing_since is None
-                lines = frame(state, title, interval, now, dims, paint, watching)
-                screen.paint(lines, dims)
+                dims = measure()
+                screen.paint(_frame(state, title, interval, clock(), dims, paint, follow), dims)
                 read = _wait(state, follow, interval, sleep)
         except KeyboardInterrupt:
             pass
@@ -358,14 +375,45 @@ def _screen(
     return final_code(state)
 
 
-def _wait(state: State, follow: Any, interval: float, sleep: Callable[[float], None]) -> bool:
-    """Wait for the next refresh; True when it reads the cluster again: every `interval`
-    without watches, and while reads fail (the banner says how long); with them, as soon as
-    one shows a change the screen may depend on (follow.py), else False."""
+def _frame(
+    state: State,
+    title: str,
+    interval: float,
+    now: float,
+    dims: tuple[int, int],
+    paint: bool,
+    follow: Any,
+) -> list[str]:
+    watching = follow is not None and not follow.off and state.failing_since is None
+    return frame(state, title, interval, now, dims, paint, watching)
+
+
+SEEN_SHOWN = 3  # the changes named on the "reading" line; the rest counted
+
+
+def _seen(reasons: list[str], now: float) -> str:
+    """The changes a read is made for, as the screen's line says them (escaped: they carry
+    names and reasons from the cluster)."""
+    named = list(dict.fromkeys(printable.escape(r) for r in reasons))
+    more = len(named) - SEEN_SHOWN
+    return (
+        f"{_clock(now)}  "
+        + "; ".join(named[:SEEN_SHOWN])
+        + (f" (+{more} more)" if more > 0 else "")
+    )
+
+
+def _wait(
+    state: State, follow: Any, interval: float, sleep: Callable[[float], None]
+) -> bool | list[str]:
+    """Wait for the next refresh; truthy when it reads the cluster again: True every
+    `interval` without watches, and while reads fail (the banner says how long); with them, as
+    soon as one shows a change the screen may depend on (follow.py), the changes (a list),
+    else an empty list."""
     if follow is None or follow.off or state.snap is None or state.failing_since is not None:
         sleep(interval)
         return True
-    return bool(follow.wait(interval))
+    return list(follow.wait(interval))
 
 
 def _retime(
@@ -458,7 +506,8 @@ def _lines(
 ) -> int:
     """Into a pipe or a file: a block per change, warnings on stderr."""
     last: tuple[Any, ...] | None = None
-    polls, read = 0, True
+    polls = 0
+    read: bool | list[str] = True
     try:
         while max_polls is None or polls < max_polls:
             polls += 1

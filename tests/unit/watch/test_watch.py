@@ -513,3 +513,29 @@ def test_without_watches_allowed_or_while_reads_fail_it_reads_every_interval() -
     reads.clear()
     _piped(lambda: (reads.append(1), _snap("node-down-after-eviction"))[1], off, 3, slept.append)
     assert len(reads) == 3
+
+
+def test_on_a_terminal_a_change_is_on_the_screen_before_the_read_it_brings() -> None:
+    """A read at scale takes seconds: the changes the watches showed are on the screen before
+    it starts (escaped: a reason comes from the cluster), with when they were seen and how old
+    the diagnosis below is; gone once the read has drawn what they change."""
+    clock = Clock()
+    out = io.StringIO()
+    snaps = [_snap("node-down-before-eviction"), _snap("node-down-after-eviction")]
+    seen_at_read: list[str] = []
+
+    def load() -> Snapshot:
+        seen_at_read.append(out.getvalue())
+        return snaps[min(len(seen_at_read), 2) - 1]
+
+    changes = ["node flaky-a NotReady", "Event \x1b[2JWiped of flaky-a", "a", "b", "c"]
+    run(load, _show, 2.0, out, io.StringIO(), tty=True, title="t", max_polls=3,
+        sleep=clock.sleep, clock=clock, size=lambda: (200, 60),
+        follow=Follow([changes, []], clock))  # fmt: skip
+    assert len(seen_at_read) == 2
+    before = seen_at_read[1][len(seen_at_read[0]) :]  # painted between the two reads
+    assert "node flaky-a NotReady; Event \\x1b[2JWiped of flaky-a; a (+2 more)" in before
+    assert "reading the cluster again. Below: the cluster as read at" in before
+    assert "\x1b[2JWiped" not in out.getvalue()
+    after = out.getvalue()[len(seen_at_read[1]) :]
+    assert "reading the cluster again" not in after
