@@ -213,6 +213,11 @@ SCHEMAS["NodeHealthCheck"] = obj(
         maxUnhealthy=INT_OR_STR,
         pauseRequests=STR_LIST,
         remediationTemplate=TEMPLATE_REF,
+        # used one after another, each for its timeout (a remediation in flight is waited for
+        # that long: analysis/automation/medik8s.py)
+        escalatingRemediations=ListOf(
+            obj(remediationTemplate=TEMPLATE_REF, order=INT, timeout=STR)
+        ),
     ),
     status=obj(
         observedNodes=INT,
@@ -226,7 +231,11 @@ SCHEMAS["NodeHealthCheck"] = obj(
                 ("name",),
                 name=STR,
                 remediations=ListOf(
-                    obj(resource=obj(kind=STR, name=STR, namespace=STR), started=TIME)
+                    obj(
+                        resource=obj(kind=STR, name=STR, namespace=STR),
+                        started=TIME,
+                        timedOut=TIME,  # an escalating remediation past its timeout
+                    )
                 ),
             )
         ),

@@ -128,12 +128,12 @@ def _mhc_state(
             "replacing it (the Node goes with it)",
             lambda at, took: (
                 f"the Machine is being deleted since {at} and is still here: Cluster API began "
-                f"replacing it and has not finished in {took}, where with nothing holding it "
-                "that takes minutes (its drain passes over an unreachable node's pods after 5 "
-                "min): something holds it (a deletion hook, a drain that cannot finish, a volume "
-                "still attached to the node: a Machine waits for those without limit unless its "
-                "spec.nodeDrainTimeout / spec.nodeVolumeDetachTimeout say otherwise; the "
-                f"infrastructure); `kubectl describe {mref}` says which"
+                f"replacing it and has not finished in {took}, where for an unreachable node "
+                "that takes minutes when nothing holds it (its drain passes over the node's "
+                "pods; recent releases do not wait for its volumes): something holds it (a "
+                "pre-drain or pre-terminate hook, a drain of a node not marked unreachable, its "
+                "volumes in a release that waits for them, the infrastructure's deletion, a "
+                f"finalizer); `kubectl describe {mref}` says which"
             ),
         )
     owner = _condition(machine, "OwnerRemediated")

@@ -35,15 +35,20 @@ OVERDUE = "overdue"  # its time is long past and it has not acted: probably not 
 STALLED = "stalled"  # it began remediating long ago and has not finished: held, not waited for
 
 # How long a remediation in flight is waited for. With nothing holding it each one here takes
-# minutes: Cluster API's drain passes over an unreachable node's pods after 5 min (its drainer's
-# SkipWaitForDeleteTimeoutSeconds), then deletes the instance and the Node; cluster-autoscaler
-# gives pods at most --max-graceful-termination-sec (600 s) and a cloud deletion
+# minutes: Cluster API's drain passes over an unreachable node's pods (after 5 min in older
+# releases' drainer, SkipWaitForDeleteTimeoutSeconds; at once in recent ones) and recent
+# releases skip the wait for an unreachable node's volumes (shouldWaitForNodeVolumes), then
+# it deletes the instance and the Node; cluster-autoscaler gives pods at most
+# --max-graceful-termination-sec (600 s) and a cloud deletion
 # --max-cloud-provider-node-deletion-time (5 min), and takes its taint off when a deletion
-# fails; Karpenter drains, waits for volumes and terminates the instance. What holds one longer
-# has no limit by default (a Machine's nodeDrainTimeout and nodeVolumeDetachTimeout unset, a
-# NodeClaim without terminationGracePeriod): a volume a pod not yet deleted keeps attached, a
-# PodDisruptionBudget, a hook, a finalizer. 30 min on, it is held: waiting for it is waiting
-# for whatever holds it.
+# fails; Karpenter drains, waits for volumes and terminates the instance; a Medik8s
+# remediator fences the node and releases its pods. What holds one longer has no limit by
+# default (a Machine's drain and volume-detach timeouts unset, a NodeClaim without
+# terminationGracePeriod): a hook, a drain a PodDisruptionBudget blocks, a volume a pod not
+# yet deleted keeps attached, a finalizer. 30 min on (or an escalating Medik8s remediation's
+# own timeout, if longer), it is held: waiting for it is waiting for whatever holds it. The
+# drain and termination timeouts a Machine or NodeClaim may set are not read: a deletion
+# held by a slow drain is said held, which it is.
 STALLED_SECONDS = 30 * 60
 
 
@@ -84,12 +89,14 @@ def in_flight(
     premises: list[Premise],
     acting: str,
     held: Callable[[str, timedelta], str],
+    bound: float = STALLED_SECONDS,
 ) -> tuple[str, datetime | None]:
     """ACTING with the `acting` sentence, or STALLED with the sentence `held(since, took)`
-    once `since` (when the remediation began) is STALLED_SECONDS behind `now`: it has not
-    finished where it takes minutes, and remediate does not wait for it."""
+    once `since` (when the remediation began) is `bound` seconds (STALLED_SECONDS, or a
+    longer time its automation gives it) behind `now`: it has not finished where it takes
+    minutes, and remediate does not wait for it."""
     took = None if since is None else (now - since).total_seconds()
-    if since is None or took is None or took <= STALLED_SECONDS:
+    if since is None or took is None or took <= bound:
         claims.append(claim("automation-acting", "automation", acting, *premises))
         return ACTING, since
     text = held(format_time(since), timedelta(seconds=round(took)))

@@ -13,21 +13,24 @@ nodes are healthy.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 from kubectl_nodefail.analysis.automation.coverage import (
+    OVERDUE_SECONDS,
+    STALLED_SECONDS,
     STOPPED,
     Coverage,
     _condition,
     _timed,
     _when,
+    go_duration,
     in_flight,
     joined,
     scaled,
     selects,
 )
 from kubectl_nodefail.analysis.claims import Claim, claim, fact, ref
-from kubectl_nodefail.snapshot.model import Obj, Snapshot, parse_time
+from kubectl_nodefail.snapshot.model import Obj, Snapshot, format_time, parse_time
 
 NHC_GROUP = "remediation.medik8s.io"
 NHC_EXCLUDE_LABEL = "remediation.medik8s.io/exclude-from-remediation"
@@ -64,13 +67,42 @@ def _nhc(node: Obj, nhc: Obj, snap: Snapshot, now: datetime) -> Coverage | None:
     return Coverage(NHC, obj, state, at, joined(claims), claims)
 
 
-def _held(who: str, began: str, took: timedelta) -> str:
+def _held(who: str, began: str, took: timedelta, timed_out: datetime | None = None) -> str:
+    if timed_out is not None:  # the last of its escalating remediations, past its timeout
+        return (
+            f"{who} began remediating it ({began}) and its last remediation timed out at "
+            f"{format_time(timed_out)}: it counts the remediation failed and starts no other"
+        )
     return (
         f"{who} began remediating it ({began}) and {took} on still has it in flight, where "
-        "fencing a node and releasing its pods takes minutes when nothing holds it: what its "
-        "remediator does, and what holds it, is not read here (its remediation object's "
-        "status and events say)"
+        "fencing a node and releasing its pods takes minutes when nothing holds it (or the "
+        "timeout its escalating remediations give it): what its remediator does, and what "
+        "holds it, is not read here (its remediation object's status and events say)"
     )
+
+
+def _current(remediations: list[Obj], spec: Obj) -> tuple[Obj, float]:
+    """The remediation in flight (the newest not timed out; else the newest: every one
+    timed out) and how long it is waited for: STALLED_SECONDS, or its escalating
+    remediation's timeout (by the template's kind; the longest where none matches) and the
+    slack NHC acts within, if longer."""
+
+    def started(r: Obj) -> datetime:
+        return parse_time(r.get("started")) or datetime.min.replace(tzinfo=timezone.utc)
+
+    live = [r for r in remediations if not r.get("timedOut")]
+    current = max(live or remediations, key=started)
+    kind = str((current.get("resource") or {}).get("kind") or "")
+    steps = [e for e in spec.get("escalatingRemediations") or [] if isinstance(e, dict)]
+    timeouts = {
+        str((e.get("remediationTemplate") or {}).get("kind") or ""): go_duration(e.get("timeout"))
+        for e in steps
+    }
+    mine = timeouts.get(kind + "Template")
+    known = [t for t in timeouts.values() if t is not None]
+    longest = mine if mine is not None else max(known, default=None)
+    bound = STALLED_SECONDS if longest is None else max(STALLED_SECONDS, longest + OVERDUE_SECONDS)
+    return current, bound
 
 
 def _nhc_state(
@@ -88,10 +120,11 @@ def _nhc_state(
     entry = next((u for u in status.get("unhealthyNodes") or [] if u.get("name") == name), None)
     remediations = (entry or {}).get("remediations") or []
     if remediations:
-        first = remediations[0]
-        started = parse_time(first.get("started"))
-        res = first.get("resource") or {}
+        current, bound = _current(remediations, spec)
+        started = parse_time(current.get("started"))
+        res = current.get("resource") or {}
         made = f"{res.get('kind', remedy)} {res.get('namespace', '')}/{res.get('name', '')} created"
+        timed_out = parse_time(current.get("timedOut"))
         return in_flight(
             claims,
             started,
@@ -100,7 +133,8 @@ def _nhc_state(
             f"{who} is remediating it: {made}"
             + (f" at {_when(started, now)}" if started else "")
             + f" ({len(remediations)} remediation(s) so far)",
-            lambda since, took: _held(who, f"{made} at {since}", took),
+            lambda since, took: _held(who, f"{made} at {since}", took, timed_out),
+            0.0 if timed_out is not None else bound,
         )
     flying = (status.get("inFlightRemediations") or {}).get(name)
     if flying:

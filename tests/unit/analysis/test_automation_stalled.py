@@ -112,7 +112,9 @@ def test_a_remediation_long_in_flight_is_stalled_and_not_waited_for(mark: str, a
     last = cov.claims[-1]
     if want == automation.STALLED:
         assert last.kind == "automation-stalled"
-        assert "does not wait for it" in last.text and str(timedelta(seconds=round(took))) in last.text
+        assert (
+            "does not wait for it" in last.text and str(timedelta(seconds=round(took))) in last.text
+        )
         assert "remediate stands back" not in (finding.action.summary if finding.action else "")
         (entry,) = [e for e in node_timeline(snap, node_name) if e.kind == "automation"]
         assert entry.time == began and "not finished since" in entry.summary
@@ -123,3 +125,79 @@ def test_a_remediation_long_in_flight_is_stalled_and_not_waited_for(mark: str, a
     step = next(s for s in make_plan(report, opts).steps if s.target == f"node/{node_name}")
     assert automation.stands_back(cov, captured, 120.0) is (want == automation.ACTING)
     assert step.allowed is (want == automation.STALLED), step.gate
+
+
+def _nhc_doc(
+    remediations: list[tuple[int, int | None, str]], timeouts: dict[str, str]
+) -> tuple[dict[str, Any], datetime]:
+    """The recorded NodeHealthCheck with these remediations for its node: (started seconds
+    ago, timed out seconds ago or None, the remediation's kind), and escalating remediations
+    with these timeouts by template kind."""
+    doc = json.loads((FIXTURES / "automation-nhc-scheduled.json").read_text())
+    captured = parse_time(doc["capturedAt"])
+    assert captured is not None
+    nhc = _item(doc, "NodeHealthCheck")
+
+    def ago(seconds: int) -> str:
+        return format_time(captured - timedelta(seconds=seconds))
+
+    entries = []
+    for started, timed_out, kind in remediations:
+        entry: dict[str, Any] = {
+            "resource": {"kind": kind, "namespace": "medik8s", "name": "auto-nhc"},
+            "started": ago(started),
+        }
+        if timed_out is not None:
+            entry["timedOut"] = ago(timed_out)
+        entries.append(entry)
+    nhc.setdefault("status", {})["unhealthyNodes"] = [{"name": "auto-nhc", "remediations": entries}]
+    if timeouts:
+        nhc["spec"].pop("remediationTemplate", None)
+        nhc["spec"]["escalatingRemediations"] = [
+            {
+                "remediationTemplate": {"kind": kind, "name": kind.lower(), "namespace": "m"},
+                "order": i,
+                "timeout": timeout,
+            }
+            for i, (kind, timeout) in enumerate(timeouts.items())
+        ]
+    return doc, captured
+
+
+def _nhc_coverage(doc: dict[str, Any], captured: datetime) -> Any:
+    snap = checked(
+        from_items(
+            copy.deepcopy(doc["items"]),
+            captured,
+            source="g",
+            server_version=doc.get("serverVersion"),
+        )
+    )
+    report = diagnose(snap, captured)
+    assert not premises.check(doc, render.report_data(report))
+    (cov,) = next(n for n in report.nodes if n.name == "auto-nhc").automation
+    return cov
+
+
+def test_an_escalating_nodehealthcheck_is_timed_from_its_remediation_in_flight() -> None:
+    """Escalation: the first remediation timed out and the next began two minutes ago: acting
+    since the newest (remediate stands back from it), not stalled from the first. A step whose
+    own timeout is longer than STALLED_SECONDS is waited for that long and the slack NHC acts
+    within. Every step timed out: the remediation failed, not waited for."""
+    snr, metal = "SelfNodeRemediation", "Metal3Remediation"
+    steps = {f"{snr}Template": "40m", f"{metal}Template": "60m"}
+    doc, captured = _nhc_doc([(42 * 60, 2 * 60, snr), (2 * 60, None, metal)], steps)
+    cov = _nhc_coverage(doc, captured)
+    newest = parse_time(format_time(captured - timedelta(seconds=120)))
+    assert cov.state == automation.ACTING and cov.at == newest, cov.summary
+    assert f"{metal} medik8s/auto-nhc created" in cov.summary
+    assert automation.stands_back(cov, captured, 120.0)
+    doc, captured = _nhc_doc([(50 * 60, None, metal)], steps)  # within its 60 min + slack
+    assert _nhc_coverage(doc, captured).state == automation.ACTING
+    doc, captured = _nhc_doc([(67 * 60, None, metal)], steps)  # past them
+    cov = _nhc_coverage(doc, captured)
+    assert cov.state == automation.STALLED and "does not wait for it" in cov.summary
+    doc, captured = _nhc_doc([(90 * 60, 50 * 60, snr), (50 * 60, 1, metal)], steps)
+    cov = _nhc_coverage(doc, captured)
+    assert cov.state == automation.STALLED and "timed out at" in cov.summary, cov.summary
+    assert not automation.stands_back(cov, captured, 120.0)
