@@ -79,7 +79,7 @@ def analyse_orphan_pod(pod: Obj, snap: Snapshot, now: datetime) -> PodFinding:
     # PodGC runs in kube-controller-manager, its quarantine in the leader's memory: without a
     # leader it does not look, and the count starts at a new leader's first look
     counted_from = "a leader takes over" if leaderless else "the node's deletion"
-    dated = None if leaderless or held else _dated(snap, node_name, now, because)
+    dated = None if leaderless or held else _dated(snap, pod, node_name, now, because)
     why = (
         "no kubelet confirms anything and no taint applies; PodGC force-deletes a pod bound to "
         f"a missing node once the node has been missing {PODGC_QUARANTINE_SECONDS}s from its "
@@ -175,10 +175,12 @@ class _Dated:
     advice: str  # the action's words
 
 
-def _dated(snap: Snapshot, node_name: str, now: datetime, because: list[Premise]) -> _Dated | None:
-    """PodGC's time dated by the node's RemovingNode Event (None without one); its facts, and
-    the leader's when a leader that took over later is what the count starts from, join
-    `because`."""
+def _dated(
+    snap: Snapshot, pod: Obj, node_name: str, now: datetime, because: list[Premise]
+) -> _Dated | None:
+    """PodGC's time dated by the node's RemovingNode Event (None without one), counted from
+    the latest of it, the pod's creation (a pod made bound to that name later starts PodGC's
+    count at its first look at it) and a later leader's start; their facts join `because`."""
     found = removed(snap, node_name)
     if found is None:
         return None
@@ -186,8 +188,13 @@ def _dated(snap: Snapshot, node_name: str, now: datetime, because: list[Premise]
     because += [fact("Event", ev, "reason"), fact("Event", ev, path)]
     at = f"{format_time(when)} (its {REMOVING_NODE} Event)"
     start, counted = when, ""
+    created = parse_time(pod["metadata"].get("creationTimestamp"))
+    if created is not None and created > start:
+        because.append(fact("Pod", pod, "metadata.creationTimestamp"))
+        start = created
+        counted = f"; the pod was made after it, at {format_time(start)}, and counts from then"
     chief = leader(snap)
-    if chief is not None and chief.since > when:
+    if chief is not None and chief.since > start:
         because += chief.premises()
         start = chief.since
         counted = f"; a leader took over after it, at {format_time(start)}, and counts from then"

@@ -223,7 +223,7 @@ def gather(
         gone = (
             []  # a node named that does not exist is refused (NameNotFound), its pods unread
             if only_nodes
-            else list(kept.gone)
+            else [g for g in kept.gone if g not in {n["metadata"]["name"] for n in nodes}]
             if kept is not None and deleting is not None
             else gone_nodes(bound, nodes)
         )
@@ -242,8 +242,8 @@ def gather(
         on_nodes = {
             name: listed[name] if name in listed else lists[name] for name in [*focus, *gone]
         }
-    if kept is not None:
-        kept.pods_on, kept.gone = on_nodes, gone
+    if kept is not None:  # a deleted node none of whose pods is left: not listed again
+        kept.pods_on, kept.gone = on_nodes, [g for g in gone if on_nodes.get(g)]
     if missing:
         reader.gaps.append(f"nodes not found: {', '.join(sorted(missing))}")
     focus_set = set(focus)
@@ -256,7 +256,7 @@ def gather(
     for batch in on_nodes.values():
         for pod in batch:
             pods[pod["metadata"]["uid"]] = pod
-    held = len(focus) - len(listed)
+    held = sum(1 for name in focus if name not in listed)
     progress(
         f"{len(pods)} pods on examined nodes"
         + (f" ({held} of {len(focus)} nodes' lists unchanged since the last read)" if held else "")

@@ -32,8 +32,9 @@ while the watch of pods has run without a gap since (not broken, down or started
   pods the last read had: a pod in by a change that carries a deletionTimestamp, out only once
   gone (a change may be older than the read);
 - with those, the nodes pods are bound to without a Node (deleted), listed as examined nodes
-  are; a Node deleted drops what is kept, so the read after it scans for its pods. (A pod
-  created bound to a node that never existed is found at the next read that scans.)
+  are; a Node deleted drops the kept pods being deleted, so the read after it scans for its
+  pods. (A pod created bound to a node that never existed is found at the next read that
+  scans.)
 """
 
 from __future__ import annotations
@@ -392,13 +393,16 @@ class Follower:
     def _touch(self, change: Change) -> None:
         """A pod change drops its node's kept list and updates the pods being deleted; one that
         names no node, namespace or uid (a row without them, a watch of pods broken or started
-        over), or a Node deleted (its pods are then bound to none: the scan finds them), drops
-        all that is kept. A change may be older than the read (the watch starts
-        before it, and may lag): so a pod leaves the pods being deleted only when gone (a uid
-        gone is gone for good), never for a change without a deletionTimestamp, which may be
-        older than the one the read saw (reading it whole then costs one request)."""
+        over) drops all that is kept; a Node deleted drops the pods being deleted (its pods are
+        then bound to none: the scan finds them). A change may be older than the read (the
+        watch starts before it, and may lag): so a pod leaves the pods being deleted only when
+        gone (a uid gone is gone for good), never for a change without a deletionTimestamp,
+        which may be older than the one the read saw (reading it whole then costs one
+        request)."""
         if change.resource == "nodes" and change.kind == "DELETED":
-            self.kept = Kept()  # its pods are bound to no Node now: the scan finds them
+            # its pods are bound to no Node now: the next read scans for them (each examined
+            # node's list is kept: a pod change drops it as ever)
+            self.kept.deleting = None
             return
         if change.resource != "pods":
             return

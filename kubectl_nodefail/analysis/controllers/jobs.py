@@ -80,11 +80,15 @@ def _job_held_open(ctx: Context, job_obj: Obj, name: str, rep: Replacement) -> E
     # Succeeded (IsPodTerminating): one PodGC marks Failed no longer holds it, its object kept
     # by a finalizer or not (audit 2079/124's sibling)
     while_it = "while this pod is Terminating and neither Failed nor Succeeded"
+    says = (
+        f"Job {name} is {target} once PodGC marks this pod Failed as it deletes it (its node is "
+        f"gone); not before: it cannot be {target} {while_it}"
+        if ctx.gone
+        else f"Job {name} cannot be {target} {while_it}"
+    )
     held = Replacement(
-        "blocked",
-        f"{rep.summary}; but Job {name} cannot be {target} {while_it}"
-        if rep.pods
-        else f"Job {name} cannot be {target} {while_it}",
+        "not-yet" if ctx.gone else "blocked",
+        f"{rep.summary}; but {says}" if rep.pods else says,
         list(rep.pods),
     )
     returns = (
@@ -468,8 +472,16 @@ def job(ctx: Context) -> Explained:
     elif found:
         rep, rep_claim = _found(found, ctx.node, "replacement")
     elif policy == "Failed":
-        rep = Replacement(
-            "blocked", "blocked: podReplacementPolicy Failed waits for this pod to fail"
+        rep = (
+            Replacement(
+                "not-yet",
+                "none yet: podReplacementPolicy Failed waits for this pod to fail: PodGC marks "
+                "it Failed as it deletes it (its node is gone)",
+            )
+            if ctx.gone
+            else Replacement(
+                "blocked", "blocked: podReplacementPolicy Failed waits for this pod to fail"
+            )
         )
         rep_claim = claim("replacement", "replacement", rep.summary, *policy_facts)
     elif suspended:

@@ -290,8 +290,10 @@ def statefulset(ctx: Context) -> Explained:
     # one is Running and Ready, one pod at a time (audit 2078/43: its own set's lower ordinals
     # were on the dead node too, and were recreated first)
     # (and available: Ready for minReadySeconds; isRunningAndAvailable)
-    # removed at once when it goes: a grace period of 0, or PodGC's force delete (gone node)
-    at_once = ctx.gone or (ctx.grace_zero and not ctx.never_evicted)
+    # removed at once when it goes: a grace period of 0, or PodGC's force delete (its node
+    # gone), unless a finalizer keeps the object (and the name) after it
+    swept = ctx.gone and not ctx.foreign_finalizers
+    at_once = swept or (ctx.grace_zero and not ctx.never_evicted)
     remade = wanted and (ctx.terminating or at_once)
     ready_for = spec.get("minReadySeconds") or 0
     in_order = (
@@ -309,21 +311,33 @@ def statefulset(ctx: Context) -> Explained:
             f"none wanted: StatefulSet {name} has replicas {replicas} "
             f"({_ordinal_range(start, replicas)})",
         )
-    elif ctx.terminating:
+    elif ctx.terminating and not swept:
         rep = Replacement(
             "blocked",
             f"blocked: the name {ctx.name} is still taken by this Terminating pod{only_there}",
         )
     elif at_once:
+        # a node gone: its local volume's node cannot be looked at, so nowhere else is said
+        affine = _node_affine(ctx) if swept else None
+        if affine is not None:
+            owner_wants.append(fact("PersistentVolume", affine, "spec.nodeAffinity.required"))
+        where = (
+            f" (where: as PersistentVolume {affine['metadata']['name']}'s node affinity allows;"
+            " if it allows only the deleted node, it stays Pending)"
+            if affine is not None
+            else f" on {ctx.node}{only_there}"
+            if pin is not None
+            else " elsewhere"
+        )
         rep = Replacement(
             "not-yet",
-            f"none yet: {ctx.name} is created again "
-            + (f"on {ctx.node}{only_there}" if pin is not None else "elsewhere")
+            f"none yet: {ctx.name} is created again"
             + (
                 " as soon as PodGC force-deletes the object"
-                if ctx.gone
+                if swept
                 else " as soon as the eviction removes the object (grace period 0)"
             )
+            + where
             + ("," + in_order if in_order else ""),
         )
     else:
@@ -412,3 +426,12 @@ def statefulset(ctx: Context) -> Explained:
         )
     )
     return Explained(out, rep)
+
+
+def _node_affine(ctx: Context) -> Obj | None:
+    """The first PersistentVolume the pod claims whose required node affinity restricts where
+    it can be used."""
+    for _, _, pv in storage.claimed_volumes(ctx.pod, ctx.snap):
+        if pv is not None and ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required"):
+            return pv
+    return None

@@ -110,7 +110,13 @@ def test_a_pod_on_a_deleted_node_is_timed_from_the_deletion_and_past_it_said_pas
         assert removed_ago is not None
         removed_at = parse_time(format_time(captured - timedelta(seconds=removed_ago)))
         assert removed_at is not None
-        start = removed_at
+        # PodGC counts from the latest of the deletion, the pod's creation (a pod bound to the
+        # name later) and a later leader's start
+        [item] = [i for i in doc["items"] if i["metadata"].get("uid") == row.uid]
+        created = parse_time(item["metadata"]["creationTimestamp"])
+        assert created is not None
+        start = max(removed_at, created)
+        acquired = None
         if leader_ago is not None:
             acquired = parse_time(format_time(captured - timedelta(seconds=leader_ago)))
             assert acquired is not None
@@ -118,7 +124,10 @@ def test_a_pod_on_a_deleted_node_is_timed_from_the_deletion_and_past_it_said_pas
         due = start + timedelta(seconds=orphans.PODGC_WITHIN_SECONDS)
         over = (captured - due).total_seconds() > PODGC_SLACK_SECONDS
         assert f"which was at {format_time(removed_at)}" in row.explanation
-        assert ("a leader took over after it" in row.explanation) is (start > removed_at)
+        by_leader = acquired is not None and acquired == start and start > max(removed_at, created)
+        assert ("a leader took over after it" in row.explanation) is by_leader
+        by_pod = created > removed_at and not by_leader
+        assert ("the pod was made after it" in row.explanation) is by_pod
         if over:
             assert "passes it over" in row.explanation, row.explanation
             assert row.action.code == "investigate" and row.action.until is None
@@ -186,4 +195,66 @@ def test_a_pod_not_yet_deleted_on_a_deleted_node_is_replaced_when_podgc_deletes_
     assert "as soon as PodGC force-deletes the object" in rows["db"].replacement.summary
     for row in rows.values():
         assert "evict" not in row.replacement.summary + row.explanation
+    assert not premises.check(doc, render.report_data(report))
+
+
+def _orphaned(name: str, affinity: bool = False) -> tuple[dict[str, Any], Any]:
+    """A recording with every not-Ready Node object taken out (their pods bound to deleted
+    nodes), its PersistentVolumes given a node affinity naming one node if `affinity`."""
+    doc = json.loads((FIXTURES / f"{name}.json").read_text())
+    captured = parse_time(doc["capturedAt"])
+    assert captured is not None
+
+    def down(item: dict[str, Any]) -> bool:
+        conditions = (item.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Ready" and c["status"] != "True" for c in conditions)
+
+    doc["items"] = [i for i in doc["items"] if not (i["kind"] == "Node" and down(i))]
+    for item in doc["items"]:
+        if affinity and item["kind"] == "PersistentVolume":
+            term = {"key": "kubernetes.io/hostname", "operator": "In", "values": ["flaky-a"]}
+            item["spec"]["nodeAffinity"] = {
+                "required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}
+            }
+    return doc, diagnose(_read(doc, captured), captured)
+
+
+def test_a_pod_on_a_deleted_node_is_replaced_as_podgc_frees_it_never_blocked_by_a_kubelet() -> None:
+    """PodGC marks every pod bound to a deleted node Failed and force-deletes it, Terminating
+    or not: a StatefulSet's name is free then (unless a finalizer keeps the object), a Job's
+    podReplacementPolicy Failed and its completion are satisfied then. Nothing waits for a
+    kubelet or an eviction; a volume whose node affinity restricts where it may be used is
+    not said "elsewhere"."""
+    for name in ("node-down-after-eviction", "three-nodes-down", "rwo-volume-on-dead-node"):
+        doc, report = _orphaned(name)
+        orphans_ = [p for p in report.pods if p.category == "on-deleted-node"]
+        assert orphans_, name
+        for row in orphans_:
+            said = row.replacement.summary
+            assert "evict" not in said and "kubelet" not in said, (name, row.name, said)
+            assert row.replacement.state != "blocked", (name, row.name, said)
+        assert not premises.check(doc, render.report_data(report))
+    doc, report = _orphaned("node-down-after-eviction")
+    rows = {p.name: p for p in report.pods if p.category == "on-deleted-node"}
+    assert "as soon as PodGC force-deletes the object elsewhere" in rows["db-0"].replacement.summary
+    assert "PodGC marks it Failed" in rows["batch-pfp-h74wl"].replacement.summary
+    assert "Job batch is Complete once PodGC marks" in rows["batch-sm65f"].replacement.summary
+    doc, report = _orphaned("rwo-volume-on-dead-node", affinity=True)
+    [db] = [p for p in report.pods if p.name == "db-v1-0"]
+    assert "elsewhere" not in db.replacement.summary
+    assert "node affinity allows" in db.replacement.summary, db.replacement.summary
+    assert not premises.check(doc, render.report_data(report))
+
+
+def test_a_finalizer_keeps_a_statefulset_name_after_podgc() -> None:
+    """PodGC's force delete leaves an object a finalizer holds: the name stays taken."""
+    doc = json.loads((FIXTURES / "node-deleted.json").read_text())
+    for item in doc["items"]:
+        if item["kind"] == "Pod" and item["metadata"]["name"] == "db-flaky-c-0":
+            item["metadata"]["finalizers"] = ["example.com/backup"]
+    captured = parse_time(doc["capturedAt"])
+    assert captured is not None
+    report = diagnose(_read(doc, captured), captured)
+    [db] = [p for p in report.pods if p.name == "db-flaky-c-0"]
+    assert db.replacement.state == "blocked", db.replacement.summary
     assert not premises.check(doc, render.report_data(report))
