@@ -106,3 +106,19 @@ def with_leader(
     }
     out.leases = [*out.leases, lease]
     return out
+
+
+def as_read(doc: dict, captured: datetime) -> Snapshot:  # type: ignore[type-arg]
+    """A dump document as a live read holds it: its objects cut to the dump schema
+    (cli.live.checked), at `captured`, with its server version."""
+    from kubectl_nodefail.cli.live import checked
+    from kubectl_nodefail.snapshot.model import from_items
+
+    return checked(
+        from_items(
+            copy.deepcopy(doc["items"]),
+            captured,
+            source="g",
+            server_version=doc.get("serverVersion"),
+        )
+    )

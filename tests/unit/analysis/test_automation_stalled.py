@@ -6,7 +6,6 @@ and what may hold it, nothing waits for it, and the timeline says so."""
 
 from __future__ import annotations
 
-import copy
 import json
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,12 +16,11 @@ from hypothesis import strategies as st
 from kubectl_nodefail.analysis import automation
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.timeline import node_timeline
-from kubectl_nodefail.cli.live import checked
 from kubectl_nodefail.remediate.plan import Options, make_plan
 from kubectl_nodefail.render import render
-from kubectl_nodefail.snapshot.model import format_time, from_items, parse_time
+from kubectl_nodefail.snapshot.model import format_time, parse_time
 from tests.oracles import premises
-from tests.unit.conftest import FIXTURES
+from tests.unit.conftest import FIXTURES, as_read
 
 # the mark, the recorded snapshot it is set on, its node
 MARKS = {
@@ -94,14 +92,7 @@ def test_a_remediation_long_in_flight_is_stalled_and_not_waited_for(mark: str, a
     assert began is not None
     doc, node_name = _marked(mark, began)
     took = (captured - began).total_seconds()
-    snap = checked(
-        from_items(
-            copy.deepcopy(doc["items"]),
-            captured,
-            source="g",
-            server_version=doc.get("serverVersion"),
-        )
-    )
+    snap = as_read(doc, captured)
     report = diagnose(snap, captured)
     finding = next(n for n in report.nodes if n.name == node_name)
     (cov,) = finding.automation
@@ -165,14 +156,7 @@ def _nhc_doc(
 
 
 def _nhc_coverage(doc: dict[str, Any], captured: datetime) -> Any:
-    snap = checked(
-        from_items(
-            copy.deepcopy(doc["items"]),
-            captured,
-            source="g",
-            server_version=doc.get("serverVersion"),
-        )
-    )
+    snap = as_read(doc, captured)
     report = diagnose(snap, captured)
     assert not premises.check(doc, render.report_data(report))
     (cov,) = next(n for n in report.nodes if n.name == "auto-nhc").automation

@@ -17,11 +17,10 @@ from hypothesis import strategies as st
 from kubectl_nodefail.analysis import orphans, summary
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.facts import PODGC_SLACK_SECONDS
-from kubectl_nodefail.cli.live import checked
 from kubectl_nodefail.render import render, words
 from kubectl_nodefail.snapshot.model import format_time, from_items, parse_time
 from tests.oracles import premises
-from tests.unit.conftest import FIXTURES
+from tests.unit.conftest import FIXTURES, as_read
 
 GONE = "flaky-c"  # the Node test_cleanup_paths deletes
 
@@ -62,18 +61,6 @@ def _doc(removed_ago: int | None, leader_ago: int | None, other_node: bool) -> d
     return doc
 
 
-def _read(doc: dict[str, Any], captured: datetime) -> Any:
-    """The document as a live read would hold it (cut to the dump schema)."""
-    return checked(
-        from_items(
-            copy.deepcopy(doc["items"]),
-            captured,
-            source="g",
-            server_version=doc.get("serverVersion"),
-        )
-    )
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     removed_ago=st.none() | st.integers(0, 4 * 3600),
@@ -91,7 +78,7 @@ def test_a_pod_on_a_deleted_node_is_timed_from_the_deletion_and_past_it_said_pas
     doc = _doc(removed_ago, leader_ago, other_node)
     captured = parse_time(doc["capturedAt"])
     assert captured is not None
-    snap = _read(doc, captured)
+    snap = as_read(doc, captured)
     report = diagnose(snap, captured)
     rows = [p for p in report.pods if p.node == GONE]
     assert rows and all(p.category == "on-deleted-node" for p in rows)
@@ -186,7 +173,7 @@ def test_a_pod_not_yet_deleted_on_a_deleted_node_is_replaced_when_podgc_deletes_
             item["metadata"].pop("deletionGracePeriodSeconds", None)
     captured = parse_time(doc["capturedAt"])
     assert captured is not None
-    snap = _read(doc, captured)
+    snap = as_read(doc, captured)
     report = diagnose(snap, captured)
     rows = {p.name.split("-")[0]: p for p in report.pods if p.node == GONE}
     assert set(rows) == {"db", "web"} and not any(p.terminating for p in rows.values())
@@ -216,7 +203,7 @@ def _orphaned(name: str, affinity: bool = False) -> tuple[dict[str, Any], Any]:
             item["spec"]["nodeAffinity"] = {
                 "required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}
             }
-    return doc, diagnose(_read(doc, captured), captured)
+    return doc, diagnose(as_read(doc, captured), captured)
 
 
 def test_a_pod_on_a_deleted_node_is_replaced_as_podgc_frees_it_never_blocked_by_a_kubelet() -> None:
@@ -254,7 +241,7 @@ def test_a_finalizer_keeps_a_statefulset_name_after_podgc() -> None:
             item["metadata"]["finalizers"] = ["example.com/backup"]
     captured = parse_time(doc["capturedAt"])
     assert captured is not None
-    report = diagnose(_read(doc, captured), captured)
+    report = diagnose(as_read(doc, captured), captured)
     [db] = [p for p in report.pods if p.name == "db-flaky-c-0"]
     assert db.replacement.state == "blocked", db.replacement.summary
     assert not premises.check(doc, render.report_data(report))
