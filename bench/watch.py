@@ -14,7 +14,11 @@ a terminal (a pseudo-terminal of 200x60): one more node fails, the seconds until
 the screen (the line naming the changes a read is made for, painted before that read). Writes
 results.json into --out.
 
-Usage: python -m bench.watch [--size 5000x60000] [--failed 200] [--seconds 120] [--out DIR]
+The window without the plugin (whose rates are taken off) is --seconds long, or
+--baseline-seconds.
+
+Usage: python -m bench.watch [--size 5000x60000] [--failed 200] [--seconds 120]
+       [--baseline-seconds S] [--out DIR]
 """
 
 from __future__ import annotations
@@ -108,7 +112,7 @@ def one(
     # own controllers' reads, the status reports), taken off the plugin's window below
     req0, bytes0 = served(server)
     api0, start = cpu_seconds(api.pid), time.monotonic()
-    time.sleep(args.seconds)
+    time.sleep(args.baseline_seconds or args.seconds)
     req1, bytes1 = served(server)
     base = time.monotonic() - start
     base_req, base_bytes = (req1 - req0) / base, (bytes1 - bytes0) / base
@@ -140,7 +144,20 @@ def one(
     time.sleep(3)  # the first read's last requests (owners, siblings) land
     req0, bytes0 = served(server)
     api0, plugin0, start = cpu_seconds(api.pid), cpu_seconds(proc.pid), time.monotonic()
-    time.sleep(args.seconds)
+    minutes = []  # each minute of the window: what the API server served, less its own rate
+    last_req, last_bytes, last_at = req0, bytes0, start
+    while time.monotonic() - start < args.seconds:
+        time.sleep(min(60.0, args.seconds - (time.monotonic() - start)))
+        now_req, now_bytes = served(server)
+        span = time.monotonic() - last_at
+        minutes.append(
+            {
+                "requests": round(now_req - last_req - base_req * span, 1),
+                "mib": round((now_bytes - last_bytes - base_bytes * span) / 2**20, 3),
+                "said": [x.rstrip() for at, x in said if last_at <= at and x.startswith("...")],
+            }
+        )
+        last_req, last_bytes, last_at = now_req, now_bytes, time.monotonic()
     req1, bytes1 = served(server)
     api1, plugin1, quiet = cpu_seconds(api.pid), cpu_seconds(proc.pid), time.monotonic() - start
     failed = f"node-{next_fail:05d}"
@@ -174,6 +191,7 @@ def one(
             "cpu_s_per_min": round(base_cpu * 60, 2),
         },
         "plugin_cpu_share": round((plugin1 - plugin0) / quiet, 4),
+        "by_minute": minutes,
         "failed_node_shown_after_s": None if seen is None else round(seen, 2),
         "failed_node_read_steps": steps,  # -v's steps of the reads until it was shown
         "budget": [
@@ -229,9 +247,12 @@ def on_screen(
         failed_at = time.monotonic()
         seen = said = None
         while time.monotonic() - failed_at < 60 and seen is None:
+            painted = b""  # the bytes since the failure, joined: a name may span two reads
             for at, data in chunks[shown:]:
-                if name in data:
-                    seen, said = at - failed_at, b"reading the cluster again" in data
+                painted += data
+                if name in painted:
+                    seen = at - failed_at
+                    said = b"reading the cluster again" in painted
                     break
             time.sleep(0.02)
     finally:
@@ -249,6 +270,12 @@ def main() -> None:
     parser.add_argument("--failed", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--beats", type=int, default=1000, help="node status reports a minute")
+    parser.add_argument(
+        "--baseline-seconds",
+        type=float,
+        default=0,
+        help="the window without the plugin (default: --seconds); its rates are taken off",
+    )
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "watch"))
     parser.add_argument(
         "--designs", default="watches,every interval", help="which of the two to run"
@@ -266,8 +293,9 @@ def main() -> None:
         server = cluster.start(bindir, size, work / design.replace(" ", "-"), log=print)
         try:
             cluster.fail_nodes(server, size.nodes, args.failed)
+            # the nodes that fail during the runs (args.failed, args.failed + 1) get no reports
             beats = Beats(
-                server, args.failed + 1, size.nodes - cluster.reserve(size.nodes), args.beats
+                server, args.failed + 2, size.nodes - cluster.reserve(size.nodes), args.beats
             )
             beats.start()
             env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
@@ -285,6 +313,7 @@ def main() -> None:
         "size": args.size,
         "failed": args.failed,
         "seconds": args.seconds,
+        "baseline_seconds": args.baseline_seconds or args.seconds,
         "beats": args.beats,
         **rows,
     }
