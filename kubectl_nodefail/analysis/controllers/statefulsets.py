@@ -322,8 +322,7 @@ def statefulset(ctx: Context) -> Explained:
         if affine is not None:
             owner_wants.append(fact("PersistentVolume", affine, "spec.nodeAffinity.required"))
         where = (
-            f" (where: as PersistentVolume {affine['metadata']['name']}'s node affinity allows;"
-            " if it allows only the deleted node, it stays Pending)"
+            ""
             if affine is not None
             else f" on {ctx.node}{only_there}"
             if pin is not None
@@ -331,13 +330,18 @@ def statefulset(ctx: Context) -> Explained:
         )
         rep = Replacement(
             "not-yet",
-            f"none yet: {ctx.name} is created again"
+            f"none yet: {ctx.name} is created again{where}"
             + (
                 " as soon as PodGC force-deletes the object"
                 if swept
                 else " as soon as the eviction removes the object (grace period 0)"
             )
-            + where
+            + (
+                f" (where: as PersistentVolume {affine['metadata']['name']}'s node affinity "
+                "allows; if it allows only the deleted node, it stays Pending)"
+                if affine is not None
+                else ""
+            )
             + ("," + in_order if in_order else ""),
         )
     else:

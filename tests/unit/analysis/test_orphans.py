@@ -223,7 +223,7 @@ def test_a_pod_on_a_deleted_node_is_replaced_as_podgc_frees_it_never_blocked_by_
         assert not premises.check(doc, render.report_data(report))
     doc, report = _orphaned("node-down-after-eviction")
     rows = {p.name: p for p in report.pods if p.category == "on-deleted-node"}
-    assert "as soon as PodGC force-deletes the object elsewhere" in rows["db-0"].replacement.summary
+    assert "elsewhere as soon as PodGC force-deletes the object" in rows["db-0"].replacement.summary
     assert "PodGC marks it Failed" in rows["batch-pfp-h74wl"].replacement.summary
     assert "Job batch is Complete once PodGC marks" in rows["batch-sm65f"].replacement.summary
     doc, report = _orphaned("rwo-volume-on-dead-node", affinity=True)
