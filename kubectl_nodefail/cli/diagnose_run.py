@@ -126,6 +126,7 @@ def diagnose(
             title=f"{program_name()} diagnose {' '.join(nodes)}".rstrip(),
             one_line=output == "json",
             follow=follow,
+            said=progress.lines if verbose > 0 else None,
         )
         leave_now(code)  # Ctrl-C ended the watch: not after the refresh still in flight
     if many:

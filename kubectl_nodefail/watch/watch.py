@@ -304,16 +304,29 @@ def run(
     size: Callable[[], tuple[int, int]] | None = None,
     follow: Any = None,
     cpu: Callable[[], float] = time.thread_time,
+    said: Callable[[str], None] | None = None,
 ) -> int:
     """Follow until Ctrl-C (or `max_polls` refreshes, for tests); return the last diagnosis's
     exit code. `follow` (follow.Follower): the cluster is read again when its watches show a
     change, not every `interval` (which then only moves the screen's times on). `cpu`: the
-    CPU-seconds meter the screen's redraws are rationed by (RETIME_SHARE)."""
+    CPU-seconds meter the screen's redraws are rationed by (RETIME_SHARE). `said` (-v, into a
+    pipe): each read's reasons, as the watches gave them, before it."""
     state = State(cpu=cpu)
     try:
         if not tty:
             return _lines(
-                state, load, show, interval, out, err, one_line, sleep, max_polls, clock, follow
+                state,
+                load,
+                show,
+                interval,
+                out,
+                err,
+                one_line,
+                sleep,
+                max_polls,
+                clock,
+                follow,
+                said,
             )
         return _screen(
             state, load, show, interval, out, title, sleep, max_polls, clock, size, follow
@@ -503,8 +516,10 @@ def _lines(
     max_polls: int | None,
     clock: Callable[[], float],
     follow: Any = None,
+    said: Callable[[str], None] | None = None,
 ) -> int:
-    """Into a pipe or a file: a block per change, warnings on stderr."""
+    """Into a pipe or a file: a block per change, warnings on stderr (and with `said`, the
+    reasons each read is made for)."""
     last: tuple[Any, ...] | None = None
     polls = 0
     read: bool | list[str] = True
@@ -514,6 +529,8 @@ def _lines(
             if not read:  # the watches showed no change: nothing new to print
                 read = _wait(state, follow, interval, sleep)
                 continue
+            if said is not None and isinstance(read, list):
+                said(f"read again for: {_seen(read, clock())}")
             failing = state.failure if state.failing_since is not None else ""
             if not _read(state, load, show, clock, follow):
                 if state.failure != failing:

@@ -539,3 +539,22 @@ def test_on_a_terminal_a_change_is_on_the_screen_before_the_read_it_brings() -> 
     assert "\x1b[2JWiped" not in out.getvalue()
     after = out.getvalue()[len(seen_at_read[1]) :]
     assert "reading the cluster again" not in after
+
+
+def test_into_a_pipe_with_v_each_read_says_what_it_was_made_for() -> None:
+    """-v: the reasons the watches gave for a read, escaped, before it (none for the first
+    read, which no change made)."""
+    heard: list[str] = []
+    snaps = [_snap("node-down-before-eviction"), _snap("node-down-after-eviction")]
+    reads: list[int] = []
+
+    def load() -> Snapshot:
+        reads.append(1)
+        return snaps[min(len(reads), 2) - 1]
+
+    follow = Follow([[], ["node flaky-a NotReady", "Event \x1b[2JWiped of flaky-a"], []])
+    run(load, _show, 2.0, io.StringIO(), io.StringIO(), tty=False, title="t", max_polls=4,
+        sleep=lambda _: None, follow=follow, said=heard.append)  # fmt: skip
+    assert len(reads) == 2 and len(heard) == 1, heard
+    assert heard[0].startswith("read again for: ")
+    assert heard[0].endswith("node flaky-a NotReady; Event \\x1b[2JWiped of flaky-a")
