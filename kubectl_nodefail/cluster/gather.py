@@ -219,13 +219,14 @@ def gather(
         )
         # nodes pods are bound to that no Node has (deleted): their pods, as an examined
         # node's, analysed as bound to a deleted node (analysis/orphans.py)
-        missing = set(only_nodes) - {n["metadata"]["name"] for n in nodes}
+        known = {n["metadata"]["name"] for n in nodes}
+        missing = set(only_nodes) - known
         gone = (
             []  # a node named that does not exist is refused (NameNotFound), its pods unread
             if only_nodes
-            else [g for g in kept.gone if g not in {n["metadata"]["name"] for n in nodes}]
+            else [g for g in kept.gone if g not in known]
             if kept is not None and deleting is not None
-            else gone_nodes(bound, nodes)
+            else gone_nodes(bound, known)
         )
         attachments = f_attach.result()
         events = f_events.result()
@@ -289,7 +290,6 @@ def gather(
     pvcs, pvs = _claims(cluster, reader, list(pods.values()), attached_pvs - {""})
     # and of the nodes pods are bound to that no longer exist: the node lifecycle controller's
     # RemovingNode event dates the deletion PodGC counts from (analysis/orphans.py)
-    known = {n["metadata"]["name"] for n in nodes}
     bound_gone = {
         node
         for pod in pods.values()

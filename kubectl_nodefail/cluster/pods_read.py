@@ -106,9 +106,8 @@ def _noting_nodes(bound: set[str]) -> Callable[[list[str], list[Any]], bool]:
     return keep
 
 
-def gone_nodes(bound: set[str], nodes: list[Obj]) -> list[str]:
-    """The names pods are bound to that no Node has (its Node deleted), sorted."""
-    known = {n["metadata"]["name"] for n in nodes}
+def gone_nodes(bound: set[str], known: set[str]) -> list[str]:
+    """The names pods are bound to that no Node has (`known`: the Nodes' names), sorted."""
     return sorted(name for name in bound if name and name != "<none>" and name not in known)
 
 
