@@ -80,13 +80,29 @@ class ListReads:
         trimmed (see `trim`) and shaped (`self.shape`) as its page arrives. `keep` may drop items
         (return None) or slim them, so memory follows what is kept, not the list. Retried as
         `_read_list` says."""
+        return self.list_versioned(path, kind, accept, keep, limit, **query)[0]
+
+    def list_versioned(
+        self,
+        path: str,
+        kind: str,
+        accept: str = "application/json",
+        keep: Keep | None = None,
+        limit: int = PAGE_SIZE,
+        **query: Any,
+    ) -> tuple[list[Obj], str]:
+        """`list_all`'s items and the list's resourceVersion (every page of a list is read at
+        its first page's: the collection as it was then)."""
 
         shape = self.shape.get(kind)
 
-        def read(pages: list[int]) -> list[Obj]:
+        def read(pages: list[int]) -> tuple[list[Obj], str]:
             items: list[Obj] = []
+            version = ""
             for page in self.list_pages(path, accept, limit, **query):
                 pages[0] += 1
+                if not version:
+                    version = str((page.get("metadata") or {}).get("resourceVersion") or "")
                 for item in page.get("items") or []:
                     if not isinstance(item, dict):
                         continue
@@ -95,7 +111,7 @@ class ListReads:
                     kept = keep(item) if keep else item
                     if kept is not None:
                         items.append(kept)
-            return items
+            return items, version
 
         return self._read_list(read)
 

@@ -6,7 +6,12 @@ a one-item list (the collection's current version, a few hundred bytes), then fr
 event or bookmark it read. A stream the server ends (timeoutSeconds: 5-10 minutes, drawn as
 client-go draws it, so that the watches of many clients do not come back together) is opened
 again from there; a `410 Gone` (that version is no longer kept) or a broken stream lists the
-resource again, that resource only, and says so: events may have been missed. What a watcher
+resource again, that resource only, and says so: events may have been missed. A resource
+watched `whole` (the Events the diagnosis reads) is listed whole instead, its objects' versions
+kept from the list and the events, so that listing again says what differs (as client-go's
+informers do), not that anything may have: the API server keeps no watch cache for Events, so
+their watches get no bookmarks, and a quiet one's version is compacted away by etcd within
+minutes (every 5-10 minutes, a 410). What a watcher
 reads goes, as `Change`s, into the queue its owner drains (watch/follow.py decides what a
 change means for the diagnosis on the screen).
 
@@ -60,6 +65,9 @@ class Resource:
     path: str
     accept: str = "application/json"
     query: dict[str, str] = field(default_factory=dict)
+    # listed whole (its objects' Rows kept): a list again yields its differences, not `expired`.
+    # For small collections of whole objects whose quiet watches go stale (Events).
+    whole: bool = False
 
 
 def table(name: str, path: str, include: str) -> Resource:
@@ -163,18 +171,49 @@ class Watcher(threading.Thread):
         self.version = ""
         self.primes = 0  # lists made to start from (each a new start: events before it unseen)
         self.columns: list[str] = []
+        # a `whole` resource's objects by uid, as the list and the events since left them (None:
+        # not known, the next list is a new start)
+        self.items: dict[str, Row] | None = None
         self.stopping = threading.Event()
         self._resp: Any = None
 
     def prime(self) -> None:
-        """The collection's current resourceVersion, from a one-item list: the watch starts
-        there, so that nothing after it is missed (a read made after this is newer)."""
-        page = self.cluster.get_json(
-            self.resource.path, {**self.resource.query, "limit": 1}, METADATA_ONLY
-        )
-        version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+        """The collection's current resourceVersion, from a one-item list (a `whole`
+        resource: from a list of it all, its objects kept): the watch starts there, so that
+        nothing after it is missed (a read made after this is newer)."""
+        if self.resource.whole:
+            objs, version = self.cluster.list_versioned(
+                self.resource.path, "", **self.resource.query
+            )
+            rows = [row_of(obj, []) for obj in objs]
+            self.items = {r.uid: r for r in rows if r is not None and r.uid}
+            if len(self.items) != len(objs):  # one it cannot tell apart: no differences
+                self.items = None
+        else:
+            page = self.cluster.get_json(
+                self.resource.path, {**self.resource.query, "limit": 1}, METADATA_ONLY
+            )
+            version = str((page.get("metadata") or {}).get("resourceVersion") or "")
         self.primes += 1  # before the version: a new version never shows with the old count
         self.version = version
+
+    def _start_over(self) -> None:
+        """Listed again (its version was too old, or its stream broke): a `whole` resource's
+        differences from what it had go on the queue as changes; otherwise `expired`."""
+        before = self.items
+        self.prime()
+        after = self.items
+        if before is None or after is None:
+            self.out.put(Change(self.resource.name, "expired"))
+            return
+        name = self.resource.name
+        for uid, row in after.items():
+            was = before.get(uid)
+            if was is None or was.version != row.version:
+                self.out.put(Change(name, "ADDED" if was is None else "MODIFIED", row))
+        for uid, row in before.items():
+            if uid not in after:
+                self.out.put(Change(name, "DELETED", row))
 
     def stop(self) -> None:
         self.stopping.set()
@@ -194,8 +233,7 @@ class Watcher(threading.Thread):
             started = time.monotonic()
             try:
                 if not self.version:
-                    self.prime()
-                    self.out.put(Change(self.resource.name, "expired"))
+                    self._start_over()
                 self._stream()
                 failures = 0
                 if time.monotonic() - started < SHORT_SECONDS:  # a server (or a proxy) that
@@ -287,4 +325,17 @@ class Watcher(threading.Thread):
             # an object it cannot read still goes on (a row with nothing: whatever the
             # follower keeps from its reads is dropped, it names no object to read again for)
             row = row_of(obj, self.columns)
+            self._keep(str(kind), row)
             self.out.put(Change(self.resource.name, str(kind), row or Row()))
+
+    def _keep(self, kind: str, row: Row | None) -> None:
+        """A `whole` resource's kept objects, as the event leaves them (one it cannot tell
+        apart: not known any more)."""
+        if self.items is None:
+            return
+        if row is None or not row.uid:
+            self.items = None
+        elif kind == "DELETED":
+            self.items.pop(row.uid, None)
+        else:
+            self.items[row.uid] = row

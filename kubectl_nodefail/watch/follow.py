@@ -15,7 +15,9 @@ when one of them shows a change the diagnosis on the screen could depend on (`In
   acquireTime), a leader renewing again after the read found it expired, or, with no event, the
   Lease read past its leaseDurationSeconds and the clock slack without a renewal (no leader:
   a change no object makes, so the watch keeps its own deadline, moved by each renewal);
-- a watch that had to list again or cannot reach the server (events may have been missed).
+- a watch that had to list again or cannot reach the server (events may have been missed);
+  the watches of Events list them whole, and listing again they say which changed meanwhile,
+  judged as above (their quiet watches go stale every 5-10 minutes: cluster/watchstream.py).
 Nothing else is watched: the nodes' Leases (a stale lease shows as the Node's Ready going
 Unknown; a kubelet that returns posts its status at once), remediation automation, claims and
 volumes are read again with the rest at the next read. Without a controller leader nothing turns
@@ -105,8 +107,18 @@ def resources(namespaces: Collection[str]) -> list[Resource]:
             out.append(metadata(path.rsplit("/", 1)[-1], within(path, ns)))
     out += [
         Resource("volumeattachments", "/apis/storage.k8s.io/v1/volumeattachments"),
-        Resource("events", "/api/v1/events", query={"fieldSelector": "reason=FailedAttachVolume"}),
-        Resource("events", "/api/v1/events", query={"fieldSelector": "involvedObject.kind=Node"}),
+        Resource(
+            "events",
+            "/api/v1/events",
+            query={"fieldSelector": "reason=FailedAttachVolume"},
+            whole=True,
+        ),
+        Resource(
+            "events",
+            "/api/v1/events",
+            query={"fieldSelector": "involvedObject.kind=Node"},
+            whole=True,
+        ),
         Resource(
             "leases",
             f"/apis/coordination.k8s.io/v1/namespaces/{facts.CONTROLLER_LEASE_NAMESPACE}/leases",

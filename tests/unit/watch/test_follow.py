@@ -959,3 +959,70 @@ def test_a_node_deleted_drops_what_is_kept_so_the_next_read_scans_for_its_pods()
     after = _kept(follower)
     assert after.deleting is None  # the next read scans for the deleted node's pods
     assert node in after.pods_on  # each examined node's list is kept
+
+
+def _event(name: str, version: str, node: str = "n1") -> dict[str, Any]:
+    return {
+        "kind": "Event",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"u-{name}",
+            "resourceVersion": version,
+        },
+        "involvedObject": {"kind": "Node", "name": node},
+        "reason": "NodeNotReady",
+    }
+
+
+@pytest.mark.parametrize("uids", [True, False])
+def test_a_whole_resource_listed_again_says_what_differs(tmp_path: Path, uids: bool) -> None:
+    """A watch of Events (listed whole) whose version is gone (410) lists again and says what
+    changed between the two lists and the stream (one changed, one new, one gone, one the
+    stream already said), not `expired`; an object it cannot tell apart (no uid) leaves it
+    knowing nothing: then `expired`, as any other watch."""
+    first = [_event("a", "5"), _event("b", "6"), _event("c", "7")]
+    if not uids:
+        del first[2]["metadata"]["uid"]
+    second = [_event("a", "5"), _event("b", "16"), _event("d", "17"), _event("e", "12")]
+    lists = iter([("10", first), ("20", second)])
+
+    def script(n: int, method: str, path: str) -> Any:
+        if "watch=1" not in path:
+            version, items = next(lists)
+            return json_answer(
+                {"kind": "EventList", "metadata": {"resourceVersion": version}, "items": items}
+            )
+        if "resourceVersion=10" in path:
+            gone = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
+            return (
+                200,
+                {},
+                _lines(
+                    {"type": "ADDED", "object": _event("e", "12")},
+                    {"type": "ERROR", "object": gone},
+                ),
+            )
+        return None
+
+    resource = next(r for r in follow.resources(()) if r.name == "events")
+    assert resource.whole
+    with serve(script) as api:
+        watcher, out = _watching(api.url, tmp_path, resource)
+        watcher.prime()
+        watcher.start()
+        got = _take(out, 4 if uids else 2)
+        watcher.stop()
+    said = [(c.kind, c.row.name) for c in got]
+    if uids:
+        assert said[0] == ("ADDED", "e")
+        assert sorted(said[1:]) == [("ADDED", "d"), ("DELETED", "c"), ("MODIFIED", "b")]
+        assert watcher.items is not None and sorted(r.name for r in watcher.items.values()) == [
+            "a",
+            "b",
+            "d",
+            "e",
+        ]
+    else:
+        assert said == [("ADDED", "e"), ("expired", "")]
+    assert out.empty()
