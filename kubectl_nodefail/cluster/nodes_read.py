@@ -85,7 +85,10 @@ def _leases(cluster: kube.Cluster, reader: _Reader, focus: list[str]) -> list[Ob
         "node leases",
         focus,
         lambda wanted: cluster.list_all(
-            NODE_LEASES, "Lease", keep=lambda o: o if o["metadata"].get("name") in wanted else None
+            NODE_LEASES,
+            "Lease",
+            keep=lambda o: o if o["metadata"].get("name") in wanted else None,
+            limit=kube.NODE_PAGE_SIZE,  # one per node: pages as big as the nodes'
         ),
         lease,
     )

@@ -57,7 +57,7 @@ from kubectl_nodefail.analysis.nodes import (
     unmarked_after,
 )
 from kubectl_nodefail.cluster.gather import MARKED_LATE_GAP, focus_nodes
-from kubectl_nodefail.cluster.kube import Cluster
+from kubectl_nodefail.cluster.kube import NODE_PAGE_SIZE, Cluster
 from kubectl_nodefail.cluster.nodes_read import NODE_LEASES, _lease_kept, lease_is_late
 from kubectl_nodefail.cluster.pods_read import Kept
 from kubectl_nodefail.cluster.resources import OWNER_PATHS, node_path, owners_path
@@ -547,7 +547,9 @@ class Follower:
         or failing: nothing, tried again a SWEEP_SECONDS later."""
         self.swept = time.monotonic()
         try:
-            leases = self.cluster.list_all(NODE_LEASES, "Lease", keep=_lease_kept)
+            leases = self.cluster.list_all(
+                NODE_LEASES, "Lease", keep=_lease_kept, limit=NODE_PAGE_SIZE
+            )
         except NodefailError:
             return []
         now = datetime.now(timezone.utc)
