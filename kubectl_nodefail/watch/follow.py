@@ -381,11 +381,22 @@ class Follower:
         self._drain()
         pods = [w for w in self.watchers if w.resource.name == "pods"]
         now = tuple(w.primes for w in pods)
-        # watching now: started (after the first read that succeeded), not stopped or down
-        watching = all(w.version and w.is_alive() and not w.stopping.is_set() for w in pods)
+        # watching now, or to start from the version primed before this read: not stopped,
+        # not down (listing again)
+        waiting = [w.ident is None for w in pods]  # not started: no read succeeded yet
+        watching = all(
+            w.version and not w.stopping.is_set() and (w.is_alive() or idle)
+            for w, idle in zip(pods, waiting)
+        )
         if self.off or not pods or not watching:
             self.kept, self.kept_since = Kept(), ()
             return None
+        if any(waiting):
+            # the first read that succeeds starts them, from the version primed before it:
+            # what it keeps, every change after holds to (its next read drains them). A new
+            # one each time: what a read that failed kept, no watch has held since.
+            self.kept, self.kept_since = Kept(), now
+            return self.kept
         if now != self.kept_since:
             self.kept = Kept()
         self.kept_since = now

@@ -819,6 +819,7 @@ class _PodsWatch:
         self.resource = Resource("pods", "/api/v1/pods")
         self.version, self.primes = "100", 1
         self.alive = True
+        self.ident: int | None = 1  # started (None: primed, not started)
         self.stopping = threading.Event()
 
     def is_alive(self) -> bool:
@@ -1026,3 +1027,30 @@ def test_a_whole_resource_listed_again_says_what_differs(tmp_path: Path, uids: b
     else:
         assert said == [("ADDED", "e"), ("expired", "")]
     assert out.empty()
+
+
+def test_the_first_reads_lists_are_kept_once_the_watch_it_starts_runs() -> None:
+    """The watch of pods starts after the first read that succeeds, from the version primed
+    before it: that read's lists are kept for the next (the changes since the prime are then
+    drained first), so the first change after a quiet start does not list every examined
+    node's pods again; a read that failed before the watch started keeps nothing for the
+    next try (no watch held its lists meanwhile)."""
+    snap = _dump("during")
+    follower = Follower(None, (), ())  # type: ignore[arg-type]
+    watch = _PodsWatch()
+    watch.alive, watch.ident = False, None  # primed, not started
+    follower.watchers = [watch]  # type: ignore[list-item]
+    follower.primed = True
+    failed = follower.kept_reads()
+    assert failed is not None
+    failed.pods_on = {"n1": []}  # what a read that then failed kept
+    first = follower.kept_reads()
+    assert first is not None and first is not failed and first == Kept()
+    node = sorted(Interest.of(snap).focus)[0]
+    first.pods_on = {node: [p for p in snap.pods if p["spec"].get("nodeName") == node]}
+    watch.alive, watch.ident = True, 1  # the read succeeded: started
+    assert follower.kept_reads() is first and first.pods_on[node]
+    follower.changes.put(
+        Change("pods", "MODIFIED", Row(name="x", namespace="n", uid="u-x", version="9", node=node))
+    )
+    assert node not in _kept(follower).pods_on  # a change since the prime: listed again
