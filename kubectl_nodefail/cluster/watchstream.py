@@ -182,9 +182,8 @@ class Watcher(threading.Thread):
         resource: from a list of it all, its objects kept): the watch starts there, so that
         nothing after it is missed (a read made after this is newer)."""
         if self.resource.whole:
-            objs, version = self.cluster.list_versioned(
-                self.resource.path, "", **self.resource.query
-            )
+            query: dict[str, Any] = dict(self.resource.query)
+            objs, version = self.cluster.list_versioned(self.resource.path, "", **query)
             rows = [row_of(obj, []) for obj in objs]
             self.items = {r.uid: r for r in rows if r is not None and r.uid}
             if len(self.items) != len(objs):  # one it cannot tell apart: no differences

@@ -26,6 +26,7 @@ from kubectl_nodefail.cluster.kube import Cluster
 from kubectl_nodefail.cluster.paging import METADATA_ONLY, TABLE
 from kubectl_nodefail.cluster.watchstream import OBJECT_ROW, Change, Watcher
 from kubectl_nodefail.watch import follow
+from kubectl_nodefail.watch.interest import Interest
 from tests.e2e import workloads as w
 from tests.e2e.conftest import FIXTURES, Plugin
 from tests.e2e.controlplane import ControlPlane, kubelet_event, wait_for
@@ -381,6 +382,6 @@ def test_a_quiet_watch_of_events_compacted_away_says_what_changed_not_that_anyth
     assert ("DELETED", old["metadata"]["name"]) in seen, got
     assert all(c.kind in ("ADDED", "MODIFIED", "DELETED") for c in got), got
     # judged as the follower judges them: an Event of a node not examined reads nothing
-    interest = follow.Interest(focus={"healthy-0"})
+    interest = Interest(focus={"healthy-0"})
     assert [interest.relevant(c) for c in got if c.row.name == new["metadata"]["name"]] == [None]
     assert interest.relevant(next(c for c in got if c.kind == "DELETED"))

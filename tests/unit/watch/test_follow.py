@@ -28,8 +28,10 @@ from kubectl_nodefail.cluster.pods_read import Kept, deleting_of
 from kubectl_nodefail.cluster.watchstream import Change, Resource, Row, Watcher, row_of
 from kubectl_nodefail.snapshot.model import Snapshot, load_dump, parse_time
 from kubectl_nodefail.watch import follow
+from kubectl_nodefail.watch import interest as interest_module
 from kubectl_nodefail.watch.changes import between
-from kubectl_nodefail.watch.follow import DUE_SLACK, Follower, Interest, resources
+from kubectl_nodefail.watch.follow import Follower, resources
+from kubectl_nodefail.watch.interest import DUE_SLACK, Interest
 from kubectl_nodefail.watch.watch import fingerprint
 from tests.support.fakeapi import json_answer, kubeconfig, serve
 from tests.unit.conftest import FIXTURES
@@ -534,9 +536,9 @@ def test_a_new_leader_or_a_leader_back_is_a_change(monkeypatch: pytest.MonkeyPat
     gone = Interest.of(replace(snap, read_at=renewed + timedelta(minutes=2)))
     assert gone.leader_state == "expired"
     again = renewed + timedelta(minutes=2)
-    monkeypatch.setattr(follow, "_now", lambda: again + timedelta(seconds=40))  # skewed
+    monkeypatch.setattr(interest_module, "_now", lambda: again + timedelta(seconds=40))  # skewed
     assert gone.relevant(_lease_change(snap, renewTime=_micro(again))) is None
-    monkeypatch.setattr(follow, "_now", lambda: again + timedelta(seconds=1))
+    monkeypatch.setattr(interest_module, "_now", lambda: again + timedelta(seconds=1))
     stale = gone.relevant(_lease_change(snap, renewTime=_micro(renewed)))
     assert stale is None  # the renewal read already: no news
     back = gone.relevant(_lease_change(snap, renewTime=_micro(again)))
