@@ -41,11 +41,10 @@ from kubectl_nodefail.analysis.nodes import (
 from kubectl_nodefail.cluster import kube
 from kubectl_nodefail.cluster.automation_read import _automation, _automation_events
 from kubectl_nodefail.cluster.nodes_read import (
-    NODE_LEASES,
     _leader_lease,
-    _lease_kept,
     _leases_needed,
     _node_events,
+    node_leases,
 )
 from kubectl_nodefail.cluster.owners_read import _owner_refs, _owners_and_siblings
 from kubectl_nodefail.cluster.pods_read import (
@@ -197,7 +196,7 @@ def gather(
         f_all_leases = pool.submit(
             _Reader(cluster).optional,
             "node leases",
-            lambda: cluster.list_all(NODE_LEASES, "Lease", keep=_lease_kept),
+            lambda: node_leases(cluster),
             None,
         )
         nodes = f_nodes.result()

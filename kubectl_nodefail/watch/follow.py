@@ -49,8 +49,8 @@ from datetime import datetime, timezone
 from urllib.parse import quote
 
 from kubectl_nodefail.analysis import facts
-from kubectl_nodefail.cluster.kube import NODE_PAGE_SIZE, Cluster
-from kubectl_nodefail.cluster.nodes_read import NODE_LEASES, _lease_kept, lease_is_late
+from kubectl_nodefail.cluster.kube import Cluster
+from kubectl_nodefail.cluster.nodes_read import lease_is_late, node_leases
 from kubectl_nodefail.cluster.pods_read import Kept
 from kubectl_nodefail.cluster.resources import OWNER_PATHS, node_path, owners_path
 from kubectl_nodefail.cluster.watchstream import Change, Resource, Watcher, metadata, table
@@ -322,9 +322,7 @@ class Follower:
         or failing: nothing, tried again a SWEEP_SECONDS later."""
         self.swept = time.monotonic()
         try:
-            leases = self.cluster.list_all(
-                NODE_LEASES, "Lease", keep=_lease_kept, limit=NODE_PAGE_SIZE
-            )
+            leases = node_leases(self.cluster)
         except NodefailError:
             return []
         now = datetime.now(timezone.utc)

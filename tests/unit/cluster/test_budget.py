@@ -101,3 +101,35 @@ def test_verbose_prints_the_budget_only_for_a_run_that_sent_requests(
     assert "requests: 1 (2.0 KiB read" in result.stderr
     assert "list nodes" in result.stderr and result.exit_code == quiet.exit_code
     assert "requests:" not in CliRunner().invoke(main, ["diagnose", "--from-file", dump]).stderr
+
+
+@pytest.mark.parametrize("names", [None, {"n-0001", "n-2400"}])
+def test_node_leases_are_listed_in_pages_as_big_as_the_nodes(
+    tmp_path: Path, names: set[str] | None
+) -> None:
+    """One Lease a node: 2,500 of them in two requests (pages of NODE_PAGE_SIZE), not five;
+    asked for some names, only those kept."""
+    from urllib.parse import parse_qs, urlparse
+
+    from kubectl_nodefail.cluster.nodes_read import node_leases
+
+    leases = [
+        {"metadata": {"name": f"n-{i:04d}", "namespace": "kube-node-lease"}} for i in range(2500)
+    ]
+
+    def script(n: int, method: str, path: str) -> Answer:
+        query = parse_qs(urlparse(path).query)
+        start = int((query.get("continue") or ["0"])[0])
+        end = start + int(query["limit"][0])
+        more = {"continue": str(end)} if end < len(leases) else {}
+        return json_answer({"kind": "LeaseList", "metadata": more, "items": leases[start:end]})
+
+    with serve(script) as api:
+        cluster = kube.Cluster(kubeconfig(tmp_path, api.url), None, 5.0, None)
+        got = node_leases(cluster, names)
+    assert len(api.requests) == 2 and all(
+        f"limit={kube.NODE_PAGE_SIZE}" in p for _, p in api.requests
+    )
+    assert sorted(x["metadata"]["name"] for x in got) == sorted(
+        names or (x["metadata"]["name"] for x in leases)
+    )
