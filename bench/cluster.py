@@ -739,6 +739,7 @@ class Server:
     etcd_port: int = 0
     api_port: int = 0
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    apiserver_args: tuple[str, ...] = ()  # more kube-apiserver flags (bench/watch.py's)
     # stops etcd and kube-apiserver and removes the folder if this process dies before `stop`
     _reaper: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -860,6 +861,7 @@ class Server:
                     "500",
                     "--v",
                     "1",
+                    *self.apiserver_args,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -1127,13 +1129,19 @@ def seeded_etcd(bindir: Path, size: Size, log: Any = print) -> Path:
     return target
 
 
-def start(bindir: Path, size: Size, workdir: Path, log: Any = print) -> Server:
+def start(
+    bindir: Path,
+    size: Size,
+    workdir: Path,
+    log: Any = print,
+    apiserver_args: tuple[str, ...] = (),
+) -> Server:
     """A running etcd + kube-apiserver on a fresh copy of the cached seeded data."""
     data = seeded_etcd(bindir, size, log)
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     shutil.copytree(data, workdir / "etcd")
-    server = Server(bindir, workdir)
+    server = Server(bindir, workdir, apiserver_args=apiserver_args)
     server.start_etcd()
     t0 = time.monotonic()
     server.start_apiserver()
