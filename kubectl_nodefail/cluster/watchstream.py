@@ -66,7 +66,8 @@ class Resource:
     accept: str = "application/json"
     query: dict[str, str] = field(default_factory=dict)
     # listed whole (its objects' Rows kept): a list again yields its differences, not `expired`.
-    # For small collections of whole objects whose quiet watches go stale (Events).
+    # For small collections of whole objects whose quiet watches go stale (Events); read as
+    # JSON objects (`accept` is for the stream), so no Table cells.
     whole: bool = False
 
 
@@ -102,12 +103,16 @@ class Row:
 class Change:
     """One thing a watch said: kind ADDED, MODIFIED or DELETED of `row`; or, with no row,
     `expired` (the watch had to list again: events in between may be lost), `broken` (it
-    cannot reach the server; `error` says why) or `refused` (403 or 404: it stopped)."""
+    cannot reach the server; `error` says why), `refused` (403 or 404: it stopped) or
+    `relisted` (a `whole` resource listed again, its differences said: what it held was whole
+    until `since`, time.monotonic(); a read made after that may have seen what came between,
+    which no difference says when it came and went before the list)."""
 
     resource: str
     kind: str
     row: Row = field(default_factory=Row)
     error: NodefailError | None = None
+    since: float = 0.0
 
 
 def _text(value: Any) -> str:
@@ -172,8 +177,10 @@ class Watcher(threading.Thread):
         self.primes = 0  # lists made to start from (each a new start: events before it unseen)
         self.columns: list[str] = []
         # a `whole` resource's objects by uid, as the list and the events since left them (None:
-        # not known, the next list is a new start)
+        # not known, the next list is a new start), and until when they held every change
+        # (time.monotonic(): the list, or the end of the stream that followed it)
         self.items: dict[str, Row] | None = None
+        self.held = 0.0
         self.stopping = threading.Event()
         self._resp: Any = None
 
@@ -188,6 +195,7 @@ class Watcher(threading.Thread):
             self.items = {r.uid: r for r in rows if r is not None and r.uid}
             if len(self.items) != len(objs):  # one it cannot tell apart: no differences
                 self.items = None
+            self.held = time.monotonic()
         else:
             page = self.cluster.get_json(
                 self.resource.path, {**self.resource.query, "limit": 1}, METADATA_ONLY
@@ -199,13 +207,14 @@ class Watcher(threading.Thread):
     def _start_over(self) -> None:
         """Listed again (its version was too old, or its stream broke): a `whole` resource's
         differences from what it had go on the queue as changes; otherwise `expired`."""
-        before = self.items
+        before, held = self.items, self.held
         self.prime()
         after = self.items
         if before is None or after is None:
             self.out.put(Change(self.resource.name, "expired"))
             return
         name = self.resource.name
+        self.out.put(Change(name, "relisted", since=held))
         for uid, row in after.items():
             was = before.get(uid)
             if was is None or was.version != row.version:
@@ -277,8 +286,8 @@ class Watcher(threading.Thread):
                 self.resource.path, query, self.resource.accept, seconds + IDLE_SLACK
             )
         except (Forbidden, NotFound) as exc:  # listed, but not watched: RBAC without `watch`
+            self.stopping.set()  # first: a drain that takes the change sees it stopped
             self.out.put(Change(self.resource.name, "refused", error=exc))
-            self.stopping.set()
             return
         self._resp, started, carried = resp, time.monotonic(), 0
         try:
@@ -296,6 +305,7 @@ class Watcher(threading.Thread):
                     return
         finally:
             self._resp = None
+            self.held = time.monotonic()  # every event it carried is in `items`
             resp.release_conn()
             Cluster.budget.record(
                 "WATCH", self.resource.path, carried, time.monotonic() - started, resp.status

@@ -219,10 +219,11 @@ class Follower:
 
     def prime(self) -> None:
         """Each watch's starting resourceVersion, read now (before the first read of the
-        cluster). An optional one RBAC does not let us list is left out; forbidden for Nodes or
-        Pods, the read fails too: raised, and tried again at the next read. A collection the
-        server does not have (404: a -n value that is no namespace name) turns every watch off:
-        the cluster is read every --interval, as a plain diagnose reads it."""
+        cluster). An optional one RBAC does not let us list is left out, one whose list fails
+        otherwise starts unprimed (running, it lists and says `expired`); forbidden or failing
+        for Nodes or Pods, the read fails too: raised, and tried again at the next read. A
+        collection the server does not have (404: a -n value that is no namespace name) turns
+        every watch off: the cluster is read every --interval, as a plain diagnose reads it."""
         watchers = []
         for resource in self._wanted:
             watcher = Watcher(self.cluster, resource, self.changes)
@@ -239,6 +240,11 @@ class Follower:
                     raise
                 self.skipped.append(resource.name)
                 continue
+            except NodefailError:  # a 5xx, a timeout, a list that broke twice
+                if resource.name in REQUIRED:
+                    raise
+                # an optional one (a list of every Event may be long) fails no read: started,
+                # it lists again and says `expired`, which reads the cluster again then
             watchers.append(watcher)
         self.watchers, self.primed = watchers, True
 
@@ -247,6 +253,7 @@ class Follower:
         watches start with the first."""
         interest = Interest.of(snap, self.only_nodes)
         interest.carry(self.interest)
+        interest.made = time.monotonic()
         self.swept = time.monotonic()
         if not any(w.resource.name == "leases" and not w.stopping.is_set() for w in self.watchers):
             interest.leader_due = None  # no renewal would move it: not a deadline

@@ -36,6 +36,7 @@ class Interest:
     owners: dict[str, str] = field(default_factory=dict)  # uid -> resourceVersion ("": unread)
     attachments: dict[str, str] = field(default_factory=dict)
     due: dict[str, tuple[datetime, str]] = field(default_factory=dict)  # uid -> (when, name)
+    made: float = 0.0  # time.monotonic() when the read ended (its watches' changes judged after)
     # kube-controller-manager's leader as read: when it took over (None: no Lease read), whether
     # it was renewing, and when, unrenewed, it would be read as expired (moved by each renewal)
     leader_since: datetime | None = None
@@ -93,6 +94,11 @@ class Interest:
         if change.kind in ("expired", "broken"):
             why = "listed again" if change.kind == "expired" else "broken"
             return f"the watch of {change.resource} {why}"
+        if change.kind == "relisted":  # its differences are judged one by one; the read made
+            # while it held nothing whole may have seen one that came and went before its list
+            if self.made > change.since:
+                return f"the watch of {change.resource} listed again"
+            return None
         row = change.row
         if not row.name:  # an object the watch could not read: no object to read again for
             return None

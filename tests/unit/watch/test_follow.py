@@ -1014,12 +1014,13 @@ def test_a_whole_resource_listed_again_says_what_differs(tmp_path: Path, uids: b
         watcher, out = _watching(api.url, tmp_path, resource)
         watcher.prime()
         watcher.start()
-        got = _take(out, 4 if uids else 2)
+        got = _take(out, 5 if uids else 2)
         watcher.stop()
     said = [(c.kind, c.row.name) for c in got]
     if uids:
-        assert said[0] == ("ADDED", "e")
-        assert sorted(said[1:]) == [("ADDED", "d"), ("DELETED", "c"), ("MODIFIED", "b")]
+        assert said[:2] == [("ADDED", "e"), ("relisted", "")]
+        assert 0 < got[1].since <= watcher.held  # whole until the stream's end
+        assert sorted(said[2:]) == [("ADDED", "d"), ("DELETED", "c"), ("MODIFIED", "b")]
         assert watcher.items is not None and sorted(r.name for r in watcher.items.values()) == [
             "a",
             "b",
@@ -1056,3 +1057,47 @@ def test_the_first_reads_lists_are_kept_once_the_watch_it_starts_runs() -> None:
         Change("pods", "MODIFIED", Row(name="x", namespace="n", uid="u-x", version="9", node=node))
     )
     assert node not in _kept(follower).pods_on  # a change since the prime: listed again
+
+
+def test_a_list_again_reads_again_only_if_a_read_ended_in_the_gap_it_closes() -> None:
+    """Listed again, a whole watch says its differences and until when it held every change:
+    a read that ended before that saw nothing the differences leave out (judged one by one);
+    one that ended after may have seen an Event created and deleted in the gap, which no
+    difference says: then the cluster is read again."""
+    interest = Interest(focus={"n1"}, made=100.0)
+    assert interest.relevant(Change("events", "relisted", since=150.0)) is None
+    assert interest.relevant(Change("events", "relisted", since=50.0)) == (
+        "the watch of events listed again"
+    )
+
+
+def test_an_optional_watch_whose_list_fails_starts_unprimed_and_fails_no_read(
+    tmp_path: Path,
+) -> None:
+    """The first list of every Event may be long: failing (a 500 here), it fails no read; the
+    watch starts without a version, lists once running and says `expired` (a read again)."""
+    failing = {"on": True}
+
+    def script(n: int, method: str, path: str) -> Any:
+        if path.startswith("/api/v1/events") and "watch=1" not in path and failing["on"]:
+            status = {"kind": "Status", "code": 500, "reason": "InternalError", "message": "x"}
+            return json_answer(status, 500)
+        if "watch=1" in path:
+            return None
+        return json_answer({"kind": "List", "metadata": {"resourceVersion": "5"}, "items": []})
+
+    with serve(script) as api:
+        follower = Follower(Cluster(kubeconfig(tmp_path, api.url), None, 5.0, None), (), ())
+        follower.prime()
+        events = [w for w in follower.watchers if w.resource.name == "events"]
+        assert follower.primed and not follower.off and len(events) == 2
+        assert all(not w.version and w.items is None for w in events)
+        failing["on"] = False
+        follower.rebase(_dump("before"))
+        reasons: list[str] = []
+        for _ in range(20):
+            reasons += follower.wait(0.5)
+            if "the watch of events listed again" in reasons:
+                break
+        follower.close()
+    assert "the watch of events listed again" in reasons
