@@ -346,10 +346,10 @@ def test_a_quiet_watch_of_events_compacted_away_says_what_changed_not_that_anyth
     control_plane: ControlPlane,
 ) -> None:
     """The API server keeps no watch cache for Events: their watches get no bookmarks, and a
-    quiet one's resourceVersion is compacted away by etcd (every 5 minutes, to the revision of the
-    tick before), so it reopens into
-    a 410 Gone. Listed whole, the watch of Events says which of them changed meanwhile (one
-    created, one gone), not `expired` (which reads the whole cluster again). Played here with
+    quiet one's resourceVersion is compacted away by etcd (every 5 minutes, to the revision of
+    the tick before), so it reopens into a 410 Gone. Listed whole, the watch of Events says
+    which of them changed meanwhile (one created, one gone), not `expired` (which reads the
+    whole cluster again). Played here with
     the watch paused between its list and its stream, and etcd compacted in between."""
     cp = control_plane
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
