@@ -49,7 +49,7 @@ from datetime import datetime, timezone
 from urllib.parse import quote
 
 from kubectl_nodefail.analysis import facts
-from kubectl_nodefail.cluster.kube import Cluster
+from kubectl_nodefail.cluster.kube import Cluster, parallel
 from kubectl_nodefail.cluster.nodes_read import lease_is_late, node_leases
 from kubectl_nodefail.cluster.pods_read import Kept
 from kubectl_nodefail.cluster.resources import OWNER_PATHS, node_path, owners_path
@@ -224,27 +224,34 @@ class Follower:
         for Nodes or Pods, the read fails too: raised, and tried again at the next read. A
         collection the server does not have (404: a -n value that is no namespace name) turns
         every watch off: the cluster is read every --interval, as a plain diagnose reads it."""
-        watchers = []
-        for resource in self._wanted:
-            watcher = Watcher(self.cluster, resource, self.changes)
+
+        def primed(watcher: Watcher) -> NodefailError | None:
             try:
                 watcher.prime()
-            except NotFound as exc:  # a -n value the server has no collection for
-                if resource.name in REQUIRED:
-                    self.off, self.primed = f"no watch of {resource.name} ({exc.message})", True
+            except NodefailError as exc:
+                return exc
+            return None
+
+        made = [Watcher(self.cluster, resource, self.changes) for resource in self._wanted]
+        # all at once: the first screen waits one round trip for them, not one per watch
+        failed = list(parallel(primed, made))
+        watchers = []
+        for watcher, exc in zip(made, failed):
+            name = watcher.resource.name
+            if isinstance(exc, NotFound):  # a -n value the server has no collection for
+                if name in REQUIRED:
+                    self.off, self.primed = f"no watch of {name} ({exc.message})", True
                     return
-                self.skipped.append(resource.name)
+                self.skipped.append(name)
                 continue
-            except Forbidden:  # failing for Nodes or Pods, the read fails the same way
-                if resource.name in REQUIRED:
-                    raise
-                self.skipped.append(resource.name)
+            if isinstance(exc, Forbidden) or (exc is not None and name in REQUIRED):
+                if name in REQUIRED:  # the read fails the same way
+                    raise exc
+                self.skipped.append(name)
                 continue
-            except NodefailError:  # a 5xx, a timeout, a list that broke twice
-                if resource.name in REQUIRED:
-                    raise
-                # an optional one (a list of every Event may be long) fails no read: started,
-                # it lists again and says `expired`, which reads the cluster again then
+            # an optional one whose list failed otherwise (a 5xx, a timeout; a list of every
+            # Event may be long) fails no read: started, it lists again and says `expired`,
+            # which reads the cluster again then
             watchers.append(watcher)
         self.watchers, self.primed = watchers, True
 

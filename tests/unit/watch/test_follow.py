@@ -1101,3 +1101,30 @@ def test_an_optional_watch_whose_list_fails_starts_unprimed_and_fails_no_read(
                 break
         follower.close()
     assert "the watch of events listed again" in reasons
+
+
+def test_the_watches_are_primed_at_once(tmp_path: Path) -> None:
+    """Before the first screen, each watch's starting list: sent together (a server 0.2 s
+    away has them all in flight at once), not one after the other."""
+    lock = threading.Lock()
+    flight = {"now": 0, "most": 0}
+
+    def script(n: int, method: str, path: str) -> Any:
+        if "watch=1" in path:
+            return None
+        with lock:
+            flight["now"] += 1
+            flight["most"] = max(flight["most"], flight["now"])
+        import time
+
+        time.sleep(0.2)
+        with lock:
+            flight["now"] -= 1
+        return json_answer({"kind": "List", "metadata": {"resourceVersion": "5"}, "items": []})
+
+    with serve(script) as api:
+        follower = Follower(Cluster(kubeconfig(tmp_path, api.url), None, 5.0, None), (), ())
+        follower.prime()
+        follower.close()
+    assert follower.primed and len(follower.watchers) == len(resources(()))
+    assert flight["most"] >= 4, flight
