@@ -244,9 +244,9 @@ class Follower:
                     return
                 self.skipped.append(name)
                 continue
-            if isinstance(exc, Forbidden) or (exc is not None and name in REQUIRED):
-                if name in REQUIRED:  # the read fails the same way
-                    raise exc
+            if exc is not None and name in REQUIRED:  # the read fails the same way
+                raise exc
+            if isinstance(exc, Forbidden):
                 self.skipped.append(name)
                 continue
             # an optional one whose list failed otherwise (a 5xx, a timeout; a list of every
