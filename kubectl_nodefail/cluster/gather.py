@@ -46,7 +46,7 @@ from kubectl_nodefail.cluster.nodes_read import (
     _node_events,
     node_leases,
 )
-from kubectl_nodefail.cluster.owners_read import _owner_refs, _owners_and_siblings
+from kubectl_nodefail.cluster.owners_read import _owner_refs, _owners_and_siblings, owner_key
 from kubectl_nodefail.cluster.pods_read import (
     Kept,
     _claims,
@@ -160,8 +160,8 @@ def gather(
     kept: Kept | None = None,
 ) -> Snapshot:
     """The snapshot. `kept` (diagnose --watch: watch/follow.py): what an earlier read had and
-    the watch of pods shows unchanged since (an examined node's pods, the pods being deleted),
-    taken instead of read again; left holding this read's own."""
+    the watches show unchanged since (an examined node's pods, the pods being deleted, the
+    owners), taken instead of read again; left holding this read's own."""
     clock = now or (lambda: datetime.now(timezone.utc))
     lists = dict(kept.pods_on) if kept is not None else {}
     deleting = kept.deleting if kept is not None and not only_nodes else None
@@ -278,7 +278,10 @@ def gather(
         _row_rules(nodes, focus_set, leases, read_whole),
         progress,
         cluster_wide=not namespaces,
+        held=kept.owners if kept is not None else None,
     )
+    if kept is not None:
+        kept.owners = {owner_key(o): o for o in owners}
     for pod in siblings:
         pods.setdefault(pod["metadata"]["uid"], pod)
     attachments = [a for a in attachments if (a.get("spec") or {}).get("nodeName") in focus_set]

@@ -5,7 +5,7 @@ CronJob), each once and in as few requests as labels and namespaces allow; then 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from kubectl_nodefail.cluster import kube
 from kubectl_nodefail.cluster.paging import METADATA_ONLY, PAGE_SIZE
@@ -81,7 +81,16 @@ def _wide(
     return found
 
 
-def _owner_refs(obj: Obj) -> Iterable[tuple[str, str, str]]:
+# An owner as the reads name it: (kind, namespace, name).
+OwnerKey = tuple[str, str, str]
+
+
+def owner_key(obj: Obj) -> OwnerKey:
+    """An owner object's key (its kind is set by the read that brought it)."""
+    return (obj.get("kind", ""), obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+
+
+def _owner_refs(obj: Obj) -> Iterable[OwnerKey]:
     """The owners to read: references to the built-in owner kinds (one of the same name from
     another group, OpenKruise's StatefulSet, is not at the built-in kind's path)."""
     ns = obj["metadata"].get("namespace", "")
@@ -100,17 +109,15 @@ def _collection(kind: str, namespace: str) -> str | None:
 def _read_owners(
     cluster: kube.Cluster,
     reader: _Reader,
-    todo: set[tuple[str, str, str]],
-    hashes: dict[tuple[str, str, str], str],
+    todo: set[OwnerKey],
+    hashes: dict[OwnerKey, str],
     cluster_wide: bool,
-) -> dict[tuple[str, str, str], Obj]:
+) -> dict[OwnerKey, Obj]:
     """Each wanted owner once, in as few requests as the labels and namespaces allow:
     ReplicaSets by their pods' pod-template-hash across namespaces (when cluster_wide), then
     per kind and namespace one list where several are wanted, else one GET."""
-    found: dict[tuple[str, str, str], Obj] = {}
-
-    def key_of(obj: Obj) -> tuple[str, str, str]:
-        return (obj.get("kind", ""), obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+    found: dict[OwnerKey, Obj] = {}
+    key_of = owner_key
 
     def keep_wanted(obj: Obj) -> Obj | None:
         return obj if key_of(obj) in todo else None
@@ -170,26 +177,38 @@ def _owners_and_siblings(
     rules: RowRules,
     progress: Progress,
     cluster_wide: bool = True,
+    held: Mapping[OwnerKey, Obj] | None = None,
 ) -> tuple[list[Obj], list[Obj]]:
-    """Owner objects up the chain, and the other pods of each owner (to find replacements)."""
-    owners: dict[tuple[str, str, str], Obj] = {}
-    wanted: set[tuple[str, str, str]] = set()
-    hashes: dict[tuple[str, str, str], str] = {}
+    """Owner objects up the chain, and the other pods of each owner (to find replacements).
+    `held` (diagnose --watch: Kept.owners): owners as an earlier read had them, which the
+    watches of owners show unchanged since; taken instead of read again."""
+    held = held or {}
+    owners: dict[OwnerKey, Obj] = {}
+    wanted: set[OwnerKey] = set()
+    hashes: dict[OwnerKey, str] = {}
     for pod in pods:
         for key in _owner_refs(pod):
             wanted.add(key)
             label = (pod["metadata"].get("labels") or {}).get("pod-template-hash")
             if key[0] == "ReplicaSet" and label:
                 hashes[key] = label
+    taken = 0
     for _ in range(3):  # Pod -> ReplicaSet -> Deployment, Pod -> Job -> CronJob
         todo = {k for k in wanted if k not in owners and kube.owner_path(*k)}
         if not todo:
             break
-        got = _read_owners(cluster, reader, todo, hashes, cluster_wide)
+        have = {k: held[k] for k in todo if k in held}
+        got = _read_owners(cluster, reader, todo - have.keys(), hashes, cluster_wide)
+        got.update(have)
+        taken += len(have)
         for key in todo:
             owners[key] = got.get(key) or {}
         for obj in got.values():
             wanted.update(_owner_refs(obj))
     found = [o for o in owners.values() if o]
-    progress(f"{len(found)} owners read; looking for replacements")
+    progress(
+        f"{len(found)} owners read"
+        + (f" ({taken} unchanged since the last read, not read again)" if taken else "")
+        + "; looking for replacements"
+    )
     return found, _siblings(cluster, reader, found, rules, cluster_wide)

@@ -32,11 +32,14 @@ class Kept:
       requested, or may have been (read whole, a pod without a deletionTimestamp is left out:
       `_full_pods`), in place of the two Terminating scans; None: scan;
     - `gone`: with `deleting`, the nodes pods were bound to without a Node (the scan's
-      `gone_nodes`), whose pods are listed as an examined node's are."""
+      `gone_nodes`), whose pods are listed as an examined node's are;
+    - `owners`: the owners the last read found, by (kind, namespace, name), each dropped by
+      the first change its kind's watch shows to it (owners_read.owner_key)."""
 
     pods_on: dict[str, list[Obj]] = field(default_factory=dict)
     deleting: dict[str, Candidate] | None = None
     gone: list[str] = field(default_factory=list)
+    owners: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
 
 
 def deleting_of(pods: Collection[Obj]) -> dict[str, Candidate]:

@@ -93,20 +93,30 @@ class JsonWatch:
         return sent
 
 
-def _same_as_fresh(plugin: Plugin, watch: JsonWatch) -> None:
-    """The watch's last document against a fresh diagnose: the same, once the watch has caught
-    up (CATCH_UP). The cluster may move meanwhile: then a fresh one is taken again, three times
-    at most."""
+def explained(doc: dict[str, Any]) -> tuple[Any, ...]:
+    """`state`, and what each pod's owners decide: its controller and explanation (digits
+    masked: they may be times)."""
+    pods = sorted(
+        (p["uid"], p["controller"], re.sub(r"[0-9]+", "#", p.get("explanation") or ""))
+        for p in doc["pods"]
+    )
+    return state(doc), tuple(pods)
+
+
+def _same_as_fresh(plugin: Plugin, watch: JsonWatch, view: Any = state) -> None:
+    """The watch's last document against a fresh diagnose, as `view` sees them: the same, once
+    the watch has caught up (CATCH_UP). The cluster may move meanwhile: then a fresh one is
+    taken again, three times at most."""
     for _ in range(3):
         proc = plugin.run("diagnose", "-o", "json")
         assert proc.returncode in (0, 3), proc.stderr
-        want = state(json.loads(proc.stdout))
+        want = view(json.loads(proc.stdout))
         end = time.monotonic() + CATCH_UP
         while time.monotonic() < end:
-            if watch.docs and state(watch.docs[-1]) == want:
+            if watch.docs and view(watch.docs[-1]) == want:
                 return
             time.sleep(0.2)
-    shown = state(watch.docs[-1]) if watch.docs else None
+    shown = view(watch.docs[-1]) if watch.docs else None
     raise AssertionError(f"the watch shows\n{shown}\nwhere a fresh diagnose shows\n{want}")
 
 
@@ -193,10 +203,11 @@ def test_with_nothing_changing_the_watch_reads_nothing(
 def test_a_failed_nodes_pods_unchanged_since_the_last_read_are_not_listed_again(
     control_plane: ControlPlane, plugin: Plugin
 ) -> None:
-    """The bulk of a read at scale, one pod list per examined node, kept by the watch: once a
-    failed node's pods are quiet (not Ready, tolerating for 10 minutes), a second node failing
-    reads its own pods but not the first's again (-v says so), and the screen is still what a
-    fresh diagnose shows."""
+    """The bulk of a read at scale, one pod list per examined node and the owners, kept by the
+    watch: once a failed node's pods are quiet (not Ready, tolerating for 10 minutes), a second
+    node failing reads its own pods and owners but not the first's again (-v says so), and the
+    screen is still what a fresh diagnose shows; an owner changed (scaled to 0) is read again,
+    and what the screen says of its pod is what a fresh diagnose says."""
     cp = control_plane
     ns, nodes = "scenario-keep", ("keep-a", "keep-b")
     for node in nodes:
@@ -224,8 +235,13 @@ def test_a_failed_nodes_pods_unchanged_since_the_last_read_are_not_listed_again(
         cp.stop_kubelet(nodes[1])
         wait_for(f"{nodes[1]} NotReady on the watch", lambda: shown(nodes[1]), 90)
         time.sleep(2)
-        _same_as_fresh(plugin, watch)
+        _same_as_fresh(plugin, watch, explained)
         said = watch.errors[before:]
+        # the owner wants fewer pods: its ReplicaSet scaled to 0 deletes the pod on the dead
+        # node (stuck Terminating); the ReplicaSet kept from the read before is read again
+        cp.kubectl("scale", "deployment", "-n", ns, "other", "--replicas=0")
+        time.sleep(2)
+        _same_as_fresh(plugin, watch, explained)
         # a pod deleted on a healthy node and held there by a finalizer: found among the pods
         # the watch keeps as being deleted (no scan), once its deletion is due
         cp.apply(w.finalizer_pod(ns, "held", "healthy-0"))
@@ -249,6 +265,8 @@ def test_a_failed_nodes_pods_unchanged_since_the_last_read_are_not_listed_again(
     first = next(i for i, line in enumerate(said) if ", 2 to examine," in line)
     pods_line = next(line for line in said[first:] if "pods on examined nodes" in line)
     assert "(1 of 2 nodes' lists unchanged since the last read)" in pods_line, "".join(said)
+    owners_line = next(line for line in said[first:] if "owners read" in line)
+    assert "unchanged since the last read, not read again" in owners_line, "".join(said)
     scans_kept = [line for line in said_after if "as the watch of pods kept them" in line]
     assert scans_kept, "".join(said_after)
     doc = next(d for d in reversed(watch.docs) if all(shown_in(d, n) for n in nodes))

@@ -14,8 +14,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubectl_nodefail.cluster import kube
-from kubectl_nodefail.cluster.owners_read import ITEMS_PER_READ, WIDE_FROM, _read_owners, wide_pays
+from kubectl_nodefail.cluster.owners_read import (
+    ITEMS_PER_READ,
+    WIDE_FROM,
+    _owners_and_siblings,
+    _read_owners,
+    owner_key,
+    wide_pays,
+)
 from kubectl_nodefail.cluster.reads import _Reader
+from kubectl_nodefail.cluster.siblings_read import RowRules
 from tests.support.fakeapi import Answer, json_answer, kubeconfig, serve
 
 
@@ -88,3 +96,71 @@ def test_every_wanted_owner_is_found_whichever_way_it_is_read(
     assert len(single) == gets
     # each as a GET gives it: its kind and group set (a list's items carry neither)
     assert {(o.get("kind"), o.get("apiVersion")) for o in found.values()} == {("Job", "batch/v1")}
+
+
+def _pod(ns: str, kind: str, name: str) -> dict[str, Any]:
+    ref = {"apiVersion": kube.owner_api_version(kind), "kind": kind, "name": name}
+    return {
+        "kind": "Pod",
+        "metadata": {"namespace": ns, "name": f"p-{name}", "ownerReferences": [ref]},
+    }
+
+
+def _owned_by(kind: str, ns: str, name: str, owner: tuple[str, str] | None = None) -> Any:
+    refs = [{"apiVersion": "apps/v1", "kind": owner[0], "name": owner[1]}] if owner else []
+    meta = {"namespace": ns, "name": name, "uid": f"{kind}-{ns}-{name}", "ownerReferences": refs}
+    return {"kind": kind, "apiVersion": kube.owner_api_version(kind), "metadata": meta, "spec": {}}
+
+
+def test_owners_an_earlier_read_holds_are_taken_and_only_the_rest_read(tmp_path: Path) -> None:
+    """diagnose --watch (Kept.owners): an owner held is not asked for; one not held is, and so
+    is an owner up the chain of a held one (a held ReplicaSet's Deployment); what is found is
+    what reading them all finds."""
+    rs = _owned_by("ReplicaSet", "a", "web-1", ("Deployment", "web"))
+    served = {
+        ("jobs", "a", "j1"): _owned_by("Job", "a", "j1"),
+        ("jobs", "b", "j2"): _owned_by("Job", "b", "j2"),
+        ("deployments", "a", "web"): _owned_by("Deployment", "a", "web"),
+        ("replicasets", "a", "web-1"): rs,
+    }
+
+    def script(_n: int, method: str, path: str) -> Answer:
+        parts = urlsplit(path).path.split("/")
+        obj = served.get((parts[-2], parts[-3], parts[-1])) if len(parts) >= 3 else None
+        if obj is None:
+            return json_answer({"kind": "Status", "code": 404, "reason": "NotFound"}, 404)
+        return json_answer(obj)
+
+    pods = [_pod("a", "Job", "j1"), _pod("b", "Job", "j2"), _pod("a", "ReplicaSet", "web-1")]
+    said: list[str] = []
+
+    def read(held: Any) -> tuple[list[Any], list[str]]:
+        with serve(script) as api:
+            cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+            cluster.sleep = lambda _: None
+            owners, _ = _owners_and_siblings(
+                cluster, _Reader(cluster), pods, RowRules(ready=()), said.append, False, held
+            )
+        return owners, [urlsplit(p).path for _, p in api.requests]
+
+    everything, all_asked = read(None)
+    assert {owner_key(o) for o in everything} == {
+        ("Job", "a", "j1"),
+        ("Job", "b", "j2"),
+        ("ReplicaSet", "a", "web-1"),
+        ("Deployment", "a", "web"),
+    }
+    held = {owner_key(o): o for o in everything if o["kind"] in ("Job", "ReplicaSet")}
+    held.pop(("Job", "b", "j2"))
+    again, asked = read(held)
+    assert sorted(map(owner_key, again)) == sorted(map(owner_key, everything))
+    assert all(o is held[owner_key(o)] for o in again if owner_key(o) in held)
+    assert sorted(asked) == [
+        "/apis/apps/v1/namespaces/a/deployments/web",  # up the chain of the held ReplicaSet
+        "/apis/batch/v1/namespaces/b/jobs/j2",
+    ]
+    assert len(all_asked) == 4
+    assert (
+        said[-1] == "4 owners read (2 unchanged since the last read, not read again); "
+        "looking for replacements"
+    )

@@ -1128,3 +1128,55 @@ def test_the_watches_are_primed_at_once(tmp_path: Path) -> None:
         follower.close()
     assert follower.primed and len(follower.watchers) == len(resources(()))
     assert flight["most"] >= 4, flight
+
+
+def test_an_owner_is_kept_while_its_kinds_watch_shows_no_change_to_it_and_no_gap() -> None:
+    """Kept.owners (gather takes them instead of reading them again): an owner's own change
+    drops it, a change its watch could not name or a gap in that watch (started over, down, a
+    watch `expired` or `broken`) drops every owner of the kind, an owner kind not watched
+    (refused at the start) keeps none, and a gap in the watch of pods keeps nothing."""
+    rs, jobs = ("ReplicaSet", "a", "web-1"), ("Job", "b", "j2")
+    deployment = ("Deployment", "a", "web")  # no watch of Deployments here
+
+    def keeping() -> tuple[Follower, dict[str, _PodsWatch]]:
+        follower = Follower(None, (), ())  # type: ignore[arg-type]
+        watches = {"pods": _PodsWatch(), "replicasets": _PodsWatch(), "jobs": _PodsWatch()}
+        for name, watch in watches.items():
+            watch.resource = Resource(name, f"/{name}")
+        follower.watchers = list(watches.values())  # type: ignore[arg-type]
+        follower.primed = True
+        _kept(follower).owners = {k: {"kind": k[0]} for k in (rs, jobs, deployment)}
+        return follower, watches
+
+    follower, _ = keeping()
+    assert set(_kept(follower).owners) == {rs, jobs}  # Deployments: no watch, none kept
+    follower.changes.put(
+        Change("replicasets", "MODIFIED", Row(name="web-2", namespace="a", version="9"))
+    )
+    follower.changes.put(
+        Change("pods", "MODIFIED", Row(name="x", namespace="a", uid="u", node="n"))
+    )
+    assert set(_kept(follower).owners) == {rs, jobs}  # another owner's change, a pod's
+    follower.changes.put(
+        Change("replicasets", "MODIFIED", Row(name="web-1", namespace="a", version="9"))
+    )
+    assert set(_kept(follower).owners) == {jobs}
+    for gap in ("expired", "broken"):
+        follower, _ = keeping()
+        follower.changes.put(Change("jobs", gap))
+        assert set(_kept(follower).owners) == {rs}
+    follower, _ = keeping()
+    follower.changes.put(Change("jobs", "DELETED", Row()))  # an object it could not read
+    assert set(_kept(follower).owners) == {rs}
+    follower, watches = keeping()
+    watches["jobs"].primes += 1  # started over: changes between unseen
+    assert set(_kept(follower).owners) == {rs}
+    follower, watches = keeping()
+    watches["replicasets"].version = ""  # down: listing again
+    assert set(_kept(follower).owners) == {jobs}
+    follower, watches = keeping()
+    watches["replicasets"].stopping.set()  # refused once running
+    assert set(_kept(follower).owners) == {jobs}
+    follower, watches = keeping()
+    watches["pods"].primes += 1
+    assert _kept(follower) == Kept()
