@@ -14,7 +14,7 @@ import click
 from kubectl_nodefail.analysis import outage
 from kubectl_nodefail.analysis.diagnose import diagnose as run_diagnosis
 from kubectl_nodefail.cli.flags import Connection, current_overrides
-from kubectl_nodefail.cli.live import load_snapshot
+from kubectl_nodefail.cli.live import ReadConnection, load_snapshot
 from kubectl_nodefail.cli.running import (
     DEADLINE_KEY,
     DEADLINE_SECONDS_KEY,
@@ -110,11 +110,14 @@ def diagnose(
     if watch:
         out = sys.stdout
         follow = _follower(conn, namespaces, nodes) if live else None
+        reads = ReadConnection(conn, follow.cluster.context) if follow is not None else None
 
         def refresh() -> Any:
             _renew_deadline()
             kept = follow.kept_reads() if follow is not None else None
-            return load_snapshot(conn, from_file, False, nodes, namespaces, warn=False, kept=kept)
+            return load_snapshot(
+                conn, from_file, False, nodes, namespaces, warn=False, kept=kept, reads=reads
+            )
 
         code = watching.run(
             refresh,

@@ -9,8 +9,9 @@ from typing import Any
 import click
 
 from kubectl_nodefail.cli.flags import Connection
-from kubectl_nodefail.cli.running import reporter
+from kubectl_nodefail.cli.running import DEADLINE_KEY, reporter
 from kubectl_nodefail.cluster.gather import gather, unknown_namespaces
+from kubectl_nodefail.common.errors import AuthError
 from kubectl_nodefail.examples import demo_path
 from kubectl_nodefail.snapshot import dumpschema
 from kubectl_nodefail.snapshot import model as snapshot
@@ -25,17 +26,18 @@ def load_snapshot(
     namespaces: tuple[str, ...],
     warn: bool = True,
     kept: Any = None,
+    reads: ReadConnection | None = None,
 ) -> Any:
     """A Snapshot from a dump file, the bundled demo, or the live cluster. `warn`: say on
     stderr which -n namespaces the cluster does not have (not under --watch's screen).
-    `kept`: what --watch carries from its last read (gather)."""
+    `kept`: what --watch carries from its last read (gather); `reads`: its connection."""
     if demo:
         path = demo_path()
         click.echo(f"(demo: a snapshot recorded from a real control plane: {path})", err=True)
         return snapshot.load_dump(path)
     if from_file:
         return snapshot.load_dump(from_file)
-    cluster = conn.cluster()
+    cluster = conn.cluster() if reads is None else reads.cluster()
     try:
         snap = gathered(
             cluster,
@@ -47,9 +49,39 @@ def load_snapshot(
         if warn:
             warn_unknown_namespaces(cluster, namespaces)
         return snap
+    except AuthError:
+        if reads is not None:  # read the kubeconfig and credentials anew next time
+            reads.close()
+        raise
     finally:
         progress.done()
-        cluster.close()
+        if reads is None:
+            cluster.close()
+
+
+class ReadConnection:
+    """The connection `diagnose --watch` reads the cluster on, read after read, as one kubectl
+    process keeps its own: its TLS connections stay open, and a credential plugin runs again
+    only once its credential expires (not at every read). Bound to the context the watch began
+    on (a `kubectl config use-context` meanwhile moves neither its reads nor its watches);
+    made anew after a read refused for its credentials (401 or 403: a token file rotated, a
+    role changed). Each read's --deadline is set on it as the read starts."""
+
+    def __init__(self, conn: Connection, context: str | None) -> None:
+        self.conn = conn._replace(context=context or conn.context)
+        self._cluster: Any = None
+
+    def cluster(self) -> Any:
+        if self._cluster is None:
+            self._cluster = self.conn.cluster()
+        ctx = click.get_current_context(silent=True)
+        self._cluster.deadline = ctx.meta.get(DEADLINE_KEY) if ctx is not None else None
+        return self._cluster
+
+    def close(self) -> None:
+        if self._cluster is not None:
+            self._cluster, cluster = None, self._cluster
+            cluster.close()
 
 
 def warn_unknown_namespaces(cluster: Any, namespaces: tuple[str, ...]) -> None:

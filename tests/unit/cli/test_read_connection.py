@@ -1,0 +1,108 @@
+"""`diagnose --watch` reads the cluster read after read on one connection (cli/live.py,
+ReadConnection), as one kubectl process does: a credential plugin runs once while its
+credential lasts, not at every read; a read refused for its credentials makes the next read
+connect anew; the context stays the one the watch began on."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubectl_nodefail.cli.flags import Connection
+from kubectl_nodefail.cli.live import ReadConnection, load_snapshot
+from kubectl_nodefail.common.errors import AuthError
+from tests.support.fakeapi import json_answer, self_signed, serve
+
+CREDENTIAL = {
+    "kind": "ExecCredential",
+    "apiVersion": "client.authentication.k8s.io/v1",
+    "status": {"token": "tok", "expirationTimestamp": "2999-01-01T00:00:00Z"},
+}
+
+
+def _answer(n: int, method: str, path: str) -> Any:
+    if path.startswith("/version"):
+        return json_answer({"major": "1", "minor": "36", "gitVersion": "v1.36.1"})
+    return json_answer({"kind": "List", "apiVersion": "v1", "metadata": {}, "items": []})
+
+
+def _kubeconfig(tmp_path: Path, cluster: dict[str, Any], user: dict[str, Any]) -> str:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        json.dumps(
+            {
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": cluster}],
+                "users": [{"name": "u", "user": user}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
+    return str(path)
+
+
+def _plugin(runs: Path) -> dict[str, Any]:
+    """An exec credential plugin that notes each run in `runs`."""
+    script = f"echo run >> {runs}; echo '{json.dumps(CREDENTIAL)}'"
+    return {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": "sh",
+            "args": ["-c", script],
+            "interactiveMode": "Never",
+        }
+    }
+
+
+def _read(conn: Connection, reads: ReadConnection) -> Any:
+    return load_snapshot(conn, None, False, (), (), warn=False, reads=reads)
+
+
+def test_reads_share_one_connection_and_its_plugins_credential(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    cert = self_signed(tmp_path)
+    ca = base64.b64encode(Path(cert[0]).read_bytes()).decode()
+    with serve(_answer, tls=cert) as api:
+        cluster = {"server": api.url, "certificate-authority-data": ca}
+        conn = Connection(_kubeconfig(tmp_path, cluster, _plugin(runs)), None, 30.0, 0)
+        reads = ReadConnection(conn, None)
+        first = reads.cluster()
+        for _ in range(3):
+            assert _read(conn, reads).nodes == []
+        assert reads.cluster() is first
+        assert runs.read_text().splitlines() == ["run"]  # one run for three reads
+        reads.close()
+        assert reads.cluster() is not first  # closed: connected anew, the plugin run again
+    assert len(api.requests) >= 6
+    assert runs.read_text().splitlines() == ["run", "run"]
+
+
+def test_a_read_refused_for_its_credentials_connects_anew(tmp_path: Path) -> None:
+    """A 401 (a token file rotated, a token revoked): that read fails as ever; the next one
+    reads the kubeconfig and runs the plugin again."""
+    refuse = {"left": 1}
+
+    def script(n: int, method: str, path: str) -> Any:
+        if path.startswith("/api/v1/nodes") and refuse["left"]:
+            refuse["left"] -= 1
+            return json_answer({"kind": "Status", "code": 401, "reason": "Unauthorized"}, 401)
+        return _answer(n, method, path)
+
+    with serve(script) as api:
+        conn = Connection(_kubeconfig(tmp_path, {"server": api.url}, {"token": "t"}), None, 30, 0)
+        reads = ReadConnection(conn, None)
+        first = reads.cluster()
+        with pytest.raises(AuthError):
+            _read(conn, reads)
+        assert _read(conn, reads).nodes == []
+        assert reads.cluster() is not first
+
+
+def test_the_reads_stay_on_the_context_the_watch_began_on(tmp_path: Path) -> None:
+    conn = Connection(str(tmp_path / "kubeconfig"), None, 30.0, 0)
+    assert ReadConnection(conn, "prod").conn.context == "prod"
+    assert ReadConnection(conn._replace(context="named"), None).conn.context == "named"
