@@ -8,8 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from kubectl_nodefail.cluster import kube
-from kubectl_nodefail.cluster.paging import METADATA_ONLY, PAGE_SIZE
-from kubectl_nodefail.cluster.reads import Progress, _Reader, _selector_chunks
+from kubectl_nodefail.cluster.paging import METADATA_ONLY
+from kubectl_nodefail.cluster.reads import (
+    WIDE_FROM,
+    Progress,
+    _Reader,
+    _selector_chunks,
+    wide_pays,
+)
 from kubectl_nodefail.cluster.siblings_read import RowRules, _siblings
 from kubectl_nodefail.common.errors import (
     Forbidden,
@@ -22,22 +28,10 @@ from kubectl_nodefail.snapshot import kinds
 from kubectl_nodefail.snapshot.model import Obj
 
 # Owners of one kind wanted in many namespaces: a GET (or a list) per namespace, or one
-# cluster-wide list, whichever the numbers favour (docs/scale.md, "Owners: narrow or wide").
-# Below WIDE_FROM narrow reads nothing is asked; from it, one metadata-only request of one item
-# tells how many objects of the kind the cluster has (metadata.remainingItemCount), and the
-# wide list is read when it takes fewer requests than the narrow reads and brings at most
-# ITEMS_PER_READ objects per narrow read it replaces (a GET costs the API server about what
-# encoding ten objects does: APF counts a list of up to 100 objects as one seat).
-WIDE_FROM = 8
-ITEMS_PER_READ = 10
-
-
-def wide_pays(narrow_reads: int, total: int | None, page: int = PAGE_SIZE) -> bool:
-    """One cluster-wide list of `total` objects (None: unknown) instead of `narrow_reads`."""
-    if total is None or narrow_reads < WIDE_FROM:
-        return False
-    pages = max(1, -(-total // page))
-    return pages + 1 < narrow_reads and total <= ITEMS_PER_READ * narrow_reads
+# cluster-wide list, whichever the numbers favour (docs/scale.md, "Owners: narrow or wide";
+# reads.wide_pays). Below WIDE_FROM narrow reads nothing is asked; from it, one metadata-only
+# request of one item tells how many objects of the kind the cluster has
+# (metadata.remainingItemCount).
 
 
 def _count(cluster: kube.Cluster, path: str) -> int | None:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from kubectl_nodefail.cluster import kube
+from kubectl_nodefail.cluster.paging import PAGE_SIZE
 from kubectl_nodefail.common.errors import (
     Forbidden,
     MalformedResponse,
@@ -68,6 +69,14 @@ class _Reader:
 
 
 SELECTOR_CHUNK = 100  # values per `key in (...)`: keeps URLs short
+# Objects wanted in many namespaces (owners of one kind, owners' other pods): a read per
+# namespace, or one cluster-wide list, whichever the numbers favour (docs/scale.md, "Owners:
+# narrow or wide"). Below WIDE_FROM narrow reads, narrow; from it, the wide list when it takes
+# fewer requests and brings at most ITEMS_PER_READ objects per narrow read it replaces (a GET
+# costs the API server about what encoding ten objects does: APF counts a list of up to 100
+# objects as one seat).
+WIDE_FROM = 8
+ITEMS_PER_READ = 10
 MANY_NODES = 30  # examining more nodes than this: one list of leases / node events, not one each
 
 
@@ -101,3 +110,11 @@ def _selector_chunks(key: str, values: Iterable[str]) -> list[str]:
         f"{key} in ({','.join(ordered[i : i + SELECTOR_CHUNK])})"
         for i in range(0, len(ordered), SELECTOR_CHUNK)
     ]
+
+
+def wide_pays(narrow_reads: int, total: int | None, page: int = PAGE_SIZE) -> bool:
+    """One cluster-wide list of `total` objects (None: unknown) instead of `narrow_reads`."""
+    if total is None or narrow_reads < WIDE_FROM:
+        return False
+    pages = max(1, -(-total // page))
+    return pages + 1 < narrow_reads and total <= ITEMS_PER_READ * narrow_reads

@@ -13,8 +13,16 @@ from typing import Any
 from kubectl_nodefail.analysis.nodes import is_ready, ready_condition
 from kubectl_nodefail.analysis.outage import SIBLINGS_GAP
 from kubectl_nodefail.cluster import kube, podrows
-from kubectl_nodefail.cluster.reads import _Reader, _selector_chunks
-from kubectl_nodefail.common.errors import MalformedResponse
+from kubectl_nodefail.cluster.paging import TABLE
+from kubectl_nodefail.cluster.reads import (
+    ITEMS_PER_READ,
+    SELECTOR_CHUNK,
+    WIDE_FROM,
+    _Reader,
+    _selector_chunks,
+    wide_pays,
+)
+from kubectl_nodefail.common.errors import MalformedResponse, NodefailError
 from kubectl_nodefail.snapshot.model import Obj, parse_time
 
 # Owner kinds whose pods the analysis looks through for replacements (a DaemonSet has one pod
@@ -165,12 +173,18 @@ def _siblings(
             or owner["metadata"].get("uid") in rows.whole_owners
         )
 
-    lists = [
-        (item, False) for item in _sibling_lists([o for o in owners if whole(o)], cluster_wide)
-    ]
-    lists += [
-        (item, True) for item in _sibling_lists([o for o in owners if not whole(o)], cluster_wide)
-    ]
+    lists: list[tuple[tuple[str, str], bool]] = []
+    merges: list[tuple[Merge, bool]] = []
+    for by_rows in (False, True):
+        plain, merged = _sibling_lists([o for o in owners if whole(o) != by_rows], cluster_wide)
+        lists += [(item, by_rows) for item in plain]
+        merges += [(merge, by_rows) for merge in merged]
+    # lists of the same keys in many namespaces: one list across them where that pays
+    for (merge, by_rows), wide in zip(
+        merges, kube.parallel(lambda m: _wide(cluster, m[0]), merges)
+    ):
+        chosen = [("/api/v1/pods", merge.selector)] if wide else merge.narrow
+        lists += [(item, by_rows) for item in chosen]
 
     def read(spec: tuple[tuple[str, str], bool]) -> list[Obj]:
         (path, selector), by_rows = spec
@@ -281,12 +295,48 @@ def _uid(meta: Obj) -> str | None:
     return uid
 
 
-def _sibling_lists(owners: list[Obj], cluster_wide: bool = True) -> list[tuple[str, str]]:
+@dataclass(frozen=True)
+class Merge:
+    """Lists of one set of selector keys in several namespaces (`narrow`, a list each), and
+    the one list across namespaces that finds all their pods (`selector`: each key in the
+    values of every namespace: it matches every pod a narrow list matches, and may match
+    more, which the owners' filter drops)."""
+
+    selector: str
+    narrow: list[tuple[str, str]]
+
+
+def _wide(cluster: kube.Cluster, merge: Merge) -> bool:
+    """Whether the list across namespaces pays (reads.wide_pays): from WIDE_FROM narrow lists,
+    a probe of its selector as Table rows without objects (~150 bytes a pod), a page of at most
+    ITEMS_PER_READ rows per narrow list, tells how many pods it matches (a label selector gets
+    no remainingItemCount). A probe that fails leaves the narrow lists, which meet the same
+    server as before."""
+    narrow = len(merge.narrow)
+    if narrow < WIDE_FROM:
+        return False
+    query = {"labelSelector": merge.selector, "limit": ITEMS_PER_READ * narrow}
+    try:
+        page = cluster.get_json("/api/v1/pods", {**query, "includeObject": "None"}, TABLE)
+    except NodefailError:
+        return False
+    found = page.get("rows") if page.get("kind") == "Table" else page.get("items")
+    if not isinstance(found, list) or (page.get("metadata") or {}).get("continue"):
+        return False  # malformed, or more than that many pods
+    return wide_pays(narrow, len(found))
+
+
+def _sibling_lists(
+    owners: list[Obj], cluster_wide: bool = True
+) -> tuple[list[tuple[str, str]], list[Merge]]:
     """(path, label selector) lists that find the pods of the given owners: owners whose
     selectors share a label that names them uniquely (pod-template-hash, a Job's controller-uid)
     in one list across namespaces (per namespace when only some namespaces are read); the rest
-    grouped by namespace and selector keys into one `key in (...)` list each. Such a list may
-    match more than asked: the caller keeps only pods an owner of interest owns."""
+    grouped by namespace and selector keys into one `key in (...)` list each, and where the
+    same keys recur in WIDE_FROM namespaces or more (cluster-wide reads: a StatefulSet's
+    `app=NAME` in a namespace each), those lists as Merges, to be read across namespaces where
+    that pays (`_wide`). Such a list may match more than asked: the caller keeps only pods an
+    owner of interest owns."""
     unique: dict[tuple[str, str], set[str]] = {}  # (label, namespace or "" for all): values
     grouped: dict[tuple[str, tuple[str, ...]], dict[str, set[str]]] = {}
     single: list[tuple[str, str]] = []  # selectors with expressions: one list each
@@ -316,8 +366,38 @@ def _sibling_lists(owners: list[Obj], cluster_wide: bool = True) -> list[tuple[s
     for (label, ns), values in sorted(unique.items()):
         path = kube.pod_path(ns) if ns else "/api/v1/pods"
         lists += [(path, chunk) for chunk in _selector_chunks(label, values)]
+    merges: list[Merge] = []
+    spread: dict[tuple[str, ...], list[str]] = {}  # selector keys: the namespaces they are in
+    for ns, keys in sorted(grouped):
+        spread.setdefault(keys, []).append(ns)
     for (ns, keys), by_key in sorted(grouped.items()):
-        lists.append(
-            (kube.pod_path(ns), ",".join(f"{k} in ({','.join(sorted(by_key[k]))})" for k in keys))
-        )
-    return lists + single
+        if cluster_wide and len(spread[keys]) >= WIDE_FROM:
+            continue  # merged below
+        lists.append((kube.pod_path(ns), _in(keys, by_key)))
+    for keys, spaces in sorted(spread.items()):
+        if cluster_wide and len(spaces) >= WIDE_FROM:
+            merges += _merges(keys, [(ns, grouped[(ns, keys)]) for ns in spaces])
+    return lists + single, merges
+
+
+def _in(keys: tuple[str, ...], by_key: dict[str, set[str]]) -> str:
+    """`key in (values)` for each key, values sorted."""
+    return ",".join(f"{k} in ({','.join(sorted(by_key[k]))})" for k in keys)
+
+
+def _merges(keys: tuple[str, ...], spaces: list[tuple[str, dict[str, set[str]]]]) -> list[Merge]:
+    """The namespaces' lists of the same keys, in Merges of at most SELECTOR_CHUNK values a key
+    (short URLs), in namespace order."""
+    out: list[Merge] = []
+    narrow: list[tuple[str, str]] = []
+    union: dict[str, set[str]] = {k: set() for k in keys}
+    for ns, by_key in spaces:
+        if narrow and any(len(union[k] | by_key[k]) > SELECTOR_CHUNK for k in keys):
+            out.append(Merge(_in(keys, union), narrow))
+            narrow, union = [], {k: set() for k in keys}
+        narrow.append((kube.pod_path(ns), _in(keys, by_key)))
+        for k in keys:
+            union[k] |= by_key[k]
+    if narrow:
+        out.append(Merge(_in(keys, union), narrow))
+    return out

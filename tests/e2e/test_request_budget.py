@@ -1,7 +1,8 @@
-"""The owners of pods spread over many namespaces, read from the real API server: one
-cluster-wide list where the numbers favour it, a GET per namespace where they do not
-(cluster/owners_read.py, wide_pays; docs/scale.md). The count the choice rests on is the
-server's own: a one-item metadata list's remainingItemCount, which this checks it serves."""
+"""The owners of pods spread over many namespaces, and their pods, read from the real API
+server: one cluster-wide list where the numbers favour it, a read per namespace where they do
+not (cluster/owners_read.py, siblings_read.py, reads.wide_pays; docs/scale.md). The count the
+owners' choice rests on is the server's own: a one-item metadata list's remainingItemCount,
+which this checks it serves; the pods' is a probe of Table rows."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from kubectl_nodefail.cluster import kube
+from kubectl_nodefail.cluster import kube, siblings_read
 from kubectl_nodefail.cluster.budget import Budget
-from kubectl_nodefail.cluster.owners_read import ITEMS_PER_READ, _count, _read_owners
-from kubectl_nodefail.cluster.reads import _Reader
+from kubectl_nodefail.cluster.owners_read import _count, _read_owners
+from kubectl_nodefail.cluster.reads import ITEMS_PER_READ, _Reader
+from kubectl_nodefail.cluster.siblings_read import RowRules, _siblings
 from tests.e2e import workloads as w
-from tests.e2e.controlplane import ControlPlane
+from tests.e2e.controlplane import ControlPlane, wait_for
 
 pytestmark = pytest.mark.e2e
 SPREAD = [f"budget-{i}" for i in range(12)]
@@ -71,3 +73,37 @@ def test_a_cluster_crowded_with_jobs_keeps_the_gets(
     _, budget = _read(cluster, monkeypatch)
     assert budget.spent["list jobs.batch"].requests == 1  # the count only
     assert budget.spent["get jobs.batch"].requests == len(SPREAD)
+
+
+def test_owners_pods_in_many_namespaces_are_one_list_where_few_match(
+    control_plane: ControlPlane, cluster: kube.Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A StatefulSet in each of 12 namespaces (`app=db-NS`, pods read whole): their pods in one
+    list across namespaces after a probe of its selector (Table rows, no objects: the real
+    server's answer carries `rows` and a continue token past its limit), and the same pods as
+    a list per namespace finds."""
+    cp = control_plane
+    cp.apply(*[w.statefulset(ns, f"db-{ns}") for ns in SPREAD])
+    wait_for(
+        "a pod of each StatefulSet",
+        lambda: len(cp.get("pods", selector="app")["items"]) >= len(SPREAD),
+        120,
+    )
+    owners = [o for o in cp.get("statefulsets")["items"] if o["metadata"]["namespace"] in SPREAD]
+    for owner in owners:
+        owner["kind"] = "StatefulSet"
+    assert len(owners) == len(SPREAD)
+
+    def read() -> tuple[set[str], Budget]:
+        budget = Budget()
+        monkeypatch.setattr(kube.Cluster, "budget", budget)
+        pods = _siblings(cluster, _Reader(cluster), owners, RowRules(ready=()))
+        return {p["metadata"]["uid"] for p in pods}, budget
+
+    wide, budget = read()
+    assert len(wide) == len(SPREAD)
+    assert budget.spent["list pods"].requests == 2  # the probe, then the one list
+    monkeypatch.setattr(siblings_read, "WIDE_FROM", len(SPREAD) + 1)
+    narrow, budget = read()
+    assert narrow == wide
+    assert budget.spent["list pods"].requests == len(SPREAD)

@@ -14,15 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubectl_nodefail.cluster import kube
-from kubectl_nodefail.cluster.owners_read import (
-    ITEMS_PER_READ,
-    WIDE_FROM,
-    _owners_and_siblings,
-    _read_owners,
-    owner_key,
-    wide_pays,
-)
-from kubectl_nodefail.cluster.reads import _Reader
+from kubectl_nodefail.cluster.owners_read import _owners_and_siblings, _read_owners, owner_key
+from kubectl_nodefail.cluster.reads import ITEMS_PER_READ, WIDE_FROM, _Reader, wide_pays
 from kubectl_nodefail.cluster.siblings_read import RowRules
 from tests.support.fakeapi import Answer, json_answer, kubeconfig, serve
 
