@@ -207,7 +207,9 @@ def on_screen(
     server: cluster.Server, env: dict[str, str], args: argparse.Namespace, fail: int
 ) -> dict[str, Any]:
     """`diagnose --watch` on a pseudo-terminal: after its first screen, node `fail` fails; the
-    seconds until its name is painted, and whether the "reading" line said it."""
+    seconds until its name is painted, whether the "reading" line said it, and the seconds
+    until the diagnosis that has it is painted (the headline's count of nodes not Ready with
+    it: nodes 0 to `fail` failed)."""
     import fcntl
     import pty
     import struct
@@ -245,15 +247,17 @@ def on_screen(
         shown = len(chunks)
         cluster.fail_nodes(server, args.nodes, fail + 1, already=fail)
         failed_at = time.monotonic()
-        seen = said = None
-        while time.monotonic() - failed_at < 60 and seen is None:
+        seen = said = diagnosed = None
+        counted = f"{fail + 1} of {args.nodes} nodes not Ready".encode()
+        while time.monotonic() - failed_at < 60 and (seen is None or diagnosed is None):
             painted = b""  # the bytes since the failure, joined: a name may span two reads
             for at, data in chunks[shown:]:
                 painted += data
-                if name in painted:
+                if seen is None and name in painted:
                     seen = at - failed_at
                     said = b"reading the cluster again" in painted
-                    break
+                if diagnosed is None and counted in painted:
+                    diagnosed = at - failed_at
             time.sleep(0.02)
     finally:
         os.kill(pid, signal.SIGINT)
@@ -261,6 +265,7 @@ def on_screen(
     return {
         "failed_node_on_screen_after_s": None if seen is None else round(seen, 2),
         "named_on_the_reading_line": said,
+        "diagnosis_on_screen_after_s": None if diagnosed is None else round(diagnosed, 2),
     }
 
 
