@@ -13,14 +13,13 @@ from typing import Any
 from kubectl_nodefail.analysis.nodes import is_ready, ready_condition
 from kubectl_nodefail.analysis.outage import SIBLINGS_GAP
 from kubectl_nodefail.cluster import kube, podrows
-from kubectl_nodefail.cluster.paging import TABLE
+from kubectl_nodefail.cluster.paging import PAGE_SIZE, TABLE
 from kubectl_nodefail.cluster.reads import (
     ITEMS_PER_READ,
     SELECTOR_CHUNK,
     WIDE_FROM,
     _Reader,
     _selector_chunks,
-    wide_pays,
 )
 from kubectl_nodefail.common.errors import MalformedResponse, NodefailError
 from kubectl_nodefail.snapshot.model import Obj, parse_time
@@ -304,18 +303,21 @@ class Merge:
 
     selector: str
     narrow: list[tuple[str, str]]
+    expected: int = 0  # the pods their owners want (spec.replicas, a Job's parallelism; else 1)
 
 
 def _wide(cluster: kube.Cluster, merge: Merge) -> bool:
-    """Whether the list across namespaces pays (reads.wide_pays): from WIDE_FROM narrow lists,
-    a probe of its selector as Table rows without objects (~150 bytes a pod), a page of at most
-    ITEMS_PER_READ rows per narrow list, tells how many pods it matches (a label selector gets
-    no remainingItemCount). A probe that fails leaves the narrow lists, which meet the same
-    server as before."""
+    """Whether the list across namespaces pays: from WIDE_FROM narrow lists, when it takes
+    fewer requests and matches at most ITEMS_PER_READ pods per narrow list more than the pods
+    their owners want (as reads.wide_pays judges owners). A probe of its selector as Table rows
+    without objects (~150 bytes a pod), one page of at most that many, tells how many it
+    matches (a label selector gets no remainingItemCount). A probe that fails leaves the
+    narrow lists, which meet the same server as before."""
     narrow = len(merge.narrow)
     if narrow < WIDE_FROM:
         return False
-    query = {"labelSelector": merge.selector, "limit": ITEMS_PER_READ * narrow}
+    cap = merge.expected + ITEMS_PER_READ * narrow
+    query = {"labelSelector": merge.selector, "limit": cap}
     try:
         page = cluster.get_json("/api/v1/pods", {**query, "includeObject": "None"}, TABLE)
     except NodefailError:
@@ -323,7 +325,7 @@ def _wide(cluster: kube.Cluster, merge: Merge) -> bool:
     found = page.get("rows") if page.get("kind") == "Table" else page.get("items")
     if not isinstance(found, list) or (page.get("metadata") or {}).get("continue"):
         return False  # malformed, or more than that many pods
-    return wide_pays(narrow, len(found))
+    return max(1, -(-len(found) // PAGE_SIZE)) + 1 < narrow
 
 
 def _sibling_lists(
@@ -340,6 +342,7 @@ def _sibling_lists(
     unique: dict[tuple[str, str], set[str]] = {}  # (label, namespace or "" for all): values
     grouped: dict[tuple[str, tuple[str, ...]], dict[str, set[str]]] = {}
     single: list[tuple[str, str]] = []  # selectors with expressions: one list each
+    wants: dict[tuple[str, tuple[str, ...]], int] = {}  # the pods a group's owners want
     for owner in owners:
         kind = owner.get("kind")
         if kind not in SIBLING_KINDS:
@@ -358,6 +361,9 @@ def _sibling_lists(
             group = grouped.setdefault((ns, tuple(sorted(labels))), {})
             for k, v in labels.items():
                 group.setdefault(k, set()).add(str(v))
+            wants[(ns, tuple(sorted(labels)))] = wants.get((ns, tuple(sorted(labels))), 0) + (
+                _wanted(owner)
+            )
         else:
             selector = _label_selector(sel)
             if selector:
@@ -376,7 +382,7 @@ def _sibling_lists(
         lists.append((kube.pod_path(ns), _in(keys, by_key)))
     for keys, spaces in sorted(spread.items()):
         if cluster_wide and len(spaces) >= WIDE_FROM:
-            merges += _merges(keys, [(ns, grouped[(ns, keys)]) for ns in spaces])
+            merges += _merges(keys, [(ns, grouped[(ns, keys)], wants[(ns, keys)]) for ns in spaces])
     return lists + single, merges
 
 
@@ -385,19 +391,33 @@ def _in(keys: tuple[str, ...], by_key: dict[str, set[str]]) -> str:
     return ",".join(f"{k} in ({','.join(sorted(by_key[k]))})" for k in keys)
 
 
-def _merges(keys: tuple[str, ...], spaces: list[tuple[str, dict[str, set[str]]]]) -> list[Merge]:
-    """The namespaces' lists of the same keys, in Merges of at most SELECTOR_CHUNK values a key
-    (short URLs), in namespace order."""
+def _merges(
+    keys: tuple[str, ...], spaces: list[tuple[str, dict[str, set[str]], int]]
+) -> list[Merge]:
+    """The namespaces' lists of the same keys (with the pods their owners want), in Merges of
+    at most SELECTOR_CHUNK values a key (short URLs), in namespace order."""
     out: list[Merge] = []
     narrow: list[tuple[str, str]] = []
     union: dict[str, set[str]] = {k: set() for k in keys}
-    for ns, by_key in spaces:
+    expected = 0
+    for ns, by_key, wanted in spaces:
         if narrow and any(len(union[k] | by_key[k]) > SELECTOR_CHUNK for k in keys):
-            out.append(Merge(_in(keys, union), narrow))
-            narrow, union = [], {k: set() for k in keys}
+            out.append(Merge(_in(keys, union), narrow, expected))
+            narrow, union, expected = [], {k: set() for k in keys}, 0
         narrow.append((kube.pod_path(ns), _in(keys, by_key)))
+        expected += wanted
         for k in keys:
             union[k] |= by_key[k]
     if narrow:
-        out.append(Merge(_in(keys, union), narrow))
+        out.append(Merge(_in(keys, union), narrow, expected))
     return out
+
+
+def _wanted(owner: Obj) -> int:
+    """How many pods an owner wants, for the cost of a list only: spec.replicas (a Job's
+    parallelism), else 1; never less than 0 nor more than 10,000."""
+    spec = owner.get("spec") or {}
+    count = spec.get("replicas", spec.get("parallelism"))
+    if not isinstance(count, int) or isinstance(count, bool):
+        return 1
+    return min(max(count, 0), 10_000)
