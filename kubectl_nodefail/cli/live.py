@@ -1,6 +1,7 @@
 """The snapshot a command analyses: read from the live cluster (held to the dump schema, its
 pods and nodes cut as their pages arrive), from a dump file, or the bundled demo; the -n
-namespaces the cluster does not have said on stderr."""
+namespaces the cluster does not have said on stderr; and the one connection `diagnose --watch`
+reads on, read after read (ReadConnection)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """What every read of gather.py shares: optional reads whose failures become stated gaps
 (_Reader), reads for each examined node (one request per node, or one list past MANY_NODES),
 the pod collections to read (per namespace given, or all of them), label-selector values split
-into short `key in (...)` chunks, and the progress callback (Progress).
+into short `key in (...)` chunks, whether one list across namespaces pays (wide_pays), and the
+progress callback (Progress).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """The other pods of the owners read (replacements), found in few label-selector lists and
 kept only where an owner of interest owns them, read as Table rows with metadata where a row may
-stand for the pod (RowRules, podrows.py) and whole otherwise.
+stand for the pod (RowRules, podrows.py) and whole otherwise. Lists of the same selector keys in
+many namespaces (a StatefulSet's `app=NAME` in each) are one list across them where a probe
+shows that pays (Merge).
 """
 
 from __future__ import annotations
