@@ -160,8 +160,9 @@ def gather(
     kept: Kept | None = None,
 ) -> Snapshot:
     """The snapshot. `kept` (diagnose --watch: watch/follow.py): what an earlier read had and
-    the watches show unchanged since (an examined node's pods, the pods being deleted, the
-    owners), taken instead of read again; left holding this read's own."""
+    the watches show unchanged since (an examined node's pods, the pods being deleted and
+    those of them read whole, the owners), taken instead of read again; left holding this
+    read's own."""
     clock = now or (lambda: datetime.now(timezone.utc))
     lists = dict(kept.pods_on) if kept is not None else {}
     deleting = kept.deleting if kept is not None and not only_nodes else None
@@ -262,7 +263,8 @@ def gather(
         + (f" ({held} of {len(focus)} nodes' lists unchanged since the last read)" if held else "")
         + "; reading Terminating pods elsewhere"
     )
-    for pod in _full_pods(cluster, candidates, focus_set, pods):
+    whole = kept.whole if kept is not None else None
+    for pod in _full_pods(cluster, candidates, focus_set, pods, whole):
         pods.setdefault(pod["metadata"]["uid"], pod)
     pods.update(_waiting_for_attach(cluster, reader, events, namespaces, pods))
     for pod in f_unscheduled.result():

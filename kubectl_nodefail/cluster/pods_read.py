@@ -34,12 +34,15 @@ class Kept:
     - `gone`: with `deleting`, the nodes pods were bound to without a Node (the scan's
       `gone_nodes`), whose pods are listed as an examined node's are;
     - `owners`: the owners the last read found, by (kind, namespace, name), each dropped by
-      the first change its kind's watch shows to it (owners_read.owner_key)."""
+      the first change its kind's watch shows to it (owners_read.owner_key);
+    - `whole`: the pods being deleted on nodes not examined, as the last read had them whole
+      (`_full_pods`), by (namespace, name), each dropped by the first change to it."""
 
     pods_on: dict[str, list[Obj]] = field(default_factory=dict)
     deleting: dict[str, Candidate] | None = None
     gone: list[str] = field(default_factory=list)
     owners: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
+    whole: dict[tuple[str, str], Obj] = field(default_factory=dict)
 
 
 def deleting_of(pods: Collection[Obj]) -> dict[str, Candidate]:
@@ -138,30 +141,33 @@ def _full_pods(
     candidates: list[Candidate],
     focus: set[str],
     known: dict[str, Obj],
+    held: dict[tuple[str, str], Obj] | None = None,
 ) -> list[Obj]:
     """Full objects of the Terminating pods not already read with their node's pods. A name
     without its namespace is looked up across namespaces by name (and node: the API server's
-    cache indexes pods by node)."""
+    cache indexes pods by node). `held` (diagnose --watch: Kept.whole): such pods as an earlier
+    read had them, unchanged since; taken instead of read again, and left holding this read's."""
     todo = [c for c in candidates if not (c[2] and c[2] in focus)]
+    before = dict(held) if held is not None else {}
+
+    def keep(pod: Obj) -> Obj | None:
+        meta = pod["metadata"]
+        return pod if meta.get("deletionTimestamp") and meta.get("uid") not in known else None
 
     def read(cand: Candidate) -> list[Obj]:
         ns, name, node = cand
+        if ns is not None and (ns, name) in before:
+            return [p for p in [keep(before[(ns, name)])] if p is not None]
         fields = f"metadata.name={name}" + (f",spec.nodeName={node}" if node else "")
         path = kube.pod_path(ns) if ns else "/api/v1/pods"
-        return cluster.list_all(
-            path,
-            "Pod",
-            keep=lambda p: (
-                p
-                if p["metadata"].get("deletionTimestamp") and p["metadata"].get("uid") not in known
-                else None
-            ),
-            fieldSelector=fields,
-        )
+        return cluster.list_all(path, "Pod", keep=keep, fieldSelector=fields)
 
     out: list[Obj] = []
     for batch in kube.parallel(read, todo):
         out += batch
+    if held is not None:
+        held.clear()
+        held.update({(p["metadata"].get("namespace", ""), p["metadata"]["name"]): p for p in out})
     return out
 
 

@@ -37,6 +37,8 @@ while the watch of pods has run without a gap since (not broken, down or started
   are; a Node deleted drops the kept pods being deleted, so the read after it scans for its
   pods. (A pod created bound to a node that never existed is found at the next read that
   scans.)
+- those pods being deleted on nodes not examined, read whole by the last read, each while no
+  change to it has been seen;
 - the owners the last read found (623 owners, ~290 requests a read at 200 failed nodes of the
   benchmark), each while the
   watch of its kind shows no change to it and has run without a gap since (a change to an owner
@@ -225,6 +227,7 @@ class Follower:
             self.kept = Kept()
             return
         self.kept.pods_on.pop(row.node, None)
+        self.kept.whole.pop((row.namespace, row.name), None)
         deleting = self.kept.deleting
         if deleting is None:
             return

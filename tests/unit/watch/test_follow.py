@@ -1180,3 +1180,15 @@ def test_an_owner_is_kept_while_its_kinds_watch_shows_no_change_to_it_and_no_gap
     follower, watches = keeping()
     watches["pods"].primes += 1
     assert _kept(follower) == Kept()
+
+
+def test_a_pod_being_deleted_read_whole_is_kept_until_a_change_to_it_is_seen() -> None:
+    """Kept.whole (a Terminating pod on a node not examined, read whole): a change to another
+    pod keeps it; a change to it, whatever its node, drops it (the next read asks for it)."""
+    follower, _, kept = _keeping(_dump("during"))
+    kept.whole = {("a", "held"): {"kind": "Pod"}, ("b", "stuck"): {"kind": "Pod"}}
+    row = Row(name="held", namespace="a", uid="u-held", version="9", node="healthy")
+    follower.changes.put(Change("pods", "MODIFIED", replace(row, name="other", uid="u-o")))
+    assert set(_kept(follower).whole) == {("a", "held"), ("b", "stuck")}
+    follower.changes.put(Change("pods", "MODIFIED", row))
+    assert set(_kept(follower).whole) == {("b", "stuck")}
