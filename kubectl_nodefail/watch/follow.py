@@ -175,8 +175,10 @@ class Follower:
     def _unbroken(self, name: str) -> tuple[int, ...] | None:
         """How many times each watch of `name` started over, if they all go on without a gap
         (watching, or primed and to start with the next read: not stopped, not down listing
-        again); None if one does not, or there is none."""
+        again); None if one does not, one was left out (refused), or there is none."""
         mine = [w for w in self.watchers if w.resource.name == name]
+        if name in self.skipped:  # one of its watches left out (-n: in one namespace)
+            return None
         if not mine or not all(
             w.version and not w.stopping.is_set() and (w.is_alive() or w.ident is None)
             for w in mine

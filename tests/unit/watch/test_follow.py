@@ -1192,3 +1192,16 @@ def test_a_pod_being_deleted_read_whole_is_kept_until_a_change_to_it_is_seen() -
     assert set(_kept(follower).whole) == {("a", "held"), ("b", "stuck")}
     follower.changes.put(Change("pods", "MODIFIED", row))
     assert set(_kept(follower).whole) == {("b", "stuck")}
+
+
+def test_an_owner_kind_with_a_watch_left_out_keeps_none() -> None:
+    """With -n, a kind's watch may be refused in one namespace and run in another: what the
+    refused one covers no change could drop, so no owner of that kind is kept."""
+    follower = Follower(None, ("a", "b"), ())  # type: ignore[arg-type]
+    watches = [_PodsWatch(), _PodsWatch()]
+    watches[1].resource = Resource("jobs", "/apis/batch/v1/namespaces/a/jobs")
+    follower.watchers = watches  # type: ignore[assignment]
+    follower.primed = True
+    follower.skipped.append("jobs")  # namespace b's: refused at the start
+    _kept(follower).owners = {("Job", "b", "j"): {}, ("Job", "a", "j"): {}}
+    assert _kept(follower).owners == {}
