@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from kubectl_nodefail.analysis.nodes import is_ready, ready_condition
@@ -23,7 +24,7 @@ from kubectl_nodefail.cluster.reads import (
     _Reader,
     _selector_chunks,
 )
-from kubectl_nodefail.common.errors import MalformedResponse, NodefailError
+from kubectl_nodefail.common.errors import ApiError, MalformedResponse, NodefailError
 from kubectl_nodefail.snapshot.model import Obj, parse_time
 
 # Owner kinds whose pods the analysis looks through for replacements (a DaemonSet has one pod
@@ -174,37 +175,43 @@ def _siblings(
             or owner["metadata"].get("uid") in rows.whole_owners
         )
 
-    lists: list[tuple[tuple[str, str], bool]] = []
-    merges: list[tuple[Merge, bool]] = []
-    for by_rows in (False, True):
-        plain, merged = _sibling_lists([o for o in owners if whole(o) != by_rows], cluster_wide)
-        lists += [(item, by_rows) for item in plain]
-        merges += [(merge, by_rows) for merge in merged]
+    # (path, selector), read as rows, and the lists it stands for (a list across namespaces)
+    lists: list[tuple[tuple[str, str], bool, list[tuple[str, str]]]] = []
+    planned = [
+        _sibling_lists([o for o in owners if whole(o) != r], cluster_wide) for r in (False, True)
+    ]
+    merges = [m for _, merged in planned for m in merged]
     # lists of the same keys in many namespaces: one list across them where that pays
-    for (merge, by_rows), wide in zip(
-        merges, kube.parallel(lambda m: _wide(cluster, m[0]), merges)
-    ):
-        chosen = [("/api/v1/pods", merge.selector)] if wide else merge.narrow
-        lists += [(item, by_rows) for item in chosen]
+    wide = dict(zip(map(id, merges), kube.parallel(lambda m: _wide(cluster, m), merges)))
+    for by_rows, (plain, merged) in zip((False, True), planned):  # whole pods first, as before
+        lists += [(item, by_rows, []) for item in plain]
+        for merge in merged:
+            if wide[id(merge)]:
+                lists.append((("/api/v1/pods", merge.selector), by_rows, merge.narrow))
+            else:
+                lists += [(item, by_rows, []) for item in merge.narrow]
 
-    def read(spec: tuple[tuple[str, str], bool]) -> list[Obj]:
-        (path, selector), by_rows = spec
-        return list(
-            reader.optional(
-                SIBLINGS_GAP,
-                lambda: (
-                    _sibling_rows(cluster, reader, path, selector, owned, rows)
-                    if by_rows
-                    else cluster.list_all(
-                        path,
-                        "Pod",
-                        keep=lambda p: p if owned(p["metadata"]) else None,
-                        labelSelector=selector,
-                    )
-                ),
-                [],
-            )
+    def fetch(path: str, selector: str, by_rows: bool) -> list[Obj]:
+        if by_rows:
+            return _sibling_rows(cluster, reader, path, selector, owned, rows)
+        return cluster.list_all(
+            path, "Pod", keep=lambda p: p if owned(p["metadata"]) else None, labelSelector=selector
         )
+
+    def read(spec: tuple[tuple[str, str], bool, list[tuple[str, str]]]) -> list[Obj]:
+        (path, selector), by_rows, narrow = spec
+        if narrow:  # a list across namespaces that fails: the lists it stands for, each alone
+            try:
+                return list(fetch(path, selector, by_rows))
+            except NodefailError as exc:
+                if not isinstance(exc, ApiError) and not getattr(exc, "mid_list", False):
+                    raise
+            return [
+                pod
+                for p, s in narrow
+                for pod in reader.optional(SIBLINGS_GAP, partial(fetch, p, s, by_rows), [])
+            ]
+        return list(reader.optional(SIBLINGS_GAP, lambda: fetch(path, selector, by_rows), []))
 
     out: list[Obj] = []
     for batch in kube.parallel(read, lists):

@@ -119,3 +119,66 @@ def test_few_namespaces_keep_their_own_lists_and_merges_keep_urls_short() -> Non
     plain, merges = _sibling_lists(many)
     assert not plain and [len(m.narrow) for m in merges] == [SELECTOR_CHUNK, 5]
     assert all(m.selector.count(",") < SELECTOR_CHUNK for m in merges)
+
+
+def test_a_list_across_namespaces_that_fails_falls_back_to_a_list_each(tmp_path: Path) -> None:
+    """The probe said yes, the list across namespaces then fails (503): the pods come from the
+    lists it stood for, each alone, and no gap is said for it."""
+    script = _server(0)
+
+    def failing(n: int, method: str, path: str) -> Any:
+        url = urlsplit(path)
+        if url.path == "/api/v1/pods" and "includeObject" not in url.query:
+            return json_answer({"kind": "Status", "code": 503, "reason": "ServiceUnavailable"}, 503)
+        return script(n, method, path)
+
+    with serve(failing) as api:
+        cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+        cluster.sleep = lambda _: None
+        reader = gather._Reader(cluster)
+        pods = gather._siblings(
+            cluster, reader, [_sts(ns) for ns in SPACES], gather.RowRules(set())
+        )
+    assert sorted(p["metadata"]["uid"] for p in pods) == sorted(
+        p["metadata"]["uid"] for p in PODS if p["metadata"]["name"] != "impostor"
+    )
+    assert reader.gaps == []
+    assert sum(1 for _, p in api.requests if "/namespaces/" in p) == len(SPACES)
+
+
+@pytest.mark.parametrize(
+    "probe",
+    [
+        json_answer({"kind": "Status", "code": 500, "reason": "InternalError"}, 500),
+        json_answer({"kind": "Table", "metadata": {}, "rows": "not a list"}),
+    ],
+    ids=["probe fails", "probe malformed"],
+)
+def test_a_probe_that_fails_or_says_nothing_leaves_the_lists_per_namespace(
+    tmp_path: Path, probe: Any
+) -> None:
+    script = _server(0)
+
+    def answer(n: int, method: str, path: str) -> Any:
+        return probe if "includeObject=None" in path else script(n, method, path)
+
+    with serve(answer) as api:
+        cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+        cluster.sleep = lambda _: None
+        reader = gather._Reader(cluster)
+        pods = gather._siblings(
+            cluster, reader, [_sts(ns) for ns in SPACES], gather.RowRules(set())
+        )
+    assert len(pods) == 2 * len(SPACES) and reader.gaps == []
+    assert sum(1 for _, p in api.requests if "/namespaces/" in p) == len(SPACES)
+
+
+def test_the_probe_allows_the_pods_the_owners_want_besides_ten_a_list() -> None:
+    owners = [_sts(ns) for ns in SPACES]
+    for owner in owners:
+        owner["spec"]["replicas"] = 30
+    _, (merge,) = _sibling_lists(owners)
+    assert merge.expected == 30 * len(SPACES)
+    owners[0]["spec"]["replicas"] = "many"  # not a number: counted as one
+    _, (merge,) = _sibling_lists(owners)
+    assert merge.expected == 30 * (len(SPACES) - 1) + 1
