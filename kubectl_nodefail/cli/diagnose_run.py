@@ -119,18 +119,22 @@ def diagnose(
                 conn, from_file, False, nodes, namespaces, warn=False, kept=kept, reads=reads
             )
 
-        code = watching.run(
-            refresh,
-            show,
-            interval,
-            out,
-            sys.stderr,
-            tty=on_screen,
-            title=f"{program_name()} diagnose {' '.join(nodes)}".rstrip(),
-            one_line=output == "json",
-            follow=follow,
-            said=progress.lines if verbose > 0 else None,
-        )
+        try:
+            code = watching.run(
+                refresh,
+                show,
+                interval,
+                out,
+                sys.stderr,
+                tty=on_screen,
+                title=f"{program_name()} diagnose {' '.join(nodes)}".rstrip(),
+                one_line=output == "json",
+                follow=follow,
+                said=progress.lines if verbose > 0 else None,
+            )
+        finally:
+            if reads is not None:
+                reads.close()
         leave_now(code)  # Ctrl-C ended the watch: not after the refresh still in flight
     if many:
         names = list(dict.fromkeys(context)) or contexts.kubeconfig_contexts(kubeconfig)

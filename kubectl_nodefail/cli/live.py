@@ -5,18 +5,22 @@ reads on, read after read (ReadConnection)."""
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from kubectl_nodefail.cli.flags import Connection
 from kubectl_nodefail.cli.running import DEADLINE_KEY, reporter
 from kubectl_nodefail.cluster.gather import gather, unknown_namespaces
-from kubectl_nodefail.common.errors import AuthError
+from kubectl_nodefail.common.errors import AuthError, Forbidden
 from kubectl_nodefail.examples import demo_path
 from kubectl_nodefail.snapshot import dumpschema
 from kubectl_nodefail.snapshot import model as snapshot
 from kubectl_nodefail.term import progress
+
+T = TypeVar("T")
 
 
 def load_snapshot(
@@ -38,7 +42,23 @@ def load_snapshot(
         return snapshot.load_dump(path)
     if from_file:
         return snapshot.load_dump(from_file)
-    cluster = conn.cluster() if reads is None else reads.cluster()
+    if reads is not None:
+        return reads.read(lambda cluster: _gathered(conn, cluster, nodes, namespaces, kept, warn))
+    cluster = conn.cluster()
+    try:
+        return _gathered(conn, cluster, nodes, namespaces, kept, warn)
+    finally:
+        cluster.close()
+
+
+def _gathered(
+    conn: Connection,
+    cluster: Any,
+    nodes: tuple[str, ...],
+    namespaces: tuple[str, ...],
+    kept: Any,
+    warn: bool,
+) -> Any:
     try:
         snap = gathered(
             cluster,
@@ -50,34 +70,59 @@ def load_snapshot(
         if warn:
             warn_unknown_namespaces(cluster, namespaces)
         return snap
-    except AuthError:
-        if reads is not None:  # read the kubeconfig and credentials anew next time
-            reads.close()
-        raise
     finally:
         progress.done()
-        if reads is None:
-            cluster.close()
+
+
+# A read after this long without one closes the kept-open connections first (a NAT or firewall
+# may have dropped them silently: AWS's NAT gateways after 350 s idle).
+IDLE_SECONDS = 60.0
 
 
 class ReadConnection:
     """The connection `diagnose --watch` reads the cluster on, read after read, as one kubectl
-    process keeps its own: its TLS connections stay open, and a credential plugin runs again
-    only once its credential expires (not at every read). Bound to the context the watch began
-    on (a `kubectl config use-context` meanwhile moves neither its reads nor its watches);
-    made anew after a read refused for its credentials (401 or 403: a token file rotated, a
-    role changed). Each read's --deadline is set on it as the read starts."""
+    process keeps its own: its TLS connections stay open (closed first after IDLE_SECONDS
+    without a read), and a credential plugin runs again only once its credential expires (not
+    at every read). Bound to the context the watch began on (a `kubectl config use-context`
+    meanwhile moves neither its reads nor its watches). A read on a kept connection refused for
+    its credentials (401: a token file rotated, a token revoked) is made again at once on a new
+    one (the kubeconfig, the token file and the plugin read again), as each read connected
+    before; refused again, or forbidden (403), it fails, and the next read connects anew too.
+    Each read's --deadline is set on it as the read starts."""
 
     def __init__(self, conn: Connection, context: str | None) -> None:
         self.conn = conn._replace(context=context or conn.context)
         self._cluster: Any = None
+        self._used = 0.0  # time.monotonic() when the last read ended (or it connected)
 
     def cluster(self) -> Any:
         if self._cluster is None:
-            self._cluster = self.conn.cluster()
+            self._cluster, self._used = self.conn.cluster(), time.monotonic()
+        elif time.monotonic() - self._used > IDLE_SECONDS:
+            self._cluster.hang_up()
         ctx = click.get_current_context(silent=True)
         self._cluster.deadline = ctx.meta.get(DEADLINE_KEY) if ctx is not None else None
         return self._cluster
+
+    def read(self, fn: Callable[[Any], T]) -> T:
+        """fn(cluster), made again once on a new connection if refused with 401 on one kept
+        from an earlier read."""
+        kept = self._cluster is not None
+        try:
+            return self._once(fn)
+        except AuthError as exc:
+            if isinstance(exc, Forbidden) or not kept:
+                raise
+        return self._once(fn)
+
+    def _once(self, fn: Callable[[Any], T]) -> T:
+        try:
+            return fn(self.cluster())
+        except AuthError:
+            self.close()  # the kubeconfig and the credentials read anew next time
+            raise
+        finally:
+            self._used = time.monotonic()
 
     def close(self) -> None:
         if self._cluster is not None:

@@ -497,6 +497,12 @@ class Cluster(ListReads, ErrorAnswers):
     def close(self) -> None:
         self._conn.close()
 
+    def hang_up(self) -> None:
+        """Every kept-open connection closed (the next request opens its own): after minutes
+        idle, a NAT or a firewall may have dropped them without a word, and a request sent on
+        one would wait for an answer that never comes. Credentials are kept."""
+        self._pool.clear()
+
 
 def _quiet_insecure_warning() -> None:
     """insecure-skip-tls-verify is the kubeconfig's choice, and kubectl says nothing of it:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kubectl_nodefail.cli import live
 from kubectl_nodefail.cli.flags import Connection
 from kubectl_nodefail.cli.live import ReadConnection, load_snapshot
 from kubectl_nodefail.common.errors import AuthError
@@ -82,24 +83,54 @@ def test_reads_share_one_connection_and_its_plugins_credential(tmp_path: Path) -
 
 
 def test_a_read_refused_for_its_credentials_connects_anew(tmp_path: Path) -> None:
-    """A 401 (a token file rotated, a token revoked): that read fails as ever; the next one
-    reads the kubeconfig and runs the plugin again."""
-    refuse = {"left": 1}
+    """A 401 on the kept connection (a token file rotated, a token revoked): the read is made
+    again at once on a new one, which reads the kubeconfig again; refused again, it fails (no
+    third try), and so does a 403 (no second)."""
+    refuse = {"left": 1, "status": 401}
 
     def script(n: int, method: str, path: str) -> Any:
         if path.startswith("/api/v1/nodes") and refuse["left"]:
             refuse["left"] -= 1
-            return json_answer({"kind": "Status", "code": 401, "reason": "Unauthorized"}, 401)
+            code = refuse["status"]
+            return json_answer({"kind": "Status", "code": code, "reason": "Unauthorized"}, code)
         return _answer(n, method, path)
+
+    def nodes_asked(api: Any) -> int:
+        return sum(1 for _, p in api.requests if p.startswith("/api/v1/nodes"))
 
     with serve(script) as api:
         conn = Connection(_kubeconfig(tmp_path, {"server": api.url}, {"token": "t"}), None, 30, 0)
         reads = ReadConnection(conn, None)
         first = reads.cluster()
+        assert _read(conn, reads).nodes == []  # refused once, made again: read
+        assert reads.cluster() is not first and nodes_asked(api) == 2
+        refuse["left"] = 5
         with pytest.raises(AuthError):
             _read(conn, reads)
-        assert _read(conn, reads).nodes == []
-        assert reads.cluster() is not first
+        assert nodes_asked(api) == 4  # the kept connection's try, the new one's: no third
+        refuse["left"], refuse["status"] = 5, 403
+        reads.cluster()
+        with pytest.raises(AuthError):
+            _read(conn, reads)
+        assert nodes_asked(api) == 5  # forbidden: not made again
+
+
+def test_a_connection_idle_for_long_is_hung_up_before_the_next_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept-open connections a NAT may have dropped silently are closed first (credentials kept)."""
+    hung: list[bool] = []
+    with serve(_answer) as api:
+        conn = Connection(_kubeconfig(tmp_path, {"server": api.url}, {"token": "t"}), None, 30, 0)
+        reads = ReadConnection(conn, None)
+        first = reads.cluster()
+        monkeypatch.setattr(type(first), "hang_up", lambda self: hung.append(True))
+        _read(conn, reads)
+        _read(conn, reads)
+        assert hung == []
+        monkeypatch.setattr(live, "IDLE_SECONDS", -1.0)
+        _read(conn, reads)
+        assert hung == [True] and reads.cluster() is first
 
 
 def test_the_reads_stay_on_the_context_the_watch_began_on(tmp_path: Path) -> None:
