@@ -39,7 +39,7 @@ while the watch of pods has run without a gap since (not broken, down or started
   scans.)
 - those pods being deleted on nodes not examined, read whole by the last read, each while no
   change to it has been seen;
-- the owners the last read found (623 owners, ~290 requests a read at 200 failed nodes of the
+- the owners the last read found (623 owners, ~215 requests a read at 200 failed nodes of the
   benchmark), each while the
   watch of its kind shows no change to it and has run without a gap since (a change to an owner
   read, which also reads again, drops it; a watch of its kind that started over or is down,
