@@ -5,7 +5,6 @@ connect anew; the context stays the one the watch began on."""
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from kubectl_nodefail.cli import live
 from kubectl_nodefail.cli.flags import Connection
 from kubectl_nodefail.cli.live import ReadConnection, load_snapshot
 from kubectl_nodefail.common.errors import AuthError
-from tests.support.fakeapi import json_answer, self_signed, serve
+from tests.support.fakeapi import json_answer, kubeconfig, self_signed, serve
 
 CREDENTIAL = {
     "kind": "ExecCredential",
@@ -31,45 +30,18 @@ def _answer(n: int, method: str, path: str) -> Any:
     return json_answer({"kind": "List", "apiVersion": "v1", "metadata": {}, "items": []})
 
 
-def _kubeconfig(tmp_path: Path, cluster: dict[str, Any], user: dict[str, Any]) -> str:
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        json.dumps(
-            {
-                "current-context": "c",
-                "clusters": [{"name": "c", "cluster": cluster}],
-                "users": [{"name": "u", "user": user}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-            }
-        )
-    )
-    return str(path)
-
-
-def _plugin(runs: Path) -> dict[str, Any]:
-    """An exec credential plugin that notes each run in `runs`."""
-    script = f"echo run >> {runs}; echo '{json.dumps(CREDENTIAL)}'"
-    return {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": "sh",
-            "args": ["-c", script],
-            "interactiveMode": "Never",
-        }
-    }
-
-
 def _read(conn: Connection, reads: ReadConnection) -> Any:
     return load_snapshot(conn, None, False, (), (), warn=False, reads=reads)
 
 
 def test_reads_share_one_connection_and_its_plugins_credential(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
+    script = f"echo run >> {runs}; echo '{json.dumps(CREDENTIAL)}'"
+    plugin = {"apiVersion": CREDENTIAL["apiVersion"], "command": "sh", "args": ["-c", script]}
     cert = self_signed(tmp_path)
-    ca = base64.b64encode(Path(cert[0]).read_bytes()).decode()
     with serve(_answer, tls=cert) as api:
-        cluster = {"server": api.url, "certificate-authority-data": ca}
-        conn = Connection(_kubeconfig(tmp_path, cluster, _plugin(runs)), None, 30.0, 0)
+        config = kubeconfig(tmp_path, api.url, cert[0], exec={**plugin, "interactiveMode": "Never"})
+        conn = Connection(config, None, 30.0, 0)
         reads = ReadConnection(conn, None)
         first = reads.cluster()
         for _ in range(3):
@@ -99,7 +71,7 @@ def test_a_read_refused_for_its_credentials_connects_anew(tmp_path: Path) -> Non
         return sum(1 for _, p in api.requests if p.startswith("/api/v1/nodes"))
 
     with serve(script) as api:
-        conn = Connection(_kubeconfig(tmp_path, {"server": api.url}, {"token": "t"}), None, 30, 0)
+        conn = Connection(kubeconfig(tmp_path, api.url), None, 30, 0)
         reads = ReadConnection(conn, None)
         first = reads.cluster()
         assert _read(conn, reads).nodes == []  # refused once, made again: read
@@ -121,7 +93,7 @@ def test_a_connection_idle_for_long_is_hung_up_before_the_next_read(
     """Kept-open connections a NAT may have dropped silently are closed first (credentials kept)."""
     hung: list[bool] = []
     with serve(_answer) as api:
-        conn = Connection(_kubeconfig(tmp_path, {"server": api.url}, {"token": "t"}), None, 30, 0)
+        conn = Connection(kubeconfig(tmp_path, api.url), None, 30, 0)
         reads = ReadConnection(conn, None)
         first = reads.cluster()
         monkeypatch.setattr(type(first), "hang_up", lambda self: hung.append(True))

@@ -132,18 +132,11 @@ def test_a_list_across_namespaces_that_fails_falls_back_to_a_list_each(tmp_path:
             return json_answer({"kind": "Status", "code": 503, "reason": "ServiceUnavailable"}, 503)
         return script(n, method, path)
 
-    with serve(failing) as api:
-        cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
-        cluster.sleep = lambda _: None
-        reader = gather._Reader(cluster)
-        pods = gather._siblings(
-            cluster, reader, [_sts(ns) for ns in SPACES], gather.RowRules(set())
-        )
+    pods, gaps, per_namespace = _siblings_of_all(tmp_path, failing)
     assert sorted(p["metadata"]["uid"] for p in pods) == sorted(
         p["metadata"]["uid"] for p in PODS if p["metadata"]["name"] != "impostor"
     )
-    assert reader.gaps == []
-    assert sum(1 for _, p in api.requests if "/namespaces/" in p) == len(SPACES)
+    assert gaps == [] and per_namespace == len(SPACES)
 
 
 @pytest.mark.parametrize(
@@ -162,15 +155,20 @@ def test_a_probe_that_fails_or_says_nothing_leaves_the_lists_per_namespace(
     def answer(n: int, method: str, path: str) -> Any:
         return probe if "includeObject=None" in path else script(n, method, path)
 
-    with serve(answer) as api:
+    pods, gaps, per_namespace = _siblings_of_all(tmp_path, answer)
+    assert len(pods) == 2 * len(SPACES) and gaps == [] and per_namespace == len(SPACES)
+
+
+def _siblings_of_all(tmp_path: Path, script: Any) -> tuple[list[Any], list[str], int]:
+    """The StatefulSets' pods read from `script`: the pods, the gaps said, the lists per
+    namespace asked for."""
+    with serve(script) as api:
         cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
         cluster.sleep = lambda _: None
         reader = gather._Reader(cluster)
-        pods = gather._siblings(
-            cluster, reader, [_sts(ns) for ns in SPACES], gather.RowRules(set())
-        )
-    assert len(pods) == 2 * len(SPACES) and reader.gaps == []
-    assert sum(1 for _, p in api.requests if "/namespaces/" in p) == len(SPACES)
+        owners = [_sts(ns) for ns in SPACES]
+        pods = gather._siblings(cluster, reader, owners, gather.RowRules(set()))
+    return pods, reader.gaps, sum(1 for _, p in api.requests if "/namespaces/" in p)
 
 
 def test_the_probe_allows_the_pods_the_owners_want_besides_ten_a_list() -> None:
