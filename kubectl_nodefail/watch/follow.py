@@ -40,10 +40,10 @@ while the watch of pods has run without a gap since (not broken, down or started
 - those pods being deleted on nodes not examined, read whole by the last read, each while no
   change to it has been seen;
 - the owners the last read found (623 owners, ~215 requests a read at 200 failed nodes of the
-  benchmark), each while the
-  watch of its kind shows no change to it and has run without a gap since (a change to an owner
-  read, which also reads again, drops it; a watch of its kind that started over or is down,
-  every owner of that kind). An owner the last read did not find is asked for again.
+  benchmark), each while the watch of its kind shows no change to it and has run without a gap
+  since (a change to an owner read, which also reads again, drops it; a watch of its kind that
+  started over, is down or was left out, every owner of that kind). An owner the last read did
+  not find is asked for again.
 """
 
 from __future__ import annotations
