@@ -9,11 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 from kubectl_nodefail.cli import live
 from kubectl_nodefail.cli.flags import Connection
 from kubectl_nodefail.cli.live import ReadConnection, load_snapshot
+from kubectl_nodefail.cli.running import DEADLINE_KEY
 from kubectl_nodefail.common.errors import AuthError
 from tests.support.fakeapi import json_answer, kubeconfig, self_signed, serve
 
@@ -109,3 +111,18 @@ def test_the_reads_stay_on_the_context_the_watch_began_on(tmp_path: Path) -> Non
     conn = Connection(str(tmp_path / "kubeconfig"), None, 30.0, 0)
     assert ReadConnection(conn, "prod").conn.context == "prod"
     assert ReadConnection(conn._replace(context="named"), None).conn.context == "named"
+
+
+def test_each_read_carries_the_deadline_of_its_own_refresh(tmp_path: Path) -> None:
+    """--deadline bounds each refresh of --watch (diagnose_run._renew_deadline): the shared
+    client takes the deadline the command's context holds when a read starts."""
+    conn = Connection(kubeconfig(tmp_path, "http://127.0.0.1:9"), None, 30, 0)
+    reads = ReadConnection(conn, None)
+    ctx = click.Context(click.Command("diagnose"))
+    with ctx:
+        ctx.meta[DEADLINE_KEY] = 100.0
+        first = reads.cluster()
+        assert first.deadline == 100.0
+        ctx.meta[DEADLINE_KEY] = 200.0
+        assert reads.cluster() is first and first.deadline == 200.0
+    reads.close()
