@@ -111,10 +111,9 @@ def _read_owners(
     ReplicaSets by their pods' pod-template-hash across namespaces (when cluster_wide), then
     per kind and namespace one list where several are wanted, else one GET."""
     found: dict[OwnerKey, Obj] = {}
-    key_of = owner_key
 
     def keep_wanted(obj: Obj) -> Obj | None:
-        return obj if key_of(obj) in todo else None
+        return obj if owner_key(obj) in todo else None
 
     hashed = sorted({h for key, h in hashes.items() if key in todo})
     if cluster_wide and hashed:
@@ -128,7 +127,7 @@ def _read_owners(
                 ),
                 _selector_chunks("pod-template-hash", hashed),
             ):
-                found.update((key_of(obj), obj) for obj in batch)
+                found.update((owner_key(obj), obj) for obj in batch)
         except (Forbidden, NotFound, ServerError, MalformedResponse):
             pass  # a namespaced role, no such list, a broken answer: per namespace below
         except NodefailError as exc:
@@ -139,7 +138,7 @@ def _read_owners(
         if (kind, ns, name) not in found and kube.owner_path(kind, ns, name):
             groups.setdefault((kind, ns), []).append(name)
     if cluster_wide:
-        found.update((key_of(obj), obj) for obj in _wide(cluster, groups, keep_wanted))
+        found.update((owner_key(obj), obj) for obj in _wide(cluster, groups, keep_wanted))
 
     def read(group: tuple[tuple[str, str], list[str]]) -> list[Obj]:
         (kind, ns), names = group
@@ -158,7 +157,7 @@ def _read_owners(
         )
 
     for batch in kube.parallel(read, sorted(groups.items())):
-        found.update((key_of(obj), obj) for obj in batch)
+        found.update((owner_key(obj), obj) for obj in batch)
     for (kind, _, _), obj in found.items():  # list items carry none: the dump keeps the group
         obj.setdefault("apiVersion", kube.owner_api_version(kind))
     return found

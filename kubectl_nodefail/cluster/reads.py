@@ -113,9 +113,15 @@ def _selector_chunks(key: str, values: Iterable[str]) -> list[str]:
     ]
 
 
-def wide_pays(narrow_reads: int, total: int | None, page: int = PAGE_SIZE) -> bool:
-    """One cluster-wide list of `total` objects (None: unknown) instead of `narrow_reads`."""
+def wide_pays(narrow_reads: int, total: int | None, wanted: int = 0, page: int = PAGE_SIZE) -> bool:
+    """One cluster-wide list of `total` objects (None: unknown) instead of `narrow_reads`;
+    `wanted`: objects the narrow reads would bring too (not overhead)."""
     if total is None or narrow_reads < WIDE_FROM:
         return False
     pages = max(1, -(-total // page))
-    return pages + 1 < narrow_reads and total <= ITEMS_PER_READ * narrow_reads
+    return pages + 1 < narrow_reads and total <= wide_cap(narrow_reads, wanted)
+
+
+def wide_cap(narrow_reads: int, wanted: int = 0) -> int:
+    """The most objects a cluster-wide list may bring instead of `narrow_reads`."""
+    return wanted + ITEMS_PER_READ * narrow_reads

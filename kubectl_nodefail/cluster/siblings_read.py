@@ -16,13 +16,14 @@ from typing import Any
 from kubectl_nodefail.analysis.nodes import is_ready, ready_condition
 from kubectl_nodefail.analysis.outage import SIBLINGS_GAP
 from kubectl_nodefail.cluster import kube, podrows
-from kubectl_nodefail.cluster.paging import PAGE_SIZE, TABLE
+from kubectl_nodefail.cluster.paging import TABLE
 from kubectl_nodefail.cluster.reads import (
-    ITEMS_PER_READ,
     SELECTOR_CHUNK,
     WIDE_FROM,
     _Reader,
     _selector_chunks,
+    wide_cap,
+    wide_pays,
 )
 from kubectl_nodefail.common.errors import ApiError, MalformedResponse, NodefailError
 from kubectl_nodefail.snapshot.model import Obj, parse_time
@@ -318,15 +319,14 @@ class Merge:
 def _wide(cluster: kube.Cluster, merge: Merge) -> bool:
     """Whether the list across namespaces pays: from WIDE_FROM narrow lists, when it takes
     fewer requests and matches at most ITEMS_PER_READ pods per narrow list more than the pods
-    their owners want (as reads.wide_pays judges owners). A probe of its selector as Table rows
+    their owners want (reads.wide_pays, as for owners). A probe of its selector as Table rows
     without objects (~150 bytes a pod), one page of at most that many, tells how many it
     matches (a label selector gets no remainingItemCount). A probe that fails leaves the
     narrow lists, which meet the same server as before."""
     narrow = len(merge.narrow)
     if narrow < WIDE_FROM:
         return False
-    cap = merge.expected + ITEMS_PER_READ * narrow
-    query = {"labelSelector": merge.selector, "limit": cap}
+    query = {"labelSelector": merge.selector, "limit": wide_cap(narrow, merge.expected)}
     try:
         page = cluster.get_json("/api/v1/pods", {**query, "includeObject": "None"}, TABLE)
     except NodefailError:
@@ -334,7 +334,7 @@ def _wide(cluster: kube.Cluster, merge: Merge) -> bool:
     found = page.get("rows") if page.get("kind") == "Table" else page.get("items")
     if not isinstance(found, list) or (page.get("metadata") or {}).get("continue"):
         return False  # malformed, or more than that many pods
-    return max(1, -(-len(found) // PAGE_SIZE)) + 1 < narrow
+    return wide_pays(narrow, len(found), merge.expected)
 
 
 def _sibling_lists(
@@ -367,12 +367,11 @@ def _sibling_lists(
         if key is not None:
             unique.setdefault((key, "" if cluster_wide else ns), set()).add(str(labels[key]))
         elif labels and not sel.get("matchExpressions"):
-            group = grouped.setdefault((ns, tuple(sorted(labels))), {})
+            at = (ns, tuple(sorted(labels)))
+            group = grouped.setdefault(at, {})
             for k, v in labels.items():
                 group.setdefault(k, set()).add(str(v))
-            wants[(ns, tuple(sorted(labels)))] = wants.get((ns, tuple(sorted(labels))), 0) + (
-                _wanted(owner)
-            )
+            wants[at] = wants.get(at, 0) + _wanted(owner)
         else:
             selector = _label_selector(sel)
             if selector:
