@@ -9,6 +9,7 @@ from kubectl_nodefail.analysis import (
     advice,
     automation,
     brake,
+    facts,
     outage,
     summary,
     timeline,
@@ -24,7 +25,14 @@ from kubectl_nodefail.analysis.findings import (
     ZoneFinding,
 )
 from kubectl_nodefail.analysis.leader import leader
-from kubectl_nodefail.analysis.nodes import analyse_node, lifecycle_off
+from kubectl_nodefail.analysis.nodes import (
+    analyse_node,
+    has_problem_condition,
+    is_ready,
+    lease_late,
+    lease_renew_time,
+    lifecycle_off,
+)
 from kubectl_nodefail.analysis.pods import (
     analyse_orphan_pod,
     analyse_pinned_pod,
@@ -49,6 +57,22 @@ def _listed(node: NodeFinding) -> bool:
         or node.out_of_service
         or any(c.problem for c in node.conditions)
     )
+
+
+# The taints that list a Ready node (NodeFinding.out_of_service, .cloud_shutdown)
+_LISTING_TAINTS = (facts.TAINT_OUT_OF_SERVICE, facts.TAINT_CLOUD_SHUTDOWN)
+
+
+def _quiet(node: Obj, snap: Snapshot, now: datetime) -> bool:
+    """Ready, its lease not late, no out-of-service or shutdown taint, no problem condition:
+    its finding would be neither failed, nor `_listed`, nor unmarked (unmarked.of: a lease
+    cause), so it is made only if one of its pods is stuck (most of a big cluster's nodes)."""
+    if not is_ready(node) or has_problem_condition(node):
+        return False
+    if any(t.get("key") in _LISTING_TAINTS for t in (node.get("spec") or {}).get("taints") or []):
+        return False
+    renew, seconds = lease_renew_time(snap, node["metadata"]["name"])
+    return renew is None or not lease_late(now, renew, seconds)
 
 
 def _leaderless(zones: list[ZoneFinding], snap: Snapshot, now: datetime) -> None:
@@ -135,7 +159,12 @@ def diagnose(
     """`timelines`: also each listed node's incident timeline (Report.timelines), for the
     outputs that show them."""
     minor = snap.server_minor
-    node_findings = {n["metadata"]["name"]: analyse_node(n, snap, now) for n in snap.nodes}
+    quiet = {n["metadata"]["name"]: n for n in snap.nodes if _quiet(n, snap, now)}
+    node_findings = {
+        n["metadata"]["name"]: analyse_node(n, snap, now)
+        for n in snap.nodes
+        if n["metadata"]["name"] not in quiet
+    }
     chief = leader(snap)
     # which nodes the zone's tainting is late for, judged only with a leader that renews (with
     # none, _leaderless says why nothing is tainted) and from its start (a new leader queues
@@ -158,12 +187,15 @@ def diagnose(
     for pod in snap.pods:
         node_name = (pod.get("spec") or {}).get("nodeName") or ""
         node = node_findings.get(node_name)
+        if node is None and node_name in quiet and _stuck_pod(pod, None, now):
+            node = node_findings[node_name] = analyse_node(quiet[node_name], snap, now)
         if node is not None and (node.failed or node_name in unmarked_views):
             node.pod_count += 1
         node = unmarked_views.get(node_name, node)  # its pods' reports see it as failed
         if namespaces and pod["metadata"].get("namespace") not in namespaces:
             continue
-        if node_name and node is None and not _finished(pod):  # its Node object was deleted
+        if node_name and node is None and node_name not in quiet and not _finished(pod):
+            # its Node object was deleted
             if not only_nodes or node_name in only_nodes:
                 pods.append(analyse_orphan_pod(pod, snap, now))
             continue
