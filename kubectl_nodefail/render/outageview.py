@@ -7,6 +7,8 @@ attestation: `printable`). The text is escaped (printable.clean) before any widt
 
 from __future__ import annotations
 
+import dataclasses
+
 from kubectl_nodefail.analysis import outage, summary
 from kubectl_nodefail.analysis.findings import Report
 from kubectl_nodefail.analysis.text import duration, plural
@@ -19,6 +21,10 @@ OUTAGE_LINES = 60
 OUTAGE_WIDTH = 118
 OUTAGE_NODE_ROWS = 8
 OUTAGE_ACTIONS = 2
+# The report's fields this view prints as text; its findings (nodes, pods) it only counts, by
+# their codes and categories (the headline's counts): they are not escaped here (at 5,000
+# nodes that walk was most of the view's time), whatever is left is (color.style_for_terminal)
+PRINTED = ("source", "server_version", "scope_nodes", "scope_namespaces", "cluster", "gaps")
 
 
 def _lines(text: str, width: int, subsequent_indent: str = "") -> list[str]:
@@ -52,7 +58,8 @@ def outage_table(report: Report, view: outage.Outage, width: int | None = None) 
     first suggestions with a command each. Every row is in -o wide, --explain and -o json.
     Prose is wrapped at OUTAGE_WIDTH or the terminal's `width` if narrower; the tables are
     fitted to `width` (fit.table)."""
-    report, view = escaped((report, view))
+    report = dataclasses.replace(report, **escaped({f: getattr(report, f) for f in PRINTED}))
+    view = escaped(view)
     c = summary.counts(report)
     w = min(OUTAGE_WIDTH, width) if width else OUTAGE_WIDTH
     head = _lines(headline(report), width=w, subsequent_indent="  ")

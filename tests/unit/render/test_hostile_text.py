@@ -7,6 +7,7 @@ own color still does; JSON and YAML keep the exact value. A real terminal: test_
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -182,6 +183,41 @@ def test_the_attack_strings_are_shown_escaped_in_every_text_output(name: str) ->
     outputs = _check_every_output(snap_of(json.loads(_doc(name))), snap_of(injected(name, ATTACK)))
     assert ESCAPED_TITLE in outputs["table at None"]
     assert ESCAPED_TITLE + "\\x1b[2J" in outputs["markdown"]
+
+
+def poisoned(value: Any, attack: str = ATTACK) -> Any:
+    """`value` with `attack` appended to every string in it (dataclasses, lists, tuples and
+    dicts walked, keys too): whatever field a renderer reads, it reads an attack."""
+    if isinstance(value, str):
+        return value + attack
+    if isinstance(value, (list, tuple)):
+        return type(value)(poisoned(v, attack) for v in value)
+    if isinstance(value, dict):
+        return {poisoned(k, attack): poisoned(v, attack) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(
+            value,
+            **{
+                f.name: poisoned(getattr(value, f.name), attack)
+                for f in dataclasses.fields(value)
+                if f.init
+            },
+        )
+    return value
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_the_outage_view_escapes_whatever_field_of_the_report_it_prints(name: str) -> None:
+    """The outage view escapes only the report's fields it prints (outageview.PRINTED) and its
+    summary: with an attack in every string of both, nothing unsafe is left in its text."""
+    snap = snap_of(json.loads(_doc(name)))
+    report = diagnose(snap, snap.captured_at)
+    report.gaps.append("a gap")
+    report.cluster.append("a note")
+    report.scope_namespaces.append("team")
+    text = render.outage_table(poisoned(report), poisoned(outage.summarise(report)), 120)
+    assert_printable(text, "outage view")
+    assert ESCAPED_TITLE in text
 
 
 @SETTINGS
