@@ -353,6 +353,14 @@ def _screen(
     screen = Screen(out)
     measure = size or (lambda: (fit.width(out) or 80, fit.height(out)))
     paint = color.enabled(out)
+
+    def painted() -> None:
+        """A read's diagnosis on the screen as soon as it is made (the read is over: no
+        reading line); its changes join the log at the next paint, a moment later."""
+        state.reading = ""
+        dims = measure()
+        screen.paint(_frame(state, title, interval, clock(), dims, paint, follow), dims)
+
     with _sigterm_as_ctrl_c():
         screen.enter()
         try:
@@ -368,7 +376,7 @@ def _screen(
                         screen.paint(
                             _frame(state, title, interval, clock(), dims, paint, follow), dims
                         )
-                    _read(state, load, show, clock, follow)
+                    _read(state, load, show, clock, follow, painted)
                     state.reading = ""
                 else:
                     _retime(state, show, clock)
@@ -463,9 +471,11 @@ def _read(
     show: Callable[[Snapshot], tuple[str, int]],
     clock: Callable[[], float],
     follow: Any = None,
+    shown: Callable[[], None] | None = None,
 ) -> bool:
     """One read: True when it succeeded (state updated, changes logged; the watches compare
-    what comes next with it)."""
+    what comes next with it). `shown` (the screen) is called once its diagnosis is made, before
+    the changes are worked out (a tenth of a second at 5,000 nodes)."""
     try:
         if follow is not None and not follow.primed:
             follow.prime()  # before the read: nothing after it is missed
@@ -493,14 +503,16 @@ def _read(
             f"({state.failing_how})"
         )
         state.failing_since = None
-    if state.snap is not None:
-        found = printable.clean(changes.between(state.snap, snap))  # names, taints: escaped
+    last, state.snap, state.read_at = state.snap, snap, now
+    _show(state, show, snap, now)
+    if shown is not None:
+        shown()
+    if last is not None:
+        found = printable.clean(changes.between(last, snap))  # names, taints: escaped
         state.log += [f"{stamp}  {line}" for line in found]
         state.pending += found
-    state.snap, state.read_at = snap, now
     if follow is not None:
         follow.rebase(snap)
-    _show(state, show, snap, now)
     return True
 
 

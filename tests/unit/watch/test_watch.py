@@ -17,6 +17,7 @@ from kubectl_nodefail.cli.main import main
 from kubectl_nodefail.common.errors import AuthError, Forbidden, ServerError, UnreachableError
 from kubectl_nodefail.render.render import table
 from kubectl_nodefail.snapshot.model import Snapshot, load_dump
+from kubectl_nodefail.watch import changes
 from kubectl_nodefail.watch.watch import CLEAR, ENTER, LEAVE, Screen, fingerprint, frame, run
 from tests.unit.conftest import FIXTURES
 
@@ -539,6 +540,42 @@ def test_on_a_terminal_a_change_is_on_the_screen_before_the_read_it_brings() -> 
     assert "\x1b[2JWiped" not in out.getvalue()
     after = out.getvalue()[len(seen_at_read[1]) :]
     assert "reading the cluster again" not in after
+
+
+def test_on_a_terminal_a_reads_diagnosis_is_painted_before_its_changes_are_worked_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At 5,000 nodes the changes between two reads take a tenth of a second to work out: the
+    new diagnosis is on the screen first (the reading line gone), its changes in the log at the
+    next paint."""
+    clock = Clock()
+    out = io.StringIO()
+    snaps = [_snap("node-down-before-eviction"), _snap("node-down-after-eviction")]
+    reads: list[int] = []
+    painted_then: list[str] = []
+    between = changes.between
+
+    def load() -> Snapshot:
+        reads.append(1)
+        return snaps[min(len(reads), 2) - 1]
+
+    def timed(old: Snapshot, new: Snapshot) -> list[str]:
+        painted_then.append(out.getvalue())
+        return between(old, new)
+
+    monkeypatch.setattr(changes, "between", timed)
+    run(load, _show, 2.0, out, io.StringIO(), tty=True, title="t", max_polls=3,
+        sleep=clock.sleep, clock=clock, size=lambda: (200, 60),
+        follow=Follow([["node flaky-a NotReady"], []], clock))  # fmt: skip
+    old, new = (set(_show(s)[0].splitlines()) for s in snaps)
+    first_new = sorted(line for line in new - old if line.strip())[0]
+    assert len(painted_then) == 1
+    assert first_new[:60] in painted_then[0]
+    last_paint = painted_then[0].rsplit("reading the cluster again", 1)[1]
+    assert first_new[:60] in last_paint  # painted after the reading line
+    found = between(*snaps)
+    assert found and found[0][:40] not in painted_then[0]
+    assert found[0][:40] in out.getvalue()[len(painted_then[0]) :]
 
 
 def test_into_a_pipe_with_v_each_read_says_what_it_was_made_for() -> None:
