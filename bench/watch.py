@@ -10,15 +10,16 @@ its first read, for --seconds with nothing else changing: the requests and bytes
 served it (its own metrics: apiserver_request_total for GET, LIST and WATCH, response and watch
 event sizes), the API server's CPU seconds and the plugin's. Then one more node fails: the
 seconds until the watch prints a diagnosis that has it. Then (watches only) the same command on
-a terminal (a pseudo-terminal of 200x60): one more node fails, the seconds until its name is on
-the screen (the line naming the changes a read is made for, painted before that read). Writes
-results.json into --out.
+a terminal (a pseudo-terminal of 200x60): --screens more nodes fail, one at a time, and for
+each the seconds until its name is on the screen (the line naming the changes a read is made
+for, painted before that read) and until the diagnosis with it is. Writes results.json into
+--out.
 
 The window without the plugin (whose rates are taken off) is --seconds long, or
 --baseline-seconds.
 
 Usage: python -m bench.watch [--size 5000x60000] [--failed 200] [--seconds 120]
-       [--baseline-seconds S] [--out DIR]
+       [--baseline-seconds S] [--screens N] [--out DIR]
 """
 
 from __future__ import annotations
@@ -206,10 +207,11 @@ SCREEN_CODE = WATCHING
 def on_screen(
     server: cluster.Server, env: dict[str, str], args: argparse.Namespace, fail: int
 ) -> dict[str, Any]:
-    """`diagnose --watch` on a pseudo-terminal: after its first screen, node `fail` fails; the
-    seconds until its name is painted, whether the "reading" line said it, and the seconds
-    until the diagnosis that has it is painted (the headline's count of nodes not Ready with
-    it: nodes 0 to `fail` failed)."""
+    """`diagnose --watch` on a pseudo-terminal: after its first screen, nodes `fail`,
+    `fail + 1`, ... (--screens of them) fail one at a time, each once the last one's diagnosis
+    is painted and 5 s have passed; for each, the seconds until its name is painted, whether
+    the "reading" line said it, and the seconds until the diagnosis that has it is painted (the
+    headline's count of nodes not Ready with it)."""
     import fcntl
     import pty
     import struct
@@ -237,36 +239,57 @@ def on_screen(
 
     threading.Thread(target=read, daemon=True).start()
     t0 = time.monotonic()
-    name = f"node-{fail:05d}".encode()
+    named: list[float | None] = []
+    said: list[bool] = []
+    diagnosed: list[float | None] = []
     try:
         while b"CHANGES" not in b"".join(c for _, c in chunks):  # the first screen
             if time.monotonic() - t0 > 600:
                 raise RuntimeError("no first screen")
             time.sleep(0.2)
-        time.sleep(5)  # the first read's last requests land
-        shown = len(chunks)
-        cluster.fail_nodes(server, args.nodes, fail + 1, already=fail)
-        failed_at = time.monotonic()
-        seen = said = diagnosed = None
-        counted = f"{fail + 1} of {args.nodes} nodes not Ready".encode()
-        while time.monotonic() - failed_at < 60 and (seen is None or diagnosed is None):
-            painted = b""  # the bytes since the failure, joined: a name may span two reads
-            for at, data in chunks[shown:]:
-                painted += data
-                if seen is None and name in painted:
-                    seen = at - failed_at
-                    said = b"reading the cluster again" in painted
-                if diagnosed is None and counted in painted:
-                    diagnosed = at - failed_at
-            time.sleep(0.02)
+        for node in range(fail, fail + args.screens):
+            time.sleep(5)  # the last read's last requests land
+            seen, told, shown = _one_failure(server, args, node, chunks)
+            named.append(seen)
+            said.append(told)
+            diagnosed.append(shown)
     finally:
         os.kill(pid, signal.SIGINT)
         os.waitpid(pid, 0)
+    times = sorted(t for t in diagnosed if t is not None)
     return {
-        "failed_node_on_screen_after_s": None if seen is None else round(seen, 2),
+        "failed_node_on_screen_after_s": named,
         "named_on_the_reading_line": said,
-        "diagnosis_on_screen_after_s": None if diagnosed is None else round(diagnosed, 2),
+        "diagnosis_on_screen_after_s": diagnosed,
+        "diagnosis_on_screen_median_s": times[len(times) // 2] if times else None,
+        "diagnosis_on_screen_max_s": None if len(times) < len(diagnosed) else max(times),
     }
+
+
+def _one_failure(
+    server: cluster.Server, args: argparse.Namespace, fail: int, chunks: list[tuple[float, bytes]]
+) -> tuple[float | None, bool, float | None]:
+    """Node `fail` fails (nodes 0 to `fail - 1` failed already): the seconds until its name is
+    on the screen, whether the reading line named it, the seconds until the diagnosis with it
+    is (None: not within a minute)."""
+    shown = len(chunks)
+    name = f"node-{fail:05d}".encode()
+    cluster.fail_nodes(server, args.nodes, fail + 1, already=fail)
+    failed_at = time.monotonic()
+    seen = diagnosed = None
+    said = False
+    counted = f"{fail + 1} of {args.nodes} nodes not Ready".encode()
+    while time.monotonic() - failed_at < 60 and (seen is None or diagnosed is None):
+        painted = b""  # the bytes since the failure, joined: a name may span two reads
+        for at, data in chunks[shown:]:
+            painted += data
+            if seen is None and name in painted:
+                seen = round(at - failed_at, 2)
+                said = b"reading the cluster again" in painted
+            if diagnosed is None and counted in painted:
+                diagnosed = round(at - failed_at, 2)
+        time.sleep(0.02)
+    return seen, said, diagnosed
 
 
 def main() -> None:
@@ -275,6 +298,9 @@ def main() -> None:
     parser.add_argument("--failed", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--beats", type=int, default=1000, help="node status reports a minute")
+    parser.add_argument(
+        "--screens", type=int, default=3, help="nodes failed one at a time on the terminal"
+    )
     parser.add_argument(
         "--baseline-seconds",
         type=float,
@@ -312,9 +338,12 @@ def main() -> None:
         )
         try:
             cluster.fail_nodes(server, size.nodes, args.failed)
-            # the nodes that fail during the runs (args.failed, args.failed + 1) get no reports
+            # the nodes that fail during the runs (args.failed, then --screens more) get no reports
             beats = Beats(
-                server, args.failed + 2, size.nodes - cluster.reserve(size.nodes), args.beats
+                server,
+                args.failed + 1 + args.screens,
+                size.nodes - cluster.reserve(size.nodes),
+                args.beats,
             )
             beats.start()
             env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
