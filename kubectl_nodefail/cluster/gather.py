@@ -45,6 +45,7 @@ from kubectl_nodefail.cluster.nodes_read import (
     _leases_needed,
     _node_events,
     node_leases,
+    read_nodes,
 )
 from kubectl_nodefail.cluster.owners_read import _owner_refs, _owners_and_siblings, owner_key
 from kubectl_nodefail.cluster.pods_read import (
@@ -173,7 +174,7 @@ def gather(
         # events; then, once the nodes are known, the examined nodes' leases and pods while
         # the scans (which grow with the whole cluster) still run.
         f_version = pool.submit(cluster.server_version)
-        f_nodes = pool.submit(cluster.list_all, kube.node_path(), "Node", limit=kube.NODE_PAGE_SIZE)
+        f_nodes = pool.submit(read_nodes, cluster, kept)
         skip_scan = bool(only_nodes) or deleting is not None
         f_table = pool.submit(_terminating_rows, cluster, namespaces, skip_scan)
         f_finished = pool.submit(_deleted_finished, cluster, namespaces, skip_scan)
@@ -200,7 +201,7 @@ def gather(
             lambda: node_leases(cluster),
             None,
         )
-        nodes = f_nodes.result()
+        nodes, nodes_kept = f_nodes.result()
         focus = focus_nodes(nodes, only_nodes)
         fresh = [name for name in focus if name not in lists]
         f_on_nodes = pool.submit(
@@ -249,7 +250,9 @@ def gather(
         reader.gaps.append(f"nodes not found: {', '.join(sorted(missing))}")
     focus_set = set(focus)
     progress(
-        f"{len(nodes)} nodes, {len(focus)} to examine, {len(candidates)} Terminating pods"
+        f"{len(nodes)} nodes"
+        + (f" ({nodes_kept} unchanged since the last read, not read again)" if nodes_kept else "")
+        + f", {len(focus)} to examine, {len(candidates)} Terminating pods"
         + (" (as the watch of pods kept them since the last read)" if deleting is not None else "")
     )
 

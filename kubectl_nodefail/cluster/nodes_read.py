@@ -9,7 +9,8 @@ from datetime import datetime
 from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.nodes import is_ready, lease_late
 from kubectl_nodefail.cluster import kube
-from kubectl_nodefail.cluster.reads import _per_node, _Reader
+from kubectl_nodefail.cluster.pods_read import Kept
+from kubectl_nodefail.cluster.reads import ITEMS_PER_READ, _per_node, _Reader
 from kubectl_nodefail.snapshot import dumpschema
 from kubectl_nodefail.snapshot.model import Obj, parse_time
 
@@ -18,6 +19,35 @@ LEADER_LEASE = (
     f"/apis/coordination.k8s.io/v1/namespaces/{facts.CONTROLLER_LEASE_NAMESPACE}/leases/"
     f"{facts.CONTROLLER_LEASE_NAME}"
 )
+
+
+def read_nodes(cluster: kube.Cluster, kept: Kept | None = None) -> tuple[list[Obj], int]:
+    """Every Node, in the list's order (by name), and how many of them were taken from `kept`
+    (diagnose --watch: the last read's, unchanged since by the watch of Nodes) instead of read
+    again: those it shows changed are listed by name, one request each, while that takes no
+    more requests than the list's pages or brings a tenth of its objects (a request costs the
+    API server about what encoding ten objects does); else, and without `kept`, the list. The
+    Nodes read are left in `kept`."""
+    held = kept.nodes if kept is not None else None
+    seen = kept.changed if kept is not None else set()
+    changed = sorted(seen)
+    pages = -(-len(held) // kube.NODE_PAGE_SIZE) if held else 1
+    if held is not None and (len(changed) <= pages or len(changed) * ITEMS_PER_READ < len(held)):
+        by_name = {name: node for name, node in held.items() if name not in seen}
+        for batch in kube.parallel(
+            lambda name: cluster.list_all(
+                kube.node_path(), "Node", fieldSelector=f"metadata.name={name}"
+            ),
+            changed,
+        ):
+            by_name.update((node["metadata"]["name"], node) for node in batch)
+        nodes = [by_name[name] for name in sorted(by_name)]
+        reused = len(nodes) - sum(1 for name in changed if name in by_name)
+    else:
+        nodes, reused = cluster.list_all(kube.node_path(), "Node", limit=kube.NODE_PAGE_SIZE), 0
+    if kept is not None:
+        kept.nodes, kept.changed = {n["metadata"]["name"]: n for n in nodes}, set()
+    return nodes, reused
 
 
 def node_leases(cluster: kube.Cluster, names: set[str] | None = None) -> list[Obj]:

@@ -36,13 +36,18 @@ class Kept:
     - `owners`: the owners the last read found, by (kind, namespace, name), each dropped by
       the first change its kind's watch shows to it (owners_read.owner_key);
     - `whole`: the pods being deleted on nodes not examined, as the last read had them whole
-      (`_full_pods`), by (namespace, name), each dropped by the first change to it."""
+      (`_full_pods`), by (namespace, name), each dropped by the first change to it;
+    - `nodes`: every Node the last read had, by name (None: list them all), and `changed`: the
+      names of those the watch of Nodes showed a change to since (added, changed, deleted),
+      read again (nodes_read.read_nodes)."""
 
     pods_on: dict[str, list[Obj]] = field(default_factory=dict)
     deleting: dict[str, Candidate] | None = None
     gone: list[str] = field(default_factory=list)
     owners: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
     whole: dict[tuple[str, str], Obj] = field(default_factory=dict)
+    nodes: dict[str, Obj] | None = None
+    changed: set[str] = field(default_factory=set)
 
 
 def deleting_of(pods: Collection[Obj]) -> dict[str, Candidate]:

@@ -44,6 +44,11 @@ while the watch of pods has run without a gap since (not broken, down or started
   since (a change to an owner read, which also reads again, drops it; a watch of its kind that
   started over, is down or was left out, every owner of that kind). An owner the last read did
   not find is asked for again.
+- the Nodes the last read had, while the watch of Nodes has run without a gap since: those it
+  shows added, changed or deleted are listed again by name, while few enough
+  (nodes_read.read_nodes: at 5,000 nodes, fewer than 500; a healthy kubelet reports every 5
+  minutes, so reads within about half a minute of the last, as in an outage's bursts); else
+  the Node list again (25 MiB at 5,000 nodes).
 """
 
 from __future__ import annotations
@@ -154,7 +159,7 @@ class Follower:
         kind has run so too."""
         self._drain()
         pods = [w for w in self.watchers if w.resource.name == "pods"]
-        now = {name: self._unbroken(name) for name in ("pods", *OWNER_WATCHES)}
+        now = {name: self._unbroken(name) for name in ("pods", "nodes", *OWNER_WATCHES)}
         if self.off or now["pods"] is None:
             self.kept, self.kept_since = Kept(), {}
             return None
@@ -166,6 +171,8 @@ class Follower:
             return self.kept
         if now["pods"] != self.kept_since.get("pods"):
             self.kept = Kept()
+        if now["nodes"] is None or now["nodes"] != self.kept_since.get("nodes"):
+            self.kept.nodes = None
         for name, kind in OWNER_WATCHES.items():
             if now[name] is None or now[name] != self.kept_since.get(name):
                 self._forget(kind)
@@ -204,8 +211,9 @@ class Follower:
     def _touch(self, change: Change) -> None:
         """A pod change drops its node's kept list and updates the pods being deleted; one that
         names no node, namespace or uid (a row without them, a watch of pods broken or started
-        over) drops all that is kept; a Node deleted drops the pods being deleted (its pods are
-        then bound to none: the scan finds them). A change may be older than the read (the
+        over) drops all that is kept; a Node changed is read again (one the watch cannot name:
+        every Node), and one deleted drops the pods being deleted (its pods are then bound to
+        none: the scan finds them). A change may be older than the read (the
         watch starts before it, and may lag): so a pod leaves the pods being deleted only when
         gone (a uid gone is gone for good), never for a change without a deletionTimestamp,
         which may be older than the one the read saw (reading it whole then costs one
@@ -217,10 +225,15 @@ class Follower:
             else:
                 self._forget(kind)
             return
-        if change.resource == "nodes" and change.kind == "DELETED":
-            # its pods are bound to no Node now: the next read scans for them (each examined
-            # node's list is kept: a pod change drops it as ever)
-            self.kept.deleting = None
+        if change.resource == "nodes":  # read again; a gap in the watch: every Node
+            if change.kind in ("ADDED", "MODIFIED", "DELETED") and change.row.name:
+                self.kept.changed.add(change.row.name)
+            else:
+                self.kept.nodes = None
+            if change.kind == "DELETED":
+                # its pods are bound to no Node now: the next read scans for them (each
+                # examined node's list is kept: a pod change drops it as ever)
+                self.kept.deleting = None
             return
         if change.resource != "pods":
             return

@@ -1205,3 +1205,49 @@ def test_an_owner_kind_with_a_watch_left_out_keeps_none() -> None:
     follower.skipped.append("jobs")  # namespace b's: refused at the start
     _kept(follower).owners = {("Job", "b", "j"): {}, ("Job", "a", "j"): {}}
     assert _kept(follower).owners == {}
+
+
+def test_the_nodes_read_are_kept_and_each_node_a_change_names_is_read_again() -> None:
+    """Kept.nodes (nodes_read.read_nodes takes them instead of the Node list): a Node added,
+    changed or deleted is read again by name; a change the watch of Nodes cannot name (a row
+    without one, `expired`, `broken`), that watch started over, down, or none at all, and a gap
+    in the watch of pods, keep no Node."""
+
+    def keeping(watched: bool = True) -> tuple[Follower, dict[str, _PodsWatch]]:
+        follower = Follower(None, (), ())  # type: ignore[arg-type]
+        watches = {"pods": _PodsWatch(), "nodes": _PodsWatch()}
+        watches["nodes"].resource = Resource("nodes", "/api/v1/nodes")
+        follower.watchers = [  # type: ignore[misc]
+            w for n, w in watches.items() if watched or n != "nodes"
+        ]
+        follower.primed = True
+        kept = _kept(follower)
+        kept.nodes, kept.deleting = {"a": {}, "b": {}, "c": {}}, {}
+        return follower, watches
+
+    follower, _ = keeping()
+    assert _kept(follower).nodes == {"a": {}, "b": {}, "c": {}} and not follower.kept.changed
+    for kind, name in (("MODIFIED", "a"), ("DELETED", "b"), ("ADDED", "d")):
+        follower.changes.put(Change("nodes", kind, Row(name=name, version="9", status="Ready")))
+    follower.changes.put(
+        Change("pods", "MODIFIED", Row(name="x", namespace="n", uid="u", node="c"))
+    )
+    kept = _kept(follower)
+    assert kept.changed == {"a", "b", "d"} and kept.nodes is not None and "c" in kept.nodes
+    assert kept.deleting is None  # a Node deleted: its pods are found by the scan again
+    unnamed = (Change("nodes", "expired"), Change("nodes", "broken"), Change("nodes", "MODIFIED"))
+    for gap in unnamed:
+        follower, _ = keeping()
+        follower.changes.put(gap)
+        assert _kept(follower).nodes is None, gap
+    follower, watches = keeping()
+    watches["nodes"].primes += 1  # started over: changes between unseen
+    assert _kept(follower).nodes is None
+    follower, watches = keeping()
+    watches["nodes"].alive = False  # down
+    assert _kept(follower).nodes is None
+    follower, _ = keeping(watched=False)
+    assert _kept(follower).nodes is None
+    follower, watches = keeping()
+    watches["pods"].primes += 1  # the watch of pods started over: nothing kept
+    assert _kept(follower) == Kept()
