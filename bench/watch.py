@@ -19,7 +19,7 @@ The window without the plugin (whose rates are taken off) is --seconds long, or
 --baseline-seconds.
 
 Usage: python -m bench.watch [--size 5000x60000] [--failed 200] [--seconds 120]
-       [--baseline-seconds S] [--screens N] [--out DIR]
+       [--baseline-seconds S] [--screens N] [--gap S] [--out DIR]
 """
 
 from __future__ import annotations
@@ -209,9 +209,9 @@ def on_screen(
 ) -> dict[str, Any]:
     """`diagnose --watch` on a pseudo-terminal: after its first screen, nodes `fail`,
     `fail + 1`, ... (--screens of them) fail one at a time, each once the last one's diagnosis
-    is painted and 5 s have passed; for each, the seconds until its name is painted, whether
-    the "reading" line said it, and the seconds until the diagnosis that has it is painted (the
-    headline's count of nodes not Ready with it)."""
+    is painted and --gap seconds have passed; for each, the seconds until its name is painted,
+    whether the "reading" line said it, and the seconds until the diagnosis that has it is
+    painted (the headline's count of nodes not Ready with it)."""
     import fcntl
     import pty
     import struct
@@ -248,7 +248,7 @@ def on_screen(
                 raise RuntimeError("no first screen")
             time.sleep(0.2)
         for node in range(fail, fail + args.screens):
-            time.sleep(5)  # the last read's last requests land
+            time.sleep(args.gap)  # the last read's last requests land; the cluster quiet
             seen, told, shown = _one_failure(server, args, node, chunks)
             named.append(seen)
             said.append(told)
@@ -300,6 +300,12 @@ def main() -> None:
     parser.add_argument("--beats", type=int, default=1000, help="node status reports a minute")
     parser.add_argument(
         "--screens", type=int, default=3, help="nodes failed one at a time on the terminal"
+    )
+    parser.add_argument(
+        "--gap",
+        type=float,
+        default=5,
+        help="seconds between a diagnosis on the terminal and the next node failing",
     )
     parser.add_argument(
         "--baseline-seconds",
