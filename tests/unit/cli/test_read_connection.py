@@ -6,6 +6,7 @@ connect anew; the context stays the one the watch began on."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -126,3 +127,65 @@ def test_each_read_carries_the_deadline_of_its_own_refresh(tmp_path: Path) -> No
         ctx.meta[DEADLINE_KEY] = 200.0
         assert reads.cluster() is first and first.deadline == 200.0
     reads.close()
+
+
+def test_a_watchs_reads_stay_on_the_context_it_began_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kubectl config use-context` during `diagnose --watch`: the reads go on to the cluster
+    the watch (and its watches) began on, not to the new current context, even the one that
+    connects anew (its token refused once: the kubeconfig read again)."""
+    from click.testing import CliRunner
+
+    from kubectl_nodefail.cli import diagnose_run
+    from kubectl_nodefail.cli.main import main
+    from kubectl_nodefail.watch import watch as watching
+
+    path = tmp_path / "kubeconfig"
+
+    def config(current: str, a: str, b: str) -> None:
+        path.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": current,
+                    "clusters": [
+                        {"name": "a", "cluster": {"server": a}},
+                        {"name": "b", "cluster": {"server": b}},
+                    ],
+                    "users": [{"name": "u", "user": {"token": "t"}}],
+                    "contexts": [
+                        {"name": n, "context": {"cluster": n, "user": "u"}} for n in ("a", "b")
+                    ],
+                }
+            )
+        )
+
+    asked = {"nodes": 0}
+
+    def refusing_once(n: int, method: str, path: str) -> Any:
+        if path.startswith("/api/v1/nodes"):
+            asked["nodes"] += 1
+            if asked["nodes"] == 2:  # the second read's: on the kept connection
+                return json_answer({"kind": "Status", "code": 401}, 401)
+        return _answer(n, method, path)
+
+    with serve(refusing_once) as first, serve(_answer) as second:
+        config("a", first.url, second.url)
+
+        def two_reads(refresh: Any, *args: Any, **kwargs: Any) -> int:
+            refresh()
+            config("b", first.url, second.url)  # kubectl config use-context b
+            refresh()
+            return 0
+
+        monkeypatch.setattr(watching, "run", two_reads)
+        # the watch's exit (os._exit: not to wait for reads in flight) as a plain one here
+        monkeypatch.setattr(diagnose_run, "leave_now", lambda code: sys.exit(code))
+        result = CliRunner().invoke(main, ["diagnose", "--watch", "--kubeconfig", str(path)])
+    nodes = [
+        [p for _, p in api.requests if p.startswith("/api/v1/nodes")] for api in (first, second)
+    ]
+    assert result.exit_code == 0, result.output
+    assert len(nodes[0]) == 3 and nodes[1] == [], nodes  # read, refused, read anew
