@@ -159,11 +159,10 @@ def diagnose(
     """`timelines`: also each listed node's incident timeline (Report.timelines), for the
     outputs that show them."""
     minor = snap.server_minor
-    quiet = {n["metadata"]["name"]: n for n in snap.nodes if _quiet(n, snap, now)}
+    named = {n["metadata"]["name"]: n for n in snap.nodes}  # a name twice: the last, as ever
+    quiet = {name: n for name, n in named.items() if _quiet(n, snap, now)}
     node_findings = {
-        n["metadata"]["name"]: analyse_node(n, snap, now)
-        for n in snap.nodes
-        if n["metadata"]["name"] not in quiet
+        name: analyse_node(n, snap, now) for name, n in named.items() if name not in quiet
     }
     chief = leader(snap)
     # which nodes the zone's tainting is late for, judged only with a leader that renews (with
