@@ -504,15 +504,17 @@ def _read(
         )
         state.failing_since = None
     last, state.snap, state.read_at = state.snap, snap, now
-    _show(state, show, snap, now)
-    if shown is not None:
-        shown()
-    if last is not None:
-        found = printable.clean(changes.between(last, snap))  # names, taints: escaped
-        state.log += [f"{stamp}  {line}" for line in found]
-        state.pending += found
-    if follow is not None:
-        follow.rebase(snap)
+    try:
+        _show(state, show, snap, now)
+        if shown is not None:
+            shown()
+    finally:  # a Ctrl-C meanwhile: the read's changes still in the log the watch ends with
+        if last is not None:
+            found = printable.clean(changes.between(last, snap))  # names, taints: escaped
+            state.log += [f"{stamp}  {line}" for line in found]
+            state.pending += found
+        if follow is not None:
+            follow.rebase(snap)
     return True
 
 
