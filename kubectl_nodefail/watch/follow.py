@@ -34,9 +34,9 @@ while the watch of pods has run without a gap since (not broken, down or started
   pods the last read had: a pod in by a change that carries a deletionTimestamp, out only once
   gone (a change may be older than the read);
 - with those, the nodes pods are bound to without a Node (deleted), listed as examined nodes
-  are; a Node deleted drops the kept pods being deleted, so the read after it scans for its
-  pods. (A pod created bound to a node that never existed is found at the next read that
-  scans.)
+  are; a Node deleted (or a gap in the watch of Nodes: one may have gone unseen) drops the
+  kept pods being deleted, so the read after it scans for its pods. (A pod created bound to
+  a node that never existed is found at the next read that scans.)
 - those pods being deleted on nodes not examined, read whole by the last read, each while no
   change to it has been seen;
 - the owners the last read found (623 owners, ~215 requests a read at 200 failed nodes of the
@@ -172,7 +172,8 @@ class Follower:
         if now["pods"] != self.kept_since.get("pods"):
             self.kept = Kept()
         if now["nodes"] is None or now["nodes"] != self.kept_since.get("nodes"):
-            self.kept.nodes = None
+            # a Node deleted meanwhile may be unseen: its pods, bound to none, found by the scan
+            self.kept.nodes, self.kept.deleting = None, None
         for name, kind in OWNER_WATCHES.items():
             if now[name] is None or now[name] != self.kept_since.get(name):
                 self._forget(kind)
@@ -212,8 +213,9 @@ class Follower:
         """A pod change drops its node's kept list and updates the pods being deleted; one that
         names no node, namespace or uid (a row without them, a watch of pods broken or started
         over) drops all that is kept; a Node changed is read again (one the watch cannot name:
-        every Node), and one deleted drops the pods being deleted (its pods are then bound to
-        none: the scan finds them). A change may be older than the read (the
+        every Node), and one deleted, or a gap in the watch of Nodes (one may have gone
+        unseen), drops the pods being deleted (its pods are then bound to none: the scan finds
+        them). A change may be older than the read (the
         watch starts before it, and may lag): so a pod leaves the pods being deleted only when
         gone (a uid gone is gone for good), never for a change without a deletionTimestamp,
         which may be older than the one the read saw (reading it whole then costs one
@@ -230,7 +232,7 @@ class Follower:
                 self.kept.changed.add(change.row.name)
             else:
                 self.kept.nodes = None
-            if change.kind == "DELETED":
+            if change.kind not in ("ADDED", "MODIFIED"):  # deleted, or may have been
                 # its pods are bound to no Node now: the next read scans for them (each
                 # examined node's list is kept: a pod change drops it as ever)
                 self.kept.deleting = None

@@ -832,8 +832,9 @@ def _keeping(snap: Snapshot) -> tuple[Follower, _PodsWatch, Kept]:
     """A follower after a read of `snap` that listed each examined node's pods (as gather
     leaves them)."""
     follower = Follower(None, (), ())  # type: ignore[arg-type]
-    watch = _PodsWatch()
-    follower.watchers = [watch]  # type: ignore[list-item]
+    watch, nodes = _PodsWatch(), _PodsWatch()
+    nodes.resource = Resource("nodes", "/api/v1/nodes")
+    follower.watchers = [watch, nodes]  # type: ignore[list-item]
     follower.primed = True
     kept = follower.kept_reads()
     assert kept is not None and kept.pods_on == {} and kept.deleting is None
@@ -1235,17 +1236,22 @@ def test_the_nodes_read_are_kept_and_each_node_a_change_names_is_read_again() ->
     kept = _kept(follower)
     assert kept.changed == {"a", "b", "d"} and kept.nodes is not None and "c" in kept.nodes
     assert kept.deleting is None  # a Node deleted: its pods are found by the scan again
-    unnamed = (Change("nodes", "expired"), Change("nodes", "broken"), Change("nodes", "MODIFIED"))
-    for gap in unnamed:
+    # a gap: every Node read again, and a Node deleted unseen may have left pods bound to none
+    # (the pods being deleted scanned for again)
+    for gap in (Change("nodes", "expired"), Change("nodes", "broken")):
         follower, _ = keeping()
         follower.changes.put(gap)
-        assert _kept(follower).nodes is None, gap
+        kept = _kept(follower)
+        assert kept.nodes is None and kept.deleting is None, gap
+    follower, _ = keeping()
+    follower.changes.put(Change("nodes", "MODIFIED"))  # a row it could not name
+    assert _kept(follower).nodes is None
     follower, watches = keeping()
     watches["nodes"].primes += 1  # started over: changes between unseen
-    assert _kept(follower).nodes is None
+    assert _kept(follower).nodes is None and follower.kept.deleting is None
     follower, watches = keeping()
     watches["nodes"].alive = False  # down
-    assert _kept(follower).nodes is None
+    assert _kept(follower).nodes is None and follower.kept.deleting is None
     follower, _ = keeping(watched=False)
     assert _kept(follower).nodes is None
     follower, watches = keeping()
