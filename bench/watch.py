@@ -29,6 +29,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -261,8 +262,8 @@ def on_screen(
         "failed_node_on_screen_after_s": named,
         "named_on_the_reading_line": said,
         "diagnosis_on_screen_after_s": diagnosed,
-        "diagnosis_on_screen_median_s": times[len(times) // 2] if times else None,
-        "diagnosis_on_screen_max_s": None if len(times) < len(diagnosed) else max(times),
+        "diagnosis_on_screen_median_s": round(statistics.median(times), 2) if times else None,
+        "diagnosis_on_screen_max_s": max(times) if times and len(times) == len(diagnosed) else None,
     }
 
 
@@ -299,7 +300,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--beats", type=int, default=1000, help="node status reports a minute")
     parser.add_argument(
-        "--screens", type=int, default=3, help="nodes failed one at a time on the terminal"
+        "--screens",
+        type=lambda text: max(int(text), 1),
+        default=3,
+        help="nodes failed one at a time on the terminal (at least 1)",
     )
     parser.add_argument(
         "--gap",

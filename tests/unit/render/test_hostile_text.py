@@ -215,6 +215,7 @@ def test_the_outage_view_escapes_whatever_field_of_the_report_it_prints(name: st
     report.gaps.append("a gap")
     report.cluster.append("a note")
     report.scope_namespaces.append("team")
+    report.scope_nodes.append("node-1")
     text = render.outage_table(poisoned(report), poisoned(outage.summarise(report)), 120)
     assert_printable(text, "outage view")
     assert ESCAPED_TITLE in text
