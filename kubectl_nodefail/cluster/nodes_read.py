@@ -10,7 +10,7 @@ from kubectl_nodefail.analysis import facts
 from kubectl_nodefail.analysis.nodes import is_ready, lease_late
 from kubectl_nodefail.cluster import kube
 from kubectl_nodefail.cluster.pods_read import Kept
-from kubectl_nodefail.cluster.reads import ITEMS_PER_READ, _per_node, _Reader
+from kubectl_nodefail.cluster.reads import _per_node, _Reader, pages, wide_cap
 from kubectl_nodefail.snapshot import dumpschema
 from kubectl_nodefail.snapshot.model import Obj, parse_time
 
@@ -31,8 +31,9 @@ def read_nodes(cluster: kube.Cluster, kept: Kept | None = None) -> tuple[list[Ob
     held = kept.nodes if kept is not None else None
     seen = kept.changed if kept is not None else set()
     changed = sorted(seen)
-    pages = -(-len(held) // kube.NODE_PAGE_SIZE) if held else 1
-    if held is not None and (len(changed) <= pages or len(changed) * ITEMS_PER_READ < len(held)):
+    if held is not None and (
+        len(changed) <= pages(len(held), kube.NODE_PAGE_SIZE) or len(held) > wide_cap(len(changed))
+    ):
         by_name = {name: node for name, node in held.items() if name not in seen}
         for batch in kube.parallel(
             lambda name: cluster.list_all(

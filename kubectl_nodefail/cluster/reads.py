@@ -118,8 +118,12 @@ def wide_pays(narrow_reads: int, total: int | None, wanted: int = 0, page: int =
     `wanted`: objects the narrow reads would bring too (not overhead)."""
     if total is None or narrow_reads < WIDE_FROM:
         return False
-    pages = max(1, -(-total // page))
-    return pages + 1 < narrow_reads and total <= wide_cap(narrow_reads, wanted)
+    return pages(total, page) + 1 < narrow_reads and total <= wide_cap(narrow_reads, wanted)
+
+
+def pages(total: int, page: int = PAGE_SIZE) -> int:
+    """The requests a list of `total` objects takes (one at least)."""
+    return max(1, -(-total // page))
 
 
 def wide_cap(narrow_reads: int, wanted: int = 0) -> int:
