@@ -276,7 +276,7 @@ def gather(
         kept.deleting = None if only_nodes else deleting_of(pods.values())
 
     read_whole = list(pods.values())
-    owners, siblings = _owners_and_siblings(
+    owners, siblings, owners_lists = _owners_and_siblings(
         cluster,
         reader,
         read_whole,
@@ -284,9 +284,11 @@ def gather(
         progress,
         cluster_wide=not namespaces,
         held=kept.owners if kept is not None else None,
+        held_siblings=kept.siblings if kept is not None else None,
     )
     if kept is not None:
         kept.owners = {owner_key(o): o for o in owners}
+        kept.keep_siblings(owners_lists)
     for pod in siblings:
         pods.setdefault(pod["metadata"]["uid"], pod)
     attachments = [a for a in attachments if (a.get("spec") or {}).get("nodeName") in focus_set]

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from kubectl_nodefail.cluster import kube
 from kubectl_nodefail.cluster.paging import METADATA_ONLY
+from kubectl_nodefail.cluster.pods_read import Found
 from kubectl_nodefail.cluster.reads import (
     WIDE_FROM,
     Progress,
@@ -16,7 +17,7 @@ from kubectl_nodefail.cluster.reads import (
     _selector_chunks,
     wide_pays,
 )
-from kubectl_nodefail.cluster.siblings_read import RowRules, _siblings
+from kubectl_nodefail.cluster.siblings_read import RowRules, siblings
 from kubectl_nodefail.common.errors import (
     Forbidden,
     MalformedResponse,
@@ -171,10 +172,13 @@ def _owners_and_siblings(
     progress: Progress,
     cluster_wide: bool = True,
     held: Mapping[OwnerKey, Obj] | None = None,
-) -> tuple[list[Obj], list[Obj]]:
-    """Owner objects up the chain, and the other pods of each owner (to find replacements).
-    `held` (diagnose --watch: Kept.owners): owners as an earlier read had them, which the
-    watches of owners show unchanged since; taken instead of read again."""
+    held_siblings: Mapping[str, Found] | None = None,
+) -> tuple[list[Obj], list[Obj], dict[str, Found]]:
+    """Owner objects up the chain, the other pods of each owner (to find replacements), and
+    what each owner's lists found (siblings_read.siblings). `held` (diagnose --watch:
+    Kept.owners): owners as an earlier read had them, which the watches of owners show
+    unchanged since; taken instead of read again. `held_siblings` (Kept.siblings): their pods
+    as that read found them, taken for the owners taken."""
     held = held or {}
     owners: dict[OwnerKey, Obj] = {}
     wanted: set[OwnerKey] = set()
@@ -185,7 +189,7 @@ def _owners_and_siblings(
             label = (pod["metadata"].get("labels") or {}).get("pod-template-hash")
             if key[0] == "ReplicaSet" and label:
                 hashes[key] = label
-    taken = 0
+    taken: list[Obj] = []
     for _ in range(3):  # Pod -> ReplicaSet -> Deployment, Pod -> Job -> CronJob
         todo = {k for k in wanted if k not in owners and kube.owner_path(*k)}
         if not todo:
@@ -193,7 +197,7 @@ def _owners_and_siblings(
         have = {k: held[k] for k in todo if k in held}
         got = _read_owners(cluster, reader, todo - have.keys(), hashes, cluster_wide)
         got.update(have)
-        taken += len(have)
+        taken += have.values()
         for key in todo:
             owners[key] = got.get(key) or {}
         for obj in got.values():
@@ -201,7 +205,22 @@ def _owners_and_siblings(
     found = [o for o in owners.values() if o]
     progress(
         f"{len(found)} owners read"
-        + (f" ({taken} unchanged since the last read, not read again)" if taken else "")
+        + (f" ({len(taken)} unchanged since the last read, not read again)" if taken else "")
         + "; looking for replacements"
     )
-    return found, _siblings(cluster, reader, found, rules, cluster_wide)
+    unchanged = {o["metadata"].get("uid") for o in taken}
+    others, lists = siblings(
+        cluster,
+        reader,
+        found,
+        rules,
+        cluster_wide,
+        {u: f for u, f in (held_siblings or {}).items() if u in unchanged},
+    )
+    kept = sum(1 for u, f in lists.items() if (held_siblings or {}).get(u) is f)
+    progress(
+        f"{len(others)} other pods of those owners"
+        + (f" (those of {kept} unchanged since the last read, not listed again)" if kept else "")
+        + "; reading volumes, events and automation"
+    )
+    return found, others, lists

@@ -39,7 +39,10 @@ class Kept:
       (`_full_pods`), by (namespace, name), each dropped by the first change to it;
     - `nodes`: every Node the last read had, by name (None: list them all), and `changed`: the
       names of those the watch of Nodes showed a change to since (added, changed, deleted),
-      read again (nodes_read.read_nodes)."""
+      read again (nodes_read.read_nodes);
+    - `siblings`: by owner uid, the other pods of each owner the last read listed
+      (siblings_read.Found), taken again while the owner is kept and no pod it owns, or owned
+      at that read, changed since (`drop_siblings`)."""
 
     pods_on: dict[str, list[Obj]] = field(default_factory=dict)
     deleting: dict[str, Candidate] | None = None
@@ -48,6 +51,39 @@ class Kept:
     whole: dict[tuple[str, str], Obj] = field(default_factory=dict)
     nodes: dict[str, Obj] | None = None
     changed: set[str] = field(default_factory=set)
+    siblings: dict[str, Found] = field(default_factory=dict)
+    # pod uid -> the owners in `siblings` whose lists had it (a pod that left its owner names
+    # none: which one it left is found here)
+    sibling_of: dict[str, set[str]] = field(default_factory=dict)
+
+    def keep_siblings(self, found: dict[str, Found]) -> None:
+        """The owners' other pods this read found, kept for the next."""
+        self.siblings, self.sibling_of = found, {}
+        for owner, held in found.items():
+            for uid in held.uids():
+                self.sibling_of.setdefault(uid, set()).add(owner)
+
+    def drop_siblings(self, pod: str, owners: Collection[str]) -> None:
+        """A pod changed (the watch of pods): the owners it names and those whose lists had it
+        read again."""
+        for owner in {*owners, *self.sibling_of.get(pod, ())}:
+            self.siblings.pop(owner, None)
+
+
+@dataclass(frozen=True)
+class Found:
+    """An owner's other pods as one read's lists found them (diagnose --watch): `pods`, as the
+    lists gave them (a Table row that stood for its pod, podrows.READ_FROM, or whole);
+    `by_rows`, whether they were listed as rows (a StatefulSet's pods, or those of an owner
+    RowRules.whole_owners names, are listed whole); `elsewhere`, the uids of pods the lists
+    matched but left out, read whole elsewhere in that read (RowRules.known)."""
+
+    pods: tuple[Obj, ...]
+    by_rows: bool
+    elsewhere: frozenset[str] = frozenset()
+
+    def uids(self) -> set[str]:
+        return {str(p["metadata"].get("uid") or "") for p in self.pods} | set(self.elsewhere)
 
 
 def deleting_of(pods: Collection[Obj]) -> dict[str, Candidate]:

@@ -7,7 +7,7 @@ shows that pays (Merge).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -17,6 +17,7 @@ from kubectl_nodefail.analysis.nodes import is_ready, ready_condition
 from kubectl_nodefail.analysis.outage import SIBLINGS_GAP
 from kubectl_nodefail.cluster import kube, podrows
 from kubectl_nodefail.cluster.paging import TABLE
+from kubectl_nodefail.cluster.pods_read import Found
 from kubectl_nodefail.cluster.reads import (
     SELECTOR_CHUNK,
     WIDE_FROM,
@@ -157,14 +158,29 @@ def _siblings(
     cluster: kube.Cluster,
     reader: _Reader,
     owners: list[Obj],
-    rows: RowRules,
+    rules: RowRules,
     cluster_wide: bool = True,
 ) -> list[Obj]:
+    """The pods of the given owners (`siblings`, nothing held)."""
+    return siblings(cluster, reader, owners, rules, cluster_wide)[0]
+
+
+def siblings(
+    cluster: kube.Cluster,
+    reader: _Reader,
+    owners: list[Obj],
+    rules: RowRules,
+    cluster_wide: bool = True,
+    held: Mapping[str, Found] | None = None,
+) -> tuple[list[Obj], dict[str, Found]]:
     """The pods of the given owners, in few lists (see `_sibling_lists`); only pods an owner of
     interest owns are kept. Where the owner's pods mount no claim, a list is read as Table rows
     with metadata (a third of the bytes) and a row stands for a pod Running and Ready on a Ready
     node (podrows.py); the other rows are read whole, except pods already read, which are left
-    out (`RowRules`)."""
+    out (`RowRules`). `held` (diagnose --watch: Kept.siblings, by owner uid): an owner's pods
+    as an earlier read found them, for owners unchanged since whose pods did not change
+    either, taken instead of listed again where they hold under these rules (`_still`).
+    Also returned: what each owner's lists found (none when a list failed)."""
     uids = {o["metadata"].get("uid") for o in owners}
 
     def owned(meta: Obj) -> bool:
@@ -173,8 +189,21 @@ def _siblings(
     def whole(owner: Obj) -> bool:
         return (
             owner.get("kind") in WHOLE_PODS_KINDS
-            or owner["metadata"].get("uid") in rows.whole_owners
+            or owner["metadata"].get("uid") in rules.whole_owners
         )
+
+    held = held or {}
+    on_whole = _on_whole_nodes(held.values(), rules)
+    taken = {
+        uid: held[uid]
+        for owner in owners
+        if (uid := owner["metadata"].get("uid")) in held
+        and _still(held[uid], not whole(owner), rules, on_whole)
+    }
+    owners = [o for o in owners if o["metadata"].get("uid") not in taken]
+    # pods the rows' lists matched and left out, read elsewhere: uid -> their owners' uids
+    elsewhere: dict[str, list[str]] = {}
+    failed: list[bool] = []
 
     # (path, selector), read as rows, and the lists it stands for (a list across namespaces)
     lists: list[tuple[tuple[str, str], bool, list[tuple[str, str]]]] = []
@@ -194,10 +223,16 @@ def _siblings(
 
     def fetch(path: str, selector: str, by_rows: bool) -> list[Obj]:
         if by_rows:
-            return _sibling_rows(cluster, reader, path, selector, owned, rows)
+            return _sibling_rows(cluster, reader, path, selector, owned, rules, elsewhere)
         return cluster.list_all(
             path, "Pod", keep=lambda p: p if owned(p["metadata"]) else None, labelSelector=selector
         )
+
+    def optional(path: str, selector: str, by_rows: bool) -> list[Obj]:
+        found = reader.optional(SIBLINGS_GAP, partial(fetch, path, selector, by_rows), None)
+        if found is None:
+            failed.append(True)
+        return list(found or [])
 
     def read(spec: tuple[tuple[str, str], bool, list[tuple[str, str]]]) -> list[Obj]:
         (path, selector), by_rows, narrow = spec
@@ -207,17 +242,69 @@ def _siblings(
             except NodefailError as exc:
                 if not isinstance(exc, ApiError) and not getattr(exc, "mid_list", False):
                     raise
-            return [
-                pod
-                for p, s in narrow
-                for pod in reader.optional(SIBLINGS_GAP, partial(fetch, p, s, by_rows), [])
-            ]
-        return list(reader.optional(SIBLINGS_GAP, lambda: fetch(path, selector, by_rows), []))
+            return [pod for p, s in narrow for pod in optional(p, s, by_rows)]
+        return optional(path, selector, by_rows)
 
     out: list[Obj] = []
     for batch in kube.parallel(read, lists):
         out += batch
-    return out
+    found = {} if failed else _found(owners, out, elsewhere, whole)
+    for uid, kept in taken.items():
+        out += [p for p in kept.pods if p["metadata"].get("uid") not in rules.known]
+        found[uid] = kept
+    return out, found
+
+
+def _found(
+    owners: list[Obj],
+    pods: list[Obj],
+    elsewhere: Mapping[str, list[str]],
+    whole: Callable[[Obj], bool],
+) -> dict[str, Found]:
+    """What the lists found for each owner they were for."""
+    mine: dict[str, list[Obj]] = {}
+    for pod in pods:
+        for uid in _owner_uids(pod["metadata"]):
+            mine.setdefault(uid, []).append(pod)
+    away: dict[str, set[str]] = {}
+    for pod_uid, of in elsewhere.items():
+        for uid in of:
+            away.setdefault(uid, set()).add(pod_uid)
+    return {
+        uid: Found(tuple(mine.get(uid, ())), not whole(o), frozenset(away.get(uid, ())))
+        for o in owners
+        if o.get("kind") in SIBLING_KINDS and isinstance(uid := o["metadata"].get("uid"), str)
+    }
+
+
+def _on_whole_nodes(held: Iterable[Found], rules: RowRules) -> set[str]:
+    """Owners with a pod on a node whose timeline takes every pod of its controllers (their
+    rows stand for none of their pods), as the pods held say, and those RowRules names."""
+    return set(rules.whole_owners) | {
+        uid
+        for found in held
+        for pod in found.pods
+        if (pod.get("spec") or {}).get("nodeName") in rules.whole_nodes
+        for uid in _owner_uids(pod["metadata"])
+    }
+
+
+def _still(found: Found, by_rows: bool, rules: RowRules, on_whole: Collection[str]) -> bool:
+    """Whether an owner's pods as an earlier read's lists found them are what its lists would
+    find now (no pod of it changed since: Kept.drop_siblings): listed the same way; every pod
+    they left out as read elsewhere is read elsewhere again; every row still stands for its pod
+    under these rules (a Ready node, created before the failures, no owner whose pods are read
+    whole)."""
+    if found.by_rows != by_rows or not found.elsewhere <= set(rules.known):
+        return False
+    return all(
+        podrows.READ_FROM not in pod
+        or (
+            rules.stands_for(pod)
+            and not any(uid in on_whole for uid in _owner_uids(pod["metadata"]))
+        )
+        for pod in found.pods
+    )
 
 
 def _sibling_rows(
@@ -227,16 +314,24 @@ def _sibling_rows(
     selector: str,
     owned: Callable[[Obj], bool],
     rules: RowRules,
+    elsewhere: dict[str, list[str]] | None = None,
 ) -> list[Obj]:
     """One sibling list as Table rows: the pods rows stand for, and the others read whole (one
     by one, or the list again past ROWS_READ_ONE_BY_ONE or when a row lacks its metadata), in the
-    list's order; rows of pods already read are left out."""
-    columns, rows, items = cluster.list_rows(
-        path,
-        "Pod",
-        keep=lambda m: owned(m) and _uid(m) not in rules.known,
-        labelSelector=selector,
-    )
+    list's order; rows of pods already read are left out (and said in `elsewhere`: uid -> its
+    owners' uids)."""
+
+    def keep(meta: Obj) -> bool:
+        if not owned(meta):
+            return False
+        uid = _uid(meta)
+        if uid not in rules.known:
+            return True
+        if elsewhere is not None and uid:
+            elsewhere[uid] = _owner_uids(meta)
+        return False
+
+    columns, rows, items = cluster.list_rows(path, "Pod", keep=keep, labelSelector=selector)
     if items or not rows:
         return items
     shape = cluster.shape.get("Pod")

@@ -267,6 +267,9 @@ def test_a_failed_nodes_pods_unchanged_since_the_last_read_are_not_listed_again(
     assert "(1 of 2 nodes' lists unchanged since the last read)" in pods_line, "".join(said)
     owners_line = next(line for line in said[first:] if "owners read" in line)
     assert "unchanged since the last read, not read again" in owners_line, "".join(said)
+    # and keep-a's owners' other pods (their lists found none but keep-a's, read with it)
+    siblings_line = next(line for line in said[first:] if "other pods of those owners" in line)
+    assert SIBLINGS_KEPT.search(siblings_line), "".join(said)
     scans_kept = [line for line in said_after if "as the watch of pods kept them" in line]
     assert scans_kept, "".join(said_after)
     # the Nodes too: read again by name only where the watch of Nodes showed a change
@@ -277,6 +280,9 @@ def test_a_failed_nodes_pods_unchanged_since_the_last_read_are_not_listed_again(
     assert on_first and all(p["namespace"] == ns for p in on_first), doc["pods"]
 
 
+# -v's line of a read that kept owners' other pods: "3 other pods of those owners (those of 2
+# unchanged since the last read, not listed again); ..."
+SIBLINGS_KEPT = re.compile(r"\(those of \d+ unchanged since the last read, not listed again\)")
 # -v's line of a read that kept Nodes: "5 nodes (4 unchanged since the last read, ...), ..."
 NODES_KEPT = re.compile(r"\b\d+ nodes \(\d+ unchanged since the last read, not read again\)")
 

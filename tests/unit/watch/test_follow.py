@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from kubectl_nodefail.analysis.leader import CLOCK_SLACK_SECONDS, leader
 from kubectl_nodefail.cluster.kube import Cluster
-from kubectl_nodefail.cluster.pods_read import Kept, deleting_of
+from kubectl_nodefail.cluster.pods_read import Found, Kept, deleting_of
 from kubectl_nodefail.cluster.watchstream import Change, Resource, Row, Watcher, row_of
 from kubectl_nodefail.snapshot.model import Snapshot, load_dump, parse_time
 from kubectl_nodefail.watch import follow
@@ -873,6 +873,21 @@ def test_a_nodes_pods_are_kept_until_a_change_to_one_of_them_is_seen() -> None:
     follower, _, kept = _keeping(snap)
     follower.changes.put(Change("pods", "MODIFIED", Row()))  # an object it could not read
     assert _kept(follower) == Kept()
+
+
+def test_a_pod_change_drops_the_other_pods_kept_of_its_owners() -> None:
+    """An owner's other pods are kept (Kept.siblings) until a change to a pod it owns, or
+    owned when they were listed, is seen; a pod of another owner leaves them."""
+    follower, _, kept = _keeping(_dump("during"))
+    held = Found(({"metadata": {"uid": "u-a", "name": "a"}},), True)
+    kept.keep_siblings({"rs-1": held, "rs-2": Found((), True)})
+    row = Row(name="x", namespace="n", uid="u-x", version="9", node="n9", owners=("rs-9",))
+    follower.changes.put(Change("pods", "MODIFIED", row))
+    assert _kept(follower).siblings.keys() == {"rs-1", "rs-2"}
+    follower.changes.put(Change("pods", "ADDED", replace(row, owners=("rs-2",))))
+    assert _kept(follower).siblings.keys() == {"rs-1"}
+    follower.changes.put(Change("pods", "MODIFIED", replace(row, uid="u-a", owners=())))
+    assert _kept(follower).siblings == {}  # a left its owner: which one, the lists said
 
 
 def test_a_change_judged_between_reads_drops_its_nodes_list_too() -> None:
