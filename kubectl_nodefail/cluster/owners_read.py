@@ -220,7 +220,11 @@ def _owners_and_siblings(
     kept = sum(1 for u, f in lists.items() if (held_siblings or {}).get(u) is f)
     progress(
         f"{len(others)} other pods of those owners"
-        + (f" (those of {kept} unchanged since the last read, not listed again)" if kept else "")
+        + (
+            f" (those of {kept} owners unchanged since the last read, not listed again)"
+            if kept
+            else ""
+        )
         + "; reading volumes, events and automation"
     )
     return found, others, lists

@@ -26,7 +26,7 @@ from kubectl_nodefail.cluster.reads import (
     wide_cap,
     wide_pays,
 )
-from kubectl_nodefail.common.errors import ApiError, MalformedResponse, NodefailError
+from kubectl_nodefail.common.errors import ApiError, MalformedResponse, NodefailError, NotFound
 from kubectl_nodefail.snapshot.model import Obj, parse_time
 
 # Owner kinds whose pods the analysis looks through for replacements (a DaemonSet has one pod
@@ -152,6 +152,7 @@ WHOLE_PODS_KINDS = ("StatefulSet",)
 # Rows of one sibling list that a row cannot stand for (Pending, finished, Terminating, not
 # Ready) are read one by one up to this many; past it, the list is read again as full objects.
 ROWS_READ_ONE_BY_ONE = 30
+_UNREAD = object()  # a pod read one by one that the server would not give
 
 
 def _siblings(
@@ -181,10 +182,6 @@ def siblings(
     as an earlier read found them, for owners unchanged since whose pods did not change
     either, taken instead of listed again where they hold under these rules (`_still`).
     Also returned: what each owner's lists found (none when a list failed)."""
-    uids = {o["metadata"].get("uid") for o in owners}
-
-    def owned(meta: Obj) -> bool:
-        return any(uid in uids for uid in _owner_uids(meta))
 
     def whole(owner: Obj) -> bool:
         return (
@@ -201,9 +198,14 @@ def siblings(
         and _still(held[uid], not whole(owner), rules, on_whole)
     }
     owners = [o for o in owners if o["metadata"].get("uid") not in taken]
-    # pods the rows' lists matched and left out, read elsewhere: uid -> their owners' uids
+    uids = {o["metadata"].get("uid") for o in owners}  # the lists are for these only
+
+    def owned(meta: Obj) -> bool:
+        return any(uid in uids for uid in _owner_uids(meta))
+
+    # pods the lists matched that the read has whole elsewhere: uid -> their owners' uids
     elsewhere: dict[str, list[str]] = {}
-    failed: list[bool] = []
+    failed: list[bool] = []  # a list, or a pod a row could not stand for, not read
 
     # (path, selector), read as rows, and the lists it stands for (a list across namespaces)
     lists: list[tuple[tuple[str, str], bool, list[tuple[str, str]]]] = []
@@ -223,7 +225,9 @@ def siblings(
 
     def fetch(path: str, selector: str, by_rows: bool) -> list[Obj]:
         if by_rows:
-            return _sibling_rows(cluster, reader, path, selector, owned, rules, elsewhere)
+            return _sibling_rows(
+                cluster, reader, path, selector, owned, rules, elsewhere, failed
+            )
         return cluster.list_all(
             path, "Pod", keep=lambda p: p if owned(p["metadata"]) else None, labelSelector=selector
         )
@@ -247,12 +251,27 @@ def siblings(
 
     out: list[Obj] = []
     for batch in kube.parallel(read, lists):
-        out += batch
+        for pod in batch:
+            uid = pod["metadata"].get("uid")
+            if uid in rules.known:  # a whole list's: the read has it already
+                elsewhere[uid] = _owner_uids(pod["metadata"])
+            else:
+                out.append(pod)
     found = {} if failed else _found(owners, out, elsewhere, whole)
     for uid, kept in taken.items():
         out += [p for p in kept.pods if p["metadata"].get("uid") not in rules.known]
         found[uid] = kept
-    return out, found
+    return _whole_first(out), found
+
+
+def _whole_first(pods: list[Obj]) -> list[Obj]:
+    """Each pod once (a pod of two owners, in two lists), its whole object over a row's."""
+    one: dict[Any, Obj] = {}
+    for pod in pods:
+        uid = pod["metadata"].get("uid")
+        if uid not in one or (podrows.READ_FROM in one[uid] and podrows.READ_FROM not in pod):
+            one[uid] = pod
+    return list(one.values())
 
 
 def _found(
@@ -294,7 +313,9 @@ def _still(found: Found, by_rows: bool, rules: RowRules, on_whole: Collection[st
     find now (no pod of it changed since: Kept.drop_siblings): listed the same way; every pod
     they left out as read elsewhere is read elsewhere again; every row still stands for its pod
     under these rules (a Ready node, created before the failures, no owner whose pods are read
-    whole)."""
+    whole). A list now of fewer owners may give as a row a pod the old list gave whole (past
+    ROWS_READ_ONE_BY_ONE, it reads the list again whole): either stands for the pod, as in
+    any read, whose lists' make-up depends on the owners it has."""
     if found.by_rows != by_rows or not found.elsewhere <= set(rules.known):
         return False
     return all(
@@ -315,11 +336,13 @@ def _sibling_rows(
     owned: Callable[[Obj], bool],
     rules: RowRules,
     elsewhere: dict[str, list[str]] | None = None,
+    failed: list[bool] | None = None,
 ) -> list[Obj]:
     """One sibling list as Table rows: the pods rows stand for, and the others read whole (one
     by one, or the list again past ROWS_READ_ONE_BY_ONE or when a row lacks its metadata), in the
     list's order; rows of pods already read are left out (and said in `elsewhere`: uid -> its
-    owners' uids)."""
+    owners' uids). A pod read one by one that the server would not give (not a 404: a stated
+    gap) is said in `failed`."""
 
     def keep(meta: Obj) -> bool:
         if not owned(meta):
@@ -367,7 +390,18 @@ def _sibling_rows(
     def whole(i: int) -> Obj | None:
         meta = rows[i][1] or {}
         at = kube.pod_path(meta.get("namespace", ""), meta.get("name", ""))
-        pod = reader.optional(SIBLINGS_GAP, lambda: cluster.get(at), None)
+
+        def get() -> Obj | None:
+            try:
+                return cluster.get(at)
+            except NotFound:
+                return None  # gone since the list
+
+        pod = reader.optional(SIBLINGS_GAP, get, _UNREAD)
+        if pod is _UNREAD:
+            if failed is not None:
+                failed.append(True)
+            return None
         if pod is None or not owned(pod.get("metadata") or {}):
             return None  # gone since the list, or no longer owned
         pod.setdefault("kind", "Pod")

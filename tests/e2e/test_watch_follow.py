@@ -281,8 +281,10 @@ def test_a_failed_nodes_pods_unchanged_since_the_last_read_are_not_listed_again(
 
 
 # -v's line of a read that kept owners' other pods: "3 other pods of those owners (those of 2
-# unchanged since the last read, not listed again); ..."
-SIBLINGS_KEPT = re.compile(r"\(those of \d+ unchanged since the last read, not listed again\)")
+# owners unchanged since the last read, not listed again); ..."
+SIBLINGS_KEPT = re.compile(
+    r"\(those of \d+ owners unchanged since the last read, not listed again\)"
+)
 # -v's line of a read that kept Nodes: "5 nodes (4 unchanged since the last read, ...), ..."
 NODES_KEPT = re.compile(r"\b\d+ nodes \(\d+ unchanged since the last read, not read again\)")
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote_plus, urlparse
 
 from kubectl_nodefail.cluster import kube
+from kubectl_nodefail.cluster.owners_read import _owners_and_siblings, owner_key
 from kubectl_nodefail.cluster.pods_read import Found, Kept
 from kubectl_nodefail.cluster.reads import _Reader
 from kubectl_nodefail.cluster.siblings_read import RowRules, siblings
@@ -51,6 +52,8 @@ KNOWN = {"uid-d"}
 
 
 def _answer(path: str, query: dict[str, list[str]]) -> dict[str, Any]:
+    if path.endswith("/replicasets/web-1"):
+        return OWNER
     if path.endswith("/pods/c"):
         return {"kind": "Pod", "metadata": _meta("c"), "spec": {}, "status": {"phase": "Pending"}}
     if "Table" in str(query) or query.get("includeObject"):
@@ -74,19 +77,28 @@ def _answer(path: str, query: dict[str, list[str]]) -> dict[str, Any]:
 
 
 def _read(
-    tmp_path: Path, rules: RowRules, held: dict[str, Found] | None = None, status: int = 200
+    tmp_path: Path,
+    rules: RowRules,
+    held: dict[str, Found] | None = None,
+    refused: str = "",
+    owners: tuple[dict[str, Any], ...] = (OWNER,),
 ) -> tuple[list[dict[str, Any]], dict[str, Found], list[str]]:
+    """The owners' other pods read from a server that answers 500 to requests whose path and
+    query contain `refused` (nothing when empty)."""
+
     def script(_n: int, _method: str, path: str) -> Any:
         url = urlparse(path)
-        if status != 200:
-            return json_answer({"kind": "Status", "code": status}, status)
+        if refused and refused in unquote_plus(path):
+            return json_answer({"kind": "Status", "code": 500}, 500)
         return json_answer(_answer(url.path, parse_qs(url.query)))
 
     with serve(script) as api:
         cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
         cluster.sleep = lambda _: None
         cluster.shape["Pod"] = dumpschema.cut_live
-        pods, found = siblings(cluster, _Reader(cluster), [OWNER], rules, True, held)
+        reader = _Reader(cluster)
+        pods, found = siblings(cluster, reader, list(owners), rules, True, held)
+        assert not refused or reader.gaps, "a read refused is a stated gap"
         return pods, found, [p for _, p in api.requests]
 
 
@@ -130,8 +142,77 @@ def test_an_owners_pods_are_listed_again_where_the_rules_no_longer_let_a_row_sta
 
 
 def test_a_list_that_fails_keeps_nothing_for_the_next_read(tmp_path: Path) -> None:
-    pods, found, asked = _read(tmp_path, _rules(), status=403)
-    assert pods == [] and found == {} and asked  # the gap is stated by the read (SIBLINGS_GAP)
+    pods, found, asked = _read(tmp_path, _rules(), refused="/pods")
+    assert pods == [] and found == {} and asked
+
+
+def test_a_pod_a_row_cannot_stand_for_that_is_not_read_keeps_nothing(tmp_path: Path) -> None:
+    """c (Pending) is read one by one; a 500 for it leaves it out of this read (a stated gap)
+    and keeps nothing: the next read lists again and finds it."""
+    pods, found, _ = _read(tmp_path, _rules(), refused="/pods/c")
+    assert _names(pods) == ["a", "b"] and found == {}
+    again, _, asked = _read(tmp_path, _rules(), found)
+    assert asked and _names(again) == ["a", "b", "c"]
+
+
+def test_one_list_failing_among_others_keeps_nothing(tmp_path: Path) -> None:
+    """A StatefulSet's pods (a list of whole pods) refused, the ReplicaSet's listed: the read
+    goes on with a gap, and keeps neither for the next."""
+    sts = {
+        "kind": "StatefulSet",
+        "metadata": {"name": "db", "namespace": "ns", "uid": "sts-1"},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}},
+    }
+    pods, found, _ = _read(tmp_path, _rules(), refused="app in (db)", owners=(OWNER, sts))
+    assert _names(pods) == ["a", "b", "c"] and found == {}
+
+
+def test_the_lists_are_for_the_owners_not_taken(tmp_path: Path) -> None:
+    """rs-1 taken, rs-2 listed: what rs-2's list matches of rs-1's pods is not kept from it
+    (each pod once, as rs-1's kept pods)."""
+    _, found, _ = _read(tmp_path, _rules())
+    rs2 = {
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web-2", "namespace": "ns", "uid": "rs-2"},
+        "spec": {"selector": {"matchLabels": {"pod-template-hash": "h2"}}},
+    }
+    pods, kept, asked = _read(tmp_path, _rules(), found, owners=(OWNER, rs2))
+    assert asked  # rs-2's list (the server answers every list with rs-1's pods)
+    assert [id(p) for p in pods] == [id(p) for p in found["rs-1"].pods]
+    assert kept["rs-1"] is found["rs-1"] and kept["rs-2"].pods == ()
+
+
+def test_an_owner_changed_since_is_listed_again_whatever_was_kept(tmp_path: Path) -> None:
+    """_owners_and_siblings takes an owner's kept pods only for an owner taken unchanged."""
+    _, found, _ = _read(tmp_path, _rules())
+    pod = {"metadata": {**_meta("d"), "labels": {"pod-template-hash": "h1"}}}
+    said: list[str] = []
+
+    def read(held_owners: dict[Any, Any]) -> tuple[dict[str, Found], list[str]]:
+        def script(_n: int, _method: str, path: str) -> Any:
+            url = urlparse(path)
+            return json_answer(_answer(url.path, parse_qs(url.query)))
+
+        with serve(script) as api:
+            cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
+            cluster.shape["Pod"] = dumpschema.cut_live
+            _, _, lists = _owners_and_siblings(
+                cluster,
+                _Reader(cluster),
+                [pod],
+                _rules(),
+                said.append,
+                True,
+                held_owners,
+                found,
+            )
+        return lists, [p for _, p in api.requests]
+
+    lists, asked = read({owner_key(OWNER): OWNER})  # unchanged: taken, nothing asked
+    assert lists["rs-1"] is found["rs-1"] and asked == [], asked
+    assert "(those of 1 owners unchanged since the last read, not listed again)" in said[-1]
+    lists, asked = read({})  # changed (dropped from Kept.owners): read, and its pods listed
+    assert lists["rs-1"] is not found["rs-1"] and any("/pods" in p for p in asked), asked
 
 
 def test_a_pod_change_drops_the_owners_it_names_and_those_whose_lists_had_it() -> None:

@@ -244,8 +244,8 @@ def test_pods_of_owners_whose_pods_mount_claims_are_read_whole(tmp_path: Path) -
 
     def script(n: int, method: str, path: str) -> Any:
         assert "includeObject" not in path, path
-        owner = {**OWNER, "uid": "sts-1"} if "app" in path else OWNER
-        item = {"metadata": {**meta("x"), "ownerReferences": [owner]}, "spec": {"nodeName": "n1"}}
+        owner, name = ({**OWNER, "uid": "sts-1"}, "y") if "app" in path else (OWNER, "x")
+        item = {"metadata": {**meta(name), "ownerReferences": [owner]}, "spec": {"nodeName": "n1"}}
         return json_answer({"kind": "PodList", "metadata": {}, "items": [item]})
 
     with serve(script) as api:
