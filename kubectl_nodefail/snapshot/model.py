@@ -25,6 +25,11 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 DUMP_KIND = "NodefailDump"
 DUMP_API_VERSION = "kubectl-nodefail/v1"
+# A kubectl List's gap: it does not say which kinds and namespaces were listed
+OWNERS_UNLISTED = (
+    "owners not in the kubectl List: unknown whether they exist (a List does not say what was "
+    "listed), so none is taken as deleted"
+)
 # Kinds of remediation automation objects (analysis/automation/; their apiVersion's group is
 # checked there): a Machine is not an owner of pods.
 AUTOMATION_KINDS = ("Machine", "MachineHealthCheck", "NodeHealthCheck", "NodeClaim")
@@ -413,7 +418,12 @@ def load_dump(path: str) -> Snapshot:
         dumpschema.check_envelope(doc, dumpschema.LIST, path)
         # kubectl output carries no capture time: the file's modification time is the best guess.
         captured = datetime.fromtimestamp(os.path.getmtime(path), tz=UTC)
-        meta["gaps"] = ["capture time unknown (kubectl List): using the file's modification time"]
+        meta["gaps"] = [
+            "capture time unknown (kubectl List): using the file's modification time",
+            # which kinds and namespaces were listed, a List does not say: an owner absent from
+            # it may exist (analysis/controllers/overrides.owner_gone reads this gap)
+            OWNERS_UNLISTED,
+        ]
     else:
         kind = doc.get("kind")
         raise BadInputError(

@@ -89,6 +89,15 @@ class Context:
             "not run or passes it over (kube-controller-manager's --controllers, its log)"
         )
 
+    def owner_name(self) -> str:
+        """The nearest owner's name: as read, else as the pod's controlling reference names it
+        (an owner not read: a kubectl List, a forbidden read)."""
+        if self.owners:
+            return str(self.owners[0]["metadata"]["name"])
+        refs = self.pod["metadata"].get("ownerReferences") or []
+        ref = next((r for r in refs if r.get("controller")), refs[0] if refs else {})
+        return str(ref.get("name") or "?")
+
     def owner_ref_fact(self) -> Premise:
         """The pod's controlling owner reference, by its kind (or that it has none)."""
         refs = self.pod["metadata"].get("ownerReferences") or []

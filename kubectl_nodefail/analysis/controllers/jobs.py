@@ -369,7 +369,7 @@ def job(ctx: Context) -> Explained:
     job_obj = ctx.owners[0] if ctx.owners else None
     spec = (job_obj or {}).get("spec") or {}
     policy = _replacement_policy(spec)
-    name = job_obj["metadata"]["name"] if job_obj else "?"
+    name = ctx.owner_name()
     cron = f" (CronJob {ctx.owners[1]['metadata']['name']})" if len(ctx.owners) > 1 else ""
     by = managed_by(job_obj)
     if job_obj is not None and by is not None:

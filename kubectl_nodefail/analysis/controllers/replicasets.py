@@ -174,7 +174,7 @@ def replicaset(ctx: Context) -> Explained:
     owner = (
         "Deployment " + ctx.owners[1]["metadata"]["name"]
         if len(ctx.owners) > 1
-        else ("ReplicaSet " + (rs["metadata"]["name"] if rs else "?"))
+        else ("ReplicaSet " + ctx.owner_name())
     )
     desired = ((rs or {}).get("spec") or {}).get("replicas", 1)
     wants: list[Premise] = [ctx.owner_fact(0, "spec.replicas")] if rs is not None else []

@@ -12,7 +12,7 @@ from kubectl_nodefail.analysis.findings import Replacement
 
 
 def daemonset(ctx: Context) -> Explained:
-    name = ctx.owners[0]["metadata"]["name"] if ctx.owners else "?"
+    name = ctx.owner_name()
     rep = Replacement("not-needed", "none by design (one pod per node)")
     returns = "the pod goes back to Running in place; nothing is recreated."
     if ctx.terminating:

@@ -172,7 +172,7 @@ def statefulset(ctx: Context) -> Explained:
     sts = ctx.owners[0] if ctx.owners else None
     spec = (sts or {}).get("spec") or {}
     policy = spec.get("podManagementPolicy") or "OrderedReady"
-    name = sts["metadata"]["name"] if sts else "?"
+    name = ctx.owner_name()
     replicas = spec.get("replicas", 1)
     start = (spec.get("ordinals") or {}).get("start", 0)
     ordinal = _ordinal(ctx.name, name) if sts else None
@@ -186,7 +186,13 @@ def statefulset(ctx: Context) -> Explained:
         if sts is not None
         else []
     )
-    if policy == "OrderedReady":
+    if sts is None:
+        block = (
+            f"its podManagementPolicy is unknown (StatefulSet {name} not read): under "
+            "OrderedReady, the default, the stuck ordinal also blocks creating higher ordinals, "
+            "scale-down and rolling updates; under Parallel, only a rolling update stops at it"
+        )
+    elif policy == "OrderedReady":
         block = (
             "podManagementPolicy OrderedReady: the stuck ordinal also blocks creating higher "
             "ordinals, scale-down and rolling updates"
@@ -228,9 +234,17 @@ def statefulset(ctx: Context) -> Explained:
                 "kubelet never confirms the deletion, so the object stays"
                 + (", blocking its own replacement." if wanted else "."),
                 ctx.pod_fact("metadata.deletionTimestamp"),
+                *([] if sts is not None else [ctx.owner_ref_fact()]),
             )
         )
-        out.append(claim("blocks", "why", block[0].upper() + block[1:] + ".", *policy_fact))
+        out.append(
+            claim(
+                "blocks",
+                "why",
+                block[0].upper() + block[1:] + ".",
+                *(policy_fact or [ctx.owner_ref_fact()]),
+            )
+        )
         out.append(_released_by(ctx))
     elif not wanted:
         pass  # the owner-wants claim says what becomes of it
