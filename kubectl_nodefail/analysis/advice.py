@@ -26,6 +26,9 @@ KNOWN_FINALIZERS = {
     "batch.kubernetes.io/job-tracking": "the Job controller, once it has counted the pod",
 }
 REPLICA_KINDS = ("deployment", "replicaset", "replicationcontroller")
+# The conditions the kubelet's eviction manager acts on (pkg/kubelet/eviction: memory, disk and
+# PID signals); node-problem-detector's (KernelDeadlock, ...) make it evict nothing.
+KUBELET_EVICTS_UNDER = ("MemoryPressure", "DiskPressure", "PIDPressure")
 
 
 def finalizer_owner(finalizer: str) -> str:
@@ -278,10 +281,29 @@ def _for_node(
             "none",
         )
     if node.cause.code == "conditions":
+        pressed = sorted(
+            {c.type for c in node.conditions if c.problem and c.type in KUBELET_EVICTS_UNDER}
+        )
         return Action(
             "investigate",
-            "the node is Ready but reports trouble: relieve the pressure "
-            "or fix what node-problem-detector reports; the kubelet may evict pods",
+            (
+                "the node is Ready but reports trouble: relieve the pressure "
+                f"({', '.join(pressed)}: the kubelet evicts pods to relieve it) or fix what else "
+                "its conditions report"
+                if pressed
+                else "the node is Ready but reports trouble: fix what its conditions report "
+                "(node-problem-detector's; the kubelet evicts no pod for them)"
+            ),
+            "none",
+            kubectl=f"kubectl describe node {node.name}",
+        )
+    if node.cause.code == "no-ready-condition":
+        return Action(
+            "investigate",
+            "no kubelet has posted status for this node yet: if it was just created, wait "
+            "(the node lifecycle controller marks it Ready=Unknown after "
+            "--node-startup-grace-period, 1 minute by default); else check that its machine "
+            "exists and its kubelet registers under this name; nothing to force",
             "none",
             kubectl=f"kubectl describe node {node.name}",
         )

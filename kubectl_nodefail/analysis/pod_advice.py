@@ -94,6 +94,15 @@ def _for_pod(
     if what == FINALIZER_HELD:
         who = "; ".join(f"{f}: removed by {finalizer_owner(f)}" for f in held)
         ask = "find out why that controller has not removed them"
+        if not terminating:  # whoever set them removes them once the deletion is asked
+            return Action(
+                "finalizer-held",
+                f"its finalizers ({who}) outlast any deletion: it is not being deleted yet, "
+                "and once it is (evicted, the out-of-service taint, a force delete), the "
+                "object stays until that controller removes them, so nothing remediate does "
+                "releases it; check that the controller runs",
+                "none",
+            )
         if pod.phase not in ("Succeeded", "Failed"):
             tail = f"; {ask}"
         elif pod.replacement.state == "blocked":  # a StatefulSet's name, a foreground deletion

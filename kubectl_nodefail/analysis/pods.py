@@ -18,6 +18,7 @@ from kubectl_nodefail.analysis import (
 )
 from kubectl_nodefail.analysis.claims import Claim, Premise, claim, fact, text_of
 from kubectl_nodefail.analysis.controllers.jobs import replaces_only_failed
+from kubectl_nodefail.analysis.facts import PODGC_PERIOD_SECONDS, TAINT_OUT_OF_SERVICE
 from kubectl_nodefail.analysis.findings import (
     Action,
     NodeFinding,
@@ -132,7 +133,12 @@ def _meaning(
     finalizers = list(meta.get("finalizers") or [])
     held_by = [fact("Pod", pod, "metadata.finalizers")] if finalizers else []
     held = (
-        f" Finalizers {', '.join(finalizers)} keep the object even after that, until removed."
+        (
+            f" Finalizers {', '.join(finalizers)} keep the object even after that, until removed."
+            if meta.get("deletionTimestamp")
+            else f" Once it is deleted, finalizers {', '.join(finalizers)} keep the object until "
+            "removed."
+        )
         if advice.foreign_finalizers(finalizers)
         else ""
     )
@@ -283,14 +289,15 @@ def _bound_by_template(
 
 
 def _finalizers_outlast(pod: Obj, node_failed: bool, on_phase: bool = False) -> list[Claim]:
-    """The claim that leads "if the node returns" when finalizers outlast the kubelet: the
-    object stays until they are removed, and only then does the rest happen, or (`on_phase`: an
-    owner that counts phases) the rest needs only the pod ended (not for a finished pod: no
-    kubelet stops anything, and its own words say what the finalizers keep)."""
+    """The claim that leads "if the node returns" when finalizers outlast the kubelet (of a pod
+    being deleted): the object stays until they are removed, and only then does the rest
+    happen, or (`on_phase`: an owner that counts phases) the rest needs only the pod ended (not
+    for a finished pod: no kubelet stops anything, and its own words say what the finalizers
+    keep)."""
     finalizers = list(pod["metadata"].get("finalizers") or [])
     foreign = advice.foreign_finalizers(finalizers)
-    if not node_failed or not foreign:
-        return []
+    if not node_failed or not foreign or not pod["metadata"].get("deletionTimestamp"):
+        return []  # not deleted: back with its node, it carries on, whatever its finalizers
     if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
         return []  # nothing left to stop: the finished pod's own words name the finalizers
     who = ", ".join(f"{f} (removed by {advice.finalizer_owner(f)})" for f in foreign)
@@ -310,14 +317,27 @@ def _finalizers_outlast(pod: Obj, node_failed: bool, on_phase: bool = False) -> 
     ]
 
 
-def _deletion_claim(pod: Obj, deletion: datetime, node: NodeFinding | None, now: datetime) -> Claim:
+def _deletion_claim(
+    pod: Obj, deletion: datetime, node: NodeFinding | None, node_obj: Obj | None, now: datetime
+) -> Claim:
     """The timeline of a pod already deleted: when its grace period ends, and what keeps the
-    object past it (finalizers alone on a finished pod; the kubelet on a failed node)."""
+    object past it (finalizers alone on a finished pod; the kubelet on a failed node, unless
+    the out-of-service taint is on it: PodGC force-deletes it then)."""
     phase = (pod.get("status") or {}).get("phase")
     node_failed = bool(node and node.failed)
+    forced = node_failed and node is not None and node.out_of_service and node_obj is not None
+    foreign = advice.foreign_finalizers(list(pod["metadata"].get("finalizers") or []))
     text = f"deletion requested, grace period ends {ago((now - deletion).total_seconds())}" + (
         "; only finalizers keep the object (a finished pod needs no kubelet)"
         if phase in TERMINAL_PHASES
+        else "; the out-of-service taint is on its node: PodGC force-deletes it on its next "
+        f"pass (every {PODGC_PERIOD_SECONDS} s), without the kubelet"
+        + (
+            f", then finalizers {', '.join(foreign)} keep the object until removed"
+            if foreign
+            else ""
+        )
+        if forced
         else "; the object stays until the kubelet confirms (never, while the node is down)"
         if node_failed
         else ""
@@ -325,6 +345,12 @@ def _deletion_claim(pod: Obj, deletion: datetime, node: NodeFinding | None, now:
     because = [fact("Pod", pod, "metadata.deletionTimestamp"), fact("Pod", pod, "status.phase")]
     if phase in TERMINAL_PHASES:
         because.append(fact("Pod", pod, "metadata.finalizers"))
+    elif forced and node is not None and node_obj is not None:
+        because += [
+            fact("Node", node_obj, f"spec.taints[key={TAINT_OUT_OF_SERVICE}].effect"),
+            *([fact("Pod", pod, "metadata.finalizers")] if foreign else []),
+            *node.cause.because,
+        ]
     elif node is not None and node_failed:
         because += node.cause.because
     return claim("deletion", "eviction", text, *because)
@@ -417,7 +443,7 @@ def analyse_pod(
     rep_pods = [p for p in (snap.pod(namespace, n) for n in replacement.pods) if p]
     notes = storage.blockers(pod, node_name, rep_pods, snap, now) if node_failed else []
     if terminating and deletion is not None:
-        when = [_deletion_claim(pod, deletion, node, now)]
+        when = [_deletion_claim(pod, deletion, node, node_obj, now)]
     holds_rwo = storage.holds_single_node_volume(pod, snap)
     meaning = _meaning(pod, status, node, stuck, now, snap)
     evidence = [
