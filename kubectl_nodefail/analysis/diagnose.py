@@ -77,14 +77,18 @@ def _quiet(node: Obj, snap: Snapshot, now: datetime) -> bool:
 
 def _leaderless(zones: list[ZoneFinding], snap: Snapshot, now: datetime) -> None:
     """With kube-controller-manager's leader Lease expired, what a zone line says its node
-    lifecycle controller does is not done: each zone with a node not Ready says so too."""
+    lifecycle controller does is not done: each zone with a node not Ready says that instead."""
     chief = leader(snap)
     if chief is None or not chief.expired():
         return
     for zone in zones:
         if not zone.not_ready:
             continue
-        zone.explanation += f" While {chief.no_leader(now)}, none of this runs."
+        zone.explanation = (
+            f"{zone.not_ready}/{zone.nodes} nodes not Ready ({zone.state}, as the node lifecycle "
+            f"controller would count it); {chief.no_leader(now)}: no node is tainted and no "
+            "pod evicted until a leader takes over."
+        )
         zone.eviction = "stopped"
         zone.claims = [
             claim(c.kind, c.section, zone.explanation, *c.because, *chief.premises())
