@@ -141,13 +141,21 @@ def disposition(pod: PodFinding, strategy: str) -> tuple[str, list[str]]:
     return RELEASE, []
 
 
+# How a suggestion offers to delete the Node object (by hand, or by remediate): PodGC then
+# force-deletes every pod bound to it, so the brake's caveat comes first.
+OFFERS_NODE_DELETE = "delete the Node"
+
+
 def _destructive(action: Action) -> bool:
-    """The suggestion takes a step remediate counts as destructive: the out-of-service taint, a
-    force delete, a Node delete, or one that needs the shutdown attested."""
+    """The suggestion takes or offers a step remediate counts as destructive: the
+    out-of-service taint, a force delete, a Node delete (its command, or its words: "wait for
+    the kubelet, or delete the Node object if the machine is gone for good"), or one that needs
+    the shutdown attested."""
     return (
         action.code in ("out-of-service", "force-delete")
         or attestation.FLAG in action.remediate
         or "--strategy delete-node" in action.remediate
+        or OFFERS_NODE_DELETE in action.summary
     )
 
 

@@ -140,3 +140,20 @@ def test_a_pod_deleted_on_an_out_of_service_node_is_force_deleted_by_podgc() -> 
         pod, "deletion"
     )
     assert "PodGC" in pod.action.summary  # what it advises says the same
+
+
+@pytest.mark.parametrize("name", ["zone-partial-disruption", "master-disruption"])
+def test_every_offer_to_delete_a_node_under_the_brake_says_to_rule_out_the_network(
+    name: str,
+) -> None:
+    """Deleting a Node lets PodGC force-delete every pod bound to it: while the brake holds
+    (a zone disrupted), each suggestion offering it opens with the brake's caveat, as those
+    offering the taint or a force delete do."""
+    report = _report(load(name))
+    assert report.brake is not None
+    actions = [n.action for n in report.nodes if n.failed] + [p.action for p in report.pods]
+    offering = [a for a in actions if a is not None and "delete the Node" in a.summary]
+    assert offering
+    assert all(a.summary.startswith("first rule out the network") for a in offering), [
+        a.summary for a in offering if not a.summary.startswith("first rule out")
+    ]
