@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubectl_nodefail.analysis import storage
+from kubectl_nodefail.analysis import pv_affinity, storage
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.snapshot.model import Snapshot
 from tests.unit.conftest import load
@@ -75,7 +75,7 @@ def test_the_pin_is_said_only_when_no_other_node_can_match(
     snap = _with_affinity([{group: [{"key": key, "operator": operator, "values": values}]}])
     pv = snap.pv(PV)
     assert pv is not None
-    allowed = storage.volume_nodes(pv, snap.nodes)
+    allowed = pv_affinity.volume_nodes(pv, snap.nodes)
     pinned = storage.pinning_volume_of(pv, snap, NODE)
     assert not pinned or (allowed == [NODE] and operator == "In" and values == [NODE])
     if operator == "In" and values == [NODE]:
