@@ -718,6 +718,7 @@ def test_a_health_check_long_past_due_is_overdue_and_not_waited_for(
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ago=st.integers(0, 3 * 3600), deleting=st.booleans())
+@example(ago=1800, deleting=True)  # STALLED_SECONDS, written to the second: a little more
 def test_cluster_autoscaler_long_past_its_time_is_overdue_and_not_waited_for(
     ago: int, deleting: bool
 ) -> None:
@@ -740,9 +741,11 @@ def test_cluster_autoscaler_long_past_its_time_is_overdue_and_not_waited_for(
     finding = next(n for n in report.nodes if n.name == "auto-ca")
     (cov,) = finding.automation
     assert not premises.check(doc, render.report_data(report))
-    late = ago - automation.CA_SCALE_DOWN_UNREADY_SECONDS
+    # the taint's value is whole seconds: the capture's fraction of a second is on top of `ago`
+    ago_exact = captured.timestamp() - int(taint["value"])
+    late = ago_exact - automation.CA_SCALE_DOWN_UNREADY_SECONDS
     want = (
-        ("acting" if ago <= automation.STALLED_SECONDS else "stalled")
+        ("acting" if ago_exact <= automation.STALLED_SECONDS else "stalled")
         if deleting
         else "scheduled"
         if late < 0
