@@ -332,6 +332,24 @@ def detach_outlook(
         if restarted and chief is not None
         else ""
     )
+    if mounted and not users:  # the controller's wait has begun: when, as far as the facts say
+        due = (
+            f"by about {format_time(shifted(started, facts.FORCE_DETACH_SECONDS))} ({minutes} "
+            + (
+                "minutes after kube-controller-manager's current leader took over, after the "
+                f"last pod object using it on {node} was gone)"
+                if started != gone_by
+                else f"minutes after {format_time(gone_by)}, by when the last pod object using it "
+                f"on {node} was gone)"
+            )
+            if started is not None and gone_by is not None
+            else f"{minutes} minutes after the last one using it there was gone (when, the "
+            f"snapshot does not show){again}"
+        )
+        return (
+            f"no pod object on {node} uses it: force-detached {due}, since {node} last "
+            f"reported it mounted (status.volumesInUse), {unless}"
+        )
     if mounted:
         return (
             f"{when}force-detached {minutes} minutes later{again}, since {node} last reported "

@@ -26,10 +26,15 @@ OUT_OF_SERVICE = "node.kubernetes.io/out-of-service:"
 TERMINAL = ("Succeeded", "Failed")
 USERS = re.compile(r"([a-z0-9][a-z0-9.-]*/[a-z0-9][a-z0-9.-]*)")
 WAITS = re.compile(r"-> PV (\S+) is still attached to (\S+) \(VolumeAttachment")
-# "force-detached 6 minutes later[, and not before about T: (a new leader's wait)], since …"
+# "force-detached 6 minutes later[, and not before about T: (a new leader's wait)], since …",
+# and with no pod object left there, "… 6 minutes after the last one using it there was gone
+# (when, the snapshot does not show)[, and not before about T: …], since …"
 FORCED = re.compile(
-    r"force-detached 6 minutes later(?:, and not before about (\S+Z):[^;]*?)?, since"
+    r"force-detached 6 minutes (?:later|after the last one using it there was gone \(when, the "
+    r"snapshot does not show\))(?:, and not before about (\S+Z):[^;]*?)?, since"
 )
+# "no pod object on N uses it: force-detached by about T (6 minutes after …), since …"
+FORCED_BY = re.compile(r"force-detached by about (\S+Z) \(")
 
 
 def judge(said: dict[str, Obj], history: History, nodes: list[str], prefix: str) -> list[Row]:
@@ -88,6 +93,9 @@ def _outlook(
     elif (forced := FORCED.search(outlook)) is not None:
         floor = _time(forced[1]) if forced[1] else None
         out.append(_force(moment, subject, gone, removed, back, history, node, floor))
+    elif (by := FORCED_BY.search(outlook)) is not None:
+        latest = _time(by[1])
+        out.append(_force(moment, subject, gone, removed, back, history, node, latest=latest))
     elif not held:
         out.append(("volume:other", moment, subject, outlook, "not judged", None))
     return out
@@ -124,16 +132,22 @@ def _force(
     history: History,
     node: str,
     floor: datetime | None = None,
+    latest: datetime | None = None,
 ) -> Row:
-    """`floor`: "and not before about T" (a new leader started its wait then)."""
+    """`floor`: "and not before about T" (a new leader started its wait then); `latest`: "by
+    about T" (6 minutes after a time by which the last pod object there was gone)."""
     said = "force-detached 6 minutes after the last pod object there is gone" + (
         f", not before {floor:%H:%M:%S}" if floor else ""
     )
+    if latest is not None:
+        said = f"force-detached by about {latest:%H:%M:%S}"
     if gone is None:
         return ("volume:force-detach", moment, subject, said, "its users stayed", None)
     low, high = gone[0] + FORCE_DETACH - EARLY, gone[1] + FORCE_DETACH + LATE
     if floor is not None:
         low, high = max(low, floor - EARLY), max(high, floor + LATE)
+    if latest is not None:  # the sentence's own bound, with the judge's slack
+        high = min(high, latest + LATE)
     window = f"due {low + EARLY:%H:%M:%S}-{high - LATE:%H:%M:%S}"
     seen = f"detached at {removed:%H:%M:%S}" if removed else "not detached before the return"
     acted = history.marks.get("remediate") if history.remediated == node else None

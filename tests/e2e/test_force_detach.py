@@ -4,7 +4,8 @@ reconciler (the 6-minute force-detach timer included):
 - a pod object still on the node (Terminating, its containers reported running) keeps its
   volume attached, however long the node stays down;
 - once no pod object uses it, a volume the node reported mounted (status.volumesInUse) is
-  force-detached 6 minutes later;
+  force-detached 6 minutes later (with none left, said "6 minutes after the last one using it
+  there was gone", or dated where the snapshot dates the going);
 - a volume the node did not report mounted is detached at once.
 
 Three bare pods on one node, each with its own ReadWriteOnce CSI volume: `timer` (reported
@@ -157,8 +158,8 @@ def test_diagnosis_before_and_after_the_force_deletions(force_detach: Started) -
     assert any("not detached while pod object" in note for note in held["storage"]), held
     after = force_detach.after_quick
     assert _volumes_line(after, TIMER).startswith(f"{_pv(TIMER)} ") and (
-        "once no pod object on flaky-fd uses it, force-detached 6 minutes later"
-        in _volumes_line(after, TIMER)
+        "no pod object on flaky-fd uses it: force-detached 6 minutes after the last one using "
+        "it there was gone" in _volumes_line(after, TIMER)
     )
     assert "still uses it" in _volumes_line(after, HELD)
     node = next(n for n in after["nodes"] if n["name"] == NODE)

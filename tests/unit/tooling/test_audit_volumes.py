@@ -138,6 +138,46 @@ def test_with_its_pod_gone_the_timer_counts_from_when_it_went() -> None:
     assert "volume:held" not in got
 
 
+UNLESS = (
+    "since dead last reported it mounted (status.volumesInUse), unless kube-controller-manager "
+    "runs with --disable-force-detach-on-timeout; the out-of-service taint detaches it at once"
+)
+
+
+@pytest.mark.parametrize(("detached", "ok"), [(461, True), (400, False), (100 + 360 + 90, False)])
+def test_with_no_pod_object_left_an_undated_timer_is_judged_from_when_it_went(
+    detached: float, ok: bool
+) -> None:
+    """ "no pod object on N uses it: force-detached 6 minutes after the last one using it there
+    was gone (when, the snapshot does not show)" (analysis/storage.py): judged as "once no pod
+    object uses it"."""
+    outlook = (
+        "no pod object on dead uses it: force-detached 6 minutes after the last one using it "
+        f"there was gone (when, the snapshot does not show), {UNLESS}"
+    )
+    got = verdicts(history(pod_until=100, va_until=detached), said(outlook, 200))
+    assert got["volume:force-detach"][5] is ok
+
+
+@pytest.mark.parametrize(
+    ("latest", "detached", "ok"),
+    [(460, 461, True), (460, 400, False), (460, 560, False), (430, 481, True), (430, 495, False)],
+)
+def test_a_dated_force_detach_is_judged_by_its_time_too(
+    latest: float, detached: float, ok: bool
+) -> None:
+    """ "force-detached by about T (6 minutes after …)": not before six minutes after the
+    last user went, nor later than T and the judge's slack."""
+    outlook = (
+        f"no pod object on dead uses it: force-detached by about "
+        f"{at(latest):%Y-%m-%dT%H:%M:%SZ} (6 minutes after {at(latest - 360):%Y-%m-%dT%H:%M:%SZ}"
+        f", by when the last pod object using it on dead was gone), {UNLESS}"
+    )
+    got = verdicts(history(pod_until=100, va_until=detached), said(outlook, 200))
+    assert got["volume:force-detach"][3].startswith("force-detached by about")
+    assert got["volume:force-detach"][5] is ok
+
+
 @pytest.mark.parametrize(("detached", "ok"), [(461, False), (400 + 361, True), (400 + 420, True)])
 def test_a_new_leaders_floor_moves_the_force_detach_window(detached: float, ok: bool) -> None:
     """ "and not before about T" (analysis/storage.py: a new kube-controller-manager leader
