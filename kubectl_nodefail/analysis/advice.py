@@ -197,10 +197,12 @@ def for_node(
     server_minor: int | None,
     pods: list[PodFinding] | None = None,
     brake_claim: Claim | None = None,
+    volume_waiters: list[PodFinding] | None = None,
 ) -> Action:
     """The node's advice (`_for_node`), under the brake when it holds and the node failed (a
-    Ready node's stale taint is not what the brake is about: plan.make_plan)."""
-    action = _for_node(node, server_minor, pods)
+    Ready node's stale taint is not what the brake is about: plan.make_plan). `waiting`: pods
+    elsewhere waiting for a volume still attached to it (PodFinding.held_by)."""
+    action = _for_node(node, server_minor, pods, volume_waiters or [])
     action.because = _node_facts(node, action)
     return braked(action, brake_claim) if node.failed else action
 
@@ -230,12 +232,17 @@ def rests_on(action: Action, claims: list[Claim], node: NodeFinding | None = Non
 
 
 def _for_node(
-    node: NodeFinding, server_minor: int | None, pods: list[PodFinding] | None = None
+    node: NodeFinding,
+    server_minor: int | None,
+    pods: list[PodFinding] | None = None,
+    volume_waiters: list[PodFinding] | None = None,
 ) -> Action:
     """The node's advice. `pods`: its stuck pods; the out-of-service taint is suggested only
-    where one of them needs releasing (remediate plans it only then)."""
+    where one of them needs releasing, or a pod elsewhere (`volume_waiters`) a volume attached
+    here that it detaches at once (remediate plans it only then)."""
     strategy = default_strategy(server_minor)
     releasing = [p for p in pods or [] if disposition(p, strategy)[0] == RELEASE]
+    releasing += volume_waiters or []
     if node.stale_out_of_service:
         return Action(
             "remove-out-of-service",

@@ -227,14 +227,19 @@ def diagnose(
         if _listed(f) and (not only_nodes or name in only_nodes)
     ]
     on_failed: dict[str, list[PodFinding]] = {}  # each failed node's stuck pods, in one pass
+    waiting: dict[str, list[PodFinding]] = {}  # and the pods elsewhere its volumes hold
     for p in pods:
         if p.node_failed:
             on_failed.setdefault(p.node, []).append(p)
+        for holder in p.held_by:
+            waiting.setdefault(holder, []).append(p)
     for finding in listed:
         node_obj = snap.node(finding.name)
         if finding.failed and node_obj is not None:
             finding.automation = automation.covering(node_obj, snap, now)
-        finding.action = advice.for_node(finding, minor, on_failed.get(finding.name, []), braked)
+        finding.action = advice.for_node(
+            finding, minor, on_failed.get(finding.name, []), braked, waiting.get(finding.name)
+        )
     notes = _cluster_notes(snap, zones, len(failed), master_disruption, minor, pods)
     behaviour = versions.applied_claims(snap.server_version, minor)
     return Report(

@@ -177,6 +177,9 @@ class PodFinding:
     # its owner's template binds every pod to its failed node (spec.nodeName): "Kind/name", or
     # "" (pods._bound_by_template); freeing it only makes another there
     bound_here: str = ""
+    # waiting-for-volume: the failed nodes a volume it needs is still attached to (the
+    # out-of-service taint on one detaches it at once)
+    held_by: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

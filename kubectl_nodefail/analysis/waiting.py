@@ -129,6 +129,7 @@ def analyse_waiting_pod(
             f"owner chain: {owners.describe(links)}",
         ],
         finalizers=list(meta.get("finalizers") or []),
+        held_by=holders,
     )
 
 

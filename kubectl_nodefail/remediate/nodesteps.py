@@ -295,6 +295,12 @@ def _node_steps(
             blocked.append(pod)
         else:
             blocked.append(pod)
+    # pods elsewhere waiting for a volume still attached here: the taint detaches it at once
+    waiting = (
+        [p for p in report.pods if node.name in p.held_by]
+        if strategy == "out-of-service" and not node.out_of_service
+        else []
+    )
     # a pod that tolerates the out-of-service taint and is not Terminating stays under it (the
     # taint evicts it never, PodGC force-deletes only Terminating pods): force-deleted instead
     staying = [p for p in blocked if p.stays_under_out_of_service and not p.terminating]
@@ -344,7 +350,7 @@ def _node_steps(
     # the out-of-service taint evicts a DaemonSet or static pod that does not tolerate it (and
     # PodGC force-deletes it once Terminating): a taint step planned now releases it too (a
     # refused one leaves it as it is)
-    tainting = strategy == "out-of-service" and bool(blocked) and gate_ok
+    tainting = strategy == "out-of-service" and bool(blocked or waiting) and gate_ok
     tainting = tainting and not node.out_of_service
     swept, kept = _sweep([p for p in resumes if tainting and _evicted_by_taint(p)], strategy)
     held_here += kept
@@ -389,13 +395,21 @@ def _node_steps(
             for p in left
         ]
         return steps + forced
-    if not blocked:
+    if not blocked and not waiting:
         return steps
     if strategy == "out-of-service":
         # the taint also when it releases none of them: it detaches their volumes at once
         steps.append(
             _taint_step(
-                node, node_uid, [*others, *swept], held_here, gate_ok, gate, evidence, lease
+                node,
+                node_uid,
+                [*others, *swept],
+                held_here,
+                gate_ok,
+                gate,
+                evidence,
+                lease,
+                waiting,
             )
         )
         return steps + forced
@@ -457,18 +471,27 @@ def _taint_step(
     gate: str,
     evidence: list[str],
     lease: str,
+    waiting: list[PodFinding] | None = None,
 ) -> Step:
     """The out-of-service taint's step for these pods (a delete-node step is the same, with its
-    own action and words)."""
+    own action and words), and for `waiting`: pods on other nodes waiting for a volume still
+    attached here, which the taint detaches at once (they are not this node's: not in
+    `releases`, which the executor watches go)."""
     released = [f"{p.namespace}/{p.name} ({p.controller})" for p in pods]
+    waiting = waiting or []
+    elsewhere = ", ".join(f"{p.namespace}/{p.name} (on {p.node})" for p in waiting)
     why = (
         f"releases {', '.join(released)}: PodGC force-deletes its Terminating pods, NoExecute "
         "evicts the rest (DaemonSet pods too, back when the taint is removed), volumes detach "
         "at once"
         if released
+        else f"detaches at once the volumes attached here that {elsewhere} wait for"
+        if waiting
         else "releases none of the pods below (each tolerates it), but their volumes detach at "
         "once once they are gone"
     )
+    if released and waiting:
+        why += f", those {elsewhere} wait for too"
     # a held pod that tolerates the taint keeps running, and its volumes attached (audit 2064);
     # a held pod the taint evicts, or one Terminating, PodGC marks Failed, and its volumes
     # detach (e2e test_storage)
@@ -493,6 +516,7 @@ def _taint_step(
             *[f for p in pods for f in pod_facts(p)],
             *[f for p, _ in held_here for f in pod_facts(p, held=True)],
             *[f for p in running for f in _said(p, "eviction", "storage")],
+            *[f for p in waiting for f in _said(p, "why")],  # the attachments they wait for
             *node.cause.because,  # what the gate rests on (the node's state, its shutdown)
         ],
     )

@@ -29,6 +29,7 @@ from tests.e2e.conftest import Plugin
 from tests.e2e.controlplane import ControlPlane, KubeletReportingProblem, wait_for
 from tests.e2e.helpers import (
     pods,
+    remediate_confirmed,
     wait_node_ready,
     wait_node_unknown,
     wait_running_on,
@@ -152,6 +153,12 @@ def _out_of_service_moves(cp: ControlPlane, pv: str, dead: str, target: str) -> 
     """The out-of-service taint: the controller detaches from the dead node at once (PodGC
     first force-deletes a Terminating pod there), and the volume attaches on `target`."""
     cp.kubectl("taint", "node", dead, f"{OOS}=nodeshutdown:NoExecute")
+    _moves(cp, pv, dead, target)
+
+
+def _moves(cp: ControlPlane, pv: str, dead: str, target: str) -> None:
+    """With the out-of-service taint on `dead`: the volume detached there, attached on
+    `target`."""
     wait_for(
         "the attachment on the dead node removed",
         lambda: not [v for v in csi.attachments(cp, pv) if v["spec"]["nodeName"] == dead],
@@ -185,8 +192,15 @@ def test_replacement_waiting_for_a_dead_nodes_volume_is_listed(
             )
             code, d = plugin.diagnose_json("-n", NS)
             table = plugin.run("diagnose", "-n", NS).stdout
-            _out_of_service_moves(cp, PV, DEAD, TARGET)
+            # no pod left on the dead node: its advice offers the taint for the pod waiting
+            # elsewhere, and remediate plans and applies it (the remedy judged live)
+            result = remediate_confirmed(plugin, DEAD)
+            _moves(cp, PV, DEAD, TARGET)
     assert code == 3
+    dead = next(n for n in d["nodes"] if n["name"] == DEAD)
+    assert "out-of-service taint" in dead["action"]["summary"], dead["action"]
+    taint = next(s for s in result["steps"] if s["action"] == "taint-out-of-service")
+    assert taint["result"] == "done" and f"{NS}/db-v2-0 (on {TARGET})" in taint["why"], taint
     waiting = next(p for p in d["pods"] if p["name"] == "db-v2-0")
     assert waiting["uid"] == new["metadata"]["uid"] and waiting["node"] == TARGET
     assert waiting["category"] == "waiting-for-volume" and waiting["kubectlStatus"] == (

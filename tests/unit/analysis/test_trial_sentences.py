@@ -157,3 +157,21 @@ def test_every_offer_to_delete_a_node_under_the_brake_says_to_rule_out_the_netwo
     assert all(a.summary.startswith("first rule out the network") for a in offering), [
         a.summary for a in offering if not a.summary.startswith("first rule out")
     ]
+
+
+def test_a_volume_no_pod_object_uses_is_dated_not_waited_on() -> None:
+    """No pod object on the dead node uses the volume any more (the old pod force-deleted): the
+    controller's 6-minute wait has begun, so the timeline dates it (by the replacement's
+    creation, which the StatefulSet makes only once the old object is gone) instead of "once no
+    pod object uses it"."""
+    pod = _pod(_report(load("volume-held-by-dead-node")), "scenario-volume-wait", "db-v2-0")
+    assert "once no pod object" not in pod.timeline
+    assert "no pod object on flaky-v2 uses it: force-detached by about " in pod.timeline
+    assert "(6 minutes after 2026-11-30T20:58:31Z, by when the last pod object" in pod.timeline
+    assert any(
+        p.object.startswith("Pod/scenario-volume-wait/db-v2-0")
+        and p.field == "metadata.creationTimestamp"
+        for c in pod.claims
+        if c.section == "eviction"
+        for p in c.because
+    )
