@@ -42,6 +42,7 @@ from kubectl_nodefail.analysis.pods import (
 )
 from kubectl_nodefail.analysis.podstatus import TERMINAL_PHASES
 from kubectl_nodefail.analysis.storage import held_by_failed_node
+from kubectl_nodefail.analysis.text import plural
 from kubectl_nodefail.analysis.zones import analyse_zones
 from kubectl_nodefail.snapshot.model import Obj, Snapshot, parse_time
 
@@ -297,16 +298,32 @@ def _cluster_notes(
     notes = []
     total = len(snap.nodes)
     if master_disruption:
+        # nodes the controller leaves out of zone states (Ready ones too): said, with the label
+        excluded = [
+            n
+            for n in snap.nodes
+            if facts.LABEL_EXCLUDE_DISRUPTION in (n["metadata"].get("labels") or {})
+        ]
+        counted = (
+            f" (of the nodes it counts: {plural(len(excluded), 'node')} labelled "
+            f"{facts.LABEL_EXCLUDE_DISRUPTION} are left out of zone states, Ready or not)"
+            if excluded
+            else ""
+        )
+        left_out = [
+            fact("Node", n, f"metadata.labels[{facts.LABEL_EXCLUDE_DISRUPTION}]") for n in excluded
+        ]
         notes.append(
             claim(
                 "cluster-note",
                 "cluster",
-                "every zone has no Ready node: the node lifecycle controller is in master "
-                "disruption mode and taints no more nodes (pods on nodes without the NoExecute "
-                "taint are not evicted). This is almost always the control "
+                f"every zone has no Ready node{counted}: the node lifecycle controller is in "
+                "master disruption mode and taints no more nodes (pods on nodes without the "
+                "NoExecute taint are not evicted). This is almost always the control "
                 "plane's own connectivity (network, API server, load balancer), not the "
                 "machines.",
                 *(p for z in zones for p in brake.counted(z)),
+                *left_out,
             )
         )
     elif brake.is_mass_failure(failed, total):

@@ -175,3 +175,17 @@ def test_a_volume_no_pod_object_uses_is_dated_not_waited_on() -> None:
         if c.section == "eviction"
         for p in c.because
     )
+
+
+def test_master_disruption_says_which_ready_nodes_it_does_not_count() -> None:
+    """"every zone has no Ready node" while Ready nodes are listed: those carry the label that
+    keeps them out of zone states, and the sentence says so, resting on each one's label."""
+    report = _report(load("master-disruption"))
+    [note] = [c for c in report.cluster_claims if "every zone has no Ready node" in c.text]
+    assert "4 nodes labelled node.kubernetes.io/exclude-disruption are left out" in note.text
+    labelled = [
+        p
+        for p in note.because
+        if p.field == "metadata.labels[node.kubernetes.io/exclude-disruption]"
+    ]
+    assert len(labelled) == 4
