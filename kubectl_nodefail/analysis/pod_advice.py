@@ -175,7 +175,7 @@ def _for_pod(
             kind, node, replacement, eviction, holds_rwo, pod.stays_under_out_of_service, now
         )
     else:
-        action = _terminating(kind, namespace, name, node, holds_rwo)
+        action = _terminating(kind, namespace, name, node, holds_rwo, bool(replacement.pods))
     return _with_finalizers(action, finalizers)
 
 
@@ -346,11 +346,13 @@ def _after_eviction(kind: str, replacement: Replacement, holds_rwo: bool) -> str
     return "what follows depends on its owner"
 
 
-def _if_running(kind: str, confirmed: bool) -> str:
+def _if_running(kind: str, confirmed: bool, replaced: bool = False) -> str:
     """What a destructive step risks if the machine still runs (nothing once its shutdown is
-    observed): a second copy, except of a pod nothing recreates."""
+    observed): a second copy, except of a pod nothing recreates, or one already replaced."""
     if confirmed:
         return ""
+    if replaced:
+        return attestation.IF_STILL_RUNNING_REPLACED
     return attestation.IF_STILL_RUNNING_BARE if kind == "bare" else attestation.IF_STILL_RUNNING
 
 
@@ -376,14 +378,16 @@ def _free_it(
     *,
     terminating: bool,
     stays: bool = False,
+    replaced: bool = False,
 ) -> Action:
     """The out-of-service taint (after the machine is confirmed off), or deleting the Node; a
     force delete for a pod that is not Terminating and tolerates that taint (`stays`): the taint
-    evicts it never, and PodGC force-deletes only Terminating pods under it."""
+    evicts it never, and PodGC force-deletes only Terminating pods under it. `replaced`: its
+    replacement already exists, so freeing it starts no copy."""
     confirmed = bool(node.shutdown_evidence)
     unlock = _unlock(node)
     risk = "low" if confirmed else ("high" if kind == "statefulset" or holds_rwo else "medium")
-    if_running = _if_running(kind, confirmed)
+    if_running = _if_running(kind, confirmed, replaced)
     overdue = out_of_service_overdue(node) if node.out_of_service else None
     if node.out_of_service and terminating and overdue is not None:
         return Action(
@@ -438,6 +442,9 @@ def _free_it(
             "its containers keep running there, unseen by the API, beside any copy you "
             "re-create (nothing recreates a bare pod: the object goes, and it is lost)"
             if kind == "bare"
+            else "its containers keep running there, unseen by the API, beside its replacement "
+            "(freeing it starts no copy: the replacement already exists)"
+            if replaced
             else "a second copy starts (split brain, data loss)"
         )
     )
@@ -469,9 +476,11 @@ def _terminating(
     name: str,
     node: NodeFinding,
     holds_rwo: bool,
+    replaced: bool = False,
 ) -> Action:
     """A pod evicted or deleted, held by a kubelet that never confirms, that only a destructive
-    step frees (replaced and cosmetic pods are decided in `disposition`)."""
+    step frees (replaced and cosmetic pods are decided in `disposition`). `replaced`: its
+    replacement exists already (a Job held open by it, its new pod done)."""
     if kind == "bare":
         return Action(
             "investigate",
@@ -484,7 +493,7 @@ def _terminating(
         )
     # Forcing while the old process may still run: a StatefulSet gets two copies of one identity
     # (split brain, data loss); a Job or unknown owner may run its work twice.
-    return _free_it(node, kind, holds_rwo, "", terminating=True)
+    return _free_it(node, kind, holds_rwo, "", terminating=True, replaced=replaced)
 
 
 def for_waiting_pod(

@@ -20,6 +20,9 @@ PLACEHOLDER = "<NODE-YOU-VERIFIED-IS-POWERED-OFF>"
 IF_STILL_RUNNING = "two copies of its pods run at once"
 # The same for a pod nothing recreates (a bare pod): no second copy starts by itself.
 IF_STILL_RUNNING_BARE = "its containers keep running there, unseen, beside any copy re-created"
+# The same for a pod whose replacement already exists: forcing starts no copy, but the old one
+# keeps running there, unseen, beside it.
+IF_STILL_RUNNING_REPLACED = "it keeps running there, unseen, beside its replacement"
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 NODE_NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")

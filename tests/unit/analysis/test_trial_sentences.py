@@ -18,6 +18,7 @@ import pytest
 from kubectl_nodefail import examples
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
+from kubectl_nodefail.common import attestation
 from kubectl_nodefail.snapshot.model import OWNERS_UNLISTED, Snapshot, from_items, load_dump
 from tests.unit.conftest import FIXTURES, load
 
@@ -189,3 +190,17 @@ def test_master_disruption_says_which_ready_nodes_it_does_not_count() -> None:
         if p.field == "metadata.labels[node.kubernetes.io/exclude-disruption]"
     ]
     assert len(labelled) == 4
+
+
+def test_freeing_a_pod_whose_replacement_exists_is_not_said_to_start_a_second_copy() -> None:
+    """The demo's Job pod holds its Job open while its replacement already Succeeded: freeing
+    it starts no copy (the old one may keep running, unseen); the StatefulSet pod's name is
+    what blocks its replacement, so freeing it does start one."""
+    report = _report(load_dump(str(DEMO)))
+    job = _pod(report, "scenario-down", "batch-sm65f")
+    assert job.replacement.pods and "a second copy starts" not in job.action.summary
+    assert "beside its replacement" in job.action.summary
+    assert job.action.if_still_running == attestation.IF_STILL_RUNNING_REPLACED
+    db = _pod(report, "scenario-down", "db-0")
+    assert not db.replacement.pods and "a second copy starts" in db.action.summary
+    assert db.action.if_still_running == attestation.IF_STILL_RUNNING
