@@ -87,7 +87,7 @@ def render(data: Obj, timelines: dict[str, list[Entry]], now: datetime) -> str:
     if pods:
         out += ["", "### Stuck pods", ""]
         out += _table(
-            ["pod", "status", "node", "owner", "next", "action"],
+            ["pod", "status", "node", "owner", "replacement", "action"],
             [
                 [
                     f"`{p['namespace']}/{p['name']}`",

@@ -204,3 +204,4 @@ def test_freeing_a_pod_whose_replacement_exists_is_not_said_to_start_a_second_co
     db = _pod(report, "scenario-down", "db-0")
     assert not db.replacement.pods and "a second copy starts" in db.action.summary
     assert db.action.if_still_running == attestation.IF_STILL_RUNNING
+
