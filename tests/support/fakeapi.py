@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 # (status, headers, body) for the n-th request (0-based); None = never answer
 Answer = tuple[int, dict[str, str], bytes] | None
@@ -36,6 +37,35 @@ class FakeApi:
 
 def json_answer(doc: Any, status: int = 200, **headers: str) -> Answer:
     return status, {"Content-Type": "application/json", **headers}, json.dumps(doc).encode()
+
+
+def answering(answer: Callable[[str, dict[str, list[str]]], Any]) -> Script:
+    """A script answering each request with the JSON `answer(path, query)` returns (the
+    query parsed, each name to its values)."""
+
+    def script(_n: int, _method: str, path: str) -> Answer:
+        url = urlparse(path)
+        return json_answer(answer(url.path, parse_qs(url.query)))
+
+    return script
+
+
+def table(columns: list[str], rows: list[tuple[list[Any], dict[str, Any] | None]]) -> Any:
+    """A server-side Table of these columns, each row its cells and (unless None) its object's
+    metadata, as includeObject=Metadata gives it."""
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {},
+        "columnDefinitions": [{"name": c} for c in columns],
+        "rows": [
+            {
+                "cells": c,
+                **({"object": {"kind": "PartialObjectMetadata", "metadata": m}} if m else {}),
+            }
+            for c, m in rows
+        ],
+    }
 
 
 def self_signed(tmp: Path) -> tuple[str, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote_plus, urlparse
+from urllib.parse import unquote_plus
 
 from kubectl_nodefail.cluster import kube
 from kubectl_nodefail.cluster.owners_read import _owners_and_siblings, owner_key
@@ -19,7 +19,7 @@ from kubectl_nodefail.cluster.pods_read import Found, Kept
 from kubectl_nodefail.cluster.reads import _Reader
 from kubectl_nodefail.cluster.siblings_read import RowRules, siblings
 from kubectl_nodefail.snapshot import dumpschema
-from tests.support.fakeapi import json_answer, kubeconfig, serve
+from tests.support.fakeapi import answering, json_answer, kubeconfig, serve, table
 
 COLUMNS = ["Name", "Ready", "Status", "Node", "Readiness Gates"]
 REF = {"uid": "rs-1", "kind": "ReplicaSet", "name": "web-1", "controller": True}
@@ -57,16 +57,7 @@ def _answer(path: str, query: dict[str, list[str]]) -> dict[str, Any]:
     if path.endswith("/pods/c"):
         return {"kind": "Pod", "metadata": _meta("c"), "spec": {}, "status": {"phase": "Pending"}}
     if "Table" in str(query) or query.get("includeObject"):
-        return {
-            "kind": "Table",
-            "apiVersion": "meta.k8s.io/v1",
-            "metadata": {},
-            "columnDefinitions": [{"name": c} for c in COLUMNS],
-            "rows": [
-                {"cells": c, "object": {"kind": "PartialObjectMetadata", "metadata": m}}
-                for c, m in ROWS
-            ],
-        }
+        return dict(table(COLUMNS, ROWS))
     return {
         "kind": "PodList",
         "metadata": {},
@@ -86,11 +77,10 @@ def _read(
     """The owners' other pods read from a server that answers 500 to requests whose path and
     query contain `refused` (nothing when empty)."""
 
-    def script(_n: int, _method: str, path: str) -> Any:
-        url = urlparse(path)
+    def script(n: int, method: str, path: str) -> Any:
         if refused and refused in unquote_plus(path):
             return json_answer({"kind": "Status", "code": 500}, 500)
-        return json_answer(_answer(url.path, parse_qs(url.query)))
+        return answering(_answer)(n, method, path)
 
     with serve(script) as api:
         cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
@@ -189,11 +179,7 @@ def test_an_owner_changed_since_is_listed_again_whatever_was_kept(tmp_path: Path
     said: list[str] = []
 
     def read(held_owners: dict[Any, Any]) -> tuple[dict[str, Found], list[str]]:
-        def script(_n: int, _method: str, path: str) -> Any:
-            url = urlparse(path)
-            return json_answer(_answer(url.path, parse_qs(url.query)))
-
-        with serve(script) as api:
+        with serve(answering(_answer)) as api:
             cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
             cluster.shape["Pod"] = dumpschema.cut_live
             _, _, lists = _owners_and_siblings(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import pytest
 from hypothesis import given, settings
@@ -23,7 +22,7 @@ from hypothesis import strategies as st
 from kubectl_nodefail.cluster import gather, kube, podrows
 from kubectl_nodefail.common.errors import MalformedResponse
 from kubectl_nodefail.snapshot import dumpschema
-from tests.support.fakeapi import json_answer, kubeconfig, serve
+from tests.support.fakeapi import answering, json_answer, kubeconfig, serve, table
 
 COLUMNS = [
     "Name",
@@ -126,19 +125,7 @@ def test_rows_that_do_not_decide_are_not_taken() -> None:
 
 
 def _table(rows: list[tuple[list[Any], dict[str, Any] | None]]) -> dict[str, Any]:
-    return {
-        "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": {},
-        "columnDefinitions": [{"name": c} for c in COLUMNS],
-        "rows": [
-            {
-                "cells": c,
-                **({"object": {"kind": "PartialObjectMetadata", "metadata": m}} if m else {}),
-            }
-            for c, m in rows
-        ],
-    }
+    return dict(table(COLUMNS, rows))
 
 
 def _full(name: str, phase: str = "Running") -> dict[str, Any]:
@@ -146,11 +133,7 @@ def _full(name: str, phase: str = "Running") -> dict[str, Any]:
 
 
 def _read(tmp_path: Path, answer: Any) -> tuple[list[dict[str, Any]], list[str]]:
-    def script(n: int, method: str, path: str) -> Any:
-        url = urlparse(path)
-        return json_answer(answer(url.path, parse_qs(url.query)))
-
-    with serve(script) as api:
+    with serve(answering(answer)) as api:
         cluster = kube.Cluster(kubeconfig(tmp_path, api.url), timeout=5)
         cluster.shape["Pod"] = dumpschema.cut_live
         reader = gather._Reader(cluster)
