@@ -250,8 +250,8 @@ def detach_outlook(
             f"not detached while pod object{'' if one else 's'} {_names(users)} still "
             f"{'uses' if one else 'use'} it on {node}; once {'it is' if one else 'they are'} gone, "
         )
-    else:
-        when = f"once no pod object on {node} uses it, "
+    else:  # none uses it now (what follows is from then on)
+        when = f"no pod object on {node} uses it; "
     chief = leader(snap)
     if chief is not None and chief.expired():
         held = (
@@ -332,32 +332,30 @@ def detach_outlook(
         if restarted and chief is not None
         else ""
     )
-    if mounted and not users:  # the controller's wait has begun: when, as far as the facts say
-        due = (
-            f"by about {format_time(shifted(started, facts.FORCE_DETACH_SECONDS))} ({minutes} "
-            + (
-                "minutes after kube-controller-manager's current leader took over, after the "
-                f"last pod object using it on {node} was gone)"
-                if started != gone_by
-                else f"minutes after {format_time(gone_by)}, by when the last pod object using it "
-                f"on {node} was gone)"
-            )
-            if started is not None and gone_by is not None
-            else f"{minutes} minutes after the last one using it there was gone (when, the "
-            f"snapshot does not show){again}"
+    after = (
+        f"{minutes} minutes later{again}"  # than the last user's going, said before
+        if users
+        # none left: the controller's wait has begun; when, as far as the facts say
+        else f"by about {format_time(shifted(started, facts.FORCE_DETACH_SECONDS))} ({minutes} "
+        + (
+            "minutes after kube-controller-manager's current leader took over, after the last "
+            f"pod object using it on {node} was gone)"
+            if started != gone_by
+            else f"minutes after {format_time(gone_by)}, by when the last pod object using it "
+            f"on {node} was gone)"
         )
-        return (
-            f"no pod object on {node} uses it: force-detached {due}, since {node} last "
-            f"reported it mounted (status.volumesInUse), {unless}"
-        )
+        if started is not None and gone_by is not None
+        else f"{minutes} minutes after the last one using it there was gone (when, the snapshot "
+        f"does not show){again}"
+    )
     if mounted:
         return (
-            f"{when}force-detached {minutes} minutes later{again}, since {node} last reported "
-            f"it mounted (status.volumesInUse), {unless}"
+            f"{when}force-detached {after}, since {node} last reported it mounted "
+            f"(status.volumesInUse), {unless}"
         )
     return (
-        f"{when}force-detached {minutes} minutes later{again} if {node} last reported it "
-        f"mounted (status.volumesInUse), at once if not; {unless}"
+        f"{when}force-detached {after} if {node} last reported it mounted "
+        f"(status.volumesInUse), at once if not; {unless}"
     )
 
 

@@ -168,7 +168,7 @@ def test_diagnosis_before_and_after_the_force_deletions(force_detach: Started) -
     # no pod object there uses it: dated by the Multi-Attach error of the pod elsewhere (the
     # session's last test judges the date)
     assert _volumes_line(after, TIMER).startswith(f"{_pv(TIMER)} ")
-    assert "no pod object on flaky-fd uses it: force-detached by about " in _volumes_line(
+    assert "no pod object on flaky-fd uses it; force-detached by about " in _volumes_line(
         after, TIMER
     )
     assert _dated(_volumes_line(after, TIMER)) is not None

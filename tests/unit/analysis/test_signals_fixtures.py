@@ -164,7 +164,7 @@ def test_detach_outlooks_on_the_recorded_force_detach_scenario() -> None:
     lines = {v.split(" ")[0]: v for v in node.volumes_attached}
     assert set(lines) == {"pv-fd-timer", "pv-fd-held"}, lines
     assert (
-        "detach: no pod object on flaky-fd uses it: force-detached 6 minutes after the last one "
+        "detach: no pod object on flaky-fd uses it; force-detached 6 minutes after the last one "
         "using it there was gone (when, the snapshot does not show), since flaky-fd last "
         "reported it mounted (status.volumesInUse)"
     ) in lines["pv-fd-timer"]
@@ -187,7 +187,7 @@ def test_a_terminating_pod_object_keeps_the_volume_attached() -> None:
 
 # with no pod object left there and nothing dating its going, the controller's wait is undated
 UNDATED = (
-    "no pod object on flaky-v1 uses it: force-detached 6 minutes after the last one using it "
+    "no pod object on flaky-v1 uses it; force-detached 6 minutes after the last one using it "
     "there was gone"
 )
 
@@ -334,7 +334,7 @@ def test_waiting_pod_whose_volume_a_terminating_pod_still_holds_is_told_to_free_
     )
     plain = diagnose(load("volume-held-by-dead-node"), snap.captured_at)
     assert pod(plain, "scenario-volume-wait", "db-v2-0").action.summary.startswith(
-        "wait: no pod object on flaky-v2 uses it: force-detached by about 2026-11-30T21:04:31Z"
+        "wait: no pod object on flaky-v2 uses it; force-detached by about 2026-11-30T21:04:31Z"
     )
 
 

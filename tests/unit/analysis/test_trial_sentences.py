@@ -167,7 +167,7 @@ def test_a_volume_no_pod_object_uses_is_dated_not_waited_on() -> None:
     pod object uses it"."""
     pod = _pod(_report(load("volume-held-by-dead-node")), "scenario-volume-wait", "db-v2-0")
     assert "once no pod object" not in pod.timeline
-    assert "no pod object on flaky-v2 uses it: force-detached by about " in pod.timeline
+    assert "no pod object on flaky-v2 uses it; force-detached by about " in pod.timeline
     assert "(6 minutes after 2026-11-30T20:58:31Z, by when the last pod object" in pod.timeline
     assert any(
         p.object.startswith("Pod/scenario-volume-wait/db-v2-0")

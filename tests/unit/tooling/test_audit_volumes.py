@@ -64,6 +64,14 @@ HELD = (
 )
 
 
+# what analysis/storage.detach_outlook says once no pod object there uses the volume and no
+# fact dates the going
+NONE_LEFT = HELD.split("; once it is gone, ", 1)[1].replace(
+    "6 minutes later,",
+    "6 minutes after the last one using it there was gone (when, the snapshot does not show),",
+)
+
+
 def verdicts(h: History, words: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
     return {row[0]: row for row in volumes.judge(words, h, ["dead"], "au-2063-")}
 
@@ -87,13 +95,12 @@ def test_a_volume_detached_while_its_pod_object_stands_breaks_held() -> None:
 
 
 def test_a_pod_failed_by_a_shutdown_uses_nothing_though_a_finalizer_keeps_it() -> None:
-    outlook = HELD.split("; once it is gone, ", 1)[1]
     h = history(pod_until=900, va_until=100 + 361)
     failed = pod_view(namespace=NS, name="w-0", uid="u0", node="dead", phase="Failed")
     for poll in h.polls:
         if poll.at >= at(100):
             poll.pods["u0"] = failed
-    words = said(f"once no pod object on dead uses it, {outlook}", 200)
+    words = said(f"no pod object on dead uses it; {NONE_LEFT}", 200)
     assert verdicts(h, words)["volume:force-detach"][5] is True
 
 
@@ -129,10 +136,9 @@ def test_a_deleted_node_leaves_the_force_detach_unjudged() -> None:
 
 
 def test_with_its_pod_gone_the_timer_counts_from_when_it_went() -> None:
-    outlook = HELD.split("; once it is gone, ", 1)[1]
     got = verdicts(
         history(pod_until=100, va_until=461),
-        said(f"once no pod object on dead uses it, {outlook}", 200),
+        said(f"no pod object on dead uses it; {NONE_LEFT}", 200),
     )
     assert got["volume:force-detach"][5] is True
     assert "volume:held" not in got
@@ -148,11 +154,11 @@ UNLESS = (
 def test_with_no_pod_object_left_an_undated_timer_is_judged_from_when_it_went(
     detached: float, ok: bool
 ) -> None:
-    """ "no pod object on N uses it: force-detached 6 minutes after the last one using it there
+    """ "no pod object on N uses it; force-detached 6 minutes after the last one using it there
     was gone (when, the snapshot does not show)" (analysis/storage.py): judged as "once no pod
     object uses it"."""
     outlook = (
-        "no pod object on dead uses it: force-detached 6 minutes after the last one using it "
+        "no pod object on dead uses it; force-detached 6 minutes after the last one using it "
         f"there was gone (when, the snapshot does not show), {UNLESS}"
     )
     got = verdicts(history(pod_until=100, va_until=detached), said(outlook, 200))
@@ -169,7 +175,7 @@ def test_a_dated_force_detach_is_judged_by_its_time_too(
     """ "force-detached by about T (6 minutes after …)": not before six minutes after the
     last user went, nor later than T and the judge's slack."""
     outlook = (
-        f"no pod object on dead uses it: force-detached by about "
+        f"no pod object on dead uses it; force-detached by about "
         f"{at(latest):%Y-%m-%dT%H:%M:%SZ} (6 minutes after {at(latest - 360):%Y-%m-%dT%H:%M:%SZ}"
         f", by when the last pod object using it on dead was gone), {UNLESS}"
     )
@@ -182,9 +188,9 @@ def test_a_dated_force_detach_is_judged_by_its_time_too(
 def test_a_new_leaders_floor_moves_the_force_detach_window(detached: float, ok: bool) -> None:
     """ "and not before about T" (analysis/storage.py: a new kube-controller-manager leader
     started its wait then): the window is from T, not six minutes after the pod went."""
-    outlook = HELD.split("; once it is gone, ", 1)[1].replace(
-        "6 minutes later,",
-        f"6 minutes later, and not before about {at(400 + 360):%Y-%m-%dT%H:%M:%SZ}: "
+    outlook = NONE_LEFT.replace(
+        "does not show),",
+        f"does not show), and not before about {at(400 + 360):%Y-%m-%dT%H:%M:%SZ}: "
         "kube-controller-manager's current leader took over at "
         f"{at(400):%Y-%m-%dT%H:%M:%SZ} (its Lease kube-system/kube-controller-manager, "
         "acquireTime), and the attach-detach controller's wait lives in its memory, so it "
@@ -192,7 +198,7 @@ def test_a_new_leaders_floor_moves_the_force_detach_window(detached: float, ok: 
     )
     got = verdicts(
         history(pod_until=100, va_until=detached, end=1200),
-        said(f"once no pod object on dead uses it, {outlook}", 410),
+        said(f"no pod object on dead uses it; {outlook}", 410),
     )
     assert "not before" in got["volume:force-detach"][3]
     assert got["volume:force-detach"][5] is ok
