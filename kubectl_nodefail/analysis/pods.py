@@ -27,7 +27,7 @@ from kubectl_nodefail.analysis.findings import (
     ZoneFinding,
 )
 from kubectl_nodefail.analysis.leader import leader
-from kubectl_nodefail.analysis.machine import kubelet_alive
+from kubectl_nodefail.analysis.machine import kubelet_alive, out_of_service_overdue
 from kubectl_nodefail.analysis.nodes import lifecycle_off
 
 # analysed in orphans.py and waiting.py, read from here by diagnose.py and cluster/gather.py
@@ -327,14 +327,25 @@ def _deletion_claim(
     node_failed = bool(node and node.failed)
     forced = node_failed and node is not None and node.out_of_service and node_obj is not None
     foreign = advice.foreign_finalizers(list(pod["metadata"].get("finalizers") or []))
+    overdue = out_of_service_overdue(node) if forced and node is not None else None
     text = f"deletion requested, grace period ends {ago((now - deletion).total_seconds())}" + (
         "; only finalizers keep the object (a finished pod needs no kubelet)"
         if phase in TERMINAL_PHASES
+        # as the advice says it (pod_advice._free_it): past PodGC's time, it is not removing it
+        else f"; the out-of-service taint has been on its node {duration(overdue)}, past "
+        "PodGC's time, and the object is still here: PodGC is not removing it (an admission "
+        "webhook or policy refused its delete, or the podgc controller does not run)"
+        if overdue is not None
         else "; the out-of-service taint is on its node: PodGC force-deletes it on its next "
         f"pass (every {PODGC_PERIOD_SECONDS} s), without the kubelet"
         + (
             f", then finalizers {', '.join(foreign)} keep the object until removed"
             if foreign
+            else ""
+        )
+        + (
+            " (the taint has no timeAdded: when it was added is not recorded)"
+            if node is not None and node.out_of_service_seconds is None
             else ""
         )
         if forced
@@ -348,6 +359,7 @@ def _deletion_claim(
     elif forced and node is not None and node_obj is not None:
         because += [
             fact("Node", node_obj, f"spec.taints[key={TAINT_OUT_OF_SERVICE}].effect"),
+            fact("Node", node_obj, f"spec.taints[key={TAINT_OUT_OF_SERVICE}].timeAdded"),
             *([fact("Pod", pod, "metadata.finalizers")] if foreign else []),
             *node.cause.because,
         ]

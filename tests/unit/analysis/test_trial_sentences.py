@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,13 @@ from kubectl_nodefail import examples
 from kubectl_nodefail.analysis.diagnose import diagnose
 from kubectl_nodefail.analysis.findings import NodeFinding, PodFinding, Report
 from kubectl_nodefail.common import attestation
-from kubectl_nodefail.snapshot.model import OWNERS_UNLISTED, Snapshot, from_items, load_dump
+from kubectl_nodefail.snapshot.model import (
+    OWNERS_UNLISTED,
+    Snapshot,
+    format_time,
+    from_items,
+    load_dump,
+)
 from tests.unit.conftest import FIXTURES, load
 
 Obj = dict[str, Any]
@@ -179,7 +186,7 @@ def test_a_volume_no_pod_object_uses_is_dated_not_waited_on() -> None:
 
 
 def test_master_disruption_says_which_ready_nodes_it_does_not_count() -> None:
-    """"every zone has no Ready node" while Ready nodes are listed: those carry the label that
+    """ "every zone has no Ready node" while Ready nodes are listed: those carry the label that
     keeps them out of zone states, and the sentence says so, resting on each one's label."""
     report = _report(load("master-disruption"))
     [note] = [c for c in report.cluster_claims if "every zone has no Ready node" in c.text]
@@ -205,3 +212,29 @@ def test_freeing_a_pod_whose_replacement_exists_is_not_said_to_start_a_second_co
     assert not db.replacement.pods and "a second copy starts" in db.action.summary
     assert db.action.if_still_running == attestation.IF_STILL_RUNNING
 
+
+@pytest.mark.parametrize("added_ago", [None, 30, 300, 3 * 3600])
+def test_the_timeline_and_the_advice_agree_under_the_out_of_service_taint(
+    added_ago: int | None,
+) -> None:
+    """The taint by hand (no timeAdded), within PodGC's time, and past it by minutes or hours:
+    the timeline says what the advice does (PodGC's next pass; or, past its time, that PodGC is
+    not removing it and the advice force-deletes)."""
+    doc = json.loads((FIXTURES / "out-of-service-applied.json").read_text())
+    items = copy.deepcopy(doc["items"])
+    snap0 = load("out-of-service-applied")
+    node = next(i for i in items if i.get("kind") == "Node" and i["metadata"]["name"] == "flaky-d")
+    taint = next(t for t in node["spec"]["taints"] if t["key"].endswith("/out-of-service"))
+    taint.pop("timeAdded", None)
+    if added_ago is not None:
+        taint["timeAdded"] = format_time(snap0.captured_at - timedelta(seconds=added_ago))
+    snap = from_items(items, snap0.captured_at, server_version=doc.get("serverVersion"))
+    pod = _pod(_report(snap), "scenario-cleanup", "db-flaky-d-0")
+    if added_ago is not None and added_ago > 60:
+        assert "past PodGC's time, and the object is still here" in pod.timeline
+        assert "PodGC has not removed it" in pod.action.summary
+        assert pod.action.code == "force-delete"
+    else:
+        assert "PodGC force-deletes it on its next pass (every 20 s)" in pod.timeline
+        assert pod.action.code == "wait" and "PodGC force-deletes it" in pod.action.summary
+        assert ("no timeAdded" in pod.timeline) is (added_ago is None)
