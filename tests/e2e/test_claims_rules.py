@@ -210,6 +210,10 @@ def test_node_object_without_a_kubelet(control_plane: ControlPlane, plugin: Plug
         cause = _node(d, node)["cause"]
         assert cause["code"] == "no-ready-condition"
         assert cause["summary"] == "node has never reported a Ready condition"
+        # the advice: what follows (the controller marks it within its startup grace, below)
+        action = _node(d, node)["action"]["summary"]
+        assert action.startswith("no kubelet has posted status for this node yet"), action
+        assert "--node-startup-grace-period, 1 minute by default" in action
         wait_for(
             "NodeStatusNeverUpdated",
             lambda: ready(cp, node).get("reason") == "NodeStatusNeverUpdated",
