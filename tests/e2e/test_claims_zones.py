@@ -184,10 +184,12 @@ def test_zone_brake_is_per_node_tainted_nodes_evict_late_ones_do_not(
     # (issue 33 item 6: the per-node advice said "attest it and let remediate apply the
     # out-of-service taint"; --explain of a stuck pod never named the zone)
     assert d["brake"] and "PartialDisruption" in d["brake"]["text"] and d["brake"]["because"]
-    for node in d["nodes"]:
-        action = node["action"] or {}
-        if "out-of-service taint" in action.get("summary", ""):
-            assert action["summary"].startswith("first rule out"), action
+    for row in [*d["nodes"], *d["pods"]]:
+        action = row["action"] or {}
+        summary = action.get("summary", "")
+        # the taint, and deleting the Node (PodGC then force-deletes its pods), are refused
+        if "out-of-service taint" in summary or "delete the Node" in summary:
+            assert summary.startswith("first rule out"), action
     assert explained.returncode == 3, explained.stderr
     assert f"Zone: e2e/{zone}: PartialDisruption" in explained.stdout, explained.stdout
     assert "Wide failure: zone disruption" in explained.stdout, explained.stdout
